@@ -1,0 +1,1 @@
+"""GRPO with code-graded rewards on Thai grade-school math: the logic behind the Snakemake pipeline."""
