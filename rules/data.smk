@@ -1,0 +1,40 @@
+# Stages 1-2: the source rows, then one seeded shuffle into disjoint held-out / GRPO / SFT / pretraining sets.
+
+
+rule dataset:
+    message: "Loading the {config[data][source]} Thai GSM8K rows"
+    output:
+        rows="results/data/source.jsonl",
+    params:
+        data=config["data"],
+    log:
+        "results/logs/dataset.log",
+    benchmark:
+        "results/benchmarks/dataset.tsv"
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../scripts/make_dataset.py"
+
+
+rule split:
+    message: "Parsing gold answers and splitting with seed {config[data][shuffle_seed]}"
+    input:
+        rows=rules.dataset.output.rows,
+    output:
+        heldout="results/data/heldout.jsonl",
+        train="results/data/train.jsonl",
+        sft="results/data/sft.jsonl",
+        pretrain="results/data/pretrain.jsonl",
+        stats="results/data/split_stats.json",
+    params:
+        data=config["data"],
+        train_sft=config["sft"]["source"] == "train",
+    log:
+        "results/logs/split.log",
+    benchmark:
+        "results/benchmarks/split.tsv"
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../scripts/split_data.py"

@@ -1,0 +1,89 @@
+# Stage 3: the base model and the SFT LoRA adapter. Offline they are trained here; for the real run they are
+# downloaded at pinned revisions. Either way: results/model/base (model + tokenizer), results/model/sft_adapter.
+
+if config["base"]["source"] == "scratch":
+
+    rule base_model:
+        message: "Training a tokenizer and pretraining a tiny Qwen3 from scratch"
+        input:
+            pretrain=rules.split.output.pretrain,
+            sft=rules.split.output.sft,
+        output:
+            model=directory("results/model/base"),
+            history="results/model/base_history.json",
+        params:
+            base=config["base"],
+            seed=config["seed"],
+            system_prompt=SYSTEM,
+            checkpoints="results/checkpoints/base",
+        threads: 2
+        log:
+            "results/logs/base_model.log",
+        benchmark:
+            "results/benchmarks/base_model.tsv"
+        conda:
+            "../envs/training.yaml"
+        script:
+            "../scripts/build_base.py"
+
+else:
+
+    rule base_model:
+        message: "Fetching the base model {config[base][name_or_path]}"
+        output:
+            model=directory("results/model/base"),
+        params:
+            spec=config["base"],
+            kind="base model",
+        log:
+            "results/logs/base_model.log",
+        benchmark:
+            "results/benchmarks/base_model.tsv"
+        conda:
+            "../envs/training.yaml"
+        script:
+            "../scripts/download_model.py"
+
+
+if config["sft"]["source"] == "train":
+
+    rule sft_adapter:
+        message: "Training the SFT LoRA adapter on {config[data][sft_size]} examples"
+        input:
+            base=rules.base_model.output.model,
+            sft=rules.split.output.sft,
+        output:
+            adapter=directory("results/model/sft_adapter"),
+            history="results/model/sft_history.json",
+        params:
+            sft=config["sft"],
+            seed=config["seed"],
+            system_prompt=SYSTEM,
+            checkpoints="results/checkpoints/sft",
+        threads: 2
+        log:
+            "results/logs/sft_adapter.log",
+        benchmark:
+            "results/benchmarks/sft_adapter.tsv"
+        conda:
+            "../envs/training.yaml"
+        script:
+            "../scripts/train_sft.py"
+
+else:
+
+    rule sft_adapter:
+        message: "Downloading the SFT adapter {config[sft][name_or_path]}"
+        output:
+            adapter=directory("results/model/sft_adapter"),
+        params:
+            spec=config["sft"],
+            kind="adapter",
+        log:
+            "results/logs/sft_adapter.log",
+        benchmark:
+            "results/benchmarks/sft_adapter.tsv"
+        conda:
+            "../envs/training.yaml"
+        script:
+            "../scripts/download_model.py"

@@ -1,0 +1,11 @@
+"""Stage 7b: one self-contained HTML page from the results, figures and a few escaped samples."""
+
+from pathlib import Path
+
+from thai_grpo.io import log_to, read_json, read_jsonl
+from thai_grpo.report import write_report
+
+log_to(snakemake.log[0])
+samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
+write_report(read_json(snakemake.input.results), samples, Path(snakemake.input.figures),
+             Path(snakemake.input.template).parent, snakemake.output.html)

@@ -1,0 +1,233 @@
+"""The HTML report renders every section from a small results.json, escapes model text, makes no network
+request, degrades to "not run", and writes atomically; plus the pure run-health and transition functions."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from thai_grpo.figures import hacking_suspect, solve_rate_transitions, truncation_failed
+from thai_grpo.report import SECTIONS, make_figures, render_report, write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+TEMPLATE_DIR = ROOT / "report"
+PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(1)>"
+
+
+def load_fixture() -> tuple[dict, dict[str, list[dict]]]:
+    """results_small.json and samples_small.jsonl grouped by their `model` field."""
+    results = json.loads((FIXTURES / "results_small.json").read_text(encoding="utf-8"))
+    samples: dict[str, list[dict]] = {}
+    for line in (FIXTURES / "samples_small.jsonl").read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        samples.setdefault(record.pop("model"), []).append(record)
+    return results, samples
+
+
+class TagCollector(HTMLParser):
+    """Every start tag with its attributes, as the browser's tokenizer would see them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+def tags_of(html: str) -> list[tuple[str, dict]]:
+    parser = TagCollector()
+    parser.feed(html)
+    return parser.tags
+
+
+def csp_of(html: str) -> str:
+    """The Content-Security-Policy the page declares in its <meta> tag."""
+    metas = [a for t, a in tags_of(html) if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"]
+    assert len(metas) == 1
+    return metas[0]["content"]
+
+
+@pytest.fixture(scope="module")
+def fixture_data():
+    return load_fixture()
+
+
+@pytest.fixture(scope="module")
+def figures(fixture_data, tmp_path_factory):
+    return make_figures(fixture_data[0], tmp_path_factory.mktemp("figures"))
+
+
+@pytest.fixture(scope="module")
+def html(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    samples["grpo"][1]["completions"].insert(0, {"text": PAYLOAD, "correct": 1.0, "format": 0.0, "thai": 0.0,
+                                                 "total": 1.0, "num_tokens": 20, "truncated": False})
+    results["train"]["example_groups"]["mixed"]["completions"][0] = PAYLOAD
+    return render_report(results, samples, figures, TEMPLATE_DIR)
+
+
+def test_figures_drawn_for_every_part_of_the_fixture(figures):
+    expected = {"training_curves", "group_advantages", "grpo_vs_ppo", "k1_vs_k3_synthetic", "k1_vs_k3_real",
+                "pass_at_k", "solve_rate_scatter"}
+    assert set(figures) == expected
+    for path in figures.values():
+        assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_every_section_heading_is_present(html):
+    assert len(SECTIONS) == 10
+    for section_id, title in SECTIONS:
+        assert f'<section id="{section_id}">' in html
+        assert f"<h2>{title}</h2>" in html
+    for words in ("Run card", "Training curves", "Figure 5.1", "calculator", "Figure 5.2", "Figure 5.3",
+                  "Held-out results", "Comparison across methods", "Statistics note", "Samples"):
+        assert words in html
+
+
+def test_numbers_from_the_fixture_appear_formatted(html):
+    for text in (
+        "47.9%", "[38.2, 57.8]", "[27.1, 68.8]",  # grpo pass@1: estimate, Wilson, bootstrap
+        "32.3%", "75.0%",  # sft pass@1, pass@8
+        "3,400,000", "180,224",  # base and trainable parameters
+        "81,389", "262,144", "31.0%",  # generated tokens vs the seed's full-run estimate
+        "4 min 0.5 s", "7 min 35.9 s",  # grpo stage, total wall time
+        "+15.6 points", "[7.3, 21.9]", "0.003",  # paired test
+        "frozen copy of the SFT adapter", "trl 0.24.0", "eval = 1234",
+        "+1.56", "-1.08",  # the mixed group's advantages
+    ):
+        assert text in html, text
+    assert re.search(r"moved up</th><td>9<", html)
+    assert re.search(r"unsolved in both</th><td>2<", html)
+
+
+def test_page_makes_no_external_requests(html):
+    assert "http://" not in html and "https://" not in html
+    for tag, attrs in tags_of(html):
+        for name in ("src", "href", "action", "poster", "srcset"):
+            value = (attrs.get(name) or "").strip()
+            assert not re.match(r"(https?:)?//", value), (tag, name, value)
+        if "src" in attrs:
+            assert attrs["src"].startswith("data:image/png;base64,"), tag
+        if tag == "a":
+            assert attrs["href"].startswith("#")
+        assert tag != "link", "stylesheets must be inlined"
+    assert "@import" not in html and "url(" not in html
+    assert "default-src 'none'" in csp_of(html)
+
+
+def test_model_text_is_escaped(html):
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<script>alert" not in html
+    assert not re.search(r"<[^<>]*\sonerror\s*=", html)
+    tags = tags_of(html)
+    assert [t for t, _ in tags].count("script") == 1, "only the calculator script"
+    assert [t for t, _ in tags].count("img") == 7, "only the seven figures"
+    assert not any(name.startswith("on") for _, attrs in tags for name in attrs)
+
+
+def test_calculator_is_inlined_and_prefilled(html):
+    assert 'id="calc-rewards"' in html and 'id="calc-divide-std"' in html
+    assert 'id="calc-output"' in html and 'id="calc-message"' in html
+    assert 'value="1.5, 0.3, 0.5, 1.5, 0.3, 0.0, 0.3, 0.5"' in html
+    assert "var EPS = 1e-4;" in html
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", csp_of(html))
+
+
+def test_missing_optional_parts_render_not_run(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    del results["kl_real"]
+    for method in results["comparison"]["methods"]:
+        method["run"] = False
+    figures = {k: v for k, v in figures.items() if k != "k1_vs_k3_real"}
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "real per-token log-probs (kl_real): not run" in html
+    assert html.count("not run yet") == 2 * len(results["comparison"]["methods"])
+
+
+def test_a_nearly_empty_results_file_still_renders(tmp_path):
+    figures = make_figures({}, tmp_path)
+    html = render_report({}, {}, figures, TEMPLATE_DIR)
+    for text in ("benchmarks: not run", "generated tokens: not run", "Training curves: not run",
+                 "held-out evaluation: not run", "method comparison: not run", "paired test: not run",
+                 "samples: not run", "real per-token log-probs (kl_real): not run"):
+        assert text in html, text
+    assert set(figures) == {"grpo_vs_ppo", "k1_vs_k3_synthetic"}
+
+
+def test_health_flags_shown(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results["train"]["health"] = {"truncation_failed": True, "hacking_suspect": False,
+                                  "messages": ["95% of completions hit max_completion_length"]}
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "truncation failure: FLAGGED" in html and "reward-hacking suspect: ok" in html
+    assert "95% of completions hit max_completion_length" in html
+
+
+def test_write_report_is_atomic(fixture_data, figures, tmp_path):
+    results, samples = fixture_data
+    out = write_report(results, samples, figures, TEMPLATE_DIR, tmp_path / "report.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert out.stat().st_mode & 0o044 == 0o044, "report readable by others"
+    with pytest.raises(Exception):
+        write_report(results, samples, figures, tmp_path / "no-such-template-dir", tmp_path / "broken.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
+
+
+def test_figures_are_deterministic(fixture_data, tmp_path):
+    results = fixture_data[0]
+    first = make_figures(results, tmp_path / "a")
+    second = make_figures(results, tmp_path / "b")
+    for name in first:
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+
+
+# --------------------------------------------------------------------------- pure functions
+def test_solve_rate_transitions_counts():
+    before = [0, 0, 3, 5, 8, 2]
+    after = [0, 4, 3, 2, 8, 6]
+    assert solve_rate_transitions(before, after) == {
+        "moved_up": 2, "newly_solved": 1, "got_worse": 1, "no_signal_ever": 1, "unchanged": 2, "total": 6}
+
+
+def test_solve_rate_transitions_rejects_mismatched_problems():
+    with pytest.raises(ValueError):
+        solve_rate_transitions([1, 2], [1, 2, 3])
+
+
+def steps_with(lengths, accuracies=None, clipped=None) -> list[dict]:
+    n = len(lengths)
+    accuracies = accuracies or [0.3] * n
+    clipped = clipped or [0.0] * n
+    return [{"step": i + 1, "completion_length_mean": lengths[i], "accuracy": accuracies[i],
+             "clipped_ratio": clipped[i]} for i in range(n)]
+
+
+def test_hacking_suspect_when_length_rises_and_accuracy_is_flat():
+    assert hacking_suspect(steps_with([100, 100, 110, 130, 150, 160], [0.30, 0.31, 0.30, 0.30, 0.31, 0.30]))
+
+
+def test_no_hacking_suspect_when_accuracy_rises_with_length():
+    assert not hacking_suspect(steps_with([100, 100, 110, 130, 150, 160], [0.30, 0.32, 0.36, 0.40, 0.42, 0.45]))
+
+
+def test_no_hacking_suspect_when_length_is_flat_or_run_is_short():
+    assert not hacking_suspect(steps_with([100, 101, 99, 102, 110, 115]))  # +12%: below the 20% bar
+    assert not hacking_suspect(steps_with([100, 200]))
+    assert not hacking_suspect([])
+
+
+def test_truncation_failed_uses_the_last_third():
+    assert truncation_failed(steps_with([256] * 6, clipped=[0.2, 0.5, 0.7, 0.9, 0.95, 0.97]))
+    assert not truncation_failed(steps_with([256] * 6, clipped=[1.0, 1.0, 1.0, 0.6, 0.5, 0.4]))
+    assert not truncation_failed(steps_with([256] * 6, clipped=[0.9] * 4 + [0.85, 0.9]))
+    assert truncation_failed(steps_with([256] * 3, clipped=[0.0, 0.0, 0.9]))
+    assert not truncation_failed([])

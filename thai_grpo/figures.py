@@ -1,0 +1,321 @@
+"""Figures of the report and the run-health checks behind its flags.
+
+Every plot function takes plain data plus an output path, writes one PNG with the Agg backend at a fixed
+dpi and returns None (the solve-rate scatter also returns its transition counts). Randomness (jitter,
+resampling orders) comes from explicit seeds, so the same inputs give the same file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from matplotlib.patches import FancyBboxPatch  # noqa: E402
+
+from thai_grpo import kl  # noqa: E402
+
+DPI = 110
+REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
+POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
+
+
+# --------------------------------------------------------------------------- run-health checks
+def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, float] | None:
+    """Mean of `key` over the first and the last `window` steps (default: a third of the run)."""
+    values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
+    if len(values) < 3:
+        return None
+    w = window or max(1, len(values) // 3)
+    return float(np.nanmean(values[:w])), float(np.nanmean(values[-w:]))
+
+
+def hacking_suspect(
+    steps: list[dict], window: int | None = None, length_rise: float = 0.20, accuracy_rise: float = 0.02
+) -> bool:
+    """Length up while accuracy is flat: the first symptom of reward hacking.
+
+    With L and a the mean `completion_length_mean` and `accuracy` over the first and the last `window`
+    steps (default a third of the run): suspect when L_last > (1 + length_rise) * L_first and
+    a_last - a_first < accuracy_rise. Fewer than 3 steps: False (nothing to compare).
+    """
+    length = _thirds(steps, "completion_length_mean", window)
+    accuracy = _thirds(steps, "accuracy", window)
+    if length is None or accuracy is None or not all(np.isfinite(length + accuracy)):
+        return False
+    return length[1] > (1.0 + length_rise) * length[0] and accuracy[1] - accuracy[0] < accuracy_rise
+
+
+def truncation_failed(steps: list[dict], threshold: float = 0.9, window: int | None = None) -> bool:
+    """Completions hit max_completion_length: mean `clipped_ratio` over the last third >= threshold."""
+    values = np.array([s.get("clipped_ratio", np.nan) for s in steps], dtype=float)
+    if len(values) == 0:
+        return False
+    w = window or max(1, len(values) // 3)
+    last = values[-w:]
+    return bool(np.isfinite(last).any() and np.nanmean(last) >= threshold)
+
+
+def solve_rate_transitions(before, after) -> dict[str, int]:
+    """Count problems by how their number of correct samples c_i moved from `before` to `after`.
+
+    moved_up: c_after > c_before (newly_solved: the subset with c_before = 0);
+    got_worse: c_after < c_before; no_signal_ever: 0 in both (p = 0 sends GRPO no learning signal);
+    unchanged: equal and > 0. The first four counts add up to `total`.
+    """
+    b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
+    if b.shape != a.shape:
+        raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
+    return {
+        "moved_up": int((a > b).sum()),
+        "newly_solved": int(((a > 0) & (b == 0)).sum()),
+        "got_worse": int((a < b).sum()),
+        "no_signal_ever": int(((a == 0) & (b == 0)).sum()),
+        "unchanged": int(((a == b) & (a > 0)).sum()),
+        "total": int(b.size),
+    }
+
+
+# --------------------------------------------------------------------------- helpers
+def _save(fig, path) -> None:
+    """Write `fig` as PNG (no timestamps in the metadata) and close it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, metadata={"Software": None})
+    plt.close(fig)
+
+
+def _series(steps: list[dict], *keys: str) -> np.ndarray:
+    """Values of a (possibly nested) key per step, NaN where a step lacks it."""
+    out = []
+    for s in steps:
+        value = s
+        for k in keys:
+            value = value.get(k) if isinstance(value, dict) else None
+        out.append(np.nan if value is None else float(value))
+    return np.array(out, dtype=float)
+
+
+# --------------------------------------------------------------------------- training
+def plot_training_curves(steps: list[dict], path) -> None:
+    """Six panels per optimizer step: reward and its parts, share of learning groups, length with
+    accuracy (DeepSeek-R1's figure in miniature), KL to the reference, clipped ratio, generated tokens."""
+    x = _series(steps, "step")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
+    ax = axes[0, 0]
+    ax.plot(x, _series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
+    for name, colour in REWARD_COLOURS.items():
+        ax.plot(x, _series(steps, "rewards", name), color=colour, marker=".", label=name)
+    ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 1.55))
+    ax.legend(fontsize=8, loc="upper left")
+    ax = axes[0, 1]
+    ax.plot(x, _series(steps, "frac_groups_nonzero_std"), marker="o", label="groups with std > 0")
+    ax.plot(x, 1 - _series(steps, "frac_reward_zero_std_trl"), ls="--", color="grey",
+            label="TRL: 1 - frac_reward_zero_std")
+    ax.set(title="Groups that teach something", ylabel="fraction", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8, loc="lower left")
+    ax = axes[1, 0]
+    ax.plot(x, _series(steps, "completion_length_mean"), color="#5f3dc4", marker=".")
+    ax.set(title="Completion length with accuracy", ylabel="mean tokens")
+    ax.yaxis.label.set_color("#5f3dc4")
+    twin = ax.twinx()
+    twin.plot(x, _series(steps, "accuracy"), color=REWARD_COLOURS["correct"], marker="s", ms=3)
+    twin.set_ylabel("accuracy", color=REWARD_COLOURS["correct"])
+    twin.set_ylim(0, 1)
+    axes[1, 1].plot(x, _series(steps, "kl"), color="#0c8599", marker=".")
+    axes[1, 1].set(title="KL(policy || reference), k3 estimate", ylabel="nats / token")
+    axes[2, 0].plot(x, _series(steps, "clipped_ratio"), color=NEGATIVE, marker=".")
+    axes[2, 0].set(title="Clipped ratio (hit max_completion_length)", ylabel="fraction", ylim=(-0.02, 1.02))
+    axes[2, 1].bar(x, _series(steps, "generated_tokens"), color=NEUTRAL)
+    axes[2, 1].set(title="Generated tokens per step", ylabel="tokens")
+    for ax in axes.flat:
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def _advantage_panel(ax, group: dict | None, title: str) -> None:
+    """Bars of one group's advantages coloured by sign, each annotated with its reward."""
+    ax.set_title(title)
+    if not group:
+        ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
+        return
+    adv = np.asarray(group["advantages"], dtype=float)
+    idx = np.arange(1, len(adv) + 1)
+    colours = [POSITIVE if a > 1e-9 else NEGATIVE if a < -1e-9 else NEUTRAL for a in adv]
+    ax.bar(idx, adv, color=colours)
+    ax.axhline(0, color="black", lw=0.8)
+    for i, a, r in zip(idx, adv, group["rewards"]):
+        ax.annotate(f"r={r:.1f}", (i, a), xytext=(0, 4 if a >= 0 else -12), textcoords="offset points",
+                    ha="center", fontsize=8)
+    ax.set(xticks=idx, xlabel="completion in the group", ylabel="advantage A_i")
+
+
+def plot_group_advantages(example_groups: dict, path) -> None:
+    """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
+    mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
+    _advantage_panel(axes[0], mixed, f"Mixed group (step {mixed['step']})" if mixed else "Mixed group")
+    _advantage_panel(axes[1], equal, f"All-equal group (step {equal['step']})" if equal else "All-equal group")
+    if equal:
+        axes[1].text(0.5, 0.8, "all advantages 0:\nthis group teaches nothing", ha="center",
+                     transform=axes[1].transAxes, color=NEUTRAL)
+    ymax = max([1.0] + [abs(a) for g in (mixed, equal) if g for a in g["advantages"]]) * 1.25
+    axes[0].set_ylim(-ymax, ymax)
+    _save(fig, path)
+
+
+# --------------------------------------------------------------------------- figure 5.2
+def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
+    """A rounded box with centred text; `crossed` strikes it out (a model GRPO does not need)."""
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01", fc=colour,
+                                ec="black", alpha=0.35 if crossed else 0.9, lw=1))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8.5, zorder=3,
+            bbox=dict(fc="white", ec="none", alpha=0.85) if crossed else None)
+    if crossed:
+        ax.plot([x, x + w], [y, y + h], color=NEGATIVE, lw=1.5, alpha=0.7)
+        ax.plot([x, x + w], [y + h, y], color=NEGATIVE, lw=1.5, alpha=0.7)
+
+
+def plot_grpo_vs_ppo(path) -> None:
+    """Figure 5.2: PPO keeps four models in memory; GRPO keeps the policy and the reference only,
+    and with LoRA both share one frozen base (reference = the adapter disabled or a frozen copy)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    trained, frozen, code = "#b2f2bb", "#d0ebff", "#fff3bf"
+    ppo = [("Policy (trained)", trained), ("Reference (frozen)", frozen),
+           ("Reward model (frozen,\nfrom preference pairs)", frozen), ("Value model / critic\n(trained, GAE)", trained)]
+    for i, (text, colour) in enumerate(ppo):
+        _box(axes[0], 0.06 + 0.5 * (i % 2), 0.6 - 0.3 * (i // 2), text, colour)
+    axes[0].set_title("PPO: 4 models in memory")
+    axes[0].text(0.5, 0.08, "advantage from the critic's value estimates", ha="center", fontsize=9)
+    ax = axes[1]
+    _box(ax, 0.06, 0.6, "Policy = base + LoRA\nadapter (trained)", trained)
+    _box(ax, 0.56, 0.6, "Reference = same base,\nadapter off / frozen", frozen)
+    _box(ax, 0.06, 0.3, "Reward model: not needed", frozen, crossed=True)
+    _box(ax, 0.56, 0.3, "Value model: not needed", trained, crossed=True)
+    _box(ax, 0.2, 0.05, "Verifier: code, `answer == gold`", code, w=0.6, h=0.1)
+    ax.add_patch(FancyBboxPatch((0.03, 0.56), 0.94, 0.27, boxstyle="round,pad=0.01", fc="none",
+                                ec="grey", ls="--", lw=1))
+    ax.text(0.5, 0.78, "one base model in memory, shared by both (LoRA)", ha="center", fontsize=8.5, color="dimgrey")
+    ax.set_title("GRPO: policy + reference only (2 models)")
+    ax.text(0.5, 0.2, "advantage = group-relative reward", ha="center", fontsize=9)
+    for ax in axes:
+        ax.set(xlim=(0, 1), ylim=(0, 0.9))
+        ax.axis("off")
+    _save(fig, path)
+
+
+# --------------------------------------------------------------------------- figure 5.3
+SYNTHETIC_P = np.array([0.30, 0.22, 0.15, 0.11, 0.08, 0.06, 0.04, 0.02, 0.01, 0.01])
+SYNTHETIC_Q = np.array([0.22, 0.20, 0.16, 0.12, 0.10, 0.07, 0.05, 0.04, 0.02, 0.02])
+
+
+def _k_band(ax, runs: np.ndarray, x: np.ndarray, colour: str, label: str) -> None:
+    """Draw the first run as a line and the 10-90 percentile band over all runs."""
+    lo, hi = np.percentile(runs, [10, 90], axis=0)
+    ax.fill_between(x, lo, hi, color=colour, alpha=0.2, lw=0)
+    ax.plot(x, runs[0], color=colour, lw=1.5, label=label)
+
+
+def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 30) -> None:
+    """Figure 5.3 (synthetic): running means of k1 and k3 samples from p against KL(p || q).
+
+    Both estimators are unbiased; the band (10-90 percentile over `n_seeds` seeds) shows k1 still
+    swinging at batch sizes of tens to hundreds while k3 is tight early.
+    """
+    p, q = SYNTHETIC_P / SYNTHETIC_P.sum(), SYNTHETIC_Q / SYNTHETIC_Q.sum()
+    runs = [kl.sample_kl_estimates(p, q, n, np.random.default_rng(seed + i)) for i in range(n_seeds)]
+    true_kl = float(runs[0]["true_kl"])
+    k1_runs = np.array([kl.running_mean(r["k1"]) for r in runs])
+    k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
+    neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
+    neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 2]})
+    cats = np.arange(len(p))
+    axes[0].bar(cats - 0.2, p, 0.4, label="p (policy)", color="#5f3dc4")
+    axes[0].bar(cats + 0.2, q, 0.4, label="q (reference)", color=NEUTRAL)
+    axes[0].set(title=f"Two categorical distributions\nKL(p || q) = {true_kl:.4f}", xlabel="token")
+    axes[0].legend(fontsize=8)
+    _running_panel(axes[1], k1_runs, k3_runs, true_kl, "samples drawn from p")
+    axes[1].text(0.98, 0.04, f"single samples below 0: k1 {neg_k1:.0%}, k3 {neg_k3:.0%}",
+                 transform=axes[1].transAxes, ha="right", fontsize=9)
+    for edge in (10, 500):
+        axes[1].axvline(edge, color="grey", ls=":", lw=1)
+    axes[1].text(70, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
+                 ha="center", va="top", fontsize=8, color="dimgrey")
+    _save(fig, path)
+
+
+def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_label="true KL") -> None:
+    """Running-mean bands of k1 and k3 on a log x-axis, with a horizontal reference line."""
+    x = np.arange(1, k1_runs.shape[1] + 1)
+    _k_band(ax, k1_runs, x, "#e8590c", "k1 = log(p/q)")
+    _k_band(ax, k3_runs, x, "#1971c2", "k3 = (x - 1) - log x,  x = q/p")
+    ax.axhline(reference, color="black", ls="--", lw=1, label=ref_label)
+    start = 9 if x.size > 10 else 0
+    bands = np.percentile(np.concatenate([k1_runs, k3_runs])[:, start:], [10, 90], axis=0)
+    lo, hi = min(bands[0].min(), reference), max(bands[1].max(), reference)
+    pad = 0.1 * max(hi - lo, 1e-4)
+    ax.set(xscale="log", xlabel=xlabel, ylabel="running mean estimate", ylim=(lo - pad, hi + pad))
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+
+
+def plot_k1_vs_k3_real(logp_policy, logp_ref, path, seed: int = 0, n_orders: int = 20) -> None:
+    """Figure 5.3 (real): the same running means on the run's own per-token log-probs, over tokens taken
+    in `n_orders` random orders; the dashed line is the mean of k3 over all tokens."""
+    k1_all = np.asarray(kl.k1(np.asarray(logp_policy, float), np.asarray(logp_ref, float)), dtype=float)
+    k3_all = np.asarray(kl.k3(np.asarray(logp_policy, float), np.asarray(logp_ref, float)), dtype=float)
+    rng = np.random.default_rng(seed)
+    orders = [np.arange(len(k1_all))] + [rng.permutation(len(k1_all)) for _ in range(n_orders - 1)]
+    k1_runs = np.array([kl.running_mean(k1_all[o]) for o in orders])
+    k3_runs = np.array([kl.running_mean(k3_all[o]) for o in orders])
+    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
+    _running_panel(ax, k1_runs, k3_runs, float(k3_all.mean()), "held-out tokens (random orders)",
+                   ref_label="mean k3 over all tokens")
+    ax.set_title(f"{len(k1_all)} real tokens: k1 below 0 for {np.mean(k1_all < 0):.0%} of them, "
+                 f"k3 for {np.mean(k3_all < 0):.0%}")
+    _save(fig, path)
+
+
+# --------------------------------------------------------------------------- held-out evaluation
+def plot_pass_at_k(eval_dict: dict, path) -> None:
+    """Unbiased pass@k for k = 1..n of every evaluated model ("polish, not create" shows as curves
+    that meet at large k)."""
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    for name, res in eval_dict.items():
+        curve = res.get("pass_at_k_curve") or []
+        ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", label=name)
+    ax.set(title="Held-out pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(0, 1))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    _save(fig, path)
+
+
+def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
+                            seed: int = 0) -> dict[str, int]:
+    """Per-problem solve rate c_i / n before vs after training (jittered), with the diagonal; returns
+    `solve_rate_transitions(before_counts, after_counts)` and writes the counts on the figure."""
+    b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
+    counts = solve_rate_transitions(before_counts, after_counts)
+    rng = np.random.default_rng(seed)
+    jitter = 0.25 / n
+    colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
+    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
+    ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
+               c=list(colour), alpha=0.6, s=22, edgecolors="none")
+    ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+    ax.set(xlim=(-0.06, 1.06), ylim=(-0.06, 1.06), xlabel=f"solve rate, {labels[0]}",
+           ylabel=f"solve rate, {labels[1]}", title="Per-problem solve rate (c / n)")
+    text = (f"moved up: {counts['moved_up']} (newly solved {counts['newly_solved']})\n"
+            f"got worse: {counts['got_worse']}\nunchanged: {counts['unchanged']}\n"
+            f"p = 0 in both (no signal ever): {counts['no_signal_ever']}")
+    ax.text(0.98, 0.03, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
+            bbox=dict(fc="white", ec="#ced4da"))
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+    return counts

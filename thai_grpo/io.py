@@ -1,0 +1,69 @@
+"""Atomic file output: every file a rule writes appears whole or not at all (write, then rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+
+def atomic_write_text(path: str | Path, text: str) -> None:
+    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_json(path: str | Path, data: Any) -> None:
+    atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+
+
+def read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def write_jsonl(path: str | Path, rows: Iterable[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+
+
+def read_jsonl(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@contextlib.contextmanager
+def atomic_directory(path: str | Path) -> Iterator[Path]:
+    """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` whole."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        yield tmp
+        if path.exists():
+            shutil.rmtree(path)
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def log_to(path: str | Path) -> None:
+    """Send this process's stdout and stderr (and so library logging) to a rule's ``log:`` file."""
+    import sys
+
+    handle = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
+    sys.stdout = sys.stderr = handle

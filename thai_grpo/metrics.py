@@ -1,0 +1,74 @@
+"""Per-step training metrics computed from the groups themselves (not only from what TRL logs).
+
+The key health metric of GRPO is the fraction of groups whose rewards differ: a group whose G rewards
+are all equal has zero advantage everywhere and teaches nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thai_grpo.advantages import frac_groups_nonzero_std, group_advantages
+from thai_grpo.rewards import CORRECT_REWARD
+
+# TRL's log keys -> our names.
+TRL_LOG_KEYS = {
+    "kl": "kl",
+    "completions/clipped_ratio": "clipped_ratio",
+    "frac_reward_zero_std": "frac_reward_zero_std_trl",
+    "reward": "reward_mean_trl",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+    "entropy": "entropy",
+}
+
+
+def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
+    """Each completion's summed reward (all reward weights are 1: the scale lives in the rewards)."""
+    return np.sum([np.asarray(v, dtype=float) for v in rewards_by_name.values()], axis=0)
+
+
+def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int) -> dict:
+    """Reward, per-function means, group spread, accuracy and length of one generation batch."""
+    totals = total_rewards(rewards_by_name)
+    metrics = {
+        "reward_mean": float(totals.mean()),
+        "reward_std": float(totals.std(ddof=1)) if totals.size > 1 else 0.0,
+        "rewards": {name: float(np.mean(values)) for name, values in rewards_by_name.items()},
+        "frac_groups_nonzero_std": frac_groups_nonzero_std(totals, group_size),
+        "completion_length_mean": float(np.mean(completion_lengths)),
+        "generated_tokens": int(np.sum(completion_lengths)),
+    }
+    if "correct" in rewards_by_name:
+        metrics["accuracy"] = float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))
+    return metrics
+
+
+def with_trl_logs(metrics: dict, logs: dict) -> dict:
+    """Add TRL's own numbers (KL, clipped ratio, its zero-std fraction for cross-checking)."""
+    extra = {ours: float(logs[theirs]) for theirs, ours in TRL_LOG_KEYS.items() if theirs in logs}
+    return {**metrics, **extra}
+
+
+def example_groups(totals, prompts: list[str], completions: list[str], group_size: int,
+                   scale_by_std: bool = True) -> dict:
+    """The first group with mixed rewards and the first with all-equal rewards, with their advantages."""
+    totals = np.asarray(totals, dtype=float)
+    advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
+    found = {}
+    for start in range(0, len(totals), group_size):
+        block = slice(start, start + group_size)
+        kind = "mixed" if np.ptp(totals[block]) > 1e-8 else "all_equal"
+        found.setdefault(kind, {
+            "prompt": prompts[start], "rewards": totals[block].round(4).tolist(),
+            "advantages": advantages[block].round(4).tolist(), "completions": list(completions[block]),
+        })
+    return found
+
+
+def check_group_order(prompts: list, group_size: int) -> None:
+    """TRL puts the G completions of one prompt next to each other; our group metrics rely on it."""
+    for start in range(0, len(prompts), group_size):
+        if any(p != prompts[start] for p in prompts[start:start + group_size]):
+            raise RuntimeError(f"completions {start}..{start + group_size - 1} do not share one prompt: "
+                               "group metrics assume TRL's consecutive-group order")

@@ -1,0 +1,151 @@
+"""Models: the offline tokenizer and tiny Qwen3 base, and safe loading of base models and LoRA adapters.
+
+The real run loads ``Qwen/Qwen3-0.6B`` and a LoRA adapter from the hub; the offline default builds a
+byte-level BPE tokenizer and a few-million-parameter model of the same architecture. Both leave the same
+artifacts on disk (a base model folder, a PEFT adapter folder), loaded by the same functions below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PAD_TOKEN, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+# Ordinary added tokens, not special ones: TRL decodes completions with skip_special_tokens=True,
+# and a special <think> would vanish from the text the format reward reads.
+THINK_TOKENS = ["<think>", "</think>"]
+
+CHAT_TEMPLATE = (
+    "{%- for message in messages -%}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{%- endfor -%}"
+    "{%- if add_generation_prompt -%}{{ '<|im_start|>assistant\n' }}{%- endif -%}"
+)
+
+
+def train_tokenizer(texts: list[str], vocab_size: int):
+    """A byte-level BPE tokenizer with digits split one by one (as Qwen does) and a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False),
+    ])
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[PAD_TOKEN, IM_START, IM_END],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    core.train_from_iterator(texts, trainer)
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token=IM_END, pad_token=PAD_TOKEN,
+                                        additional_special_tokens=[IM_START], model_max_length=1024)
+    tokenizer.add_tokens(THINK_TOKENS, special_tokens=False)
+    tokenizer.chat_template = CHAT_TEMPLATE
+    return tokenizer
+
+
+def build_tiny_qwen3(tokenizer, hidden_size: int, num_layers: int, num_heads: int, num_kv_heads: int,
+                     intermediate_size: int, max_positions: int, seed: int):
+    """A freshly initialised Qwen3 causal LM sized for a 2-core CPU (a few million parameters)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+        num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
+        head_dim=hidden_size // num_heads, max_position_embeddings=max_positions, tie_word_embeddings=True,
+        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    model = Qwen3ForCausalLM(config)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    return model
+
+
+def count_parameters(model) -> dict:
+    """Total and trainable parameter counts (LoRA: only the adapter is trainable)."""
+    total = sum(p.numel() for p in model.parameters())
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    return {"total": total, "trainable": trainable}
+
+
+def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
+    """float32 on CPU; float16 before Ampere (sm < 8.0, e.g. a T4: no native bf16, although
+    ``torch.cuda.is_bf16_supported()`` says True through emulation); bfloat16 from Ampere on."""
+    if compute_capability is None:
+        return "float32"
+    return "bfloat16" if tuple(compute_capability) >= (8, 0) else "float16"
+
+
+def device_dtype() -> str:
+    """The dtype for this machine's first accelerator, per ``choose_dtype``."""
+    import torch
+
+    capability = torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
+    return choose_dtype(capability)
+
+
+def resolve_dtype(name: str):
+    import torch
+
+    return getattr(torch, device_dtype() if name == "auto" else name)
+
+
+def require_model_dir(path: str | Path, kind: str) -> Path:
+    """Fail early, naming the path, when a model or adapter folder is missing or incomplete."""
+    path = Path(path)
+    config_name = "adapter_config.json" if kind == "adapter" else "config.json"
+    if not (path / config_name).is_file():
+        raise FileNotFoundError(f"{kind} folder {path} has no {config_name}: rerun the stage that writes it "
+                                f"(delete {path} and run snakemake again) or fix the path in the config")
+    if not any(path.glob("*.safetensors")):
+        raise FileNotFoundError(f"{kind} folder {path} has no .safetensors weights (only safetensors are "
+                                "loaded): rerun the stage that writes it")
+    return path
+
+
+def load_tokenizer(path: str | Path):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
+    if tokenizer.chat_template is None:
+        raise ValueError(f"tokenizer in {path} has no chat template: GRPO needs one to format prompts")
+    return tokenizer
+
+
+def load_base_model(path: str | Path, dtype: str = "float32", attn_implementation: str = "sdpa"):
+    """A causal LM from a local folder: safetensors only, no remote code."""
+    from transformers import AutoModelForCausalLM
+
+    require_model_dir(path, "base model")
+    try:
+        return AutoModelForCausalLM.from_pretrained(str(path), dtype=resolve_dtype(dtype), trust_remote_code=False,
+                                                    use_safetensors=True, attn_implementation=attn_implementation)
+    except (OSError, ValueError) as error:
+        raise RuntimeError(f"base model folder {path} could not be loaded ({error.__class__.__name__}: "
+                           f"{str(error).splitlines()[0]}): delete it and rerun its stage") from error
+
+
+def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainable: bool = False,
+                dtype: str = "float32"):
+    """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given."""
+    from peft import PeftModel
+
+    base = load_base_model(base_path, dtype)
+    if adapter_path is None:
+        return base
+    require_model_dir(adapter_path, "adapter")
+    return PeftModel.from_pretrained(base, str(adapter_path), is_trainable=trainable)
+
+
+def safetensors_parameter_count(model_dir: str | Path) -> int:
+    """Parameters stored in a folder's safetensors files, read from their headers (no weights loaded)."""
+    import math
+
+    from safetensors import safe_open
+
+    total = 0
+    for path in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(path), framework="pt") as handle:
+            total += sum(math.prod(handle.get_slice(name).get_shape()) for name in handle.keys())
+    return total

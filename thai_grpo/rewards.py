@@ -1,0 +1,257 @@
+"""Code-graded rewards for model completions on Thai grade-school math.
+
+A completion is untrusted model text, so every function here is total: it
+returns a value for any input (empty, megabytes long, control characters,
+lone surrogates, huge numbers, unclosed or nested ``<think>`` tags) and never
+raises. All scans are linear-time: plain ``str.find``/``str.count`` or one
+regex without nested quantifiers, run on a bounded window.
+
+Reward of one completion ``y`` for a problem with integer answer ``g``::
+
+    R(y, g) = correct(y, g) + format(y) + thai(y)           in [0, MAX_TOTAL]
+    correct = CORRECT_REWARD  if extract_answer(y) == g     else 0   (1.0)
+    format  = FORMAT_REWARD   if <think>.+?</think> in y    else 0   (0.3)
+    thai    = THAI_REWARD     if #thai_alpha > #alpha / 2   else 0   (0.2)
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable, Sequence
+
+CORRECT_REWARD = 1.0
+FORMAT_REWARD = 0.3
+THAI_REWARD = 0.2
+MAX_TOTAL = CORRECT_REWARD + FORMAT_REWARD + THAI_REWARD  # 1.5
+
+THAI_DIGITS = str.maketrans("๐๑๒๓๔๕๖๗๘๙", "0123456789")  # U+0E50..U+0E59 -> 0..9
+
+THINK_OPEN = "<think>"
+THINK_CLOSE = "</think>"
+
+#: Number extraction looks only at the last ANSWER_TAIL_CHARS characters after the last </think>.
+ANSWER_TAIL_CHARS = 10_000
+#: A number with more digits than this is not a valid answer (CPython's int(str) limit).
+MAX_ANSWER_DIGITS = 4300
+
+# re.ASCII: \d is [0-9] only; Thai digits are translated to ASCII before matching,
+# other scripts' digits (Arabic-Indic, full-width, ...) do not count as answers.
+_NUMBER = re.compile(r"-?\d[\d,]*", re.ASCII)
+_NUMBER_CHARS = frozenset("0123456789,")
+
+THAI_FIRST, THAI_LAST = 0x0E01, 0x0E5B
+_THAI_ALPHA = tuple(chr(c) for c in range(THAI_FIRST, THAI_LAST + 1) if chr(c).isalpha())
+
+
+def _as_text(completion: Any) -> str:
+    """Any object -> str, without raising (bytes are decoded leniently, None is "")."""
+    if isinstance(completion, str):
+        return completion
+    if completion is None:
+        return ""
+    if isinstance(completion, (bytes, bytearray)):
+        return bytes(completion).decode("utf-8", errors="replace")
+    try:
+        return str(completion)
+    except Exception:
+        return ""
+
+
+def answer_section(completion: str) -> str:
+    """Text after the last ``</think>``, or the whole text when there is none."""
+    text = _as_text(completion)
+    close = text.rfind(THINK_CLOSE)
+    return text if close < 0 else text[close + len(THINK_CLOSE):]
+
+
+def _parse_number(match_text: str) -> int | None:
+    """'-1,234,' -> -1234; None when longer than MAX_ANSWER_DIGITS digits."""
+    digits = match_text.replace(",", "")
+    if len(digits.lstrip("-")) > MAX_ANSWER_DIGITS:
+        return None
+    try:
+        return int(digits)
+    except ValueError:
+        return None
+
+
+def extract_answer(completion: str) -> int | None:
+    """The final integer answer of a completion, or None.
+
+    answer = int(last match of ``-?\\d[\\d,]*`` in T, commas removed), where
+    T = Thai digits mapped to ASCII in the last ANSWER_TAIL_CHARS (10 000)
+    characters of the text after the last ``</think>`` (whole text if none).
+
+    Only ASCII and Thai digits count. A trailing comma is dropped ("12," -> 12).
+    A number over MAX_ANSWER_DIGITS digits is not a valid answer -> None. If the
+    last number may continue past the left edge of the tail window (its digits,
+    or its minus sign, lie before the window), it cannot be read whole -> None
+    rather than a truncated value.
+    """
+    section = answer_section(completion)
+    start = max(0, len(section) - ANSWER_TAIL_CHARS)
+    tail = section[start:].translate(THAI_DIGITS)
+    last = None
+    for last in _NUMBER.finditer(tail):
+        pass
+    if last is None:
+        return None
+    if start > 0 and _may_continue_left(section, start, tail, last):
+        return None
+    return _parse_number(last.group())
+
+
+def _may_continue_left(section: str, start: int, tail: str, match: re.Match[str]) -> bool:
+    """True when the match could be the cut-off end of a number begun before the window."""
+    if match.group().startswith("-"):
+        return False  # '-' cannot occur inside a number, so this one starts here
+    before_window = section[start - 1].translate(THAI_DIGITS)
+    if before_window == "-":
+        return match.start() == 0  # "-" + "5..." split by the window edge
+    only_commas_before = tail[: match.start()].strip(",") == ""
+    return only_commas_before and before_window in _NUMBER_CHARS
+
+
+def correctness_reward(completion: str, gold: int) -> float:
+    """CORRECT_REWARD (1.0) if extract_answer(completion) == gold else 0.0."""
+    answer = extract_answer(completion)
+    return CORRECT_REWARD if answer is not None and answer == gold else 0.0
+
+
+def has_think_block(completion: str, lenient: bool = False) -> bool:
+    """Whether ``<think>.+?</think>`` (strict) / ``<think>.*?</think>`` (lenient) matches, DOTALL.
+
+    Computed in linear time without a regex: take the first ``<think>`` at i;
+    the pattern matches iff some ``</think>`` starts at j >= i + 7 + m, where
+    m = 1 (strict: non-empty block) or 0 (lenient: ``<think></think>`` counts).
+    The earliest ``<think>`` is the best candidate, so checking it suffices.
+    """
+    text = _as_text(completion)
+    open_at = text.find(THINK_OPEN)
+    if open_at < 0:
+        return False
+    min_content = 0 if lenient else 1
+    return text.find(THINK_CLOSE, open_at + len(THINK_OPEN) + min_content) >= 0
+
+
+def format_reward(completion: str, lenient: bool = False) -> float:
+    """FORMAT_REWARD (0.3) if the completion has a think block, else 0.0.
+
+    strict  : ``re.search(r"<think>.+?</think>", y, re.DOTALL)`` - non-empty block.
+    lenient : ``re.search(r"<think>.*?</think>", y, re.DOTALL)`` - the variant that
+              got reward-hacked by emitting ``<think></think>``.
+    """
+    return FORMAT_REWARD if has_think_block(completion, lenient) else 0.0
+
+
+def alpha_counts(completion: str) -> tuple[int, int]:
+    """(#thai_alpha, #alpha): alpha = str.isalpha, thai_alpha = alpha and in U+0E01..U+0E5B."""
+    text = _as_text(completion)
+    alpha = sum(map(str.isalpha, text))
+    thai = sum(text.count(ch) for ch in _THAI_ALPHA) if alpha else 0
+    return thai, alpha
+
+
+def thai_reward(completion: str) -> float:
+    """THAI_REWARD (0.2) if more than half of the alphabetic chars are Thai script, else 0.0.
+
+    thai = 0.2 if 2 * #thai_alpha > #alpha else 0.0, where alpha = str.isalpha and
+    thai_alpha = alpha and in U+0E01..U+0E5B. No alphabetic chars -> 0.0.
+    """
+    thai, alpha = alpha_counts(completion)
+    return THAI_REWARD if 2 * thai > alpha else 0.0
+
+
+def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -> dict[str, float]:
+    """{"correct", "format", "thai", "total"} with total = correct + format + thai."""
+    parts = {
+        "correct": correctness_reward(completion, gold),
+        "format": format_reward(completion, lenient=lenient_format),
+        "thai": thai_reward(completion),
+    }
+    parts["total"] = parts["correct"] + parts["format"] + parts["thai"]
+    return parts
+
+
+def total_reward(completion: str, gold: int, lenient_format: bool = False) -> float:
+    """correctness_reward + format_reward + thai_reward, in [0, MAX_TOTAL = 1.5]."""
+    return reward_breakdown(completion, gold, lenient_format)["total"]
+
+
+# --- TRL-compatible batch reward functions -------------------------------------------
+# TRL's GRPOTrainer calls f(prompts=..., completions=..., **dataset_columns) -> list[float]
+# and logs rewards/<f.__name__>/mean.
+
+
+def _message_content(message: Any) -> str:
+    """Content of one chat message: a string, or a list of {"type": "text", "text": ...} parts."""
+    content = message.get("content", "") if isinstance(message, dict) else message
+    if isinstance(content, (list, tuple)):
+        return "".join(
+            _as_text(part.get("text", "")) if isinstance(part, dict) else _as_text(part)
+            for part in content
+        )
+    return _as_text(content)
+
+
+def completion_text(completion: Any) -> str:
+    """Plain text of a TRL completion.
+
+    A string is returned as is; a conversational completion (list of messages
+    like ``[{"role": "assistant", "content": "..."}]``) gives its messages'
+    contents joined by newlines. Never raises.
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return _message_content(completion)
+    if isinstance(completion, (list, tuple)):
+        return "\n".join(_message_content(message) for message in completion)
+    return _as_text(completion)
+
+
+def correct(completions: Sequence[Any], answer: Sequence[int], **kwargs: Any) -> list[float]:
+    """[correctness_reward(y_i, answer_i)] - 1.0 when the final number equals the gold answer."""
+    if len(completions) != len(answer):
+        raise ValueError(f"{len(completions)} completions but {len(answer)} answers")
+    return [correctness_reward(completion_text(y), gold) for y, gold in zip(completions, answer)]
+
+
+def think_format(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """[format_reward(y_i)] - 0.3 for a non-empty <think>...</think> block."""
+    return [format_reward(completion_text(y)) for y in completions]
+
+
+def think_format_lenient(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """[format_reward(y_i, lenient=True)] - 0.3 even for an empty <think></think>."""
+    return [format_reward(completion_text(y), lenient=True) for y in completions]
+
+
+def thai_script(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """[thai_reward(y_i)] - 0.2 when most alphabetic characters are Thai."""
+    return [thai_reward(completion_text(y)) for y in completions]
+
+
+RewardFunction = Callable[..., list[float]]
+
+REWARD_FUNCTIONS: dict[str, RewardFunction] = {
+    "correct": correct,
+    "format": think_format,
+    "format_lenient": think_format_lenient,
+    "thai": thai_script,
+}
+
+# TRL logs rewards/<__name__>/mean: use the registry names (__qualname__ stays, so pickling works).
+for _name, _function in REWARD_FUNCTIONS.items():
+    _function.__name__ = _name
+del _name, _function
+
+
+def reward_functions(names: Sequence[str]) -> list[RewardFunction]:
+    """The TRL reward functions for the given registry names, in order."""
+    unknown = [name for name in names if name not in REWARD_FUNCTIONS]
+    if unknown:
+        raise ValueError(
+            f"unknown reward function {unknown[0]!r}; valid names: {', '.join(REWARD_FUNCTIONS)}"
+        )
+    return [REWARD_FUNCTIONS[name] for name in names]

@@ -1,0 +1,59 @@
+"""Supervised stages of the offline default: pretrain the tiny base from scratch, then train the SFT LoRA.
+
+Both use TRL's ``SFTTrainer``: plain language modelling on ``text`` for the base, prompt-completion
+(loss on the assistant turn only) for the adapter. The real run skips both and downloads its adapter.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from thai_grpo.io import atomic_directory
+from thai_grpo.training import clear_checkpoints, last_checkpoint, seed_everything, trainer_args
+
+
+def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoint_dir: Path, seed: int,
+                     peft_config=None):
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    seed_everything(seed)
+    config = SFTConfig(**trainer_args(args, checkpoint_dir, seed))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(records),
+                         processing_class=tokenizer, peft_config=peft_config)
+    if len(trainer.train_dataset) == 0:
+        raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
+                         f"{config.max_length} tokens, leaving no target to learn; raise max_length")
+    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoint_dir))
+    return trainer
+
+
+def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, out_dir: str | Path,
+                  checkpoint_dir: str | Path, seed: int) -> list[dict]:
+    """Train a tiny Qwen3 from scratch on plain problem-and-solution text; save model and tokenizer."""
+    from thai_grpo.models import build_tiny_qwen3
+
+    model = build_tiny_qwen3(tokenizer, seed=seed, **architecture)
+    trainer = _run_sft_trainer(model, tokenizer, [{"text": t} for t in texts], args, Path(checkpoint_dir), seed)
+    with atomic_directory(out_dir) as tmp:
+        trainer.model.save_pretrained(tmp, safe_serialization=True)
+        tokenizer.save_pretrained(tmp)
+    clear_checkpoints(checkpoint_dir)
+    return trainer.state.log_history
+
+
+def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, args: dict, out_dir: str | Path,
+                      checkpoint_dir: str | Path, seed: int) -> list[dict]:
+    """Train a LoRA adapter on the prompt-completion records; save only the adapter (safetensors)."""
+    from peft import LoraConfig
+
+    from thai_grpo.models import load_base_model, load_tokenizer
+
+    tokenizer = load_tokenizer(base_dir)
+    model = load_base_model(base_dir)
+    trainer = _run_sft_trainer(model, tokenizer, records, args, Path(checkpoint_dir), seed,
+                               peft_config=LoraConfig(task_type="CAUSAL_LM", **lora))
+    with atomic_directory(out_dir) as tmp:
+        trainer.model.save_pretrained(tmp, safe_serialization=True)
+    clear_checkpoints(checkpoint_dir)
+    return trainer.state.log_history
