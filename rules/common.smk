@@ -4,9 +4,10 @@ import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import ConfigError, check_config, variant_settings
+from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields, variant_settings
 from thai_grpo.data import SYSTEM_PROMPT
 
+config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
 try:
     check_config(config)
@@ -25,3 +26,11 @@ def adapter_of(model):
     if model == "sft":
         return {"adapter": "results/model/sft_adapter"}
     return {"adapter": f"results/runs/{model}/adapter"}
+
+
+onstart:
+    # TRL field names need TRL imported (seconds): checked once before the first job, never on dry-runs.
+    try:
+        check_trainer_fields(config)
+    except ConfigError as error:
+        sys.exit(f"config error: {error}")

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from thai_grpo.report import make_figures, write_report
+from thai_grpo.figures import draw_all
+from thai_grpo.report import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -39,7 +40,7 @@ def page(tmp_path_factory):
                     "(make test installs them)")
     out = tmp_path_factory.mktemp("report")
     results, samples = load_fixture()
-    write_report(results, samples, make_figures(results, out / "figures"), ROOT / "report", out / "report.html")
+    write_report(results, samples, draw_all(results, out / "figures"), ROOT / "report", out / "report.html")
     return (out / "report.html").as_uri()
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from thai_grpo.figures import hacking_suspect, solve_rate_transitions, truncation_failed
-from thai_grpo.report import SECTIONS, make_figures, render_report, write_report
+from thai_grpo.figures import draw_all, hacking_suspect, solve_rate_transitions, truncation_failed
+from thai_grpo.report import SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -61,7 +61,7 @@ def fixture_data():
 
 @pytest.fixture(scope="module")
 def figures(fixture_data, tmp_path_factory):
-    return make_figures(fixture_data[0], tmp_path_factory.mktemp("figures"))
+    return draw_all(fixture_data[0], tmp_path_factory.mktemp("figures"))
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_missing_optional_parts_render_not_run(fixture_data, figures):
 
 
 def test_a_nearly_empty_results_file_still_renders(tmp_path):
-    figures = make_figures({}, tmp_path)
+    figures = draw_all({}, tmp_path)
     html = render_report({}, {}, figures, TEMPLATE_DIR)
     for text in ("benchmarks: not run", "generated tokens: not run", "Training curves: not run",
                  "held-out evaluation: not run", "method comparison: not run", "paired test: not run",
@@ -182,10 +182,17 @@ def test_write_report_is_atomic(fixture_data, figures, tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.html"]
 
 
+def test_figures_can_be_given_as_their_directory(fixture_data, figures):
+    results, samples = fixture_data
+    from_dict = render_report(results, samples, figures, TEMPLATE_DIR)
+    from_dir = render_report(results, samples, next(iter(figures.values())).parent, TEMPLATE_DIR)
+    assert from_dict == from_dir
+
+
 def test_figures_are_deterministic(fixture_data, tmp_path):
     results = fixture_data[0]
-    first = make_figures(results, tmp_path / "a")
-    second = make_figures(results, tmp_path / "b")
+    first = draw_all(results, tmp_path / "a")
+    second = draw_all(results, tmp_path / "b")
     for name in first:
         assert first[name].read_bytes() == second[name].read_bytes(), name
 

@@ -18,6 +18,27 @@ class ConfigError(ValueError):
     """A config value the pipeline refuses, with a message that says how to fix it."""
 
 
+def coerce_scalars(value):
+    """Numbers and booleans given as strings become numbers and booleans, recursively.
+
+    ``snakemake --config 'grpo={"beta":0.05}'`` delivers nested values as strings ('0.05').
+    """
+    import yaml
+
+    if isinstance(value, dict):
+        return {key: coerce_scalars(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [coerce_scalars(item) for item in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if isinstance(parsed, (bool, int, float)):
+            return parsed
+    return value
+
+
 def deep_merge(base: dict, overrides: dict) -> dict:
     """``base`` with ``overrides`` applied recursively (dicts merge, everything else replaces)."""
     merged = copy.deepcopy(base)

@@ -15,6 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.patches import FancyBboxPatch  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from thai_grpo import kl  # noqa: E402
 
@@ -133,6 +134,7 @@ def plot_training_curves(steps: list[dict], path) -> None:
     axes[2, 1].set(title="Generated tokens per step", ylabel="tokens")
     for ax in axes.flat:
         ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
     _save(fig, path)
 
@@ -149,17 +151,27 @@ def _advantage_panel(ax, group: dict | None, title: str) -> None:
     ax.bar(idx, adv, color=colours)
     ax.axhline(0, color="black", lw=0.8)
     for i, a, r in zip(idx, adv, group["rewards"]):
-        ax.annotate(f"r={r:.1f}", (i, a), xytext=(0, 4 if a >= 0 else -12), textcoords="offset points",
+        ax.annotate(f"r={_short(r)}", (i, a), xytext=(0, 4 if a >= 0 else -12), textcoords="offset points",
                     ha="center", fontsize=8)
     ax.set(xticks=idx, xlabel="completion in the group", ylabel="advantage A_i")
+
+
+def _short(value: float) -> str:
+    """1.5 -> '1.5', 0.30 -> '0.3', 0.175 -> '0.17': rewards as short labels."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _step_of(group: dict | None) -> str:
+    """' (step 3)' when the group records its step, else ''."""
+    return f" (step {group['step']})" if group and group.get("step") is not None else ""
 
 
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
-    _advantage_panel(axes[0], mixed, f"Mixed group (step {mixed['step']})" if mixed else "Mixed group")
-    _advantage_panel(axes[1], equal, f"All-equal group (step {equal['step']})" if equal else "All-equal group")
+    _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
+    _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
     if equal:
         axes[1].text(0.5, 0.8, "all advantages 0:\nthis group teaches nothing", ha="center",
                      transform=axes[1].transAxes, color=NEUTRAL)
@@ -290,7 +302,8 @@ def plot_pass_at_k(eval_dict: dict, path) -> None:
     for name, res in eval_dict.items():
         curve = res.get("pass_at_k_curve") or []
         ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", label=name)
-    ax.set(title="Held-out pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(0, 1))
+    ax.set(title="Held-out pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend()
     _save(fig, path)
@@ -303,13 +316,13 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
     counts = solve_rate_transitions(before_counts, after_counts)
     rng = np.random.default_rng(seed)
-    jitter = 0.25 / n
+    jitter = min(0.25 / n, 0.03)
     colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
     fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
     ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
                c=list(colour), alpha=0.6, s=22, edgecolors="none")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
-    ax.set(xlim=(-0.06, 1.06), ylim=(-0.06, 1.06), xlabel=f"solve rate, {labels[0]}",
+    ax.set(xlim=(-0.07, 1.07), ylim=(-0.07, 1.07), xlabel=f"solve rate, {labels[0]}",
            ylabel=f"solve rate, {labels[1]}", title="Per-problem solve rate (c / n)")
     text = (f"moved up: {counts['moved_up']} (newly solved {counts['newly_solved']})\n"
             f"got worse: {counts['got_worse']}\nunchanged: {counts['unchanged']}\n"
@@ -319,3 +332,46 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     ax.grid(alpha=0.3)
     _save(fig, path)
     return counts
+
+
+# --------------------------------------------------------------------------- all at once
+def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
+    """(before, after) model names for the solve-rate scatter: SFT (else base) vs GRPO, if both exist."""
+    scored = {name for name, e in eval_results.items() if (e or {}).get("per_problem_correct")}
+    before = next((m for m in ("sft", "base") if m in scored), None)
+    return (before, "grpo") if before and "grpo" in scored else None
+
+
+def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
+    """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
+
+    Figures whose data is missing (no kl_real, no GRPO eval, ...) are left out; the report shows
+    "not run" in their place.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train, evals = results.get("train") or {}, results.get("eval") or {}
+    paths: dict[str, Path] = {}
+
+    def draw(name: str, plot, *args) -> None:
+        paths[name] = out / f"{name}.png"
+        plot(*args, paths[name])
+
+    if train.get("steps"):
+        draw("training_curves", plot_training_curves, train["steps"])
+    if train.get("example_groups"):
+        draw("group_advantages", plot_group_advantages, train["example_groups"])
+    draw("grpo_vs_ppo", plot_grpo_vs_ppo)
+    draw("k1_vs_k3_synthetic", plot_k1_vs_k3_synthetic)
+    kl_real = results.get("kl_real") or {}
+    if kl_real.get("logp_policy"):
+        draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real["logp_policy"], kl_real["logp_ref"])
+    if evals:
+        draw("pass_at_k", plot_pass_at_k, evals)
+    pair = solve_rate_pair(evals)
+    if pair:
+        before, after = evals[pair[0]], evals[pair[1]]
+        paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
+        plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
+                                after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
+    return paths

@@ -115,13 +115,14 @@ def load_tokenizer(path: str | Path):
 
 def load_base_model(path: str | Path, dtype: str = "float32", attn_implementation: str = "sdpa"):
     """A causal LM from a local folder: safetensors only, no remote code."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForCausalLM
 
     require_model_dir(path, "base model")
     try:
         return AutoModelForCausalLM.from_pretrained(str(path), dtype=resolve_dtype(dtype), trust_remote_code=False,
                                                     use_safetensors=True, attn_implementation=attn_implementation)
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, SafetensorError) as error:
         raise RuntimeError(f"base model folder {path} could not be loaded ({error.__class__.__name__}: "
                            f"{str(error).splitlines()[0]}): delete it and rerun its stage") from error
 

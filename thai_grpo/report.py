@@ -40,45 +40,11 @@ SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
 
 # --------------------------------------------------------------------------- figures
-def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
-    """(before, after) model names for the solve-rate scatter: SFT (else base) vs GRPO, if both exist."""
-    before = next((m for m in ("sft", "base") if m in eval_results), None)
-    return (before, "grpo") if before and "grpo" in eval_results else None
-
-
-def make_figures(results: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
-
-    Figures whose data is missing (no kl_real, no GRPO eval, ...) are left out; the report shows
-    "not run" in their place.
-    """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    train, evals = results.get("train") or {}, results.get("eval") or {}
-    paths: dict[str, Path] = {}
-
-    def draw(name: str, plot, *args) -> None:
-        paths[name] = out / f"{name}.png"
-        plot(*args, paths[name])
-
-    if train.get("steps"):
-        draw("training_curves", fig.plot_training_curves, train["steps"])
-    if train.get("example_groups"):
-        draw("group_advantages", fig.plot_group_advantages, train["example_groups"])
-    draw("grpo_vs_ppo", fig.plot_grpo_vs_ppo)
-    draw("k1_vs_k3_synthetic", fig.plot_k1_vs_k3_synthetic)
-    kl_real = results.get("kl_real") or {}
-    if kl_real.get("logp_policy"):
-        draw("k1_vs_k3_real", fig.plot_k1_vs_k3_real, kl_real["logp_policy"], kl_real["logp_ref"])
-    if evals:
-        draw("pass_at_k", fig.plot_pass_at_k, evals)
-    pair = solve_rate_pair(evals)
-    if pair:
-        before, after = evals[pair[0]], evals[pair[1]]
-        paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
-        fig.plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
-                                    after["n_samples"], paths["solve_rate_scatter"], labels=pair)
-    return paths
+def figure_paths(figures: dict[str, Path] | str | Path) -> dict[str, Path]:
+    """{name: png} as given, or every `<name>.png` in a figures directory (what `draw_all` wrote)."""
+    if isinstance(figures, dict):
+        return {name: Path(p) for name, p in figures.items() if p}
+    return {p.stem: p for p in sorted(Path(figures).glob("*.png"))}
 
 
 def data_uri(path: str | Path) -> str:
@@ -127,6 +93,14 @@ def duration(seconds: Any) -> str:
     return f"{minutes} min {rest:.1f} s" if minutes else f"{rest:.1f} s"
 
 
+def p_value(value: Any) -> str:
+    """0.0032 -> '0.003'; below 0.001 -> '< 0.001' (a bootstrap p of 0 only means p < 1 / n_boot)."""
+    number = _number(value)
+    if number is None:
+        return NOT_RUN
+    return "< 0.001" if number < 0.001 else f"{number:.3f}"
+
+
 def signed(value: Any, digits: int = 2) -> str:
     """1.5645 -> '+1.56', -0.2 -> '-0.20'; a value that rounds to zero has no sign."""
     number = _number(value)
@@ -138,12 +112,25 @@ def signed(value: Any, digits: int = 2) -> str:
 
 # --------------------------------------------------------------------------- context
 def _health(train: dict) -> dict:
-    """train.health if the pipeline filled it, else the flags recomputed from the steps."""
+    """train.health if the pipeline filled it, else the flags recomputed from the steps, explained."""
     if train.get("health"):
         return train["health"]
     steps = train.get("steps") or []
-    return {"truncation_failed": fig.truncation_failed(steps), "hacking_suspect": fig.hacking_suspect(steps),
-            "messages": ["health flags recomputed by the report: the pipeline recorded none"]}
+    truncated, hacking = fig.truncation_failed(steps), fig.hacking_suspect(steps)
+    messages = ["flags computed by the report from the per-step metrics"]
+    if truncated:
+        messages.append("mean clipped ratio over the last third of steps >= 0.9: nearly every completion hits "
+                        "max_completion_length, so few reach a final answer; raise the limit or shorten the thinking")
+    if hacking:
+        messages.append("completion length rose by more than 20% from the first to the last third of steps while "
+                        "accuracy rose by less than 0.02: suspect reward hacking first (check the format regex)")
+    return {"truncation_failed": truncated, "hacking_suspect": hacking, "messages": messages}
+
+
+def pass_keys(evals: dict) -> list[str]:
+    """The 'pass@k' metrics present in any evaluated model, by increasing k."""
+    keys = {key for e in evals.values() if isinstance(e, dict) for key in e if key.startswith("pass@")}
+    return sorted(keys, key=lambda key: (not key[5:].isdigit(), int(key[5:]) if key[5:].isdigit() else 0, key))
 
 
 def _tokens(run: dict) -> dict | None:
@@ -183,15 +170,16 @@ def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
             for model, problems in samples_by_model.items()}
 
 
-def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path]) -> dict:
+def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path] | Path) -> dict:
     """Everything the template reads, with missing optional parts as None."""
     run, train, evals = results.get("run") or {}, results.get("train") or {}, results.get("eval") or {}
-    pair = solve_rate_pair(evals)
+    pair = fig.solve_rate_pair(evals)
     transitions = None
     if pair:
         transitions = fig.solve_rate_transitions(evals[pair[0]]["per_problem_correct"],
                                                  evals[pair[1]]["per_problem_correct"])
     benchmarks = run.get("benchmarks") or {}
+    keys = pass_keys(evals)
     return {
         "sections": SECTIONS,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
@@ -202,9 +190,12 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "steps": train.get("steps") or [],
         "health": _health(train),
         "groups": train.get("example_groups") or {},
-        "figures": {name: data_uri(p) for name, p in figures.items() if p and Path(p).is_file()},
+        "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
         "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),
         "evals": evals,
+        "pass_keys": keys,
+        "compare_keys": [keys[0], keys[-1]] if len(keys) > 1 else ["pass@1", "pass@8"],
+        "n_samples": next((e.get("n_samples") for e in evals.values() if isinstance(e, dict)), None),
         "pair": pair,
         "transitions": transitions,
         "methods": _method_rows(results),
@@ -223,7 +214,8 @@ def _environment(template_dir: Path) -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed)
+    env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
+                       p_value=p_value)
     return env
 
 
@@ -234,9 +226,13 @@ def _csp(script: str) -> str:
             f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
 
 
-def render_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path],
+def render_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                   template_dir: Path = DEFAULT_TEMPLATE_DIR) -> str:
-    """The report as one HTML string (inline CSS, inline calculator JS, figures as data URIs)."""
+    """The report as one HTML string (inline CSS, inline calculator JS, figures as data URIs).
+
+    `figures` maps figure names (see `figures.draw_all`) to PNG paths, or is the directory they were
+    drawn into; a missing figure shows as "not run".
+    """
     template_dir = Path(template_dir)
     script = (template_dir / "calculator.js").read_text(encoding="utf-8")
     style = (template_dir / "style.css").read_text(encoding="utf-8")
@@ -246,7 +242,7 @@ def render_report(results: dict, samples_by_model: dict[str, list[dict]], figure
     return _environment(template_dir).get_template(TEMPLATE_NAME).render(**context)
 
 
-def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path],
+def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                  template_dir: Path, out_path: str | Path) -> Path:
     """Render and write the report atomically (temporary file in the same directory, then os.replace)."""
     out_path = Path(out_path)
@@ -264,5 +260,5 @@ def build_report(results_path: str | Path, samples_paths: dict[str, str | Path],
                  figures_dir: str | Path, template_dir: str | Path = DEFAULT_TEMPLATE_DIR) -> Path:
     """The whole step for a Snakemake script: read inputs, draw figures, write the page."""
     results = json.loads(Path(results_path).read_text(encoding="utf-8"))
-    figures = make_figures(results, figures_dir)
+    figures = fig.draw_all(results, figures_dir)
     return write_report(results, load_samples(samples_paths), figures, Path(template_dir), out_path)

@@ -13,8 +13,6 @@ from pathlib import Path
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
 CPU_SAFE_DEFAULTS = {
     "report_to": "none",
-    "bf16": False,
-    "fp16": False,
     "activation_checkpointing": False,
     "logging_steps": 1,
     "save_strategy": "steps",
@@ -24,14 +22,23 @@ CPU_SAFE_DEFAULTS = {
 }
 
 
-def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
-    """Our CPU-safe defaults, then the user's config section (TRL field names), then paths and seed."""
+def precision_flags() -> dict:
+    """fp32 on CPU; fp16 mixed precision before Ampere (T4), bf16 from Ampere on (see models.choose_dtype)."""
     import torch
 
-    args = {**CPU_SAFE_DEFAULTS, **user_args, "output_dir": str(output_dir), "seed": seed, "data_seed": seed}
+    from thai_grpo.models import device_dtype
+
     if not torch.cuda.is_available():
-        args.update(use_cpu=True, bf16=False, fp16=False)
-    return args
+        return {"use_cpu": True, "bf16": False, "fp16": False}
+    dtype = device_dtype()
+    return {"bf16": dtype == "bfloat16", "fp16": dtype == "float16"}
+
+
+def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
+    """Our defaults, the machine's precision, then the user's section (TRL field names), then paths and seed."""
+    args = {**CPU_SAFE_DEFAULTS, **precision_flags(), **user_args}
+    args.pop("num_processes", None)  # ours: only for the batch-divisibility check (accelerate sets it)
+    return {**args, "output_dir": str(output_dir), "seed": seed, "data_seed": seed}
 
 
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:

@@ -1,0 +1,40 @@
+# Two commands: `make run` (the whole pipeline, offline default config) and `make test` (the test suite).
+# Both build .venv on first use from the pinned lock, and reuse it while requirements.txt is unchanged.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
+CORES ?= 1
+
+.PHONY: setup run test test-fast browser lint clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+run: setup
+	$(BIN)/snakemake --cores $(CORES)
+
+# Headless Chromium for the report's browser tests; they skip with a message where it cannot be installed.
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 || \
+	    echo "note: could not install chromium + chromium-driver; browser tests will skip"; }
+
+test: setup browser
+	$(BIN)/python -m pytest -q
+
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow and not browser"
+
+lint: setup
+	$(BIN)/snakemake --lint
+
+clean:
+	rm -rf results .snakemake

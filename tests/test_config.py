@@ -1,0 +1,108 @@
+"""Bad configs are refused before any work, with one line naming the key, the value and the fix."""
+
+import copy
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import validate
+
+from thai_grpo.config import (TRL_LOSS_TYPES, ConfigError, check_config, check_trainer_fields, coerce_scalars,
+                              deep_merge, variant_settings)
+
+REPO = Path(__file__).resolve().parents[1]
+SCHEMA = str(REPO / "config" / "schema.yaml")
+
+
+def load(name="config.yaml"):
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+def full_check(config):
+    validate(config, SCHEMA)
+    check_config(config)
+    check_trainer_fields(config)
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "qwen3-0.6b.yaml"])
+def test_shipped_configs_pass(name):
+    base = load()
+    full_check(base if name == "config.yaml" else deep_merge(base, load(name)))
+
+
+def with_change(path, value):
+    config = load()
+    node = config
+    *parents, last = path.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return config
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("grpo.num_generations", 1, r"grpo.num_generations=1: GRPO needs at least 2"),
+    ("grpo.per_device_train_batch_size", 60, r"= 60 is not divisible by num_generations=8"),
+    ("grpo.gradient_accumulation_steps", 3, None),
+    ("grpo.temperature", 0.0, r"grpo.temperature=0.0 must be > 0"),
+    ("grpo.loss_type", "ppo", r"grpo.loss_type='ppo' is not a TRL loss type"),
+    ("grpo.scale_rewards", "std", r"grpo.scale_rewards='std': use one of"),
+    ("eval.ks", [1, 16], r"k=16 > eval.num_samples=8"),
+    ("eval.temperature", -1.0, r"eval.temperature=-1.0 must be > 0"),
+    ("eval.models", ["base", "ppo"], r"eval.models has 'ppo'"),
+    ("data.heldout_size", 10_000, r"exceeds data.synthetic.num_problems"),
+    ("grpo.betta", 0.04, r"grpo.betta is not a field of TRL's GRPOConfig"),
+    ("sft.args.learning_rat", 1e-3, r"sft.args.learning_rat is not a field of TRL's SFTConfig"),
+])
+def test_bad_values_get_a_one_line_message(path, value, message):
+    config = with_change(path, value)
+    if message is None:  # 64 x 3 = 192 is divisible by 8: a legal batch
+        full_check(config)
+        return
+    with pytest.raises(ConfigError, match=message) as caught:
+        full_check(config)
+    assert "\n" not in str(caught.value)
+
+
+@pytest.mark.parametrize("path, value, message", [
+    ("data.source", "huggingface", "is not one of"),
+    ("data.train_size", "many", "is not of type 'integer'"),
+    ("data.unknown_knob", 1, "Additional properties are not allowed"),
+    ("eval.num_samples", 0, "less than the minimum"),
+])
+def test_schema_refuses_unknown_keys_and_wrong_types(path, value, message):
+    with pytest.raises(WorkflowError, match=message):
+        validate(with_change(path, value), SCHEMA)
+
+
+def test_loss_types_match_installed_trl():
+    from trl import GRPOConfig
+
+    help_text = {f.name: f for f in dataclasses.fields(GRPOConfig)}["loss_type"].metadata["help"]
+    supported = help_text.split("Supported values are", 1)[1].split(".", 1)[0]
+    assert set(re.findall(r"'(\w+)'", supported)) == set(TRL_LOSS_TYPES)
+
+
+def test_cli_strings_become_numbers():
+    assert coerce_scalars({"grpo": {"beta": "0.05", "loss_type": "grpo", "n": "8", "flag": "true"}}) == \
+        {"grpo": {"beta": 0.05, "loss_type": "grpo", "n": 8, "flag": True}}
+
+
+def test_variants_override_only_what_they_name():
+    config = load()
+    config["variants"]["dr_grpo"] = {"grpo": {"loss_type": "dr_grpo", "scale_rewards": "none"}}
+    settings = variant_settings(config, "dr_grpo")
+    assert settings["grpo"]["loss_type"] == "dr_grpo" and settings["grpo"]["beta"] == config["grpo"]["beta"]
+    assert config["grpo"]["loss_type"] == "grpo"
+    with pytest.raises(ConfigError, match="variant 'nope' is not defined"):
+        variant_settings(config, "nope")
+
+
+def test_reserved_variant_names_are_refused():
+    config = copy.deepcopy(load())
+    config["variants"]["sft"] = {}
+    with pytest.raises(ConfigError, match="variants.sft"):
+        check_config(config)

@@ -1,0 +1,49 @@
+import numpy as np
+import pytest
+
+from thai_grpo.metrics import batch_metrics, check_group_order, example_groups, with_trl_logs
+
+
+def hand_built_batch():
+    """Three groups of G=4: all-equal (all wrong), mixed, all-equal (all right)."""
+    correct = [0, 0, 0, 0] + [1, 0, 1, 0] + [1, 1, 1, 1]
+    fmt = [0.3] * 12
+    thai = [0.2] * 12
+    lengths = [10] * 4 + [20] * 4 + [30] * 4
+    return {"correct": correct, "format": fmt, "thai": thai}, lengths
+
+
+def test_batch_metrics_on_hand_built_groups():
+    rewards, lengths = hand_built_batch()
+    m = batch_metrics(rewards, lengths, group_size=4)
+    assert m["frac_groups_nonzero_std"] == pytest.approx(1 / 3)
+    assert m["accuracy"] == pytest.approx(6 / 12)
+    assert m["reward_mean"] == pytest.approx(0.5 + 0.5)
+    assert m["rewards"] == pytest.approx({"correct": 0.5, "format": 0.3, "thai": 0.2})
+    assert m["completion_length_mean"] == 20 and m["generated_tokens"] == 240
+
+
+def test_all_groups_equal_means_no_learning_signal():
+    m = batch_metrics({"correct": [1] * 8}, [5] * 8, group_size=4)
+    assert m["frac_groups_nonzero_std"] == 0.0
+
+
+def test_trl_cross_check_keys_are_renamed():
+    merged = with_trl_logs({"a": 1}, {"kl": 0.1, "completions/clipped_ratio": 0.25, "frac_reward_zero_std": 0.5})
+    assert merged == {"a": 1, "kl": 0.1, "clipped_ratio": 0.25, "frac_reward_zero_std_trl": 0.5}
+
+
+def test_example_groups_pick_a_mixed_and_an_all_equal_group():
+    rewards, _ = hand_built_batch()
+    totals = np.sum([rewards[k] for k in rewards], axis=0)
+    prompts = ["p1"] * 4 + ["p2"] * 4 + ["p3"] * 4
+    groups = example_groups(totals, prompts, [f"c{i}" for i in range(12)], 4)
+    assert groups["all_equal"]["prompt"] == "p1" and groups["all_equal"]["advantages"] == [0, 0, 0, 0]
+    mixed = groups["mixed"]
+    assert mixed["prompt"] == "p2" and mixed["advantages"][0] > 0 > mixed["advantages"][1]
+
+
+def test_group_order_is_checked():
+    check_group_order(["a", "a", "b", "b"], 2)
+    with pytest.raises(RuntimeError, match="consecutive"):
+        check_group_order(["a", "b", "a", "b"], 2)

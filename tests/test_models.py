@@ -1,0 +1,58 @@
+import pytest
+
+from thai_grpo.models import (choose_dtype, count_parameters, load_base_model, load_policy, load_tokenizer,
+                              require_model_dir, safetensors_parameter_count)
+
+
+def test_think_tags_are_ordinary_tokens_that_survive_decoding(tiny_tokenizer):
+    ids = tiny_tokenizer("<think>คิด</think> 12")["input_ids"]
+    decoded = tiny_tokenizer.decode(ids, skip_special_tokens=True)
+    assert "<think>" in decoded and "</think>" in decoded
+    assert tiny_tokenizer.convert_tokens_to_ids("<think>") in ids
+
+
+def test_digits_are_split_one_token_each(tiny_tokenizer):
+    tokens = tiny_tokenizer.tokenize("1234")
+    assert len(tokens) == 4
+
+
+def test_chat_template_returns_prefix_plus_generation_prompt(tiny_tokenizer):
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    text = tiny_tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    assert text == "<|im_start|>system\ns<|im_end|>\n<|im_start|>user\nu<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_saved_base_and_adapter_load_back(tiny_model_dir, tiny_adapter_dir):
+    assert load_tokenizer(tiny_model_dir).chat_template
+    base = load_base_model(tiny_model_dir)
+    assert safetensors_parameter_count(tiny_model_dir) == count_parameters(base)["total"]
+    policy = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True)
+    counts = count_parameters(policy)
+    assert 0 < counts["trainable"] < counts["total"]
+
+
+def test_missing_or_corrupt_model_folders_name_the_path(tmp_path, tiny_model_dir):
+    with pytest.raises(FileNotFoundError, match=str(tmp_path)):
+        require_model_dir(tmp_path, "adapter")
+    corrupt = tmp_path / "corrupt"
+    corrupt.mkdir()
+    (corrupt / "config.json").write_text((tiny_model_dir / "config.json").read_text())
+    (corrupt / "model.safetensors").write_bytes(b"not a safetensors file")
+    with pytest.raises(RuntimeError, match="could not be loaded"):
+        load_base_model(corrupt)
+
+
+def test_pickled_weights_are_refused(tmp_path, tiny_model_dir):
+    only_bin = tmp_path / "bin"
+    only_bin.mkdir()
+    (only_bin / "config.json").write_text((tiny_model_dir / "config.json").read_text())
+    (only_bin / "pytorch_model.bin").write_bytes(b"pickle")
+    with pytest.raises(FileNotFoundError, match="safetensors"):
+        require_model_dir(only_bin, "base model")
+
+
+@pytest.mark.parametrize("capability, dtype", [
+    (None, "float32"), ((7, 5), "float16"), ((7, 0), "float16"), ((8, 0), "bfloat16"), ((9, 0), "bfloat16"),
+])
+def test_dtype_follows_compute_capability(capability, dtype):
+    assert choose_dtype(capability) == dtype
