@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from thai_grpo.figures import draw_all, hacking_suspect, solve_rate_transitions, truncation_failed
+from thai_grpo.figures import draw_all, solve_rate_transitions
+from thai_grpo.health import hacking_suspect, truncation_failed
 from thai_grpo.report import SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,3 +239,10 @@ def test_truncation_failed_uses_the_last_third():
     assert not truncation_failed(steps_with([256] * 6, clipped=[0.9] * 4 + [0.85, 0.9]))
     assert truncation_failed(steps_with([256] * 3, clipped=[0.0, 0.0, 0.9]))
     assert not truncation_failed([])
+
+
+def test_whitespace_only_completion_is_labelled(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    samples["sft"][0]["greedy"]["text"] = "\n\n\n"
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "(empty or whitespace only: 3 characters)" in html

@@ -24,42 +24,6 @@ REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
 POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 
-# --------------------------------------------------------------------------- run-health checks
-def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, float] | None:
-    """Mean of `key` over the first and the last `window` steps (default: a third of the run)."""
-    values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
-    if len(values) < 3:
-        return None
-    w = window or max(1, len(values) // 3)
-    return float(np.nanmean(values[:w])), float(np.nanmean(values[-w:]))
-
-
-def hacking_suspect(
-    steps: list[dict], window: int | None = None, length_rise: float = 0.20, accuracy_rise: float = 0.02
-) -> bool:
-    """Length up while accuracy is flat: the first symptom of reward hacking.
-
-    With L and a the mean `completion_length_mean` and `accuracy` over the first and the last `window`
-    steps (default a third of the run): suspect when L_last > (1 + length_rise) * L_first and
-    a_last - a_first < accuracy_rise. Fewer than 3 steps: False (nothing to compare).
-    """
-    length = _thirds(steps, "completion_length_mean", window)
-    accuracy = _thirds(steps, "accuracy", window)
-    if length is None or accuracy is None or not all(np.isfinite(length + accuracy)):
-        return False
-    return length[1] > (1.0 + length_rise) * length[0] and accuracy[1] - accuracy[0] < accuracy_rise
-
-
-def truncation_failed(steps: list[dict], threshold: float = 0.9, window: int | None = None) -> bool:
-    """Completions hit max_completion_length: mean `clipped_ratio` over the last third >= threshold."""
-    values = np.array([s.get("clipped_ratio", np.nan) for s in steps], dtype=float)
-    if len(values) == 0:
-        return False
-    w = window or max(1, len(values) // 3)
-    last = values[-w:]
-    return bool(np.isfinite(last).any() and np.nanmean(last) >= threshold)
-
-
 def solve_rate_transitions(before, after) -> dict[str, int]:
     """Count problems by how their number of correct samples c_i moved from `before` to `after`.
 

@@ -19,6 +19,7 @@ from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
 from thai_grpo import figures as fig
+from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "report"
@@ -112,19 +113,8 @@ def signed(value: Any, digits: int = 2) -> str:
 
 # --------------------------------------------------------------------------- context
 def _health(train: dict) -> dict:
-    """train.health if the pipeline filled it, else the flags recomputed from the steps, explained."""
-    if train.get("health"):
-        return train["health"]
-    steps = train.get("steps") or []
-    truncated, hacking = fig.truncation_failed(steps), fig.hacking_suspect(steps)
-    messages = ["flags computed by the report from the per-step metrics"]
-    if truncated:
-        messages.append("mean clipped ratio over the last third of steps >= 0.9: nearly every completion hits "
-                        "max_completion_length, so few reach a final answer; raise the limit or shorten the thinking")
-    if hacking:
-        messages.append("completion length rose by more than 20% from the first to the last third of steps while "
-                        "accuracy rose by less than 0.02: suspect reward hacking first (check the format regex)")
-    return {"truncation_failed": truncated, "hacking_suspect": hacking, "messages": messages}
+    """train.health if the pipeline filled it, else the flags recomputed from the steps."""
+    return train.get("health") or training_health(train.get("steps") or [])
 
 
 def pass_keys(evals: dict) -> list[str]:
@@ -247,7 +237,6 @@ def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures
     """Render and write the report atomically (temporary file in the same directory, then os.replace)."""
     out_path = Path(out_path)
     atomic_write_text(out_path, render_report(results, samples_by_model, figures, template_dir))
-    out_path.chmod(0o644)  # the temporary file is created private; a report is meant to be shared
     return out_path
 
 

@@ -8,6 +8,7 @@ import platform
 from pathlib import Path
 
 from thai_grpo.evaluation import paired_pass1_test
+from thai_grpo.health import training_health
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
 
@@ -94,9 +95,10 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                                  "seed_estimate_full_real": SEED_ESTIMATE_FULL_REAL_TOKENS},
         },
         "train": {"variant": main, "steps": main_train.get("steps", []),
-                  "example_groups": main_train.get("example_groups", {})},
-        "runs": {name: {"steps": t.get("steps", []), "example_groups": t.get("example_groups", {})}
-                 for name, t in trains.items()},
+                  "example_groups": main_train.get("example_groups", {}),
+                  "health": training_health(main_train.get("steps", []))},
+        "runs": {name: {"steps": t.get("steps", []), "example_groups": t.get("example_groups", {}),
+                        "health": training_health(t.get("steps", []))} for name, t in trains.items()},
         "eval": scores,
         "comparison": {"paired_tests": paired,
                        "methods": method_rows(scores, trains, benchmarks, main_train.get("parameters", {}).get("trainable"))},
