@@ -13,6 +13,7 @@ if config["base"]["source"] == "scratch":
             history="results/model/base_history.json",
         params:
             base=config["base"],
+            corpus=config["corpus"],
             seed=config["seed"],
             system_prompt=SYSTEM,
             checkpoints="results/checkpoints/base",
@@ -57,6 +58,7 @@ if config["sft"]["source"] == "train":
             history="results/model/sft_history.json",
         params:
             sft=config["sft"],
+            corpus=config["corpus"],
             seed=config["seed"],
             system_prompt=SYSTEM,
             checkpoints="results/checkpoints/sft",

@@ -1,12 +1,14 @@
 """Stage 3b (offline): the SFT LoRA adapter, trained with TRL on prompt-completion examples."""
 
+from thai_grpo.corpus import noisy_solutions
 from thai_grpo.data import sft_records
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.sft import train_sft_adapter
 
 log_to(snakemake.log[0])
-sft = snakemake.params.sft
-records = sft_records(read_jsonl(snakemake.input.sft), snakemake.params.system_prompt)
+sft, corpus = snakemake.params.sft, snakemake.params.corpus
+rows = noisy_solutions(read_jsonl(snakemake.input.sft), corpus["slip_rate"], corpus["seed"] + 1)
+records = sft_records(rows, snakemake.params.system_prompt)
 history = train_sft_adapter(snakemake.input.base, records, sft["lora"], sft["args"], snakemake.output.adapter,
                             snakemake.params.checkpoints, snakemake.params.seed)
 write_json(snakemake.output.history, history)

@@ -1,0 +1,57 @@
+import random
+import re
+
+import pytest
+
+from thai_grpo.corpus import STEP, add_arithmetic_slips, arithmetic_drills, drill_texts
+from thai_grpo.data import parse_gold_answer
+from thai_grpo.synthetic import generate_problems
+
+
+def steps_are_consistent(text: str) -> bool:
+    """Every step's result equals its operation on its operands; the final answer is the last result."""
+    results = []
+    for line in text.split("\n")[:-1]:
+        for a, op, b, c in STEP.findall(line):
+            a, b, c = int(a), int(b), int(c)
+            expected = {"x": a * b, "+": a + b, "-": a - b, "/": a // b}[op]
+            results.append((expected, c))
+    return bool(results) and parse_gold_answer(text) == results[-1][1]
+
+
+def test_no_slips_at_rate_zero():
+    for row in generate_problems(200, 1):
+        assert add_arithmetic_slips(row["translated_answer"], random.Random(0), 0.0).split("\n")[-1] == \
+            row["translated_answer"].split("\n")[-1]
+
+
+def test_slips_propagate_to_the_final_answer():
+    rows = generate_problems(500, 2)
+    rng = random.Random(0)
+    wrong = 0
+    for row in rows:
+        slipped = add_arithmetic_slips(row["translated_answer"], rng, 0.3)
+        assert steps_are_consistent(slipped) or parse_gold_answer(slipped) is not None
+        final_steps = [int(m[3]) for m in STEP.findall(slipped)]
+        assert parse_gold_answer(slipped) == final_steps[-1]
+        wrong += parse_gold_answer(slipped) != row["answer"]
+    share_one_or_two_steps = wrong / len(rows)
+    assert 0.25 < share_one_or_two_steps < 0.55  # 1 - 0.7 (one step) .. 1 - 0.49 (two steps)
+
+
+def test_every_slip_is_non_negative():
+    rng = random.Random(0)
+    for row in generate_problems(300, 3):
+        slipped = add_arithmetic_slips(row["translated_answer"], rng, 1.0)
+        assert all(int(n) >= 0 for n in re.findall(r"-?\d+", re.sub(r"<<[^<>]*>>", "", slipped)))
+        assert steps_are_consistent(slipped)
+
+
+@pytest.mark.parametrize("max_operand", [3, 10])
+def test_drills_cover_every_fact_once(max_operand):
+    facts = arithmetic_drills(max_operand)
+    assert len(facts) == len(set(facts)) == 4 * max_operand ** 2
+    for fact in facts:
+        a, op, b, c = STEP.fullmatch(fact).groups()
+        assert {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b), "/": int(a) // int(b)}[op] == int(c)
+    assert sum(len(t.split("\n")) for t in drill_texts(max_operand, 16, 0)) == len(facts)
