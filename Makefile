@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 CORES ?= 1
 
-.PHONY: setup run test test-fast browser lint clean
+.PHONY: setup run test test-fast browser lint gpu-check clean
 
 setup: $(STAMP)
 
@@ -35,6 +35,10 @@ test-fast: setup
 
 lint: setup
 	$(BIN)/snakemake --lint
+
+# On a GPU machine: nvidia-smi, torch's CUDA view, the smoke DAG on CUDA, per-stage times (docs/real-run.md).
+gpu-check:
+	bash scripts/gpu_check.sh
 
 clean:
 	rm -rf results .snakemake

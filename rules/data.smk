@@ -7,6 +7,7 @@ rule dataset:
         rows="results/data/source.jsonl",
     params:
         data=config["data"],
+    localrule: config["data"]["source"] == "hub"  # on a cluster: download on the login node (nodes may be offline)
     log:
         "results/logs/dataset.log",
     benchmark:

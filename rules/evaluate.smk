@@ -14,6 +14,8 @@ rule sample:
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
     threads: 2
+    resources:
+        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:
         "results/logs/sample-{model}.log",
     benchmark:

@@ -18,6 +18,8 @@ if config["base"]["source"] == "scratch":
             system_prompt=SYSTEM,
             checkpoints="results/checkpoints/base",
         threads: 2
+        resources:
+            gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
         log:
             "results/logs/base_model.log",
         benchmark:
@@ -36,6 +38,7 @@ else:
         params:
             spec=config["base"],
             kind="base model",
+        localrule: True  # a download: on a cluster it runs on the login node (compute nodes may be offline)
         log:
             "results/logs/base_model.log",
         benchmark:
@@ -63,6 +66,8 @@ if config["sft"]["source"] == "train":
             system_prompt=SYSTEM,
             checkpoints="results/checkpoints/sft",
         threads: 2
+        resources:
+            gpu=1,
         log:
             "results/logs/sft_adapter.log",
         benchmark:
@@ -81,6 +86,7 @@ else:
         params:
             spec=config["sft"],
             kind="adapter",
+        localrule: True
         log:
             "results/logs/sft_adapter.log",
         benchmark:

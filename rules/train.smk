@@ -18,6 +18,8 @@ rule grpo:
     wildcard_constraints:
         variant="|".join(VARIANTS),
     threads: 2
+    resources:
+        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:
         "results/logs/grpo-{variant}.log",
     benchmark:

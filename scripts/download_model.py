@@ -5,5 +5,5 @@ from thai_grpo.io import log_to
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec
-fetch_model(spec["source"], spec["name_or_path"], spec.get("revision"), snakemake.output.model,
+fetch_model(spec["source"], spec["name_or_path"], spec.get("revision"), snakemake.output[0],
             kind=snakemake.params.kind)

@@ -1,14 +1,30 @@
-"""Stage 5: n sampled completions (and one greedy) per held-out problem, each with its rewards."""
+"""Stage 5: n sampled completions (and one greedy) per held-out problem, each with its rewards.
+
+transformers' generate, on the GPU when there is one; vLLM's offline engine with ``eval.use_vllm: true``
+(thai_grpo.vllm_sampling: same sampling parameters, same records).
+"""
 
 from thai_grpo.io import log_to, read_jsonl, write_jsonl
-from thai_grpo.models import load_policy, load_tokenizer
-from thai_grpo.sampling import sample_heldout
 
 log_to(snakemake.log[0])
 ev = snakemake.params.eval
-model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype).eval()
-tokenizer = load_tokenizer(snakemake.input.base)
-records = sample_heldout(model, tokenizer, read_jsonl(snakemake.input.heldout), snakemake.params.system_prompt,
-                         ev["num_samples"], ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],
-                         ev.get("chat_template_kwargs"), progress=print)
+rows = read_jsonl(snakemake.input.heldout)
+if ev.get("use_vllm", False):
+    from thai_grpo.vllm_sampling import sample_heldout_vllm
+
+    records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
+                                  snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=print)
+else:
+    import torch
+
+    from thai_grpo.models import load_policy, load_tokenizer
+    from thai_grpo.sampling import sample_heldout
+
+    model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype).eval()
+    if torch.cuda.is_available():
+        model = model.to("cuda")  # load_policy leaves the model on the CPU; generate follows model.device
+    tokenizer = load_tokenizer(snakemake.input.base)
+    records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
+                             ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],
+                             ev.get("chat_template_kwargs"), progress=print)
 write_jsonl(snakemake.output.samples, records)
