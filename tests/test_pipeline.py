@@ -80,7 +80,7 @@ def test_changing_grpo_reruns_grpo_and_downstream_only(smoke_run):
 
 def test_same_config_gives_identical_results(smoke_run, tmp_path):
     second = copy_workflow(tmp_path)
-    done = snakemake(second, "--configfile", "config/smoke.yaml", "results/results.json")
+    done = snakemake(second, "results/results.json", "--configfile", "config/smoke.yaml")
     assert done.returncode == 0, done.stderr[-4000:]
     first = json.loads((smoke_run / "results/results.json").read_text())
     again = json.loads((second / "results/results.json").read_text())

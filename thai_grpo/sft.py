@@ -24,7 +24,10 @@ def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoi
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
                          f"{config.max_length} tokens, leaving no target to learn; raise max_length")
-    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoint_dir))
+    resume_from = last_checkpoint(checkpoint_dir)
+    if resume_from is not None:
+        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
+    trainer.train(resume_from_checkpoint=resume_from)
     return trainer
 
 

@@ -6,6 +6,7 @@ run keeps them: rerunning the rule resumes from the last one instead of starting
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -42,11 +43,25 @@ def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
 
 
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
-    """The newest ``checkpoint-N`` folder to resume from, or None for a fresh start."""
-    from transformers.trainer_utils import get_last_checkpoint
+    """The newest complete ``checkpoint-N`` folder to resume from, or None for a fresh start.
 
+    The Trainer writes ``trainer_state.json`` last and not atomically: a checkpoint whose state file is
+    missing or unreadable was cut short by a kill, and the one before it is used instead.
+    """
     checkpoint_dir = Path(checkpoint_dir)
-    return get_last_checkpoint(str(checkpoint_dir)) if checkpoint_dir.is_dir() else None
+    if not checkpoint_dir.is_dir():
+        return None
+    complete = [path for path in checkpoint_dir.glob("checkpoint-*")
+                if path.name.split("-", 1)[1].isdigit() and _complete_checkpoint(path)]
+    return str(max(complete, key=lambda path: int(path.name.split("-", 1)[1]))) if complete else None
+
+
+def _complete_checkpoint(path: Path) -> bool:
+    try:
+        state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(state, dict) and "global_step" in state
 
 
 def clear_checkpoints(checkpoint_dir: str | Path) -> None:
