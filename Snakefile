@@ -17,6 +17,14 @@ include: "rules/evaluate.smk"
 include: "rules/report.smk"
 
 
+onstart:
+    # TRL field names need TRL imported (seconds): checked once before the first job, never on dry-runs.
+    try:
+        check_trainer_fields(config)
+    except ConfigError as error:
+        sys.exit(f"config error: {error}")
+
+
 rule all:
     input:
         rules.results.output.results,

@@ -27,10 +27,3 @@ def adapter_of(model):
         return {"adapter": "results/model/sft_adapter"}
     return {"adapter": f"results/runs/{model}/adapter"}
 
-
-onstart:
-    # TRL field names need TRL imported (seconds): checked once before the first job, never on dry-runs.
-    try:
-        check_trainer_fields(config)
-    except ConfigError as error:
-        sys.exit(f"config error: {error}")

@@ -61,8 +61,12 @@ def sft_target(answer_text: str, answer: int) -> str:
 
 
 def pretraining_text(question: str, answer_text: str, answer: int) -> str:
-    """Plain text for the from-scratch base model: the problem and its worked solution, no chat format."""
-    return f"{question}\n{solution_steps(answer_text)}\n#### {answer}"
+    """Plain text for the from-scratch base: the problem, then its solution as a reasoning trace.
+
+    No chat template and no system prompt (those are the SFT adapter's to learn), but the trace already
+    has the ``<think>`` shape, as real base models have read reasoning traces before any chat tuning.
+    """
+    return f"{question}\n{sft_target(answer_text, answer)}"
 
 
 @dataclass(frozen=True)
