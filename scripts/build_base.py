@@ -11,16 +11,15 @@ base, corpus, seed = snakemake.params.base, snakemake.params.corpus, snakemake.p
 pretrain_rows = noisy_solutions(read_jsonl(snakemake.input.pretrain), corpus["slip_rate"], corpus["seed"])
 sft_rows = read_jsonl(snakemake.input.sft)
 problems = [pretraining_text(r["question"], r["answer_text"], r["answer"]) for r in pretrain_rows]
-drills = drill_texts(corpus["drill_max_operand"], corpus["drill_facts_per_text"], corpus["seed"]) \
-    if corpus["drill_max_operand"] else []
+drills = drill_texts(corpus["drill_max_operand"], corpus["drill_facts_per_text"], corpus["drill_repeats"],
+                     corpus["seed"]) if corpus["drill_max_operand"] else []
 # The chat-formatted SFT examples carry the system prompt each time, so BPE learns to encode it compactly.
 system = snakemake.params.system_prompt
 tokenizer_corpus = problems + drills + [f"{system}\n{r['question']}\n{sft_target(r['answer_text'], r['answer'])}"
                                         for r in sft_rows]
 tokenizer = train_tokenizer(tokenizer_corpus, base["tokenizer"]["vocab_size"])
-texts = problems + drills * corpus["drill_repeats"]
-print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} problems + "
-      f"{len(drills)} drill texts x {corpus['drill_repeats']}")
+texts = problems + drills
+print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} problems + {len(drills)} drill texts")
 history = pretrain_base(texts, tokenizer, base["architecture"], base["pretrain"], snakemake.output.model,
                         snakemake.params.checkpoints, seed)
 write_json(snakemake.output.history, history)

@@ -54,4 +54,8 @@ def test_drills_cover_every_fact_once(max_operand):
     for fact in facts:
         a, op, b, c = STEP.fullmatch(fact).groups()
         assert {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b), "/": int(a) // int(b)}[op] == int(c)
-    assert sum(len(t.split("\n")) for t in drill_texts(max_operand, 16, 0)) == len(facts)
+    texts = drill_texts(max_operand, 16, repeats=3, seed=0)
+    assert sum(len(t.split("\n")) for t in texts) == 3 * len(facts)
+    first, second = texts[:len(texts) // 3], texts[len(texts) // 3:2 * len(texts) // 3]
+    assert first != second  # each repeat in a new order
+    assert drill_texts(max_operand, 16, 3, 0) == texts

@@ -35,11 +35,19 @@ def arithmetic_drills(max_operand: int) -> list[str]:
     return facts
 
 
-def drill_texts(max_operand: int, per_text: int, seed: int) -> list[str]:
-    """The drills shuffled and packed ``per_text`` facts to a line-separated text."""
-    facts = arithmetic_drills(max_operand)
-    random.Random(seed).shuffle(facts)
-    return ["\n".join(facts[i:i + per_text]) for i in range(0, len(facts), per_text)]
+def drill_texts(max_operand: int, per_text: int, repeats: int, seed: int) -> list[str]:
+    """The drills ``repeats`` times, each time in a new order, packed ``per_text`` facts to a text.
+
+    A new order each time matters: a fixed text of facts is learned as a sequence (the next fact
+    predicted from the previous ones), not as facts that can be recalled anywhere.
+    """
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(repeats):
+        facts = arithmetic_drills(max_operand)
+        rng.shuffle(facts)
+        texts += ["\n".join(facts[i:i + per_text]) for i in range(0, len(facts), per_text)]
+    return texts
 
 
 def _slip(value: int, rng: random.Random) -> int:
