@@ -1,5 +1,6 @@
-# GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO -> held-out
-# sampling -> pass@k with intervals -> figures -> one HTML report. `snakemake --cores 1` runs it offline.
+# GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
+# RLOO, DPO from the same adapter) -> held-out sampling -> pass@k with intervals -> figures -> one HTML report.
+# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report.
 
 from snakemake.utils import min_version
 
@@ -21,6 +22,7 @@ onstart:
     # TRL field names need TRL imported (seconds): checked once before the first job, never on dry-runs.
     try:
         check_trainer_fields(config)
+        check_method_fields(config)
     except ConfigError as error:
         sys.exit(f"config error: {error}")
 
@@ -29,3 +31,9 @@ rule all:
     input:
         rules.results.output.results,
         rules.report.output.html,
+
+
+rule pitfalls:
+    input:
+        rules.results_pitfalls.output.results,
+        rules.report_pitfalls.output.html,

@@ -1,11 +1,13 @@
-# Helpers shared by the rule files: config lookups and the path of each model's adapter.
+# Helpers shared by the rule files: config lookups, which models each report covers, input functions.
 
+import re
 import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields, variant_settings
+from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields
 from thai_grpo.data import SYSTEM_PROMPT
+from thai_grpo.methods import check_method_fields, variant_plan
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
@@ -17,6 +19,21 @@ except ConfigError as error:
 SYSTEM = config["data"].get("system_prompt", SYSTEM_PROMPT)
 VARIANTS = list(config["variants"])
 EVAL_MODELS = config["eval"]["models"]
+PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") == "pitfall"]
+# The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
+# variant with group: pitfall. Each scope has its own results.json, figures and report.html.
+SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
+# Sampling and scoring settings without the model list: adding a model to eval.models resamples no other model.
+EVAL_SETTINGS = {key: value for key, value in config["eval"].items() if key != "models"}
+
+
+def trained(models):
+    """The variants among ``models`` (base and sft are not trained by the grpo rule)."""
+    return [m for m in models if m in VARIANTS]
+
+
+def method_of(variant):
+    return config["variants"][variant].get("method", "grpo")
 
 
 def adapter_of(model):
@@ -27,3 +44,28 @@ def adapter_of(model):
         return {"adapter": "results/model/sft_adapter"}
     return {"adapter": f"results/runs/{model}/adapter"}
 
+
+def train_inputs(wildcards):
+    """A DPO variant also reads the preference pairs; GRPO and RLOO sample their own completions."""
+    return {"pairs": rules.preference_pairs.output.pairs} if method_of(wildcards.variant) == "dpo" else {}
+
+
+def scope_inputs(scope):
+    """Inputs of one scope's results rule: its models' scores and training records (and pair counts for DPO)."""
+    models = SCOPE_MODELS[scope]
+    files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
+             "scores": expand(rules.score.output.scores, model=models),
+             "train": expand(rules.grpo.output.train, variant=trained(models))}
+    if any(method_of(v) == "dpo" for v in trained(models)):
+        files["pairs"] = rules.preference_pairs.output.stats
+    return files
+
+
+def scope_params(scope):
+    """Params of one scope's results rule: the config (with this scope's variants only, so editing a variant
+    the scope does not show leaves it alone), the models, and each trained variant's plan."""
+    models = SCOPE_MODELS[scope]
+    variants = {v: config["variants"][v] for v in trained(models)}
+    plans = {v: {**variant_plan(config, v), "overrides": variants[v]} for v in variants}
+    return {"config": {**config, "variants": variants}, "models": models, "variants": list(variants),
+            "plans": plans, "benchmarks": "results/benchmarks"}

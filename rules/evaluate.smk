@@ -1,4 +1,5 @@
-# Stages 5-6: n samples per held-out problem for each model, then pass@k with intervals, then results.json.
+# Stages 5-6: n samples per held-out problem for each model, then pass@k with intervals, then results.json
+# (once for the models of rule all, once more with the pitfall variants for rule pitfalls).
 
 
 rule sample:
@@ -10,7 +11,7 @@ rule sample:
     output:
         samples="results/eval/{model}/samples.jsonl",
     params:
-        eval=config["eval"],
+        eval=EVAL_SETTINGS,
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
     threads: 2
@@ -33,7 +34,7 @@ rule score:
     output:
         scores="results/eval/{model}/scores.json",
     params:
-        eval=config["eval"],
+        eval=EVAL_SETTINGS,
     log:
         "results/logs/score-{model}.log",
     benchmark:
@@ -47,20 +48,27 @@ rule score:
 rule results:
     message: "Collecting every stage's numbers into results/results.json"
     input:
-        stats=rules.split.output.stats,
-        scores=expand(rules.score.output.scores, model=EVAL_MODELS),
-        train=expand(rules.grpo.output.train, variant=VARIANTS),
-        base=rules.base_model.output.model,
+        unpack(lambda wildcards: scope_inputs("main")),
     output:
         results="results/results.json",
     params:
-        config=config,
-        models=EVAL_MODELS,
-        variants=VARIANTS,
-        benchmarks="results/benchmarks",
+        **scope_params("main"),
     log:
         "results/logs/results.log",
     conda:
         "../envs/pipeline.yaml"
     script:
         "../scripts/collect_results.py"
+
+
+use rule results as results_pitfalls with:
+    message:
+        "Collecting the methods and the pitfall variants into results/pitfalls/results.json"
+    input:
+        unpack(lambda wildcards: scope_inputs("pitfalls")),
+    output:
+        results="results/pitfalls/results.json",
+    params:
+        **scope_params("pitfalls"),
+    log:
+        "results/logs/results-pitfalls.log",

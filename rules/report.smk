@@ -1,4 +1,5 @@
-# Stage 7: figures from the cached results, then one self-contained HTML page.
+# Stage 7: figures from the cached results, then one self-contained HTML page; once for the methods
+# (rule all) and once more with the pitfall variants (rule pitfalls, under results/pitfalls/).
 
 
 rule figures:
@@ -22,16 +23,46 @@ rule report:
     input:
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
-        samples=expand(rules.sample.output.samples, model=EVAL_MODELS),
+        samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
         template="report/template.html.j2",
         assets=["report/style.css", "report/calculator.js"],
     output:
         html="results/report.html",
     params:
-        models=EVAL_MODELS,
+        models=SCOPE_MODELS["main"],
     log:
         "results/logs/report.log",
     conda:
         "../envs/pipeline.yaml"
     script:
         "../scripts/render_report.py"
+
+
+use rule figures as figures_pitfalls with:
+    message:
+        "Drawing the figures of the pitfalls report"
+    input:
+        results=rules.results_pitfalls.output.results,
+    output:
+        figures=directory("results/pitfalls/figures"),
+    log:
+        "results/logs/figures-pitfalls.log",
+    benchmark:
+        "results/benchmarks/figures-pitfalls.tsv"
+
+
+use rule report as report_pitfalls with:
+    message:
+        "Rendering results/pitfalls/report.html (methods and pitfall variants)"
+    input:
+        results=rules.results_pitfalls.output.results,
+        figures=rules.figures_pitfalls.output.figures,
+        samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["pitfalls"]),
+        template="report/template.html.j2",
+        assets=["report/style.css", "report/calculator.js"],
+    output:
+        html="results/pitfalls/report.html",
+    params:
+        models=SCOPE_MODELS["pitfalls"],
+    log:
+        "results/logs/report-pitfalls.log",

@@ -1,9 +1,47 @@
-# Stage 4: GRPO from the SFT adapter, one run per variant (the default config has one: grpo).
+# Stage 4: every variant trained from the SFT adapter, by its method: GRPO, RLOO (both sample their own
+# completions) or DPO (on preference pairs sampled once from the SFT policy). One rule, `grpo`, named after the
+# pipeline's RL stage (profiles and resume tests know it by that name); the variant's plan (method, merged grpo
+# section, rewards, rloo:/dpo: overrides) is its params, so editing one variant reruns that variant alone.
+
+
+rule preference_pairs:
+    message: "Sampling the SFT policy on the training problems; pairs of a correct and a wrong answer for DPO"
+    input:
+        base=rules.base_model.output.model,
+        adapter=rules.sft_adapter.output.adapter,
+        train=rules.split.output.train,
+    output:
+        pairs="results/data/preference_pairs.jsonl",
+        stats="results/data/preference_pairs_stats.json",
+    params:
+        # GRPO's rollout settings: DPO ranks the same kind of samples GRPO starts from (n = num_generations).
+        sampling={
+            "num_samples": config["grpo"].get("num_generations", 8),
+            "temperature": config["grpo"].get("temperature", 1.0),
+            "max_new_tokens": config["grpo"].get("max_completion_length", 256),
+            "batch_size": config["eval"]["batch_size"],
+            "seed": config["seed"],
+            "chat_template_kwargs": config["eval"].get("chat_template_kwargs", {}),
+        },
+        dtype=config["base"].get("dtype", "float32"),
+        system_prompt=SYSTEM,
+    threads: 2
+    resources:
+        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
+    log:
+        "results/logs/preference_pairs.log",
+    benchmark:
+        "results/benchmarks/preference_pairs.tsv"
+    conda:
+        "../envs/training.yaml"
+    script:
+        "../scripts/preference_pairs.py"
 
 
 rule grpo:
-    message: "GRPO run {wildcards.variant} with TRL's GRPOTrainer"
+    message: "Training variant {wildcards.variant} ({params.method}) from the SFT adapter"
     input:
+        unpack(train_inputs),
         base=rules.base_model.output.model,
         adapter=rules.sft_adapter.output.adapter,
         train=rules.split.output.train,
@@ -11,15 +49,16 @@ rule grpo:
         adapter=directory("results/runs/{variant}/adapter"),
         train="results/runs/{variant}/train.json",
     params:
-        settings=lambda wildcards: variant_settings(config, wildcards.variant),
+        plan=lambda wildcards: variant_plan(config, wildcards.variant),
+        method=lambda wildcards: method_of(wildcards.variant),
         seed=config["seed"],
         system_prompt=SYSTEM,
-        checkpoints=lambda wildcards: f"results/checkpoints/grpo-{wildcards.variant}",
+        checkpoints=lambda wildcards: f"results/checkpoints/{method_of(wildcards.variant)}-{wildcards.variant}",
     wildcard_constraints:
-        variant="|".join(VARIANTS),
+        variant="|".join(re.escape(v) for v in VARIANTS),
     threads: 2
     resources:
-        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
+        gpu=1,
     log:
         "results/logs/grpo-{variant}.log",
     benchmark:
@@ -27,4 +66,4 @@ rule grpo:
     conda:
         "../envs/training.yaml"
     script:
-        "../scripts/train_grpo.py"
+        "../scripts/train.py"

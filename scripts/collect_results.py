@@ -1,4 +1,4 @@
-"""Stage 6b: every stage's numbers in one document, results/results.json."""
+"""Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
 from thai_grpo.io import log_to, read_json, write_json
 from thai_grpo.models import safetensors_parameter_count
@@ -8,7 +8,9 @@ log_to(snakemake.log[0])
 params = snakemake.params
 scores = {model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)}
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
+pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 results = assemble(params.config, read_json(snakemake.input.stats), scores, trains,
                    benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
-                   params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"])
+                   params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
+                   plans=params.plans, pairs=pairs)
 write_json(snakemake.output.results, results)

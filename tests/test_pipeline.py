@@ -1,4 +1,5 @@
-"""The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds."""
+"""The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, and
+the four methods (GRPO, Dr.GRPO, RLOO, DPO) trained from the same SFT adapter side by side."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def comparable(results: dict) -> dict:
     results["run"].pop("benchmarks")
     for row in results["comparison"]["methods"]:
         row.pop("train_seconds", None)
+        row.pop("sampling_seconds", None)
     return results
 
 
@@ -51,16 +53,49 @@ def test_smoke_run_writes_results_and_report(smoke_run):
     results = json.loads((smoke_run / "results/results.json").read_text())
     steps = results["train"]["steps"]
     assert [s["step"] for s in steps] == [1, 2, 3]
-    for key in ["reward_mean", "frac_groups_nonzero_std", "completion_length_mean", "accuracy", "kl"]:
+    for key in ["reward_mean", "frac_groups_nonzero_std", "completion_length_mean", "accuracy", "kl",
+                "empty_think_share"]:
         assert all(key in s for s in steps), key
-    for model in ["sft", "grpo"]:
+    for model in ["sft", "grpo", "dr_grpo", "rloo", "dpo"]:
         for k in ["pass@1", "pass@4"]:
             metric = results["eval"][model][k]
             assert metric["wilson_low"] <= metric["estimate"] <= metric["wilson_high"]
     html = (smoke_run / "results/report.html").read_text()
     assert "<html" in html and "pass@1" in html
-    for stage in ["dataset", "split", "base_model", "sft_adapter", "grpo-grpo", "sample-grpo"]:
+    for stage in ["dataset", "split", "base_model", "sft_adapter", "grpo-grpo", "sample-grpo", "grpo-rloo",
+                  "grpo-dpo", "preference_pairs", "sample-dpo"]:
         assert (smoke_run / f"results/benchmarks/{stage}.tsv").exists(), stage
+
+
+def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
+    results = json.loads((smoke_run / "results/results.json").read_text())
+    runs = results["runs"]
+    assert {name: run["method"] for name, run in runs.items()} == {"grpo": "grpo", "dr_grpo": "grpo",
+                                                                    "rloo": "rloo", "dpo": "dpo"}
+    dr_grpo = runs["dr_grpo"]["settings"]
+    assert dr_grpo["loss_type"] == "dr_grpo" and dr_grpo["scale_rewards"] == "none"
+    for name in ["dr_grpo", "rloo"]:  # smoke: 2 steps each, with the same per-step metrics as GRPO
+        assert [s["step"] for s in runs[name]["steps"]] == [1, 2], name
+        assert all("frac_groups_nonzero_std" in s and "empty_think_share" in s for s in runs[name]["steps"]), name
+    pairs = json.loads((smoke_run / "results/data/preference_pairs_stats.json").read_text())
+    lines = (smoke_run / "results/data/preference_pairs.jsonl").read_text().splitlines()
+    assert len(lines) == pairs["pairs"] and pairs["problems"] == 8 and pairs["samples_per_problem"] == 4
+    assert pairs["pairs"] + pairs["all_right"] + pairs["all_wrong"] == pairs["problems"]
+    if pairs["pairs"]:  # DPO trained on them and logged TRL's numbers per step
+        assert all("reward_margin" in s and "reward_accuracy" in s for s in runs["dpo"]["steps"])
+    else:  # the smoke SFT model solves nothing: nothing to rank, and the run says so instead of failing
+        assert runs["dpo"]["steps"] == [] and "no preference pairs" in runs["dpo"]["skipped"]
+    rows = {row["method"]: row for row in results["comparison"]["methods"]}
+    for method in ["DPO", "GRPO", "Dr.GRPO", "RLOO"]:
+        row = rows[method]
+        assert row["run"] and row["trainable_parameters"] > 0 and row["train_seconds"] > 0, method
+        assert row["generated_tokens"] > 0 and row["human_labels"] and row["models_in_memory"], method
+        assert row["paired_vs_sft"] == results["comparison"]["paired_tests"][f"{row['model']}_vs_sft"], method
+    assert not rows["PPO"]["run"] and rows["SFT"]["paired_vs_sft"] is None
+    html = (smoke_run / "results/report.html").read_text()
+    for text in ["pass@1 vs SFT (paired)", "DPO can only rank answers that exist in the file", "9. Pitfalls",
+                 "pitfall variants: not run", "Dr.GRPO", "RLOO"]:
+        assert text in html, text
 
 
 def test_second_run_has_nothing_to_do(smoke_run):

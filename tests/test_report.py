@@ -1,5 +1,6 @@
 """The HTML report renders every section from a small results.json, escapes model text, makes no network
-request, degrades to "not run", and writes atomically; plus the pure run-health and transition functions."""
+request, degrades to "not run", and writes atomically; plus the pure run-health and transition functions, and
+the Pitfalls section from the pitfall variants' runs (tests/fixtures/pitfall_runs.json)."""
 
 from __future__ import annotations
 
@@ -83,12 +84,12 @@ def test_figures_drawn_for_every_part_of_the_fixture(figures):
 
 
 def test_every_section_heading_is_present(html):
-    assert len(SECTIONS) == 10
+    assert len(SECTIONS) == 11
     for section_id, title in SECTIONS:
         assert f'<section id="{section_id}">' in html
         assert f"<h2>{title}</h2>" in html
     for words in ("Run card", "Training curves", "Figure 5.1", "calculator", "Figure 5.2", "Figure 5.3",
-                  "Held-out results", "Comparison across methods", "Statistics note", "Samples"):
+                  "Held-out results", "Comparison across methods", "Pitfalls", "Statistics note", "Samples"):
         assert words in html
 
 
@@ -246,3 +247,86 @@ def test_whitespace_only_completion_is_labelled(fixture_data, figures):
     samples["sft"][0]["greedy"]["text"] = "\n\n\n"
     html = render_report(results, samples, figures, TEMPLATE_DIR)
     assert "(empty or whitespace only: 3 characters)" in html
+
+
+# --------------------------------------------------------------------------- methods and pitfalls
+def with_pitfalls(results: dict) -> dict:
+    """The small fixture plus the pitfall variants' runs, their held-out pass@1 and the run-health the
+    pipeline computes for each (results.run_health)."""
+    from thai_grpo.results import run_health
+
+    extra = json.loads((FIXTURES / "pitfall_runs.json").read_text(encoding="utf-8"))
+    results = copy.deepcopy(results)
+    results["runs"] = extra["runs"]
+    for run in results["runs"].values():
+        run["health"] = run_health(run["steps"])
+    results["pitfalls"] = extra["pitfalls"]
+    for name, estimate in extra["pass1"].items():
+        results["eval"][name] = {**copy.deepcopy(results["eval"]["grpo"]),
+                                 "pass@1": {"estimate": estimate, "wilson_low": estimate - 0.1,
+                                            "wilson_high": estimate + 0.1}}
+    return results
+
+
+@pytest.fixture(scope="module")
+def pitfall_report(fixture_data, tmp_path_factory):
+    results, samples = copy.deepcopy(fixture_data)
+    results = with_pitfalls(results)
+    results["runs"]["lenient_format"]["empty_think_examples"].append(
+        {"step": 4, "prompt": "p", "reward": 0.5, "completion": "<think></think>" + PAYLOAD})
+    figures = draw_all(results, tmp_path_factory.mktemp("pitfall-figures"))
+    return figures, render_report(results, samples, figures, TEMPLATE_DIR)
+
+
+def test_one_figure_per_pitfall(pitfall_report):
+    figures, html = pitfall_report
+    assert {"pitfall_group_size", "pitfall_temperature", "pitfall_reward_hacking"} <= set(figures)
+    for title in ("Group size G", "Sampling temperature", "Reward hacking: the lenient format regex"):
+        assert f"<h3>{title}</h3>" in html and f'alt="{title}"' in html, title
+    section = html.split('<section id="pitfalls">')[1].split("</section>")[0]
+    assert "40.1%" in section and "35.0%" in section and "31.0%" in section  # held-out pass@1 of g2, temp0.3, lenient
+    assert "0.75 &rarr; 0.69" in section  # grpo: groups with std > 0, first vs last third of the steps
+    assert "pitfall variants: not run" not in html
+
+
+def test_lenient_run_is_flagged_and_its_hacking_completions_escaped(pitfall_report):
+    _, html = pitfall_report
+    section = html.split('<section id="pitfalls">')[1].split("</section>")[0]
+    assert "The hacking detector flagged <strong>lenient_format</strong>" in section
+    assert "reward-hacking suspect: FLAGGED" in section and "lenient format regex is being reward-hacked" in section
+    assert "&lt;think&gt;&lt;/think&gt;\n&lt;b&gt;30&lt;/b&gt;" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>alert" not in html
+    assert [t for t, _ in tags_of(html)].count("script") == 1
+
+
+def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
+    from thai_grpo.results import run_health
+
+    results, samples = copy.deepcopy(fixture_data)
+    results = with_pitfalls(results)
+    lenient = results["runs"]["lenient_format"]
+    for step in lenient["steps"]:
+        step["empty_think_share"] = 0.0
+    lenient["empty_think_examples"] = []
+    lenient["health"] = run_health(lenient["steps"])
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "The detector did not flag <strong>lenient_format</strong>" in html
+    assert "did not find the" in html and "no completion with an empty think block" in html
+
+
+def test_without_pitfall_runs_the_section_says_how_to_build_them(html):
+    assert "pitfall variants: not run (build them with <code>snakemake --cores 2 pitfalls</code>)" in html
+
+
+def test_comparison_shows_the_paired_test_against_sft(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    grpo_row = next(row for row in results["comparison"]["methods"] if row["method"] == "GRPO")
+    grpo_row["paired_vs_sft"] = results["comparison"]["paired_tests"]["grpo_vs_sft"]
+    results["preference_pairs"] = {"problems": 128, "samples_per_problem": 8, "pairs": 41, "all_right": 12,
+                                   "all_wrong": 75}
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    comparison = html.split('<section id="comparison">')[1].split("</section>")[0]
+    assert "pass@1 vs SFT (paired)" in comparison
+    assert "+15.6 points <span class=\"ci\">[7.3, 21.9], p 0.003</span>" in comparison
+    assert "DPO can only rank answers that exist in the file" in comparison
+    assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison

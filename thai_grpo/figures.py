@@ -309,8 +309,8 @@ def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
 def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
 
-    Figures whose data is missing (no kl_real, no GRPO eval, ...) are left out; the report shows
-    "not run" in their place.
+    Figures whose data is missing (no kl_real, no GRPO eval, no pitfall runs, ...) are left out; the report
+    shows "not run" in their place. The Pitfalls section's figures come from ``figures_pitfalls``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -338,4 +338,7 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
         plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
                                 after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
+    from thai_grpo.figures_pitfalls import draw_pitfalls  # imports this module's helpers
+
+    paths.update(draw_pitfalls(results, out))
     return paths

@@ -7,6 +7,9 @@ Where this departs from the textbook (DeepSeekMath) algorithm, and why:
 - KL: k3 per token, weight ``beta``. Reference: with a ready ``PeftModel`` and beta > 0, TRL keeps a
   frozen copy of the starting adapter (adapter ``ref``), so the KL is to the SFT policy (DeepSeekMath's
   definition), not to the bare base with the adapter disabled. No value network, no reward model.
+
+The rollout loop (``train_with_rollouts``: groups graded by the code rewards, per-step metrics, example groups,
+empty-think completions, resumable checkpoints) is shared with RLOO (``thai_grpo.rloo``).
 """
 
 from __future__ import annotations
@@ -16,12 +19,16 @@ from pathlib import Path
 
 from thai_grpo.data import grpo_records
 from thai_grpo.io import atomic_directory, write_json
-from thai_grpo.metrics import batch_metrics, check_group_order, example_groups, total_rewards, with_trl_logs
+from thai_grpo.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
+                               total_rewards, with_trl_logs)
 from thai_grpo.rewards import completion_text, reward_functions
 from thai_grpo.training import clear_checkpoints, last_checkpoint, seed_everything, trainer_args
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy"
+METRICS_FILE = "step_metrics.jsonl"
 EXAMPLES_FILE = "example_groups.json"
+EMPTY_THINK_FILE = "empty_think_examples.json"
+MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first ones seen)
 
 
 class GroupRecorder:
@@ -50,20 +57,24 @@ class GroupRecorder:
         return batch
 
 
-def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool,
-                     examples: dict | None = None):
+def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
+                     examples: dict | None = None, empty_thinks: list | None = None, advantages=None):
     """A TrainerCallback that turns each logged step into one line of ``metrics_path`` (JSONL).
 
     The file sits beside the checkpoints, so metrics of steps done before an interruption survive; so do
-    the example groups (``example_groups.json`` beside it), which a resumed run starts from (``examples``).
+    the example groups (``example_groups.json``) and the empty-think completions (``empty_think_examples.json``)
+    beside it, which a resumed run starts from (``examples``, ``empty_thinks``). ``advantages(totals, G)``
+    gives the method's own advantages for the example groups (default: GRPO's, ``scale_by_std`` or not).
     """
     from transformers import TrainerCallback
 
     examples_path = metrics_path.with_name(EXAMPLES_FILE)
+    empty_think_path = metrics_path.with_name(EMPTY_THINK_FILE)
 
     class StepLogger(TrainerCallback):
         def __init__(self):
             self.examples = dict(examples or {})
+            self.empty_thinks = list(empty_thinks or [])
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or "reward" not in logs:
@@ -72,15 +83,22 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
             if not batch:
                 return  # a reused generation batch (num_iterations > 1) has no new rewards
             check_group_order(batch["prompts"], recorder.group_size)
-            metrics = with_trl_logs(batch_metrics(batch["rewards"], batch["lengths"], recorder.group_size), logs)
-            metrics = {"step": state.global_step, **metrics}
+            metrics = batch_metrics(batch["rewards"], batch["lengths"], recorder.group_size, batch["completions"])
+            metrics = {"step": state.global_step, **with_trl_logs(metrics, logs)}
             with open(metrics_path, "a", encoding="utf-8") as handle:
                 handle.write(json.dumps(metrics) + "\n")
-            for kind, group in example_groups(total_rewards(batch["rewards"]), batch["prompts"],
-                                              batch["completions"], recorder.group_size, scale_by_std).items():
+            totals = total_rewards(batch["rewards"])
+            own = advantages(totals, recorder.group_size) if advantages else None
+            for kind, group in example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
+                                              scale_by_std, advantages=own).items():
                 if kind not in self.examples:
                     self.examples[kind] = {"step": state.global_step, **group}
                     write_json(examples_path, self.examples)
+            room = MAX_EMPTY_THINK_EXAMPLES - len(self.empty_thinks)
+            found = empty_think_examples(batch["prompts"], batch["completions"], totals, state.global_step, room)
+            if room > 0 and found:
+                self.empty_thinks += found
+                write_json(empty_think_path, self.empty_thinks)
 
     return StepLogger()
 
@@ -100,14 +118,31 @@ def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list
     return [s for s in steps if up_to_step is None or s["step"] <= up_to_step]
 
 
-def _truncate_metrics_to(metrics_path: Path, step: int) -> dict:
-    """After a resume from checkpoint-N, forget metrics and example groups of steps beyond N (they will be
-    redone); return the example groups kept."""
+def _truncate_metrics_to(metrics_path: Path, step: int) -> tuple[dict, list]:
+    """After a resume from checkpoint-N, forget metrics, example groups and empty-think completions of steps
+    beyond N (they will be redone); return the example groups and empty-think completions kept."""
     kept = read_step_metrics(metrics_path, up_to_step=step)
     metrics_path.write_text("".join(json.dumps(s) + "\n" for s in kept))
-    examples_path = metrics_path.with_name(EXAMPLES_FILE)
+    examples_path, empty_think_path = metrics_path.with_name(EXAMPLES_FILE), metrics_path.with_name(EMPTY_THINK_FILE)
     examples = json.loads(examples_path.read_text()) if examples_path.exists() else {}
-    return {kind: group for kind, group in examples.items() if group["step"] <= step}
+    empty_thinks = json.loads(empty_think_path.read_text()) if empty_think_path.exists() else []
+    return ({kind: group for kind, group in examples.items() if group["step"] <= step},
+            [example for example in empty_thinks if example["step"] <= step])
+
+
+def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, list]:
+    """The step-metrics file of a training stage, the checkpoint to resume from (None: a fresh start, whose
+    leftover step files are removed), and the example groups and empty-think completions a resume keeps."""
+    checkpoint_dir = Path(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    metrics_path = checkpoint_dir / METRICS_FILE
+    resume_from = last_checkpoint(checkpoint_dir)
+    if resume_from is None:
+        for name in (METRICS_FILE, EXAMPLES_FILE, EMPTY_THINK_FILE):
+            (checkpoint_dir / name).unlink(missing_ok=True)
+        return metrics_path, None, {}, []
+    print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
+    return metrics_path, resume_from, *_truncate_metrics_to(metrics_path, int(Path(resume_from).name.split("-")[-1]))
 
 
 def epoch_seeded(sampler):
@@ -142,55 +177,65 @@ def epoch_seeded(sampler):
                               shuffle=sampler.shuffle, seed=sampler.seed)
 
 
+def resumable(trainer_class):
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) with an ``epoch_seeded`` train sampler: a resumed run sees
+    the prompts in the same order."""
+
+    class Resumable(trainer_class):
+        def _get_train_sampler(self, dataset=None):
+            return epoch_seeded(super()._get_train_sampler(dataset))
+
+    Resumable.__name__ = f"Resumable{trainer_class.__name__}"
+    return Resumable
+
+
 def resumable_grpo_trainer():
     """``GRPOTrainer`` with an ``epoch_seeded`` train sampler: a resumed run sees the prompts in the same order."""
     from trl import GRPOTrainer
 
-    class ResumableGRPOTrainer(GRPOTrainer):
-        def _get_train_sampler(self, dataset=None):
-            return epoch_seeded(super()._get_train_sampler(dataset))
+    return resumable(GRPOTrainer)
 
-    return ResumableGRPOTrainer
+
+def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
+                        rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
+                        checkpoint_dir: str | Path, seed: int, kl_reference: str, scale_by_std: bool = True,
+                        advantages=None) -> dict:
+    """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
+    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples."""
+    from datasets import Dataset
+
+    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
+
+    metrics_path, resume_from, examples, empty_thinks = start_step_log(checkpoint_dir)
+    seed_everything(seed)
+    config = config_class(**trainer_args(args, checkpoint_dir, seed))
+    tokenizer = load_tokenizer(base_dir)
+    model = load_policy(base_dir, adapter_dir, trainable=True)
+    recorder = GroupRecorder(config.num_generations)
+    funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
+    logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
+                              empty_thinks=empty_thinks, advantages=advantages)
+    trainer = resumable(trainer_class)(model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
+                                       train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
+                                       callbacks=[logger])
+    trainer.train(resume_from_checkpoint=resume_from)
+
+    with atomic_directory(out_dir) as tmp:
+        trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
+    result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
+              "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
+              "kl_reference": kl_reference, "args": args, "trl_log_history": trainer.state.log_history}
+    clear_checkpoints(checkpoint_dir)
+    return result
 
 
 def train_grpo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
                reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
                seed: int) -> dict:
     """Run GRPO from the SFT adapter; save the trained adapter; return per-step metrics and example groups."""
-    from datasets import Dataset
-    from trl import GRPOConfig
+    from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
-
-    checkpoint_dir = Path(checkpoint_dir)
-    checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    metrics_path = checkpoint_dir / "step_metrics.jsonl"
-    resume_from = last_checkpoint(checkpoint_dir)
-    examples = {}
-    if resume_from is None:
-        metrics_path.unlink(missing_ok=True)
-        metrics_path.with_name(EXAMPLES_FILE).unlink(missing_ok=True)
-    else:
-        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
-        examples = _truncate_metrics_to(metrics_path, int(Path(resume_from).name.split("-")[-1]))
-
-    seed_everything(seed)
-    config = GRPOConfig(**trainer_args(grpo_args, checkpoint_dir, seed))
-    tokenizer = load_tokenizer(base_dir)
-    model = load_policy(base_dir, adapter_dir, trainable=True)
-    recorder = GroupRecorder(config.num_generations)
-    funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
-    logger = make_step_logger(recorder, metrics_path, scale_by_std=config.scale_rewards != "none",
-                              examples=examples)
-    trainer_class = resumable_grpo_trainer()
-    trainer = trainer_class(model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
-                            train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)), callbacks=[logger])
-    trainer.train(resume_from_checkpoint=resume_from)
-
-    with atomic_directory(out_dir) as tmp:
-        trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
-    result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
-              "parameters": count_parameters(trainer.model), "kl_reference": KL_REFERENCE,
-              "trl_log_history": trainer.state.log_history}
-    clear_checkpoints(checkpoint_dir)
-    return result
+    scale_by_std = grpo_args.get("scale_rewards", "group") not in ("none", False)
+    return {"method": "grpo", **train_with_rollouts(
+        GRPOTrainer, GRPOConfig, grpo_args, base_dir, adapter_dir, rows, reward_names, system_prompt, out_dir,
+        checkpoint_dir, seed, KL_REFERENCE, scale_by_std=scale_by_std)}

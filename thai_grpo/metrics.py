@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from thai_grpo.advantages import frac_groups_nonzero_std, group_advantages
-from thai_grpo.rewards import CORRECT_REWARD
+from thai_grpo.rewards import CORRECT_REWARD, has_think_block
 
 # TRL's log keys -> our names.
 TRL_LOG_KEYS = {
@@ -28,8 +28,24 @@ def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
     return np.sum([np.asarray(v, dtype=float) for v in rewards_by_name.values()], axis=0)
 
 
-def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int) -> dict:
-    """Reward, per-function means, group spread, accuracy and length of one generation batch."""
+def empty_think(completion: str) -> bool:
+    """The lenient format regex's loophole: ``<think>.*?</think>`` matches, ``<think>.+?</think>`` does not.
+
+    True exactly when the first ``<think>`` is closed at once (``<think></think>``): the lenient format
+    reward pays +0.3 for it, the strict one pays nothing. This is the chapter's reward hack.
+    """
+    return has_think_block(completion, lenient=True) and not has_think_block(completion)
+
+
+def empty_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block is empty (``empty_think``); 0.0 for no completions."""
+    return float(np.mean([empty_think(c) for c in completions])) if completions else 0.0
+
+
+def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
+                  completions: list[str] | None = None) -> dict:
+    """Reward, per-function means, group spread, accuracy and length of one generation batch (with the
+    completions' texts also the share of empty think blocks, ``empty_think_share``)."""
     totals = total_rewards(rewards_by_name)
     metrics = {
         "reward_mean": float(totals.mean()),
@@ -41,6 +57,8 @@ def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: l
     }
     if "correct" in rewards_by_name:
         metrics["accuracy"] = float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))
+    if completions is not None:
+        metrics["empty_think_share"] = empty_think_share(completions)
     return metrics
 
 
@@ -51,10 +69,13 @@ def with_trl_logs(metrics: dict, logs: dict) -> dict:
 
 
 def example_groups(totals, prompts: list[str], completions: list[str], group_size: int,
-                   scale_by_std: bool = True) -> dict:
-    """The first group with mixed rewards and the first with all-equal rewards, with their advantages."""
+                   scale_by_std: bool = True, advantages=None) -> dict:
+    """The first group with mixed rewards and the first with all-equal rewards, with their advantages
+    (GRPO's group-relative ones unless ``advantages`` gives the method's own, e.g. RLOO's leave-one-out)."""
     totals = np.asarray(totals, dtype=float)
-    advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
+    if advantages is None:
+        advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
+    advantages = np.asarray(advantages, dtype=float)
     found = {}
     for start in range(0, len(totals), group_size):
         block = slice(start, start + group_size)
@@ -72,3 +93,36 @@ def check_group_order(prompts: list, group_size: int) -> None:
         if any(p != prompts[start] for p in prompts[start:start + group_size]):
             raise RuntimeError(f"completions {start}..{start + group_size - 1} do not share one prompt: "
                                "group metrics assume TRL's consecutive-group order")
+
+
+def empty_think_examples(prompts: list[str], completions: list[str], totals, step: int, limit: int) -> list[dict]:
+    """Up to ``limit`` completions of one batch with an empty think block, with their step and reward."""
+    found = [{"step": step, "prompt": prompt, "reward": round(float(total), 4), "completion": text}
+             for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
+             if empty_think(text)]
+    return found[:limit]
+
+
+def format_hacking_suspect(steps: list[dict], min_share: float = 0.1, accuracy_rise: float = 0.02) -> dict:
+    """Has the run learned the lenient regex's hack? (the chapter: reward up, accuracy flat, <think></think>).
+
+    With the lenient format reward in use (``format_lenient`` among the step's rewards) and E, a, r the mean
+    ``empty_think_share``, ``accuracy`` and ``reward_mean`` over the first and the last third of the steps:
+    suspect when E_last >= ``min_share``, E_last > E_first and a_last - a_first < ``accuracy_rise``.
+    Returns the flag and the six means (None with fewer than 3 steps or without the lenient reward).
+    """
+    lenient = any("format_lenient" in (s.get("rewards") or {}) for s in steps)
+    if not lenient or len(steps) < 3:
+        return {"suspect": False, "lenient_reward": lenient, "means": None}
+    w = max(1, len(steps) // 3)
+
+    def ends(key):
+        values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
+        first, last = values[:w], values[-w:]
+        return [float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last)]
+
+    means = {key: ends(key) for key in ("empty_think_share", "accuracy", "reward_mean")}
+    share, accuracy = means["empty_think_share"], means["accuracy"]
+    suspect = (None not in share and None not in accuracy and share[1] >= min_share and share[1] > share[0]
+               and accuracy[1] - accuracy[0] < accuracy_rise)
+    return {"suspect": bool(suspect), "lenient_reward": True, "means": means}

@@ -19,6 +19,8 @@ from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
 from thai_grpo import figures as fig
+from thai_grpo.figures_pitfalls import FIGURES as PITFALL_FIGURES
+from thai_grpo.figures_pitfalls import step_means
 from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
 
@@ -33,9 +35,13 @@ SECTIONS = [
     ("kl", "6. Figure 5.3: k1 vs k3 KL estimators"),
     ("heldout", "7. Held-out results"),
     ("comparison", "8. Comparison across methods"),
-    ("statistics", "9. Statistics note"),
-    ("samples", "10. Samples"),
+    ("pitfalls", "9. Pitfalls"),
+    ("statistics", "10. Statistics note"),
+    ("samples", "11. Samples"),
 ]
+PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
+                  "reward_hacking": "Reward hacking: the lenient format regex"}
+HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
@@ -145,6 +151,30 @@ def _method_rows(results: dict) -> list[dict]:
     return rows
 
 
+def _pitfall_run(name: str, run: dict, evals: dict) -> dict:
+    """One row of a pitfall table: the run's settings, held-out pass@1, and first-vs-last-third step means."""
+    steps = run.get("steps") or []
+    means = {key: step_means(steps, key) for key in ("frac_groups_nonzero_std", "accuracy", "reward_mean",
+                                                     "empty_think_share")}
+    return {"name": name, "settings": run.get("settings") or {}, "pass1": (evals.get(name) or {}).get("pass@1"),
+            "steps": len(steps), "means": means, "health": _health(run),
+            "hacking_examples": (run.get("empty_think_examples") or [])[:HACK_EXAMPLES_SHOWN]}
+
+
+def _pitfalls(results: dict) -> dict:
+    """The Pitfalls section: per pitfall its figure name and runs (reference run first); empty when not built."""
+    runs, evals = results.get("runs") or {}, results.get("eval") or {}
+    sets = {}
+    for pitfall, names in (results.get("pitfalls") or {}).items():
+        rows = [_pitfall_run(n, runs[n], evals) for n in names if n in runs]
+        if len(rows) > 1:
+            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall), "figure": PITFALL_FIGURES.get(pitfall),
+                             "runs": rows}
+    hacking = sets.get("reward_hacking", {}).get("runs", [])
+    lenient = [r for r in hacking if "format_lenient" in (r["settings"].get("rewards") or [])]
+    return {"sets": sets, "lenient_runs": lenient}
+
+
 def _pick_completions(completions: list[dict]) -> list[dict]:
     """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
     right = [c for c in completions if c.get("correct", 0) > 0]
@@ -189,6 +219,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "pair": pair,
         "transitions": transitions,
         "methods": _method_rows(results),
+        "preference_pairs": results.get("preference_pairs"),
+        "pitfalls": _pitfalls(results),
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "samples": _samples(samples_by_model),
     }

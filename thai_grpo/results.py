@@ -9,19 +9,24 @@ from pathlib import Path
 
 from thai_grpo.evaluation import paired_pass1_test
 from thai_grpo.health import training_health
+from thai_grpo.metrics import format_hacking_suspect
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
+VERIFIER = "none: a verifier (code) grades"
+SHARED_BASE = "2 (policy, reference; one shared base with LoRA)"
 
 # What each method needs, from the chapter's comparison (read right to left: labels go to zero).
 METHODS = {
     "base": ("Base (no adapter)", "none", "1 (base)"),
     "sft": ("SFT", "one reference solution per example", "1 (base + LoRA)"),
     "ppo": ("PPO", "preference pairs -> reward model", "4 (policy, reference, reward model, value model)"),
-    "dpo": ("DPO", "preference pairs (chosen / rejected)", "2 (policy, reference)"),
-    "grpo": ("GRPO", "none: a verifier (code) grades", "2 (policy, reference; one shared base with LoRA)"),
-    "dr_grpo": ("Dr.GRPO", "none: a verifier (code) grades", "2 (policy, reference; one shared base with LoRA)"),
-    "rloo": ("RLOO", "none: a verifier (code) grades", "2 (policy, reference)"),
+    "dpo": ("DPO", "preference pairs (chosen / rejected); here ranked by the verifier from the SFT model's own "
+                   "samples, so no human labels", SHARED_BASE),
+    "grpo": ("GRPO", VERIFIER, SHARED_BASE),
+    "dr_grpo": ("Dr.GRPO", VERIFIER, SHARED_BASE),
+    "rloo": ("RLOO", VERIFIER, SHARED_BASE),
 }
+PITFALLS = ("group_size", "temperature", "reward_hacking")
 
 
 def package_versions() -> dict:
@@ -46,38 +51,134 @@ def benchmark_seconds(benchmark_dir: str | Path) -> dict:
     return seconds
 
 
-def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None) -> list[dict]:
-    """One comparison row per method; methods the pipeline did not run say so."""
+def scope_benchmarks(seconds: dict, models: list[str]) -> dict:
+    """The stages of one report: shared ones, and the grpo (training), sample and score stages of its models."""
+    def belongs(stage: str) -> bool:
+        kind, _, model = stage.partition("-")
+        return not model or (kind in ("grpo", "sample", "score") and model in models)
+
+    return {stage: value for stage, value in seconds.items() if belongs(stage)}
+
+
+def _kind(name: str, plan: dict | None) -> str:
+    """The METHODS row of a variant: its plan's method (dr_grpo for GRPO with the Dr.GRPO loss)."""
+    from thai_grpo.methods import method_kind
+
+    return method_kind(plan) if plan else (name if name in METHODS else "grpo")
+
+
+def _steps_tokens(train: dict) -> int | None:
+    return sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None
+
+
+def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
+                 paired: dict, description: str = "") -> dict:
+    label, labels, models = METHODS[kind]
+    tokens, notes = _steps_tokens(train), []
+    if kind == "dpo":
+        if pairs:
+            tokens = pairs.get("generated_tokens") or None
+            notes.append(f"{pairs['pairs']} pairs from {pairs['problems']} training problems x "
+                         f"{pairs['samples_per_problem']} SFT samples ({pairs['all_right']} always right, "
+                         f"{pairs['all_wrong']} never right: no pair); generated tokens: sampling the pairs")
+        notes.append(train.get("skipped") or "DPO can only rank answers that exist in the pairs file")
+    if train.get("dropped_grpo_fields") and kind == "rloo":
+        notes.append("GRPO-only fields not used: " + ", ".join(train["dropped_grpo_fields"]))
+    return {"method": label if name == kind else f"{label} ({name})", "model": name if name in scores else None,
+            "human_labels": labels, "models_in_memory": models,
+            "trainable_parameters": train.get("parameters", {}).get("trainable"),
+            "train_seconds": benchmarks.get(f"grpo-{name}"), "generated_tokens": tokens,
+            "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
+            "run": name in scores, "note": "; ".join(notes) if notes else description,
+            "paired_vs_sft": paired.get(f"{name}_vs_sft")}
+
+
+def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
+                pairs: dict | None = None, paired: dict | None = None) -> list[dict]:
+    """One comparison row per method, in the chapter's order; every run of a method (variants with
+    group: method) is a row; methods the pipeline did not run say so. Pitfall variants are not rows."""
+    plans, paired = plans or {}, paired or {}
+    variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
+                and (plans.get(name) or {}).get("group", "method") == "method"]
     rows = []
     for key, (label, labels, models) in METHODS.items():
-        ran = key in scores
-        train = trains.get(key, {})
-        rows.append({
-            "method": label, "model": key if ran else None, "human_labels": labels, "models_in_memory": models,
-            "trainable_parameters": train.get("parameters", {}).get("trainable",
-                                                                    sft_parameters if key == "sft" else None),
-            "train_seconds": benchmarks.get(f"grpo-{key}", benchmarks.get("sft_adapter") if key == "sft" else None),
-            "generated_tokens": sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None,
-            "run": ran, "note": "" if ran else "not run by this config",
-        })
-    known = set(METHODS)
-    rows += [{"method": name, "model": name, "human_labels": "none: a verifier (code) grades",
-              "models_in_memory": "2 (policy, reference)",
-              "trainable_parameters": trains.get(name, {}).get("parameters", {}).get("trainable"),
-              "train_seconds": benchmarks.get(f"grpo-{name}"), "run": True, "note": "variant",
-              "generated_tokens": sum(s.get("generated_tokens", 0) for s in trains.get(name, {}).get("steps", []))}
-             for name in scores if name not in known]
+        names = [v for v in variants if _kind(v, plans.get(v)) == key]
+        rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
+                              (plans.get(v) or {}).get("overrides", {}).get("description", "")) for v in names]
+        if names:
+            continue
+        ran = key in scores and key in ("base", "sft")
+        rows.append({"method": label, "model": key if ran else None, "human_labels": labels,
+                     "models_in_memory": models, "trainable_parameters": sft_parameters if key == "sft" else None,
+                     "train_seconds": benchmarks.get("sft_adapter") if key == "sft" else None,
+                     "generated_tokens": None, "run": ran, "note": "" if ran else "not run by this config",
+                     "paired_vs_sft": None})
     return rows
 
 
+def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
+    """Which runs each pitfall figure overlays: the pitfall variants by what they change, after ``reference``.
+
+    reward_hacking: the rewards include format_lenient; group_size: the variant sets num_generations;
+    temperature: it sets temperature. What a variant sets is read from the plan's ``overrides`` (its config
+    entry); a plan without them counts what differs from the reference's grpo section.
+    """
+    ref_grpo = (plans.get(reference) or {}).get("grpo", {})
+    sets = {name: [] for name in PITFALLS}
+    for name, plan in plans.items():
+        if plan.get("group") != "pitfall":
+            continue
+        if "overrides" in plan:
+            changes = set((plan["overrides"] or {}).get("grpo", {}))
+        else:
+            changes = {key for key in ("num_generations", "temperature") if plan["grpo"].get(key) != ref_grpo.get(key)}
+        if "format_lenient" in plan["rewards"]:
+            sets["reward_hacking"].append(name)
+        elif "num_generations" in changes:
+            sets["group_size"].append(name)
+        elif "temperature" in changes:
+            sets["temperature"].append(name)
+    sets["group_size"].sort(key=lambda n: plans[n]["grpo"].get("num_generations", 8))
+    with_reference = [reference] if reference in plans else []
+    return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
+
+
+def run_health(steps: list[dict]) -> dict:
+    """``health.training_health`` plus the lenient-format check (``metrics.format_hacking_suspect``): an
+    empty-think hack also raises the reward-hacking flag."""
+    health, hack = training_health(steps), format_hacking_suspect(steps)
+    if hack["suspect"]:
+        share = hack["means"]["empty_think_share"]
+        health = {**health, "hacking_suspect": True, "messages": health["messages"] + [
+            f"empty think blocks rose from {share[0]:.0%} to {share[1]:.0%} of completions while accuracy stayed "
+            "flat: the lenient format regex is being reward-hacked (<think></think> earns +0.3)"]}
+    return {**health, "format_hacking": hack}
+
+
+def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
+    args = train.get("args") or (plan or {}).get("grpo", {})  # what the trainer was given (DPO: DPOConfig's)
+    settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
+                                               "per_device_train_batch_size", "max_steps")}
+    return {"method": train.get("method", (plan or {}).get("method", "grpo")),
+            "group": (plan or {}).get("group", "method"), "kind": _kind(name, plan),
+            "settings": {**settings, "rewards": None if train.get("method") == "dpo" else (plan or {}).get("rewards")},
+            "steps": train.get("steps", []), "example_groups": train.get("example_groups", {}),
+            "empty_think_examples": train.get("empty_think_examples", []), "skipped": train.get("skipped"),
+            "health": run_health(train.get("steps", []))}
+
+
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
-             base_parameters: int, n_boot: int, seed: int) -> dict:
-    """The whole results document; ``train`` holds the main GRPO run, ``runs`` every variant."""
+             base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
+             pairs: dict | None = None) -> dict:
+    """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
+    its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays."""
+    plans = plans or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
     per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
     paired = {f"{m}_vs_sft": paired_pass1_test(scores[m], scores["sft"], n_boot, seed)
               for m in scores if m not in ("sft", "base") and "sft" in scores}
+    benchmarks = scope_benchmarks(benchmarks, list(scores))
     return {
         "config": config,
         "run": {
@@ -96,10 +197,13 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         },
         "train": {"variant": main, "steps": main_train.get("steps", []),
                   "example_groups": main_train.get("example_groups", {}),
-                  "health": training_health(main_train.get("steps", []))},
-        "runs": {name: {"steps": t.get("steps", []), "example_groups": t.get("example_groups", {}),
-                        "health": training_health(t.get("steps", []))} for name, t in trains.items()},
+                  "health": run_health(main_train.get("steps", []))},
+        "runs": {name: _run_summary(name, t, plans.get(name)) for name, t in trains.items()},
         "eval": scores,
+        "preference_pairs": pairs,
+        "pitfalls": pitfall_sets(plans, main or "grpo"),
         "comparison": {"paired_tests": paired,
-                       "methods": method_rows(scores, trains, benchmarks, main_train.get("parameters", {}).get("trainable"))},
+                       "methods": method_rows(scores, trains, benchmarks,
+                                              main_train.get("parameters", {}).get("trainable"), plans, pairs,
+                                              paired)},
     }

@@ -1,0 +1,21 @@
+"""Stage 4 (DPO only): the SFT policy's own samples on the training problems, graded, paired chosen / rejected."""
+
+import torch
+
+from thai_grpo.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.models import load_policy, load_tokenizer
+from thai_grpo.preferences import build_pairs, sample_training_problems
+
+log_to(snakemake.log[0])
+sampling = snakemake.params.sampling
+model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype).eval()
+if torch.cuda.is_available():
+    model = model.to("cuda")
+records = sample_training_problems(model, load_tokenizer(snakemake.input.base), read_jsonl(snakemake.input.train),
+                                   snakemake.params.system_prompt, sampling["num_samples"],
+                                   sampling["max_new_tokens"], sampling["temperature"], sampling["batch_size"],
+                                   sampling["seed"], sampling["chat_template_kwargs"], progress=print)
+pairs, stats = build_pairs(records, snakemake.params.system_prompt)
+print(stats)
+write_jsonl(snakemake.output.pairs, pairs)
+write_json(snakemake.output.stats, {**stats, "sampling": sampling})

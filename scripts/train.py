@@ -1,0 +1,11 @@
+"""Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO or DPO (thai_grpo.methods)."""
+
+from thai_grpo.io import log_to, read_jsonl, write_json
+from thai_grpo.methods import train_variant
+
+log_to(snakemake.log[0])
+pairs = read_jsonl(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
+result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.input.adapter,
+                       read_jsonl(snakemake.input.train), pairs, snakemake.params.system_prompt,
+                       snakemake.output.adapter, snakemake.params.checkpoints, snakemake.params.seed)
+write_json(snakemake.output.train, result)

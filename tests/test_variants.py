@@ -1,0 +1,341 @@
+"""Methods and pitfalls as variants: the pure pieces (config mapping, leave-one-out baseline, preference pairs,
+empty think blocks, dispatch, pitfall sets, comparison rows), DPO and RLOO on a tiny model, and which jobs a
+config change schedules (dry-runs of a scratch copy of the workflow whose outputs are placeholders)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from thai_grpo.config import ConfigError, deep_merge
+from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
+from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share, format_hacking_suspect
+from thai_grpo.methods import check_method_fields, inherited_args, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.preferences import build_pairs, pair_for_problem
+from thai_grpo.results import method_rows, pitfall_sets, run_health, scope_benchmarks
+from thai_grpo.rloo import leave_one_out_advantages, rloo_args
+
+REPO = Path(__file__).resolve().parents[1]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
+
+
+def load(name="config.yaml"):
+    return yaml.safe_load((REPO / "config" / name).read_text())
+
+
+# --------------------------------------------------------------------------- RLOO / DPO config mapping
+def test_rloo_args_keep_shared_fields_and_drop_grpo_only_ones():
+    from trl import RLOOConfig
+
+    grpo = variant_plan(load(), "rloo")["grpo"]
+    args, dropped = rloo_args(grpo, {f.name for f in dataclasses.fields(RLOOConfig)})
+    for key in ("num_generations", "per_device_train_batch_size", "learning_rate", "max_steps",
+                "max_completion_length", "temperature", "beta", "epsilon"):
+        assert args[key] == grpo[key], key
+    assert {"loss_type", "scale_rewards"} <= set(dropped) and not {"loss_type", "scale_rewards"} & set(args)
+    assert set(args) | set(dropped) == set(grpo)
+
+
+def test_rloo_args_on_hand_made_fields_with_overrides():
+    grpo = {"num_generations": 4, "beta": 0.04, "loss_type": "grpo", "num_processes": 2}
+    args, dropped = rloo_args(grpo, {"num_generations", "beta", "normalize_advantages"}, {"normalize_advantages": True})
+    assert args == {"num_generations": 4, "beta": 0.04, "num_processes": 2, "normalize_advantages": True}
+    assert dropped == ["loss_type"]
+
+
+def test_dpo_args_inherit_the_loop_not_the_meaning_changing_fields():
+    from trl import DPOConfig
+
+    grpo = variant_plan(load(), "dpo")["grpo"]
+    args, dropped = dpo_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, {"beta": 0.1})
+    assert args["learning_rate"] == grpo["learning_rate"] and args["max_steps"] == grpo["max_steps"]
+    assert args["beta"] == 0.1 and "loss_type" not in args and "per_device_train_batch_size" not in args
+    assert set(NOT_INHERITED) <= set(dropped) and "num_generations" in dropped
+
+
+def test_inherited_args_is_a_filter():
+    assert inherited_args({"a": 1, "b": 2, "c": 3}, {"a", "b"}, exclude=("b",)) == ({"a": 1}, ["b", "c"])
+
+
+def test_dpo_step_maps_trl_logs_and_skips_the_summary():
+    logs = {"loss": 0.69, "rewards/margins": 0.1, "rewards/accuracies": 0.5, "epoch": 1.0}
+    assert dpo_step(logs, 3) == {"step": 3, "loss": 0.69, "reward_margin": 0.1, "reward_accuracy": 0.5}
+    assert dpo_step({"train_runtime": 1.0, "train_loss": 0.69}, 3) is None
+
+
+# --------------------------------------------------------------------------- RLOO baseline
+def test_leave_one_out_advantages_against_the_formula():
+    rewards = [1.5, 0.3, 0.5, 1.5, 0.2, 0.2]
+    advantages = leave_one_out_advantages(rewards, 3)
+    expected = [1.5 - 0.4, 0.3 - 1.0, 0.5 - 0.9, 1.5 - 0.2, 0.2 - 0.85, 0.2 - 0.85]
+    np.testing.assert_allclose(advantages, expected)
+    groups = np.reshape(rewards, (-1, 3))
+    np.testing.assert_allclose(advantages, (3 / 2 * (groups - groups.mean(axis=1, keepdims=True))).ravel())
+    np.testing.assert_allclose(leave_one_out_advantages([0.3] * 4, 4), 0.0)
+
+
+# --------------------------------------------------------------------------- preference pairs
+def sample(text, correct, total=None, tokens=5):
+    return {"text": text, "correct": correct, "total": correct + 0.5 if total is None else total, "num_tokens": tokens}
+
+
+def hand_made_records():
+    return [
+        {"id": "mixed", "question": "q1", "gold": 7,
+         "completions": [sample("wrong-a", 0.0), sample("right-a", 1.0), sample("wrong-b", 0.0),
+                         sample("right-b", 1.0)]},
+        {"id": "all-right", "question": "q2", "gold": 3, "completions": [sample(f"r{i}", 1.0) for i in range(4)]},
+        {"id": "all-wrong", "question": "q3", "gold": 4, "completions": [sample(f"w{i}", 0.0) for i in range(4)]},
+        {"id": "one-right", "question": "q4", "gold": 5,
+         "completions": [sample("w", 0.0), sample("w2", 0.0), sample("w3", 0.0), sample("right", 1.0)]},
+    ]
+
+
+def test_pairs_are_chosen_correct_rejected_wrong_and_skip_unanimous_problems():
+    pairs, stats = build_pairs(hand_made_records(), "SYS")
+    assert [p["id"] for p in pairs] == ["mixed", "one-right"]
+    first = pairs[0]
+    assert first["prompt"] == [{"role": "system", "content": "SYS"}, {"role": "user", "content": "q1"}]
+    assert first["chosen"] == [{"role": "assistant", "content": "right-a"}]
+    assert first["rejected"] == [{"role": "assistant", "content": "wrong-a"}]
+    assert pairs[1]["chosen"][0]["content"] == "right" and pairs[1]["rejected"][0]["content"] == "w"
+    assert stats == {"problems": 4, "samples": 16, "samples_per_problem": 4, "correct_samples": 7, "pairs": 2,
+                     "all_right": 1, "all_wrong": 1, "generated_tokens": 80}
+
+
+def test_pairs_are_deterministic_and_need_both_kinds():
+    assert build_pairs(hand_made_records(), "S") == build_pairs(copy.deepcopy(hand_made_records()), "S")
+    assert pair_for_problem([sample("a", 1.0)]) is None and pair_for_problem([]) is None
+    assert build_pairs([], "S") == ([], {"problems": 0, "samples": 0, "samples_per_problem": 0, "correct_samples": 0,
+                                         "pairs": 0, "all_right": 0, "all_wrong": 0, "generated_tokens": 0})
+
+
+# --------------------------------------------------------------------------- empty think blocks
+def test_empty_think_share_on_hand_built_completions():
+    completions = ["<think></think>\n12", "<think>4 x 3 = 12</think>\n12", "12", "<think> </think>12",
+                   "<think></think>", "<think>\n</think>5", "no tags <think></think> 7"]
+    assert [empty_think(c) for c in completions] == [True, False, False, False, True, False, True]
+    assert empty_think_share(completions) == pytest.approx(3 / 7)
+    assert empty_think_share([]) == 0.0
+    metrics = batch_metrics({"correct": [0.0, 1.0]}, [3, 4], 2, ["<think></think>1", "<think>x</think>2"])
+    assert metrics["empty_think_share"] == 0.5
+
+
+def hacking_steps(shares, accuracies, lenient=True):
+    name = "format_lenient" if lenient else "format"
+    return [{"step": i + 1, "empty_think_share": e, "accuracy": a, "reward_mean": 0.5 + e * 0.3,
+             "completion_length_mean": 40 - 20 * e, "rewards": {"correct": a, name: 0.3}}
+            for i, (e, a) in enumerate(zip(shares, accuracies))]
+
+
+def test_lenient_format_hack_is_flagged_only_when_it_happens():
+    hacked = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2, 0.21, 0.2, 0.2, 0.19, 0.2])
+    assert format_hacking_suspect(hacked)["suspect"]
+    health = run_health(hacked)
+    assert health["hacking_suspect"] and "lenient format regex" in health["messages"][-1]
+    learning = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+    assert not format_hacking_suspect(learning)["suspect"]
+    strict = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2] * 6, lenient=False)
+    assert not format_hacking_suspect(strict)["suspect"] and not run_health(strict)["hacking_suspect"]
+    never = hacking_steps([0.0] * 6, [0.2] * 6)
+    assert not format_hacking_suspect(never)["suspect"]
+
+
+# --------------------------------------------------------------------------- dispatch
+def test_every_configured_variant_has_a_plan_and_a_trainer():
+    config = load()
+    kinds = {name: method_kind(variant_plan(config, name)) for name in config["variants"]}
+    assert kinds["grpo"] == "grpo" and kinds["dr_grpo"] == "dr_grpo" and kinds["rloo"] == "rloo"
+    assert kinds["dpo"] == "dpo" and kinds["g2"] == kinds["temp0.3"] == kinds["lenient_format"] == "grpo"
+    plan = variant_plan(config, "dr_grpo")
+    assert plan["grpo"]["scale_rewards"] == "none" and plan["grpo"]["beta"] == config["grpo"]["beta"]
+    assert variant_plan(config, "lenient_format")["rewards"] == ["correct", "format_lenient", "thai"]
+    assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
+    from thai_grpo.dpo import train_dpo
+    from thai_grpo.grpo import train_grpo
+    from thai_grpo.rloo import train_rloo
+
+    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo")] == [train_grpo, train_rloo, train_dpo]
+    with pytest.raises(ValueError, match="unknown method"):
+        trainer_for("ppo")
+
+
+def test_train_variant_calls_the_method_trainer(monkeypatch):
+    import thai_grpo.dpo
+    import thai_grpo.grpo
+    import thai_grpo.rloo
+
+    calls = []
+    for module, name in [(thai_grpo.grpo, "train_grpo"), (thai_grpo.rloo, "train_rloo"), (thai_grpo.dpo, "train_dpo")]:
+        monkeypatch.setattr(module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)) or {"steps": []})
+    config = load()
+    for variant in ("grpo", "rloo", "dpo"):
+        result = train_variant(variant_plan(config, variant), "base", "sft", [{"q": 1}], [{"pair": 1}], "SYS", "out",
+                               "ckpt", 7)
+        assert result["variant"] == variant and result["method"] == variant
+    (grpo_name, grpo_args, _), (rloo_name, _, rloo_kwargs), (dpo_name, dpo_args_, _) = calls
+    assert (grpo_name, rloo_name, dpo_name) == ("train_grpo", "train_rloo", "train_dpo")
+    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {}}
+    assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
+    with pytest.raises(ValueError, match="needs the preference pairs"):
+        train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)
+
+
+@pytest.mark.parametrize("variant, message", [
+    ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL's DPOConfig"),
+    ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
+    ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
+])
+def test_method_sections_are_checked(variant, message):
+    config = load()
+    config["variants"]["v"] = variant
+    with pytest.raises(ConfigError, match=message):
+        check_method_fields(config)
+
+
+def test_shipped_configs_pass_the_method_checks():
+    for name in ("smoke.yaml", "qwen3-0.6b.yaml"):
+        check_method_fields(deep_merge(load(), load(name)))
+    check_method_fields(load())
+
+
+# --------------------------------------------------------------------------- results: pitfalls and rows
+def test_pitfall_sets_follow_what_each_variant_changes():
+    config = load()
+    plans = {name: variant_plan(config, name) for name in config["variants"]}
+    assert pitfall_sets(plans) == {"group_size": ["grpo", "g2", "g4"], "temperature": ["grpo", "temp0.3"],
+                                   "reward_hacking": ["grpo", "lenient_format"]}
+    methods_only = {n: p for n, p in plans.items() if p["group"] == "method"}
+    assert pitfall_sets(methods_only) == {"group_size": [], "temperature": [], "reward_hacking": []}
+
+
+def test_pitfall_sets_use_what_a_variant_sets():
+    config = deep_merge(load(), load("smoke.yaml"))  # smoke's grpo already has G = 4, like g4
+    plans = {n: {**variant_plan(config, n), "overrides": config["variants"][n]} for n in config["variants"]}
+    assert pitfall_sets(plans)["group_size"] == ["grpo", "g2", "g4"]
+    assert pitfall_sets({n: p for n, p in plans.items() if n != "grpo"})["temperature"] == ["temp0.3"]
+
+
+def test_method_rows_one_per_method_with_paired_test_and_no_pitfalls():
+    config = load()
+    plans = {name: variant_plan(config, name) for name in config["variants"]}
+    scores = {m: {} for m in ["base", "sft", "grpo", "dr_grpo", "rloo", "dpo", "g2"]}
+    trains = {v: {"steps": [{"generated_tokens": 10}] * 2, "parameters": {"trainable": 5}}
+              for v in ["grpo", "dr_grpo", "rloo", "dpo", "g2"]}
+    paired = {f"{m}_vs_sft": {"mean_diff": 0.1} for m in ["grpo", "dr_grpo", "rloo", "dpo", "g2"]}
+    pairs = {"pairs": 3, "problems": 8, "samples_per_problem": 4, "all_right": 1, "all_wrong": 4,
+             "generated_tokens": 99}
+    rows = method_rows(scores, trains, {"grpo-rloo": 12.0, "preference_pairs": 3.0}, 5, plans, pairs, paired)
+    assert [r["method"] for r in rows] == ["Base (no adapter)", "SFT", "PPO", "DPO", "GRPO", "Dr.GRPO", "RLOO"]
+    by = {r["method"]: r for r in rows}
+    assert not by["PPO"]["run"] and by["RLOO"]["train_seconds"] == 12.0
+    assert by["Dr.GRPO"]["paired_vs_sft"] == {"mean_diff": 0.1} and by["SFT"]["paired_vs_sft"] is None
+    assert by["DPO"]["generated_tokens"] == 99 and "only rank answers that exist" in by["DPO"]["note"]
+    assert by["GRPO"]["generated_tokens"] == 20
+
+
+def test_scope_benchmarks_keep_only_the_reports_models():
+    seconds = {"dataset": 1, "grpo-grpo": 2, "grpo-g2": 3, "sample-g2": 4, "figures": 5, "figures-pitfalls": 6}
+    assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "grpo-grpo": 2, "figures": 5}
+
+
+# --------------------------------------------------------------------------- DPO and RLOO on a tiny model
+@pytest.mark.slow
+def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
+    from thai_grpo.data import SYSTEM_PROMPT, build_prompt, normalize_rows
+    from thai_grpo.dpo import train_dpo
+    from thai_grpo.rloo import train_rloo
+
+    rows, _ = normalize_rows(synthetic_rows[:4], "translated_question", "translated_answer")
+    pairs = [{"prompt": build_prompt(r["question"]), "id": r["id"],
+              "chosen": [{"role": "assistant", "content": f"<think>x</think>\n{r['answer']}"}],
+              "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
+    grpo = {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 2,
+            "learning_rate": 1e-3, "beta": 0.04, "loss_type": "grpo", "scale_rewards": "group", "save_steps": 1}
+    dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2},
+                    tmp_path / "dpo", tmp_path / "ckpt-dpo", 0)
+    assert [s["step"] for s in dpo["steps"]] == [1, 2]
+    assert {"loss", "reward_margin", "reward_accuracy"} <= set(dpo["steps"][0])
+    assert (tmp_path / "dpo" / "adapter_config.json").is_file() and not (tmp_path / "ckpt-dpo").exists()
+    skipped = train_dpo(tiny_model_dir, tiny_adapter_dir, [], grpo, {}, tmp_path / "dpo0", tmp_path / "c0", 0)
+    assert skipped["steps"] == [] and "no preference pairs" in skipped["skipped"]
+    assert (tmp_path / "dpo0" / "adapter_config.json").is_file()
+
+    rloo = train_rloo(tiny_model_dir, tiny_adapter_dir, rows, grpo, ["correct", "format_lenient", "thai"],
+                      SYSTEM_PROMPT, tmp_path / "rloo", tmp_path / "ckpt-rloo", 0)
+    assert [s["step"] for s in rloo["steps"]] == [1, 2]
+    assert rloo["dropped_grpo_fields"] == ["loss_type", "scale_rewards"]
+    for key in ("frac_groups_nonzero_std", "accuracy", "empty_think_share", "reward_mean", "kl"):
+        assert key in rloo["steps"][0], key
+    assert (tmp_path / "rloo" / "adapter_config.json").is_file()
+
+
+# --------------------------------------------------------------------------- what a config change reruns
+def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+    return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=workdir, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:")[1].split("\n\n")[0]
+    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines()[3:]
+            if line.split() and line.split()[0] != "total"}
+
+
+@pytest.fixture(scope="module")
+def placeholder_workflow(tmp_path_factory):
+    """A scratch copy whose every output (of rule all and rule pitfalls) is an empty placeholder, marked up to
+    date by ``--touch --forceall``: Snakemake's metadata then holds every job's params, as after a real run."""
+    workdir = tmp_path_factory.mktemp("variants")
+    for name in WORKFLOW_FILES:
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
+    targets = ["all", "pitfalls", "--configfile", "config/smoke.yaml"]
+    summary = snakemake(workdir, "--summary", *targets)
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    for line in summary.stdout.splitlines()[1:]:
+        path = workdir / line.split("\t")[0]
+        if path.suffix:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    touched = snakemake(workdir, "--touch", "--forceall", *targets)
+    assert touched.returncode == 0, touched.stderr[-3000:]
+    return workdir
+
+
+@pytest.mark.slow
+def test_changing_one_variant_reruns_only_that_variant(placeholder_workflow):
+    for target in ("all", "pitfalls"):
+        assert scheduled_jobs(snakemake(placeholder_workflow, target, "-n", "--configfile", "config/smoke.yaml")) == {}
+    change = ["--configfile", "config/smoke.yaml", "--config", 'variants={"dr_grpo":{"grpo":{"beta":0.08}}}']
+    dry = snakemake(placeholder_workflow, "-n", *change)
+    assert scheduled_jobs(dry) == {"grpo": 1, "sample": 1, "score": 1, "results": 1, "figures": 1, "report": 1,
+                                   "all": 1}
+    out = dry.stdout + dry.stderr
+    assert "results/runs/dr_grpo/train.json" in out and "results/runs/grpo/train.json" not in out
+    assert "results/eval/dr_grpo/samples.jsonl" in out and "results/eval/rloo/samples.jsonl" not in out
+
+
+@pytest.mark.slow
+def test_a_pitfall_variant_is_built_by_the_pitfalls_target_only(placeholder_workflow):
+    change = ["--configfile", "config/smoke.yaml", "--config", 'variants={"temp0.3":{"grpo":{"temperature":0.5}}}']
+    assert scheduled_jobs(snakemake(placeholder_workflow, "-n", *change)) == {}
+    jobs = scheduled_jobs(snakemake(placeholder_workflow, "pitfalls", "-n", *change))
+    assert jobs == {"grpo": 1, "sample": 1, "score": 1, "results_pitfalls": 1, "figures_pitfalls": 1,
+                    "report_pitfalls": 1, "pitfalls": 1}

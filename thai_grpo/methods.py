@@ -1,0 +1,111 @@
+"""Which trainer a variant runs, and with which settings: GRPO, RLOO or DPO, all from the same SFT adapter.
+
+A variant (``variants:`` in the config) is a named set of overrides on top of the ``grpo`` section and the
+reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` and ``dpo:`` hold fields of
+TRL's RLOOConfig / DPOConfig that have no GRPO counterpart. Its ``group`` says where the report shows it:
+``method`` = a row of the method comparison, ``pitfall`` = the Pitfalls section (built by ``snakemake pitfalls``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from thai_grpo.config import ConfigError, variant_settings
+
+METHOD_NAMES = ("grpo", "rloo", "dpo")
+GROUPS = ("method", "pitfall")
+OURS = ("num_processes",)  # our own keys (batch-divisibility check), passed through to trainer_args
+
+
+def variant_plan(config: dict, variant: str) -> dict:
+    """Everything the training rule needs for one variant: method, group, the merged ``grpo`` section, the
+    rewards and the method's own overrides. Only this variant's entries: changing another variant's
+    overrides leaves it (and so the rule's params) unchanged."""
+    settings = variant_settings(config, variant)
+    overrides = config["variants"][variant]
+    method = overrides.get("method", "grpo")
+    if method not in METHOD_NAMES:
+        raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHOD_NAMES)}")
+    return {"variant": variant, "method": method, "group": overrides.get("group", "method"), **settings,
+            "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {}))}
+
+
+def method_kind(plan: dict) -> str:
+    """The comparison row a variant fills: ``dr_grpo`` for GRPO with TRL's Dr.GRPO loss, else its method."""
+    if plan["method"] == "grpo" and plan["grpo"].get("loss_type") == "dr_grpo":
+        return "dr_grpo"
+    return plan["method"]
+
+
+def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
+    """The entries of ``section`` (a merged ``grpo`` section) that another TRL config class also has.
+
+    kept = {k: v for k, v in section if k in fields and k not in exclude} (plus our own ``num_processes``);
+    dropped = the other keys, sorted. ``exclude`` names shared field names whose meaning differs between the
+    two methods (DPO's ``beta`` is not a KL weight), so they are not carried over.
+    """
+    fields, exclude = set(fields), set(exclude)
+    kept = {k: v for k, v in section.items() if (k in fields and k not in exclude) or k in OURS}
+    return kept, sorted(set(section) - set(kept))
+
+
+def trainer_for(method: str):
+    """The training function of a method: ``thai_grpo.grpo.train_grpo``, ``rloo.train_rloo`` or ``dpo.train_dpo``."""
+    if method == "grpo":
+        from thai_grpo.grpo import train_grpo
+
+        return train_grpo
+    if method == "rloo":
+        from thai_grpo.rloo import train_rloo
+
+        return train_rloo
+    if method == "dpo":
+        from thai_grpo.dpo import train_dpo
+
+        return train_dpo
+    raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHOD_NAMES)}")
+
+
+def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, train_rows: list[dict],
+                  pairs: list[dict] | None, system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
+                  seed: int) -> dict:
+    """Train one variant from the SFT adapter with its method's trainer; the result records the plan."""
+    method = plan["method"]
+    if method == "grpo":
+        result = trainer_for("grpo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
+                                     system_prompt, out_dir, checkpoint_dir, seed)
+    elif method == "rloo":
+        result = trainer_for("rloo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
+                                     system_prompt, out_dir, checkpoint_dir, seed, overrides=plan["rloo"])
+    else:
+        if pairs is None:
+            raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
+        result = trainer_for(method)(base_dir, adapter_dir, pairs, plan["grpo"], plan["dpo"], out_dir,
+                                     checkpoint_dir, seed)
+    return {**result, "variant": plan["variant"], "method": method, "group": plan["group"]}
+
+
+def check_method_fields(config: dict) -> None:
+    """Refuse ``rloo:`` / ``dpo:`` fields the installed TRL does not know, and GRPO-only overrides in an RLOO
+    or DPO variant (they would be silently ignored). Imports TRL: call once, before the jobs run."""
+    import dataclasses
+
+    from trl import DPOConfig, RLOOConfig
+
+    classes = {"rloo": RLOOConfig, "dpo": DPOConfig}
+    for name, overrides in config.get("variants", {}).items():
+        method = overrides.get("method", "grpo")
+        for section, cls in classes.items():
+            unknown = sorted(set(overrides.get(section, {})) - {f.name for f in dataclasses.fields(cls)})
+            if unknown:
+                raise ConfigError(f"variants.{name}.{section}.{unknown[0]} is not a field of TRL's {cls.__name__}: "
+                                  "check the spelling against the TRL docs for the installed release")
+            if overrides.get(section) and method != section:
+                raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
+                                  f"add 'method: {section}' or remove the section")
+        if method == "rloo":
+            fields = {f.name for f in dataclasses.fields(RLOOConfig)}
+            grpo_only = sorted(set(overrides.get("grpo", {})) - fields - set(OURS))
+            if grpo_only:
+                raise ConfigError(f"variants.{name}.grpo.{grpo_only[0]} has no RLOO counterpart (RLOOConfig has no "
+                                  "such field) and would be ignored: remove it from this RLOO variant")

@@ -1,0 +1,63 @@
+"""RLOO (REINFORCE with a leave-one-out baseline, Ahmadian et al. 2024) with TRL's ``RLOOTrainer``.
+
+Same SFT adapter, same training problems, same code rewards and the same G completions per prompt as GRPO;
+where it departs from GRPO (and from the textbook REINFORCE):
+- Baseline: for completion i of a group, the mean reward of the other G - 1 completions,
+  A_i = r_i - (sum_j r_j - r_i) / (G - 1) = G / (G - 1) * (r_i - mean). No division by the group std
+  (``normalize_advantages: true`` in ``rloo:`` rescales over the whole batch instead).
+- Loss: one log-probability ratio per sequence (not per token), clipped to [1 - epsilon, 1 + epsilon] as in
+  PPO, averaged over sequences: a long completion does not weigh more than a short one.
+- KL: not in the loss. ``beta`` times the sequence's summed k1 estimate log(pi_old / pi_ref) is subtracted
+  from its reward before the baseline (the original RLOO paper's penalty; k1 can be negative per token).
+- Reference: the frozen copy of the SFT adapter (TRL's ``ref`` adapter), as for GRPO. No value network.
+The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.grpo.train_with_rollouts``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from thai_grpo.methods import inherited_args
+
+KL_REFERENCE = ("frozen copy of the SFT adapter (TRL's 'ref' adapter); RLOO subtracts beta x the sequence's "
+                "summed k1 = log(pi/pi_ref) from its reward")
+
+
+def leave_one_out_advantages(rewards, group_size: int) -> np.ndarray:
+    """A_i = r_i - (sum_{j in group} r_j - r_i) / (G - 1), flat, in the order of ``rewards`` (groups of G)."""
+    groups = np.asarray(rewards, dtype=float).reshape(-1, group_size)
+    if group_size < 2:
+        raise ValueError(f"a leave-one-out baseline needs G >= 2, got {group_size}")
+    baseline = (groups.sum(axis=1, keepdims=True) - groups) / (group_size - 1)
+    return (groups - baseline).reshape(-1)
+
+
+def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
+    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides.
+
+    Fields both configs have keep their values (num_generations, per_device_train_batch_size, learning_rate,
+    max_steps, max_completion_length, temperature, beta, epsilon, ...); GRPO-only ones (loss_type,
+    scale_rewards, ...) are dropped and returned, sorted, so the run can say what it ignored.
+    """
+    kept, dropped = inherited_args(grpo_args, rloo_fields)
+    return {**kept, **(overrides or {})}, dropped
+
+
+def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
+               reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
+               seed: int, overrides: dict | None = None) -> dict:
+    """Run RLOO from the SFT adapter with the GRPO section's shared settings; save the adapter; return steps."""
+    import dataclasses
+
+    from trl import RLOOConfig, RLOOTrainer
+
+    from thai_grpo.grpo import train_with_rollouts
+
+    args, dropped = rloo_args(grpo_args, {f.name for f in dataclasses.fields(RLOOConfig)}, overrides)
+    print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)
+    result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, base_dir, adapter_dir, rows, reward_names,
+                                 system_prompt, out_dir, checkpoint_dir, seed, KL_REFERENCE,
+                                 advantages=leave_one_out_advantages)
+    return {"method": "rloo", **result, "dropped_grpo_fields": dropped}
