@@ -252,14 +252,14 @@ def test_whitespace_only_completion_is_labelled(fixture_data, figures):
 # --------------------------------------------------------------------------- methods and pitfalls
 def with_pitfalls(results: dict) -> dict:
     """The small fixture plus the pitfall variants' runs, their held-out pass@1 and the run-health the
-    pipeline computes for each (results.run_health)."""
-    from thai_grpo.results import run_health
+    pipeline computes for each (health.training_health)."""
+    from thai_grpo.health import training_health
 
     extra = json.loads((FIXTURES / "pitfall_runs.json").read_text(encoding="utf-8"))
     results = copy.deepcopy(results)
     results["runs"] = extra["runs"]
     for run in results["runs"].values():
-        run["health"] = run_health(run["steps"])
+        run["health"] = training_health(run["steps"])
     results["pitfalls"] = extra["pitfalls"]
     for name, estimate in extra["pass1"].items():
         results["eval"][name] = {**copy.deepcopy(results["eval"]["grpo"]),
@@ -300,7 +300,7 @@ def test_lenient_run_is_flagged_and_its_hacking_completions_escaped(pitfall_repo
 
 
 def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
-    from thai_grpo.results import run_health
+    from thai_grpo.health import training_health
 
     results, samples = copy.deepcopy(fixture_data)
     results = with_pitfalls(results)
@@ -308,7 +308,7 @@ def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
     for step in lenient["steps"]:
         step["empty_think_share"] = 0.0
     lenient["empty_think_examples"] = []
-    lenient["health"] = run_health(lenient["steps"])
+    lenient["health"] = training_health(lenient["steps"])
     html = render_report(results, samples, figures, TEMPLATE_DIR)
     assert "The detector did not flag <strong>lenient_format</strong>" in html
     assert "did not find the" in html and "no completion with an empty think block" in html

@@ -18,10 +18,11 @@ import yaml
 
 from thai_grpo.config import ConfigError, deep_merge
 from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
-from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share, format_hacking_suspect
+from thai_grpo.health import format_hacking_suspect, training_health
+from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods import check_method_fields, inherited_args, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.preferences import build_pairs, pair_for_problem
-from thai_grpo.results import method_rows, pitfall_sets, run_health, scope_benchmarks
+from thai_grpo.results import method_rows, pitfall_sets, scope_benchmarks
 from thai_grpo.rloo import leave_one_out_advantages, rloo_args
 
 REPO = Path(__file__).resolve().parents[1]
@@ -140,12 +141,12 @@ def hacking_steps(shares, accuracies, lenient=True):
 def test_lenient_format_hack_is_flagged_only_when_it_happens():
     hacked = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2, 0.21, 0.2, 0.2, 0.19, 0.2])
     assert format_hacking_suspect(hacked)["suspect"]
-    health = run_health(hacked)
+    health = training_health(hacked)
     assert health["hacking_suspect"] and "lenient format regex" in health["messages"][-1]
     learning = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
     assert not format_hacking_suspect(learning)["suspect"]
     strict = hacking_steps([0.0, 0.0, 0.2, 0.4, 0.7, 0.9], [0.2] * 6, lenient=False)
-    assert not format_hacking_suspect(strict)["suspect"] and not run_health(strict)["hacking_suspect"]
+    assert not format_hacking_suspect(strict)["suspect"] and not training_health(strict)["hacking_suspect"]
     never = hacking_steps([0.0] * 6, [0.2] * 6)
     assert not format_hacking_suspect(never)["suspect"]
 

@@ -101,28 +101,3 @@ def empty_think_examples(prompts: list[str], completions: list[str], totals, ste
              for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
              if empty_think(text)]
     return found[:limit]
-
-
-def format_hacking_suspect(steps: list[dict], min_share: float = 0.1, accuracy_rise: float = 0.02) -> dict:
-    """Has the run learned the lenient regex's hack? (the chapter: reward up, accuracy flat, <think></think>).
-
-    With the lenient format reward in use (``format_lenient`` among the step's rewards) and E, a, r the mean
-    ``empty_think_share``, ``accuracy`` and ``reward_mean`` over the first and the last third of the steps:
-    suspect when E_last >= ``min_share``, E_last > E_first and a_last - a_first < ``accuracy_rise``.
-    Returns the flag and the six means (None with fewer than 3 steps or without the lenient reward).
-    """
-    lenient = any("format_lenient" in (s.get("rewards") or {}) for s in steps)
-    if not lenient or len(steps) < 3:
-        return {"suspect": False, "lenient_reward": lenient, "means": None}
-    w = max(1, len(steps) // 3)
-
-    def ends(key):
-        values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
-        first, last = values[:w], values[-w:]
-        return [float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last)]
-
-    means = {key: ends(key) for key in ("empty_think_share", "accuracy", "reward_mean")}
-    share, accuracy = means["empty_think_share"], means["accuracy"]
-    suspect = (None not in share and None not in accuracy and share[1] >= min_share and share[1] > share[0]
-               and accuracy[1] - accuracy[0] < accuracy_rise)
-    return {"suspect": bool(suspect), "lenient_reward": True, "means": means}

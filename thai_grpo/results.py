@@ -9,7 +9,6 @@ from pathlib import Path
 
 from thai_grpo.evaluation import paired_pass1_test
 from thai_grpo.health import training_health
-from thai_grpo.metrics import format_hacking_suspect
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
 VERIFIER = "none: a verifier (code) grades"
@@ -143,18 +142,6 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
 
 
-def run_health(steps: list[dict]) -> dict:
-    """``health.training_health`` plus the lenient-format check (``metrics.format_hacking_suspect``): an
-    empty-think hack also raises the reward-hacking flag."""
-    health, hack = training_health(steps), format_hacking_suspect(steps)
-    if hack["suspect"]:
-        share = hack["means"]["empty_think_share"]
-        health = {**health, "hacking_suspect": True, "messages": health["messages"] + [
-            f"empty think blocks rose from {share[0]:.0%} to {share[1]:.0%} of completions while accuracy stayed "
-            "flat: the lenient format regex is being reward-hacked (<think></think> earns +0.3)"]}
-    return {**health, "format_hacking": hack}
-
-
 def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
     args = train.get("args") or (plan or {}).get("grpo", {})  # what the trainer was given (DPO: DPOConfig's)
     settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
@@ -164,7 +151,7 @@ def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
             "settings": {**settings, "rewards": None if train.get("method") == "dpo" else (plan or {}).get("rewards")},
             "steps": train.get("steps", []), "example_groups": train.get("example_groups", {}),
             "empty_think_examples": train.get("empty_think_examples", []), "skipped": train.get("skipped"),
-            "health": run_health(train.get("steps", []))}
+            "health": training_health(train.get("steps", []))}
 
 
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
@@ -197,7 +184,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         },
         "train": {"variant": main, "steps": main_train.get("steps", []),
                   "example_groups": main_train.get("example_groups", {}),
-                  "health": run_health(main_train.get("steps", []))},
+                  "health": training_health(main_train.get("steps", []))},
         "runs": {name: _run_summary(name, t, plans.get(name)) for name, t in trains.items()},
         "eval": scores,
         "preference_pairs": pairs,
