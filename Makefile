@@ -5,7 +5,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
-CORES ?= 1
+CORES ?= 2
 
 .PHONY: setup run test test-fast browser lint gpu-check clean
 
