@@ -58,6 +58,8 @@ def scope_inputs(scope):
              "train": expand(rules.grpo.output.train, variant=trained(models))}
     if any(method_of(v) == "dpo" for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
+    if "grpo" in models:
+        files["kl_real"] = "results/eval/grpo/token_logprobs.json"
     return files
 
 

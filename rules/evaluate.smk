@@ -45,6 +45,29 @@ rule score:
         "../scripts/score_samples.py"
 
 
+rule token_logprobs:
+    message: "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
+    input:
+        base=rules.base_model.output.model,
+        policy="results/runs/grpo/adapter",
+        reference=rules.sft_adapter.output.adapter,
+        samples="results/eval/grpo/samples.jsonl",
+    output:
+        logprobs="results/eval/grpo/token_logprobs.json",
+    params:
+        system_prompt=SYSTEM,
+        max_completions=256,
+    threads: 2
+    log:
+        "results/logs/token_logprobs.log",
+    benchmark:
+        "results/benchmarks/token_logprobs.tsv"
+    conda:
+        "../envs/training.yaml"
+    script:
+        "../scripts/token_logprobs.py"
+
+
 rule results:
     message: "Collecting every stage's numbers into results/results.json"
     input:

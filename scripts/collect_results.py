@@ -9,8 +9,9 @@ params = snakemake.params
 scores = {model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)}
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
+kl_real = read_json(snakemake.input.kl_real) if "kl_real" in snakemake.input.keys() else None
 results = assemble(params.config, read_json(snakemake.input.stats), scores, trains,
                    benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
-                   plans=params.plans, pairs=pairs)
+                   plans=params.plans, pairs=pairs, kl_real=kl_real)
 write_json(snakemake.output.results, results)

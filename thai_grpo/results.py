@@ -156,7 +156,7 @@ def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
 
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
-             pairs: dict | None = None) -> dict:
+             pairs: dict | None = None, kl_real: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays."""
     plans = plans or {}
@@ -193,4 +193,5 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
                                               paired)},
+        "kl_real": kl_real,
     }

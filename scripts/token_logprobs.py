@@ -1,0 +1,11 @@
+"""Stage 6a: per-token log-probs of the GRPO policy's held-out samples under the policy and the SFT reference."""
+
+from thai_grpo.io import log_to, read_jsonl, write_json
+from thai_grpo.token_logprobs import policy_and_reference_logprobs
+
+log_to(snakemake.log[0])
+result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.policy, snakemake.input.reference,
+                                       read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
+                                       snakemake.params.max_completions)
+print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
+write_json(snakemake.output.logprobs, result)
