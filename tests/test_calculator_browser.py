@@ -3,10 +3,10 @@ model text shown in the samples cannot run script."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from workflow import load_report_fixture
 
 from thai_grpo.figures import draw_all
 from thai_grpo.report import write_report
@@ -22,14 +22,7 @@ WORKED_EXAMPLE = ["+1.56", "-0.55", "-0.20", "+1.56", "-0.55", "-1.08", "-0.55",
 pytestmark = pytest.mark.browser
 
 
-def load_fixture() -> tuple[dict, dict[str, list[dict]]]:
-    """results_small.json and samples_small.jsonl grouped by their `model` field."""
-    results = json.loads((FIXTURES / "results_small.json").read_text(encoding="utf-8"))
-    samples: dict[str, list[dict]] = {}
-    for line in (FIXTURES / "samples_small.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        samples.setdefault(record.pop("model"), []).append(record)
-    return results, samples
+
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +32,7 @@ def page(tmp_path_factory):
         pytest.skip("headless Chromium not installed: apt-get install chromium chromium-driver "
                     "(make test installs them)")
     out = tmp_path_factory.mktemp("report")
-    results, samples = load_fixture()
+    results, samples = load_report_fixture()
     write_report(results, samples, draw_all(results, out / "figures"), ROOT / "report", out / "report.html")
     return (out / "report.html").as_uri()
 

@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
+from workflow import copy_workflow
 
 from thai_grpo.hub import HubUnavailable, fetch_model
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
 BASE_REPO, BASE_REVISION = "Qwen/Qwen3-0.6B", "c1899de289a04d12100db370d81485cdf75e47ca"
 DATA_REPO = "VISAI-AI/gsm8k-thai"
 OFFLINE_CONFIG = "`snakemake --cores 1` (config/config.yaml)"
@@ -99,11 +99,7 @@ def test_filled_hub_cache_is_used_offline_safetensors_only(offline, tmp_path, ti
     ("results/data/source.jsonl", "dataset", f"hf download {DATA_REPO} --repo-type dataset --revision main"),
 ], ids=["base_model", "dataset"])
 def test_real_config_offline_fails_fast_with_hint(tmp_path, target, stage, download):
-    workdir = tmp_path / "workflow"
-    workdir.mkdir()
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
+    workdir = copy_workflow(tmp_path / "workflow")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
            "HF_HOME": str(tmp_path / "hf_home"), "PYTHONHASHSEED": "0"}
     env.pop("HF_HUB_CACHE", None)

@@ -4,31 +4,12 @@ the four methods (GRPO, Dr.GRPO, RLOO, DPO) trained from the same SFT adapter si
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from workflow import copy_workflow
+from workflow import run_snakemake as snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 pytestmark = pytest.mark.slow
-
-
-def copy_workflow(target: Path) -> Path:
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, target / name)
-    return target
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
-    return subprocess.run([*SNAKEMAKE, "--cores", "1", *args], cwd=workdir, env=env, capture_output=True,
-                          text=True, timeout=900)
 
 
 def comparable(results: dict) -> dict:

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
 GPU_RULES = {"base_model", "sft_adapter", "grpo", "preference_pairs", "sample"}
 # preference_pairs runs only when DPO is evaluated, which the real config does not do by default
 ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs"}
@@ -51,10 +50,7 @@ main(sys.argv[1:])
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
-    target = tmp_path_factory.mktemp("profiles")
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, target / name)
+    target = copy_workflow(tmp_path_factory.mktemp("profiles"))
     (target / "dry_run_jobs.py").write_text(WRAPPER)
     return target
 

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from workflow import load_report_fixture
 
 from thai_grpo.figures import draw_all, solve_rate_transitions
 from thai_grpo.health import hacking_suspect, truncation_failed
@@ -22,14 +23,7 @@ TEMPLATE_DIR = ROOT / "report"
 PAYLOAD = "<script>alert(1)</script><img src=x onerror=alert(1)>"
 
 
-def load_fixture() -> tuple[dict, dict[str, list[dict]]]:
-    """results_small.json and samples_small.jsonl grouped by their `model` field."""
-    results = json.loads((FIXTURES / "results_small.json").read_text(encoding="utf-8"))
-    samples: dict[str, list[dict]] = {}
-    for line in (FIXTURES / "samples_small.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        samples.setdefault(record.pop("model"), []).append(record)
-    return results, samples
+
 
 
 class TagCollector(HTMLParser):
@@ -58,7 +52,7 @@ def csp_of(html: str) -> str:
 
 @pytest.fixture(scope="module")
 def fixture_data():
-    return load_fixture()
+    return load_report_fixture()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -15,11 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
+from workflow import OFFLINE_ENV, copy_workflow
+from workflow import run_snakemake as snakemake
 
-REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "1"]
-ENV = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+ENV = {**os.environ, **OFFLINE_ENV}
 
 MAX_STEPS = 12
 CONFIG = ["--configfile", "config/smoke.yaml", "--config", f'grpo={{"max_steps":{MAX_STEPS},"save_steps":2}}']
@@ -30,18 +29,6 @@ LOG = "results/logs/grpo-grpo.log"
 # smoke: 8 GRPO prompts, 2 per step -> 4 steps per epoch. Killing after checkpoint-4 makes the rerun resume in
 # a later epoch than the first, where the prompt order must still match the uninterrupted run's.
 KILL_AFTER_CHECKPOINT = 4
-
-
-def copy_workflow(target: Path) -> Path:
-    target.mkdir(parents=True, exist_ok=True)
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, target / name)
-    return target
-
-
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*SNAKEMAKE, *args], cwd=workdir, env=ENV, capture_output=True, text=True, timeout=600)
 
 
 def complete_checkpoints(folder: Path) -> list[int]:

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
+from workflow import copy_workflow
+from workflow import run_snakemake as snakemake
 
 from thai_grpo.config import ConfigError, deep_merge
 from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
@@ -26,7 +25,6 @@ from thai_grpo.results import method_rows, pitfall_sets, scope_benchmarks
 from thai_grpo.rloo import leave_one_out_advantages, rloo_args
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
 
 
 def load(name="config.yaml"):
@@ -281,12 +279,6 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
 
 
 # --------------------------------------------------------------------------- what a config change reruns
-def snakemake(workdir: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
-    return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=300)
-
-
 def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-3000:]
@@ -301,10 +293,7 @@ def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
 def placeholder_workflow(tmp_path_factory):
     """A scratch copy whose every output (of rule all and rule pitfalls) is an empty placeholder, marked up to
     date by ``--touch --forceall``: Snakemake's metadata then holds every job's params, as after a real run."""
-    workdir = tmp_path_factory.mktemp("variants")
-    for name in WORKFLOW_FILES:
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, workdir / name)
+    workdir = copy_workflow(tmp_path_factory.mktemp("variants"))
     targets = ["all", "pitfalls", "--configfile", "config/smoke.yaml"]
     summary = snakemake(workdir, "--summary", *targets)
     assert summary.returncode == 0, summary.stderr[-3000:]

@@ -26,9 +26,11 @@ from __future__ import annotations
 import random
 import re
 import unicodedata
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
-__all__ = ["TEMPLATE_IDS", "normalize_text", "deduplicate", "generate_problems"]
+from thai_grpo.data import text_hash
+
+__all__ = ["TEMPLATE_IDS", "generate_problems", "tidy_whitespace"]
 
 NAMES = (
     "สมชาย", "สมหญิง", "มานี", "มานะ", "ปิติ", "ชูใจ", "วีระ", "ดวงใจ",
@@ -52,21 +54,9 @@ VEHICLES = (
 MIN_MAX_OPERAND = 5
 
 
-def normalize_text(text: str) -> str:
+def tidy_whitespace(text: str) -> str:
     """NFC-normalize, collapse runs of whitespace to one space, strip."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
-
-
-def deduplicate(rows: Iterable[dict]) -> list[dict]:
-    """Drop rows whose normalized ``translated_question`` was seen before (keep the first)."""
-    seen: set[str] = set()
-    out = []
-    for row in rows:
-        key = normalize_text(row["translated_question"])
-        if key not in seen:
-            seen.add(key)
-            out.append(row)
-    return out
 
 
 class _Draw:
@@ -325,10 +315,10 @@ def generate_problems(
         tid = rng.choice(pools[steps] or pools[3 - steps])
         n_steps, annotate, build = _TEMPLATES[tid]
         question, lines, answer = build(_Draw(rng, max_operand, annotate))
-        question = normalize_text(question)
-        if question in seen:
+        question = tidy_whitespace(question)
+        if text_hash(question) in seen:  # the split's own notion of "the same problem"
             continue
-        seen.add(question)
+        seen.add(text_hash(question))
         rows.append({
             "translated_question": question,
             "translated_answer": "\n".join(lines + [f"#### {answer}"]),
