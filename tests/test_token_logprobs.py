@@ -12,12 +12,14 @@ def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
 
     model = load_base_model(tiny_model_dir).eval()
     prompt, completion = [5, 6, 7], [8, 9]
-    logps = completion_logprobs(model, prompt, completion)
     with torch.no_grad():
         logits = model(torch.tensor([prompt + completion])).logits[0]
     expected = [torch.log_softmax(logits[2], -1)[8].item(), torch.log_softmax(logits[3], -1)[9].item()]
-    assert logps == pytest.approx(expected, abs=1e-5)
-    assert all(lp <= 0 for lp in logps)
+    alone = completion_logprobs(model, [(prompt, completion)], pad_id=0)[0]
+    batched = completion_logprobs(model, [([5, 6, 7, 10, 11, 12], [13]), (prompt, completion)], pad_id=0)[1]
+    assert alone == pytest.approx(expected, abs=1e-5)
+    assert batched == pytest.approx(expected, abs=1e-4)  # right padding does not change a shorter row
+    assert all(lp <= 0 for lp in alone)
 
 
 def test_same_adapter_as_policy_and_reference_gives_zero_kl(tiny_model_dir, tiny_adapter_dir):

@@ -12,20 +12,31 @@ from pathlib import Path
 from thai_grpo.data import build_prompt
 
 
-def completion_logprobs(model, prompt_ids: list[int], completion_ids: list[int]) -> list[float]:
-    """log p(completion token t | prompt, completion tokens < t) for every completion token."""
+def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int) -> list[list[float]]:
+    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t).
+
+    One right-padded forward pass for the whole list (padding sits after every real token, so causal
+    attention never lets a real token see it).
+    """
     import torch
 
-    ids = torch.tensor([prompt_ids + completion_ids])
+    sequences = [prompt + completion for prompt, completion in pairs]
+    width = max(map(len, sequences))
+    ids = torch.full((len(sequences), width), pad_id)
+    mask = torch.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = torch.tensor(sequence)
+        mask[row, :len(sequence)] = 1
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(ids).logits[0, :-1].float(), dim=-1)
-    targets = ids[0, 1:]
-    per_token = logprobs.gather(1, targets[:, None])[:, 0]
-    return per_token[len(prompt_ids) - 1:].tolist()
+        logprobs = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), dim=-1)
+    per_token = logprobs.gather(2, ids[:, 1:, None])[..., 0]
+    return [per_token[row, len(prompt) - 1:len(prompt) - 1 + len(completion)].tolist()
+            for row, (prompt, completion) in enumerate(pairs)]
 
 
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
-                                  samples: list[dict], system_prompt: str, max_completions: int) -> dict:
+                                  samples: list[dict], system_prompt: str, max_completions: int,
+                                  batch_size: int = 32) -> dict:
     """Log-probs of the first ``max_completions`` sampled completions (in file order) under both adapters."""
     from peft import PeftModel
 
@@ -36,17 +47,20 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                       adapter_name="policy")
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
     model.eval()
-    pairs = [(record, completion) for record in samples for completion in record["completions"]][:max_completions]
-    result = {"logp_policy": [], "logp_ref": [], "num_completions": len(pairs),
-              "policy": str(policy_adapter), "reference": str(reference_adapter)}
-    for record, completion in pairs:
+    pairs = []
+    for record in samples:
         prompt = tokenizer.apply_chat_template(build_prompt(record["question"], system_prompt), tokenize=False,
                                                add_generation_prompt=True)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-        completion_ids = tokenizer(completion["text"], add_special_tokens=False)["input_ids"]
-        if not completion_ids:
-            continue
-        for adapter, key in (("policy", "logp_policy"), ("reference", "logp_ref")):
-            model.set_adapter(adapter)
-            result[key] += completion_logprobs(model, prompt_ids, completion_ids)
+        for completion in record["completions"]:
+            completion_ids = tokenizer(completion["text"], add_special_tokens=False)["input_ids"]
+            if completion_ids and len(pairs) < max_completions:
+                pairs.append((prompt_ids, completion_ids))
+    result = {"logp_policy": [], "logp_ref": [], "num_completions": len(pairs),
+              "policy": str(policy_adapter), "reference": str(reference_adapter)}
+    for adapter, key in (("policy", "logp_policy"), ("reference", "logp_ref")):
+        model.set_adapter(adapter)
+        for start in range(0, len(pairs), batch_size):
+            for values in completion_logprobs(model, pairs[start:start + batch_size], tokenizer.pad_token_id):
+                result[key] += values
     return result
