@@ -79,10 +79,9 @@ def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
 
 def device_dtype() -> str:
     """The dtype for this machine's first accelerator, per ``choose_dtype``."""
-    import torch
+    from thai_grpo.accelerators import current_capability  # imports this module: import here, not at the top
 
-    capability = torch.cuda.get_device_capability(0) if torch.cuda.is_available() else None
-    return choose_dtype(capability)
+    return choose_dtype(current_capability())
 
 
 def resolve_dtype(name: str):

@@ -24,15 +24,13 @@ CPU_SAFE_DEFAULTS = {
 
 
 def precision_flags() -> dict:
-    """fp32 on CPU; fp16 mixed precision before Ampere (T4), bf16 from Ampere on (see models.choose_dtype)."""
-    import torch
+    """TRL's precision fields for this machine, from ``accelerators.precision_summary``: fp32 on CPU
+    (``use_cpu``), fp16 mixed precision before Ampere (T4), bf16 from Ampere on."""
+    from thai_grpo.accelerators import current_capability, precision_summary
 
-    from thai_grpo.models import device_dtype
-
-    if not torch.cuda.is_available():
-        return {"use_cpu": True, "bf16": False, "fp16": False}
-    dtype = device_dtype()
-    return {"bf16": dtype == "bfloat16", "fp16": dtype == "float16"}
+    summary = precision_summary(current_capability())
+    flags = {"bf16": summary["bf16"], "fp16": summary["fp16"]}
+    return {"use_cpu": True, **flags} if summary["use_cpu"] else flags
 
 
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
