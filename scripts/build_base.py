@@ -1,6 +1,6 @@
 """Stage 3a (offline): train a byte-level BPE tokenizer and pretrain a tiny Qwen3 from scratch."""
 
-from thai_grpo.corpus import drill_texts, noisy_solutions
+from thai_grpo.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
 from thai_grpo.data import pretraining_text, sft_target
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.models import train_tokenizer
@@ -8,18 +8,22 @@ from thai_grpo.sft import pretrain_base
 
 log_to(snakemake.log[0])
 base, corpus, seed = snakemake.params.base, snakemake.params.corpus, snakemake.params.seed
-pretrain_rows = noisy_solutions(read_jsonl(snakemake.input.pretrain), corpus["slip_rate"], corpus["seed"])
+clean_rows = read_jsonl(snakemake.input.pretrain)
+pretrain_rows = noisy_solutions(clean_rows, corpus["pretrain_slip_rate"], corpus["seed"])
 sft_rows = read_jsonl(snakemake.input.sft)
 problems = [pretraining_text(r["question"], r["answer_text"], r["answer"]) for r in pretrain_rows]
-drills = drill_texts(corpus["drill_max_operand"], corpus["drill_facts_per_text"], corpus["drill_repeats"],
-                     corpus["seed"]) if corpus["drill_max_operand"] else []
+# The drills: the operand table, plus every (correct) step of the pretraining solutions as an isolated fact.
+facts = sorted(set(arithmetic_drills(corpus["drill_max_operand"]))
+               | set(solution_facts([r["answer_text"] for r in clean_rows] if corpus["drill_solution_steps"] else [])))
+drills = drill_texts(facts, corpus["drill_facts_per_text"], corpus["drill_repeats"], corpus["seed"])
 # The chat-formatted SFT examples carry the system prompt each time, so BPE learns to encode it compactly.
 system = snakemake.params.system_prompt
 tokenizer_corpus = problems + drills + [f"{system}\n{r['question']}\n{sft_target(r['answer_text'], r['answer'])}"
                                         for r in sft_rows]
 tokenizer = train_tokenizer(tokenizer_corpus, base["tokenizer"]["vocab_size"])
 texts = problems + drills
-print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} problems + {len(drills)} drill texts")
+print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} problems + {len(drills)} drill texts "
+      f"({len(facts)} distinct facts x {corpus['drill_repeats']})")
 history = pretrain_base(texts, tokenizer, base["architecture"], base["pretrain"], snakemake.output.model,
                         snakemake.params.checkpoints, seed)
 write_json(snakemake.output.history, history)

@@ -7,7 +7,7 @@ from thai_grpo.sft import train_sft_adapter
 
 log_to(snakemake.log[0])
 sft, corpus = snakemake.params.sft, snakemake.params.corpus
-rows = noisy_solutions(read_jsonl(snakemake.input.sft), corpus["slip_rate"], corpus["seed"] + 1)
+rows = noisy_solutions(read_jsonl(snakemake.input.sft), corpus["sft_slip_rate"], corpus["seed"] + 1)
 records = sft_records(rows, snakemake.params.system_prompt)
 history = train_sft_adapter(snakemake.input.base, records, sft["lora"], sft["args"], snakemake.output.adapter,
                             snakemake.params.checkpoints, snakemake.params.seed)

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from thai_grpo.corpus import STEP, add_arithmetic_slips, arithmetic_drills, drill_texts
+from thai_grpo.corpus import STEP, add_arithmetic_slips, arithmetic_drills, drill_texts, solution_facts
 from thai_grpo.data import parse_gold_answer
 from thai_grpo.synthetic import generate_problems
 
@@ -54,8 +54,21 @@ def test_drills_cover_every_fact_once(max_operand):
     for fact in facts:
         a, op, b, c = STEP.fullmatch(fact).groups()
         assert {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b), "/": int(a) // int(b)}[op] == int(c)
-    texts = drill_texts(max_operand, 16, repeats=3, seed=0)
+    texts = drill_texts(facts, 16, repeats=3, seed=0)
     assert sum(len(t.split("\n")) for t in texts) == 3 * len(facts)
     first, second = texts[:len(texts) // 3], texts[len(texts) // 3:2 * len(texts) // 3]
     assert first != second  # each repeat in a new order
-    assert drill_texts(max_operand, 16, 3, 0) == texts
+    assert sorted("\n".join(first).split("\n")) == sorted(facts)  # each repeat holds every fact once
+    assert drill_texts(facts, 16, 3, 0) == texts
+
+
+def test_solution_facts_are_the_steps_of_the_solutions_without_annotations():
+    rows = generate_problems(300, 4)
+    facts = solution_facts([r["translated_answer"] for r in rows])
+    assert facts == sorted(set(facts)) and "<<" not in "".join(facts)
+    for fact in facts:
+        a, op, b, c = STEP.fullmatch(fact).groups()
+        assert {"x": int(a) * int(b), "+": int(a) + int(b), "-": int(a) - int(b), "/": int(a) // int(b)}[op] == int(c)
+    every_step = {f"{a} {op} {b} = {c}" for r in rows for a, op, b, c in STEP.findall(r["translated_answer"])}
+    assert set(facts) == every_step
+    assert solution_facts(["no arithmetic here\n#### 3"]) == []

@@ -3,12 +3,15 @@
 Two deliberate design choices, so that the SFT policy is "uncertain but capable" (the regime in which
 GRPO has something to do, see SPEC: "polish, not create"):
 
-- Arithmetic drills: the base reads every ``a op b = c`` fact within the operand range, as a pretrained
-  LM has met arithmetic before it meets word problems.
-- Arithmetic slips: a share of the reference solutions carries a wrong intermediate result, carried
-  through to the final answer, as translated or scraped solutions do. Imitation learns the slips as
-  probability mass off the right result; the greedy answer stays right while sampled answers are often
-  wrong. A verifier-graded reward is exactly what removes them: the held-out gold answers are clean.
+- The base knows the arithmetic: it reads correct worked solutions and drills of every fact it needs
+  (the ``a op b = c`` table within the operand range, plus every step of its own solutions), each seen
+  ~100 times in a new order, as a pretrained LM has met arithmetic before it meets word problems.
+  Measured: a 1.1M-parameter base recalls ~93% of the held-out problems' facts after ~1,000 steps.
+- The SFT examples carry arithmetic slips: a share of the steps has a wrong result, carried through to
+  the final answer, as translated or scraped solutions do. Imitation learns the slips as probability mass
+  off the right result; the greedy answer stays mostly right while sampled answers are often wrong
+  (measured: greedy 0.60, sampled pass@1 0.27, pass@8 0.80). A verifier-graded reward is exactly what
+  removes them: the held-out and GRPO gold answers are clean.
 """
 
 from __future__ import annotations
@@ -35,8 +38,13 @@ def arithmetic_drills(max_operand: int) -> list[str]:
     return facts
 
 
-def drill_texts(max_operand: int, per_text: int, repeats: int, seed: int) -> list[str]:
-    """The drills ``repeats`` times, each time in a new order, packed ``per_text`` facts to a text.
+def solution_facts(answer_texts: list[str]) -> list[str]:
+    """Every distinct step ``a op b = c`` of the given worked solutions (annotations dropped), sorted."""
+    return sorted({f"{a} {op} {b} = {c}" for text in answer_texts for a, op, b, c in STEP.findall(text)})
+
+
+def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> list[str]:
+    """The facts ``repeats`` times, each time in a new order, packed ``per_text`` facts to a text.
 
     A new order each time matters: a fixed text of facts is learned as a sequence (the next fact
     predicted from the previous ones), not as facts that can be recalled anywhere.
@@ -44,9 +52,9 @@ def drill_texts(max_operand: int, per_text: int, repeats: int, seed: int) -> lis
     rng = random.Random(seed)
     texts = []
     for _ in range(repeats):
-        facts = arithmetic_drills(max_operand)
-        rng.shuffle(facts)
-        texts += ["\n".join(facts[i:i + per_text]) for i in range(0, len(facts), per_text)]
+        shuffled = list(facts)
+        rng.shuffle(shuffled)
+        texts += ["\n".join(shuffled[i:i + per_text]) for i in range(0, len(shuffled), per_text)]
     return texts
 
 
