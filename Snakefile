@@ -15,6 +15,7 @@ include: "rules/data.smk"
 include: "rules/model.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
+include: "rules/extra_sets.smk"
 include: "rules/report.smk"
 
 

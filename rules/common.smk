@@ -23,8 +23,11 @@ PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "m
 # The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
 # variant with group: pitfall. Each scope has its own results.json, figures and report.html.
 SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
-# Sampling and scoring settings without the model list: adding a model to eval.models resamples no other model.
-EVAL_SETTINGS = {key: value for key, value in config["eval"].items() if key != "models"}
+# Sampling and scoring settings without the model list and the second held-out sets: adding a model to
+# eval.models resamples no other model, adding a second held-out set resamples nothing on the main one.
+EVAL_SETTINGS = {key: value for key, value in config["eval"].items() if key not in ("models", "extra_sets")}
+# Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
+EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
 def trained(models):
@@ -60,6 +63,9 @@ def scope_inputs(scope):
         files["pairs"] = rules.preference_pairs.output.stats
     if "grpo" in models:
         files["kl_real"] = "results/eval/grpo/token_logprobs.json"
+    if EXTRA_SETS:  # collect_results reads the scores set by set, model by model in eval.models order
+        files["extra_stats"] = expand(rules.extra_heldout.output.stats, extra=list(EXTRA_SETS))
+        files["extra_scores"] = expand(rules.score_extra.output.scores, extra=list(EXTRA_SETS), model=EVAL_MODELS)
     return files
 
 
@@ -70,4 +76,5 @@ def scope_params(scope):
     variants = {v: config["variants"][v] for v in trained(models)}
     plans = {v: {**variant_plan(config, v), "overrides": variants[v]} for v in variants}
     return {"config": {**config, "variants": variants}, "models": models, "variants": list(variants),
-            "plans": plans, "benchmarks": "results/benchmarks"}
+            "plans": plans, "benchmarks": "results/benchmarks", "extra_sets": list(EXTRA_SETS),
+            "extra_models": EVAL_MODELS}

@@ -10,8 +10,13 @@ scores = {model: read_json(path) for model, path in zip(params.models, snakemake
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 kl_real = read_json(snakemake.input.kl_real) if "kl_real" in snakemake.input.keys() else None
+# Second held-out sets: expand() listed the scores set by set, each in eval.models order.
+extra_scores = iter(snakemake.input.get("extra_scores", []))
+extra_sets = {name: {"stats": read_json(stats),
+                     "scores": {model: read_json(next(extra_scores)) for model in params.extra_models}}
+              for name, stats in zip(params.extra_sets, snakemake.input.get("extra_stats", []))}
 results = assemble(params.config, read_json(snakemake.input.stats), scores, trains,
                    benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
-                   plans=params.plans, pairs=pairs, kl_real=kl_real)
+                   plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets)
 write_json(snakemake.output.results, results)

@@ -72,6 +72,11 @@ def test_bad_values_get_a_one_line_message(path, value, message):
     ("data.train_size", "many", "is not of type 'integer'"),
     ("data.unknown_knob", 1, "Additional properties are not allowed"),
     ("eval.num_samples", 0, "less than the minimum"),
+    ("eval.extra_sets", {"mgsm th": {"path": "juletxara/mgsm"}}, "does not match"),
+    ("eval.extra_sets", {"mgsm_th": {"name": "th"}}, "'path' is a required property"),
+    ("eval.extra_sets", {"mgsm_th": {"path": "juletxara/mgsm", "answer_col": "x"}}, "Additional properties"),
+    ("eval.extra_sets", {"mgsm_th": {"path": "juletxara/mgsm", "source": "synthetic"}}, "is not one of"),
+    ("eval.extra_sets", ["juletxara/mgsm"], "is not of type 'object'"),
 ])
 def test_schema_refuses_unknown_keys_and_wrong_types(path, value, message):
     with pytest.raises(WorkflowError, match=message):
@@ -106,3 +111,20 @@ def test_reserved_variant_names_are_refused():
     config["variants"]["sft"] = {}
     with pytest.raises(ConfigError, match="variants.sft"):
         check_config(config)
+
+
+def test_extra_sets_absent_offline_and_mgsm_thai_in_the_real_config():
+    """The offline configs evaluate no second held-out set; the real one evaluates MGSM Thai, with the schema's
+    defaults filled in for what an entry leaves out."""
+    for name in ["config.yaml", "smoke.yaml"]:
+        assert "extra_sets" not in load(name).get("eval", {}), name
+    real = deep_merge(load(), load("qwen3-0.6b.yaml"))
+    mgsm = real["eval"]["extra_sets"]["mgsm_th"]
+    assert {key: mgsm[key] for key in ("source", "path", "name", "split", "question_column", "answer_column")} == \
+        {"source": "hub", "path": "juletxara/mgsm", "name": "th", "split": "test", "question_column": "question",
+         "answer_column": "answer_number"}
+    minimal = with_change("eval.extra_sets", {"mgsm_th": {"path": "juletxara/mgsm", "name": "th"}})
+    validate(minimal, SCHEMA)
+    assert minimal["eval"]["extra_sets"]["mgsm_th"] == {"path": "juletxara/mgsm", "name": "th", "source": "hub",
+                                                        "split": "test", "revision": "main",
+                                                        "question_column": "question", "answer_column": "answer_number"}

@@ -1,9 +1,17 @@
 import json
+from pathlib import Path
 
 import pytest
 
-from thai_grpo.data import (DataSource, assert_no_leakage, build_prompt, deduplicate, load_source_dataset,
-                            normalize_rows, parse_gold_answer, solution_steps, split_rows, sft_target, text_hash)
+from thai_grpo.data import (DataSource, assert_no_leakage, build_prompt, deduplicate, drop_seen_in_training,
+                            extra_heldout_rows, extra_set_source, load_source_dataset, normalize_rows,
+                            number_answer_rows, parse_gold_answer, parse_gold_number, solution_steps, split_rows,
+                            sft_target, text_hash)
+
+MGSM_STAND_IN = Path(__file__).resolve().parent / "fixtures" / "mgsm_th_small.jsonl"
+MGSM_SPEC = {"source": "local", "path": str(MGSM_STAND_IN), "split": "test", "question_column": "question",
+             "answer_column": "answer_number"}
+WHERE = "eval.extra_sets.mgsm_th"
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -88,3 +96,85 @@ def test_local_dataset_with_real_column_names_loads_like_the_hub_one(tmp_path, s
 def test_missing_local_dataset_names_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_source_dataset(DataSource("local", path=str(tmp_path / "nope.jsonl")))
+
+
+# --------------------------------------------------------------------------- second held-out set (MGSM format)
+@pytest.mark.parametrize("value, expected", [
+    (18, 18), (18.0, 18), (-3.0, -3), ("18", 18), ("18.0", 18), (" 1,234 ", 1234), ("๑๘", 18),
+    (18.5, None), ("18.5", None), ("", None), ("สิบแปด", None), (None, None), (True, None), (float("nan"), None),
+    (float("inf"), None),
+])
+def test_parse_gold_number(value, expected):
+    assert parse_gold_number(value) == expected
+
+
+def test_mgsm_stand_in_loads_as_heldout_rows():
+    """The real MGSM columns (question, answer_number, and null answer / equation_solution) through the same
+    loader as the main data, into the rows sample_heldout reads; 18.0 is the integer 18."""
+    source = extra_set_source(MGSM_SPEC)
+    rows, stats = extra_heldout_rows(load_source_dataset(source, kind="held-out set"), MGSM_SPEC, WHERE)
+    assert [r["answer"] for r in rows] == [7, 18, 16, 9] and all(type(r["answer"]) is int for r in rows)
+    assert all(set(r) == {"id", "question", "answer_text", "answer"} for r in rows)
+    assert all(parse_gold_answer(r["answer_text"]) == r["answer"] for r in rows)
+    assert rows[0]["id"] == text_hash(rows[0]["question"])[:12]
+    assert stats == {"source_rows": 4, "duplicates_removed": 0, "seen_in_training_dropped": 0, "problems": 4}
+
+
+def test_extra_set_defaults_are_mgsm_thai_on_the_hub():
+    source = extra_set_source({"path": "juletxara/mgsm", "name": "th"})
+    assert source == DataSource("hub", "question", "answer_number", path="juletxara/mgsm", revision="main",
+                                split="test", name="th")
+
+
+def test_hub_extra_set_is_loaded_with_its_configuration_name(monkeypatch):
+    import datasets
+
+    calls = []
+    monkeypatch.setattr(datasets, "load_dataset", lambda *args, **kwargs: calls.append((args, kwargs)) or [])
+    load_source_dataset(extra_set_source({"path": "juletxara/mgsm", "name": "th", "revision": "abc"}))
+    load_source_dataset(DataSource("hub", path="VISAI-AI/gsm8k-thai", revision="main"))
+    assert calls == [(("juletxara/mgsm", "th"), {"revision": "abc", "split": "test"}),
+                     (("VISAI-AI/gsm8k-thai", None), {"revision": "main", "split": "train"})]
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"question": "ข้อหนึ่ง", "answer_number": 18.5}, r"row 1 has answer_number=18.5, not an integer"),
+    ({"question": "ข้อหนึ่ง", "answer_number": None}, r"row 1 has answer_number=None, not an integer"),
+    ({"question": " ", "answer_number": 3}, r"row 1 has an empty question"),
+])
+def test_a_bad_benchmark_row_is_refused_with_one_line(record, message):
+    records = [{"question": "ข้อศูนย์", "answer_number": 1}, record]
+    with pytest.raises(ValueError, match=message) as caught:
+        number_answer_rows(records, "question", "answer_number", WHERE)
+    assert "\n" not in str(caught.value) and WHERE in str(caught.value)
+
+
+def test_extra_set_names_its_missing_columns():
+    with pytest.raises(KeyError, match=r"set eval.extra_sets.mgsm_th.question_column"):
+        number_answer_rows([{"translated_question": "q", "answer_number": 1}], "question", "answer_number", WHERE)
+
+
+def test_questions_seen_in_training_are_dropped_and_counted():
+    rows = number_answer_rows([{"question": f"โจทย์ข้อ {i}", "answer_number": i} for i in range(5)],
+                              "question", "answer_number", WHERE)
+    kept, dropped = drop_seen_in_training(rows, train=[{"question": " โจทย์ข้อ  1 "}], sft=[],
+                                          pretrain=[{"question": "โจทย์ข้อ 3"}, {"question": "อื่น"}])
+    assert [r["answer"] for r in kept] == [0, 2, 4] and dropped == 2
+
+
+def test_extra_set_counts_duplicates_and_leaks():
+    records = [{"question": q, "answer_number": 1} for q in ["ก", "ก ", "ข", "ค"]]
+    rows, stats = extra_heldout_rows(records, {"path": "x"}, WHERE, train=[{"question": "ข"}])
+    assert [r["question"] for r in rows] == ["ก", "ค"]
+    assert stats == {"source_rows": 4, "duplicates_removed": 1, "seen_in_training_dropped": 1, "problems": 2}
+
+
+def test_an_extra_set_entirely_seen_in_training_is_refused():
+    with pytest.raises(ValueError, match=r"eval.extra_sets.mgsm_th: none of its 1 problems is left"):
+        extra_heldout_rows([{"question": "ก", "answer_number": 1}], {"path": "x"}, WHERE, train=[{"question": "ก"}])
+
+
+def test_missing_extra_set_file_names_its_config_key(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"eval.extra_sets.mgsm_th.path .* does not exist"):
+        load_source_dataset(extra_set_source({"source": "local", "path": str(tmp_path / "nope.jsonl")}),
+                            where="eval.extra_sets.mgsm_th.path")

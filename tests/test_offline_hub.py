@@ -76,6 +76,15 @@ def test_load_hub_dataset_offline_fails_fast_with_hint(offline):
     assert "data: {source: local, local_path:" in str(caught.value)
 
 
+def test_second_heldout_set_offline_names_its_own_config_key(offline):
+    from thai_grpo.data import extra_set_source, load_source_dataset
+
+    with pytest.raises(HubUnavailable) as caught:
+        load_source_dataset(extra_set_source({"path": "juletxara/mgsm", "name": "th"}), kind="held-out set")
+    assert_one_line_hint(str(caught.value), "hf download juletxara/mgsm --repo-type dataset --revision main")
+    assert "eval: {extra_sets: {SET: {source: local, path:" in str(caught.value)
+
+
 def test_filled_hub_cache_is_used_offline_safetensors_only(offline, tmp_path, tiny_model_dir):
     """A snapshot already in the hub cache is copied out without network, minus pickles and code."""
     from thai_grpo.models import load_base_model

@@ -1,12 +1,14 @@
-"""The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, and
-the four methods (GRPO, Dr.GRPO, RLOO, DPO) trained from the same SFT adapter side by side."""
+"""The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, the
+four methods (GRPO, Dr.GRPO, RLOO, DPO) trained from the same SFT adapter side by side, and a second held-out set
+added to the finished run."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
-from workflow import copy_workflow
+from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 pytestmark = pytest.mark.slow
@@ -101,3 +103,40 @@ def test_same_config_gives_identical_results(smoke_run, tmp_path):
     first = json.loads((smoke_run / "results/results.json").read_text())
     again = json.loads((second / "results/results.json").read_text())
     assert comparable(first) == comparable(again)
+
+
+def test_second_heldout_set_is_evaluated_apart_without_retraining(smoke_run, tmp_path):
+    """A local MGSM-format set added to a copy of the finished smoke run: only its own stages (and the results
+    and report) run; every model is scored on it; a problem the GRPO training set holds is dropped and counted;
+    the main held-out numbers stay as they were."""
+    workdir = tmp_path / "smoke"
+    shutil.copytree(smoke_run, workdir, symlinks=True)  # copy2 keeps the mtimes: the copy is up to date
+    before = json.loads((workdir / "results/results.json").read_text())
+    seen = json.loads((workdir / "results/data/train.jsonl").read_text().splitlines()[0])["question"]
+    extra = write_extra_set_config(workdir, rows=[{"question": seen, "answer": None, "answer_number": 3,
+                                                   "equation_solution": None}])
+    args = ["--configfile", "config/smoke.yaml", str(extra)]
+    models = before["config"]["eval"]["models"]
+    assert scheduled_jobs(snakemake(workdir, "-n", *args)) == {
+        "extra_heldout": 1, "sample_extra": len(models), "score_extra": len(models), "results": 1, "figures": 1,
+        "report": 1, "all": 1}
+    done = snakemake(workdir, *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+
+    results = json.loads((workdir / "results/results.json").read_text())
+    mgsm = results["extra_sets"]["mgsm_th"]
+    assert mgsm["title"] == "MGSM Thai (stand-in)" and mgsm["source"]["source"] == "local"
+    assert mgsm["data"] == {"source_rows": 5, "duplicates_removed": 0, "seen_in_training_dropped": 1, "problems": 4}
+    assert list(mgsm["eval"]) == models
+    assert set(mgsm["paired_tests"]) == {f"{m}_vs_sft" for m in models if m not in ("base", "sft")}
+    for model, scores in mgsm["eval"].items():
+        assert scores["num_problems"] == 4 and scores["n_samples"] == 4, model
+        for key in ["pass@1", "pass@4", "greedy_accuracy"]:
+            assert scores[key]["wilson_low"] <= scores[key]["estimate"] <= scores[key]["wilson_high"], (model, key)
+    rows = [json.loads(line) for line in (workdir / "results/data/extra/mgsm_th.jsonl").read_text().splitlines()]
+    assert [r["answer"] for r in rows] == [7, 18, 16, 9] and seen not in [r["question"] for r in rows]
+    assert results["eval"] == before["eval"] and results["comparison"] == before["comparison"]
+    assert {"extra_heldout-mgsm_th", "sample_extra-mgsm_th-grpo", "score_extra-mgsm_th-sft"} <= set(
+        results["run"]["benchmarks"])
+    html = (workdir / "results/report.html").read_text()
+    assert "<h3>Second held-out set: MGSM Thai (stand-in)</h3>" in html and "4 problems from" in html

@@ -20,10 +20,13 @@ import yaml
 from workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_RULES = {"base_model", "sft_adapter", "grpo", "preference_pairs", "sample"}
+GPU_RULES = {"base_model", "sft_adapter", "grpo", "preference_pairs", "sample", "sample_extra"}
+# The second held-out set's rules run only where eval.extra_sets names one: the real config (MGSM Thai).
+EXTRA_SET_RULES = {"extra_heldout", "sample_extra", "score_extra"}
 # preference_pairs runs only when DPO is evaluated, which the real config does not do by default
-ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs"}
-CPU_RULES = {"dataset", "split", "score", "results", "figures", "report"}
+ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs"} - EXTRA_SET_RULES
+CPU_RULES = {"dataset", "split", "score", "results", "figures", "report", "extra_heldout", "score_extra"}
+ALWAYS_SCHEDULED_CPU = CPU_RULES - EXTRA_SET_RULES
 
 WRAPPER = r'''
 import json, sys
@@ -72,7 +75,8 @@ def test_real_config_dry_run_with_the_default_profile(workdir):
     done, jobs = dry_run(workdir, "--configfile", "config/qwen3-0.6b.yaml")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "workflow specific profile profiles/default" in done.stderr
-    assert ALWAYS_SCHEDULED | CPU_RULES <= set(jobs)
+    assert ALWAYS_SCHEDULED | ALWAYS_SCHEDULED_CPU | EXTRA_SET_RULES <= set(jobs)
+    assert len(jobs["extra_heldout"]) == 1 and len(jobs["sample_extra"]) == len(jobs["score_extra"]) == 3
     for rule, rule_jobs in jobs.items():
         for job in rule_jobs:  # local runs: no cluster resources; a model stage may declare gpu=1 for --resources
             assert "slurm_partition" not in job["resources"] and "gres" not in job["resources"], rule
@@ -95,7 +99,8 @@ def test_slurm_profile_dry_run_requests_gpus_only_for_model_stages(workdir, invo
     done, jobs = dry_run(workdir, *SLURM_INVOCATIONS[invocation], "--configfile", configfile)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "profiles/slurm" in done.stderr  # the profile was read
-    assert ALWAYS_SCHEDULED | CPU_RULES <= set(jobs)
+    assert ALWAYS_SCHEDULED | ALWAYS_SCHEDULED_CPU <= set(jobs)
+    assert EXTRA_SET_RULES & set(jobs) == (EXTRA_SET_RULES if configfile == "config/qwen3-0.6b.yaml" else set())
     for rule in GPU_RULES:
         for job in jobs.get(rule, []):
             assert job["resources"]["gpu"] == 1, rule
@@ -114,6 +119,7 @@ def test_slurm_profile_names_only_existing_rules():
     rules = set()
     for path in (REPO / "rules").glob("*.smk"):
         rules |= set(re.findall(r"^\s*rule (\w+):", path.read_text(), flags=re.M))
+        rules |= set(re.findall(r"^use rule \w+ as (\w+) with:", path.read_text(), flags=re.M))
     assert set(profile["set-resources"]) == GPU_RULES
     assert GPU_RULES | CPU_RULES <= rules
     assert profile["executor"] == "slurm"

@@ -324,3 +324,53 @@ def test_comparison_shows_the_paired_test_against_sft(fixture_data, figures):
     assert "+15.6 points <span class=\"ci\">[7.3, 21.9], p 0.003</span>" in comparison
     assert "DPO can only rank answers that exist in the file" in comparison
     assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison
+
+
+# --------------------------------------------------------------------------- second held-out set (MGSM Thai)
+def with_extra_set(results: dict, title: str = "MGSM Thai") -> dict:
+    """The fixture plus a second held-out set whose scores are the fixture's main ones, pass@1 raised a little."""
+    results = copy.deepcopy(results)
+    evals = copy.deepcopy(results["eval"])
+    evals["grpo"]["pass@1"] = {"estimate": 0.3125, "wilson_low": 0.2, "wilson_high": 0.45, "bootstrap_low": 0.15,
+                               "bootstrap_high": 0.5}
+    results["extra_sets"] = {"mgsm_th": {
+        "title": title, "source": {"source": "hub", "path": "juletxara/mgsm", "name": "th", "split": "test",
+                                   "revision": "main"},
+        "data": {"source_rows": 250, "duplicates_removed": 0, "seen_in_training_dropped": 2, "problems": 248},
+        "eval": evals, "paired_tests": {"grpo_vs_sft": {"mean_diff": -0.021, "ci_low": -0.05, "ci_high": 0.01,
+                                                        "p_value": 0.21}}}}
+    return results
+
+
+def heldout_section(html: str) -> str:
+    return html.split('<section id="heldout">')[1].split("</section>")[0]
+
+
+def test_second_heldout_set_table_renders_apart_from_the_main_one(fixture_data, figures, html):
+    results, samples = copy.deepcopy(fixture_data)
+    section = heldout_section(render_report(with_extra_set(results), samples, figures, TEMPLATE_DIR))
+    main, extra = section.split("<h3>Second held-out set: MGSM Thai</h3>")
+    assert main == heldout_section(html).split('<p class="not-run">second held-out set: not configured')[0]
+    assert "248 problems from <code>juletxara/mgsm</code>, configuration th" in extra and "revision main" in extra
+    assert "dropped: 2;" in extra and "pass@1 vs SFT (paired)" in extra
+    rows = re.findall(r"<tr><th>(\w+)</th><td>", extra)
+    assert rows == ["base", "sft", "grpo"]
+    assert '<span class="estimate">31.2%</span>' in extra and "Wilson [20.0, 45.0]" in extra
+    assert "-2.1 points <span class=\"ci\">[-5.0, 1.0], p 0.210</span>" in extra
+    assert "12 x 8" in extra
+
+
+def test_second_heldout_set_absent_says_not_configured(html):
+    assert "second held-out set: not configured (eval.extra_sets" in heldout_section(html)
+    assert "<h3>Second held-out set" not in html
+
+
+def test_second_heldout_set_title_and_source_are_escaped(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results = with_extra_set(results, title=PAYLOAD)
+    results["extra_sets"]["mgsm_th"]["source"]["path"] = PAYLOAD
+    page = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "Second held-out set: &lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert" not in page and not re.search(r"<[^<>]*\sonerror\s*=", page)
+    tags = [t for t, _ in tags_of(page)]
+    assert tags.count("script") == 1 and tags.count("img") == 7

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 import yaml
-from workflow import copy_workflow
+from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 from thai_grpo.config import ConfigError, deep_merge
@@ -21,7 +20,7 @@ from thai_grpo.health import format_hacking_suspect, training_health
 from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods import check_method_fields, inherited_args, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.preferences import build_pairs, pair_for_problem
-from thai_grpo.results import method_rows, pitfall_sets, scope_benchmarks
+from thai_grpo.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 from thai_grpo.rloo import leave_one_out_advantages, rloo_args
 
 REPO = Path(__file__).resolve().parents[1]
@@ -247,6 +246,32 @@ def test_scope_benchmarks_keep_only_the_reports_models():
     assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "grpo-grpo": 2, "figures": 5}
 
 
+def test_scope_benchmarks_keep_the_configured_second_heldout_sets():
+    seconds = {"dataset": 1, "extra_heldout-mgsm_th": 2, "sample_extra-mgsm_th-grpo": 3, "score_extra-mgsm_th-g2": 4,
+               "extra_heldout-old": 5, "sample_extra-old-grpo": 6}
+    assert scope_benchmarks(seconds, ["grpo"], ["mgsm_th"]) == {"dataset": 1, "extra_heldout-mgsm_th": 2,
+                                                                 "sample_extra-mgsm_th-grpo": 3}
+    assert scope_benchmarks(seconds, ["grpo"]) == {"dataset": 1}
+
+
+def test_extra_set_results_title_source_counts_and_paired_tests():
+    def scores(correct):
+        return {"per_problem_correct": correct, "n_samples": 4, "pass@1": {"estimate": sum(correct) / 16}}
+
+    config = {"eval": {"extra_sets": {"mgsm_th": {"title": "MGSM Thai", "source": "hub", "path": "juletxara/mgsm",
+                                                  "name": "th", "split": "test", "revision": "main"}}}}
+    stats = {"source_rows": 5, "duplicates_removed": 0, "seen_in_training_dropped": 1, "problems": 4}
+    by_model = {"base": scores([0, 0, 1, 0]), "sft": scores([1, 0, 2, 0]), "grpo": scores([3, 1, 2, 0])}
+    section = extra_set_results(config, {"mgsm_th": {"stats": stats, "scores": by_model}}, n_boot=200, seed=0)
+    mgsm = section["mgsm_th"]
+    assert mgsm["title"] == "MGSM Thai" and mgsm["data"] == stats and mgsm["eval"] == by_model
+    assert mgsm["source"] == {"source": "hub", "path": "juletxara/mgsm", "name": "th", "split": "test",
+                              "revision": "main"}
+    assert list(mgsm["paired_tests"]) == ["grpo_vs_sft"]
+    assert mgsm["paired_tests"]["grpo_vs_sft"]["mean_diff"] == pytest.approx((2 + 1 + 0 + 0) / 4 / 4)
+    assert extra_set_results({"eval": {}}, {}, 200, 0) == {}
+
+
 # --------------------------------------------------------------------------- DPO and RLOO on a tiny model
 @pytest.mark.slow
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
@@ -279,16 +304,6 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
 
 
 # --------------------------------------------------------------------------- what a config change reruns
-def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-3000:]
-    if "Nothing to be done" in out:
-        return {}
-    table = out.split("Job stats:")[1].split("\n\n")[0]
-    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines()[3:]
-            if line.split() and line.split()[0] != "total"}
-
-
 @pytest.fixture(scope="module")
 def placeholder_workflow(tmp_path_factory):
     """A scratch copy whose every output (of rule all and rule pitfalls) is an empty placeholder, marked up to
@@ -320,6 +335,15 @@ def test_changing_one_variant_reruns_only_that_variant(placeholder_workflow):
     out = dry.stdout + dry.stderr
     assert "results/runs/dr_grpo/train.json" in out and "results/runs/grpo/train.json" not in out
     assert "results/eval/dr_grpo/samples.jsonl" in out and "results/eval/rloo/samples.jsonl" not in out
+
+
+@pytest.mark.slow
+def test_adding_a_second_heldout_set_resamples_nothing_on_the_main_one(placeholder_workflow):
+    extra = write_extra_set_config(placeholder_workflow)
+    jobs = scheduled_jobs(snakemake(placeholder_workflow, "-n", "--configfile", "config/smoke.yaml", str(extra)))
+    models = len(load("smoke.yaml")["eval"]["models"])
+    assert jobs == {"extra_heldout": 1, "sample_extra": models, "score_extra": models, "results": 1, "figures": 1,
+                    "report": 1, "all": 1}
 
 
 @pytest.mark.slow

@@ -32,6 +32,31 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 900, env: dict | Non
                           capture_output=True, text=True, timeout=timeout)
 
 
+def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
+    """{rule: job count} from a dry-run's "Job stats" table; {} when there is nothing to be done."""
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-3000:]
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:")[1].split("\n\n")[0]
+    return {line.split()[0]: int(line.split()[1]) for line in table.splitlines()[3:]
+            if line.split() and line.split()[0] != "total"}
+
+
+def write_extra_set_config(workdir: Path, name: str = "mgsm_th", rows: list[dict] | None = None) -> Path:
+    """A config file (merged after config/smoke.yaml) adding a second held-out set ``name``: a local copy of the
+    MGSM-format stand-in tests/fixtures/mgsm_th_small.jsonl, plus ``rows`` when given."""
+    data = workdir / "extra" / f"{name}.jsonl"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    extra = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows or [])
+    data.write_text((FIXTURES / "mgsm_th_small.jsonl").read_text(encoding="utf-8") + extra, encoding="utf-8")
+    config = workdir / f"extra_{name}.yaml"
+    spec = {"title": "MGSM Thai (stand-in)", "source": "local", "path": str(data), "split": "test",
+            "question_column": "question", "answer_column": "answer_number"}
+    config.write_text(json.dumps({"eval": {"extra_sets": {name: spec}}}, ensure_ascii=False), encoding="utf-8")
+    return config
+
+
 def load_report_fixture() -> tuple[dict, dict[str, list[dict]]]:
     """results_small.json and samples_small.jsonl grouped by their ``model`` field."""
     results = json.loads((FIXTURES / "results_small.json").read_text(encoding="utf-8"))

@@ -23,7 +23,9 @@ _LOCAL_ALTERNATIVE = {
     "base model": "base: {{source: local, name_or_path: {dir}}}",
     "adapter": "sft: {{source: local, name_or_path: {dir}}}",
     "dataset": "data: {{source: local, local_path: {dir}/<the split's .parquet or .jsonl file>}}",
+    "held-out set": "eval: {{extra_sets: {{SET: {{source: local, path: {dir}/<the split's .parquet file>}}}}}}",
 }
+DATASET_KINDS = ("dataset", "held-out set")  # hub datasets, not models: `hf download --repo-type dataset`
 
 
 class HubUnavailable(RuntimeError):
@@ -33,12 +35,12 @@ class HubUnavailable(RuntimeError):
 def offline_hint(repo_id: str, revision: str | None, kind: str = "base model") -> str:
     """One line: what could not be fetched, the command that downloads it, and the fully offline config.
 
-    ``kind`` is 'base model', 'adapter' or 'dataset' (datasets need ``--repo-type dataset``).
+    ``kind`` is 'base model', 'adapter', 'dataset' or 'held-out set' (datasets need ``--repo-type dataset``).
     """
     revision = revision or "main"
-    repo_type = " --repo-type dataset" if kind == "dataset" else ""
+    repo_type = " --repo-type dataset" if kind in DATASET_KINDS else ""
     local = _LOCAL_ALTERNATIVE.get(kind, "{dir}").format(dir="DIR")
-    cache = "" if kind == "dataset" else " (or copy that machine's ~/.cache/huggingface into $HF_HOME here)"
+    cache = "" if kind in DATASET_KINDS else " (or copy that machine's ~/.cache/huggingface into $HF_HOME here)"
     return (f"cannot fetch {kind} {repo_id}@{revision}: no network (or HF_HUB_OFFLINE=1) and not in the local "
             f"hub cache. On a machine with network run `hf download {repo_id}{repo_type} --revision {revision} "
             f"--local-dir DIR`, copy DIR here and set `{local}` in your config{cache}; or run fully offline with "

@@ -175,6 +175,15 @@ def _pitfalls(results: dict) -> dict:
     return {"sets": sets, "lenient_runs": lenient}
 
 
+def _extra_sets(results: dict) -> list[dict]:
+    """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
+    counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
+    return [{"name": name, "title": x.get("title") or name, "source": x.get("source") or {},
+             "data": x.get("data") or {}, "evals": x.get("eval") or {}, "pass_keys": pass_keys(x.get("eval") or {}),
+             "paired": x.get("paired_tests") or {}}
+            for name, x in (results.get("extra_sets") or {}).items()]
+
+
 def _pick_completions(completions: list[dict]) -> list[dict]:
     """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
     right = [c for c in completions if c.get("correct", 0) > 0]
@@ -222,6 +231,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "preference_pairs": results.get("preference_pairs"),
         "pitfalls": _pitfalls(results),
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
+        "extra_sets": _extra_sets(results),
         "samples": _samples(samples_by_model),
     }
 

@@ -50,10 +50,16 @@ def benchmark_seconds(benchmark_dir: str | Path) -> dict:
     return seconds
 
 
-def scope_benchmarks(seconds: dict, models: list[str]) -> dict:
-    """The stages of one report: shared ones, and the grpo (training), sample and score stages of its models."""
+def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
+    """The stages of one report: shared ones, the grpo (training), sample and score stages of its models, and the
+    stages of its second held-out sets (extra_heldout-SET, sample_extra-SET-MODEL, score_extra-SET-MODEL)."""
     def belongs(stage: str) -> bool:
         kind, _, model = stage.partition("-")
+        if kind == "extra_heldout":
+            return model in extra_sets
+        if kind in ("sample_extra", "score_extra"):
+            extra, _, model = model.partition("-")  # set names have no '-' (config/schema.yaml)
+            return extra in extra_sets and model in models
         return not model or (kind in ("grpo", "sample", "score") and model in models)
 
     return {stage: value for stage, value in seconds.items() if belongs(stage)}
@@ -154,18 +160,37 @@ def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
             "health": training_health(train.get("steps", []))}
 
 
+def paired_tests(scores: dict, n_boot: int, seed: int) -> dict:
+    """``{MODEL_vs_sft: test}``: the paired pass@1 bootstrap of every trained model against SFT, same problems."""
+    return {f"{m}_vs_sft": paired_pass1_test(scores[m], scores["sft"], n_boot, seed)
+            for m in scores if m not in ("sft", "base") and "sft" in scores}
+
+
+def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) -> dict:
+    """The ``extra_sets`` section, one entry per second held-out set (``{name: {stats, scores}}``): its title and
+    source from the config, its problem counts, every model's scores as in ``eval``, and the paired tests
+    against SFT on that set. The main held-out numbers (``eval``, ``comparison``) do not depend on it."""
+    specs = config["eval"].get("extra_sets") or {}
+    return {name: {"title": specs.get(name, {}).get("title", name),
+                   "source": {key: specs.get(name, {}).get(key) for key in ("source", "path", "name", "split",
+                                                                            "revision")},
+                   "data": parts["stats"], "eval": parts["scores"],
+                   "paired_tests": paired_tests(parts["scores"], n_boot, seed)}
+            for name, parts in extra_sets.items()}
+
+
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
-             pairs: dict | None = None, kl_real: dict | None = None) -> dict:
+             pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
-    its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays."""
-    plans = plans or {}
+    its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
+    ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``)."""
+    plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
     per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
-    paired = {f"{m}_vs_sft": paired_pass1_test(scores[m], scores["sft"], n_boot, seed)
-              for m in scores if m not in ("sft", "base") and "sft" in scores}
-    benchmarks = scope_benchmarks(benchmarks, list(scores))
+    paired = paired_tests(scores, n_boot, seed)
+    benchmarks = scope_benchmarks(benchmarks, list(scores), list(extra_sets))
     return {
         "config": config,
         "run": {
@@ -194,4 +219,5 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
                                               paired)},
         "kl_real": kl_real,
+        "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }
