@@ -13,9 +13,10 @@ pretrain_rows = noisy_solutions(clean_rows, corpus["pretrain_slip_rate"], corpus
 sft_rows = read_jsonl(snakemake.input.sft)
 problems = [pretraining_text(r["question"], r["answer_text"], r["answer"]) for r in pretrain_rows]
 # The drills: the operand table, plus every (correct) step of the pretraining solutions as an isolated fact.
-facts = sorted(set(arithmetic_drills(corpus["drill_max_operand"]))
-               | set(solution_facts([r["answer_text"] for r in clean_rows] if corpus["drill_solution_steps"] else [])))
-drills = drill_texts(facts, corpus["drill_facts_per_text"], corpus["drill_repeats"], corpus["seed"])
+facts = set(arithmetic_drills(corpus["drill_max_operand"]))
+if corpus["drill_solution_steps"]:
+    facts |= set(solution_facts([r["answer_text"] for r in clean_rows]))
+drills = drill_texts(sorted(facts), corpus["drill_facts_per_text"], corpus["drill_repeats"], corpus["seed"])
 # The chat-formatted SFT examples carry the system prompt each time, so BPE learns to encode it compactly.
 system = snakemake.params.system_prompt
 tokenizer_corpus = problems + drills + [f"{system}\n{r['question']}\n{sft_target(r['answer_text'], r['answer'])}"
