@@ -5,7 +5,7 @@ import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields
+from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields, eval_settings
 from thai_grpo.data import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -23,15 +23,15 @@ PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "m
 # The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
 # variant with group: pitfall. Each scope has its own results.json, figures and report.html.
 SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
-# Sampling and scoring settings without the model list and the second held-out sets: adding a model to
-# eval.models resamples no other model, adding a second held-out set resamples nothing on the main one.
-EVAL_SETTINGS = {key: value for key, value in config["eval"].items() if key not in ("models", "extra_sets")}
+# Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
+# other model, adding a second held-out set resamples nothing on the main one.
+EVAL_SETTINGS = eval_settings(config)
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
 def trained(models):
-    """The variants among ``models`` (base and sft are not trained by the grpo rule)."""
+    """The variants among ``models`` (base and sft are not trained by the train rule)."""
     return [m for m in models if m in VARIANTS]
 
 
@@ -58,7 +58,7 @@ def scope_inputs(scope):
     models = SCOPE_MODELS[scope]
     files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
              "scores": expand(rules.score.output.scores, model=models),
-             "train": expand(rules.grpo.output.train, variant=trained(models))}
+             "train": expand(rules.train.output.train, variant=trained(models))}
     if any(method_of(v) == "dpo" for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
     if "grpo" in models:

@@ -57,6 +57,7 @@ rule token_logprobs:
     params:
         system_prompt=SYSTEM,
         max_completions=256,
+        chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
     threads: 2
     log:
         "results/logs/token_logprobs.log",

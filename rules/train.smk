@@ -1,7 +1,7 @@
 # Stage 4: every variant trained from the SFT adapter, by its method: GRPO, RLOO (both sample their own
-# completions) or DPO (on preference pairs sampled once from the SFT policy). One rule, `grpo`, named after the
-# pipeline's RL stage (profiles and resume tests know it by that name); the variant's plan (method, merged grpo
-# section, rewards, rloo:/dpo: overrides) is its params, so editing one variant reruns that variant alone.
+# completions) or DPO (on preference pairs sampled once from the SFT policy). One rule, `train`, whatever the
+# method; the variant's plan (method, merged grpo section, rewards, rloo:/dpo: overrides) is its params, so
+# editing one variant reruns that variant alone.
 
 
 rule preference_pairs:
@@ -38,7 +38,7 @@ rule preference_pairs:
         "../scripts/preference_pairs.py"
 
 
-rule grpo:
+rule train:
     message: "Training variant {wildcards.variant} ({params.method}) from the SFT adapter"
     input:
         unpack(train_inputs),
@@ -60,9 +60,9 @@ rule grpo:
     resources:
         gpu=1,
     log:
-        "results/logs/grpo-{variant}.log",
+        "results/logs/train-{variant}.log",
     benchmark:
-        "results/benchmarks/grpo-{variant}.tsv"
+        "results/benchmarks/train-{variant}.tsv"
     conda:
         "../envs/training.yaml"
     script:

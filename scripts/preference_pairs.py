@@ -8,7 +8,7 @@ from thai_grpo.preferences import build_pairs, sample_training_problems
 
 log_to(snakemake.log[0])
 sampling = snakemake.params.sampling
-model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype).eval()
+model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype, merged=True).eval()
 if torch.cuda.is_available():
     model = model.to("cuda")
 records = sample_training_problems(model, load_tokenizer(snakemake.input.base), read_jsonl(snakemake.input.train),

@@ -20,7 +20,8 @@ else:
     from thai_grpo.models import load_policy, load_tokenizer
     from thai_grpo.sampling import sample_heldout
 
-    model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype).eval()
+    model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype,
+                        merged=True).eval()
     if torch.cuda.is_available():
         model = model.to("cuda")  # load_policy leaves the model on the CPU; generate follows model.device
     tokenizer = load_tokenizer(snakemake.input.base)

@@ -1,4 +1,5 @@
-"""Stage 2: integer gold answers, one seeded shuffle, disjoint held-out / GRPO / SFT / pretraining sets."""
+"""Stage 2: integer gold answers, one seeded shuffle, held-out / GRPO / SFT / pretraining sets disjoint in text
+and skeleton (rows sharing a held-out skeleton are set aside, counted as ``reserved``)."""
 
 from thai_grpo.data import assert_no_leakage, deduplicate, normalize_rows, split_rows
 from thai_grpo.io import log_to, read_jsonl, write_json, write_jsonl
@@ -10,13 +11,15 @@ rows, dropped = normalize_rows(records, data["question_column"], data["answer_co
 unique = deduplicate(rows)
 sft_size = data["sft_size"] if snakemake.params.train_sft else 0
 splits = split_rows(unique, data["shuffle_seed"], data["train_size"], data["heldout_size"], sft_size)
-used = {r["id"] for part in splits.values() for r in part}
-splits["pretrain"] = [r for r in unique if r["id"] not in used]
+reserved = splits.pop("reserved")
 assert_no_leakage(splits["heldout"], train=splits["train"], sft=splits["sft"], pretrain=splits["pretrain"])
 
 for name, part in splits.items():
     write_jsonl(snakemake.output[name], part)
 stats = {"source_rows": len(records), "dropped_unparseable": dropped, "duplicates_removed": len(rows) - len(unique),
+         "reserved_for_heldout_skeletons": len(reserved),
+         "heldout_skeletons": len({r["skeleton"] for r in splits["heldout"] if r.get("skeleton")}),
+         "leakage_check": "text hash and skeleton" if any(r.get("skeleton") for r in unique) else "text hash",
          **{f"{name}_size": len(part) for name, part in splits.items()}}
 print(stats)
 write_json(snakemake.output.stats, stats)

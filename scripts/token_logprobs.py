@@ -6,6 +6,7 @@ from thai_grpo.token_logprobs import policy_and_reference_logprobs
 log_to(snakemake.log[0])
 result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.policy, snakemake.input.reference,
                                        read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
-                                       snakemake.params.max_completions)
+                                       snakemake.params.max_completions,
+                                       chat_template_kwargs=snakemake.params.chat_template_kwargs)
 print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
 write_json(snakemake.output.logprobs, result)

@@ -128,3 +128,13 @@ def test_extra_sets_absent_offline_and_mgsm_thai_in_the_real_config():
     assert minimal["eval"]["extra_sets"]["mgsm_th"] == {"path": "juletxara/mgsm", "name": "th", "source": "hub",
                                                         "split": "test", "revision": "main",
                                                         "question_column": "question", "answer_column": "answer_number"}
+
+
+def test_evaluation_samples_with_the_training_budget_unless_told_otherwise():
+    from thai_grpo.config import eval_settings
+
+    config = {"grpo": {"max_completion_length": 80}, "eval": {"models": ["sft"], "temperature": 1.0}}
+    assert eval_settings(config) == {"temperature": 1.0, "max_new_tokens": 80}
+    config["eval"]["max_new_tokens"] = 96
+    assert eval_settings(config)["max_new_tokens"] == 96
+    assert eval_settings({"eval": {}})["max_new_tokens"] == 256  # TRL's own default budget

@@ -54,7 +54,8 @@ def test_split_is_disjoint_seeded_and_heldout_stable_when_train_size_changes():
     a = split_rows(_rows(100), seed=42, train_size=20, heldout_size=30, sft_size=40)
     b = split_rows(_rows(100), seed=42, train_size=10, heldout_size=30, sft_size=5)
     ids = [{r["id"] for r in part} for part in a.values()]
-    assert sum(map(len, ids)) == len(set().union(*ids)) == 90
+    assert sum(map(len, ids)) == len(set().union(*ids)) == 100  # held-out, train, sft, pretrain, reserved
+    assert [len(a[name]) for name in ("heldout", "train", "sft", "pretrain", "reserved")] == [30, 20, 40, 10, 0]
     assert a["heldout"] == b["heldout"]
     assert split_rows(_rows(100), 42, 20, 30, 40) == a
     assert split_rows(_rows(100), 43, 20, 30, 40)["heldout"] != a["heldout"]
@@ -63,6 +64,49 @@ def test_split_is_disjoint_seeded_and_heldout_stable_when_train_size_changes():
 def test_split_refuses_sizes_larger_than_data():
     with pytest.raises(ValueError, match="lower the sizes"):
         split_rows(_rows(10), 42, train_size=8, heldout_size=8, sft_size=0)
+
+
+def _skeleton_rows(n, skeletons):
+    """n rows with distinct texts cycling through ``skeletons`` distinct skeletons (same arithmetic, other words)."""
+    return [{"id": str(i), "question": f"คนที่ {i} มี {i % skeletons} ผล", "answer_text": "#### 1", "answer": 1,
+             "skeleton": f"t:{i % skeletons}"} for i in range(n)]
+
+
+def test_split_keeps_every_heldout_skeleton_out_of_all_training_sets():
+    rows = _skeleton_rows(400, skeletons=50)
+    split = split_rows(rows, seed=42, train_size=30, heldout_size=20, sft_size=40)
+    heldout_skeletons = [r["skeleton"] for r in split["heldout"]]
+    assert len(set(heldout_skeletons)) == len(heldout_skeletons) == 20  # one problem per skeleton
+    for name in ("train", "sft", "pretrain"):
+        assert not {r["skeleton"] for r in split[name]} & set(heldout_skeletons), name
+    assert {r["skeleton"] for r in split["reserved"]} == set(heldout_skeletons)
+    assert len(split["reserved"]) == 400 // 50 * 20 - 20  # the other rows of each held-out skeleton
+    assert sum(len(part) for part in split.values()) == 400
+
+
+def test_split_of_generated_problems_is_skeleton_disjoint_by_brute_force():
+    from thai_grpo.synthetic import generate_problems
+
+    rows, _ = normalize_rows(generate_problems(3000, seed=0, max_operand=5), "translated_question",
+                             "translated_answer")
+    split = split_rows(rows, seed=42, train_size=100, heldout_size=100, sft_size=200)
+    for held in split["heldout"]:
+        for name in ("train", "sft", "pretrain"):
+            assert all(r["skeleton"] != held["skeleton"] for r in split[name])
+    assert split["reserved"], "with operands <= 5 many problems share a held-out skeleton"
+    assert_no_leakage(split["heldout"], train=split["train"], sft=split["sft"], pretrain=split["pretrain"])
+
+
+def test_leakage_is_detected_by_skeleton_as_well_as_text():
+    heldout = [{"question": "สมชาย มี ส้ม 3 ผล", "skeleton": "collect_more:3,4"}]
+    assert_no_leakage(heldout, train=[{"question": "มานี มี ส้ม 3 ผล", "skeleton": "collect_more:3,5"}])
+    with pytest.raises(ValueError, match="share their skeleton"):
+        assert_no_leakage(heldout, train=[{"question": "มานี มี ส้ม 3 ผล", "skeleton": "collect_more:3,4"}])
+
+
+def test_split_refuses_when_reserved_skeletons_leave_too_little_to_train_on():
+    with pytest.raises(ValueError, match="lower the sizes"):
+        split_rows(_skeleton_rows(100, skeletons=10), seed=0, train_size=5, heldout_size=10, sft_size=0)
 
 
 def test_leakage_is_detected_by_normalized_text():
@@ -160,6 +204,13 @@ def test_questions_seen_in_training_are_dropped_and_counted():
     kept, dropped = drop_seen_in_training(rows, train=[{"question": " โจทย์ข้อ  1 "}], sft=[],
                                           pretrain=[{"question": "โจทย์ข้อ 3"}, {"question": "อื่น"}])
     assert [r["answer"] for r in kept] == [0, 2, 4] and dropped == 2
+
+
+def test_a_second_set_with_skeletons_drops_problems_whose_skeleton_was_trained_on():
+    records = [{"question": f"ปิติมีส้ม {i} ผล", "answer_number": i, "skeleton": f"t:{i}"} for i in range(4)]
+    rows = number_answer_rows(records, "question", "answer_number", WHERE)
+    kept, dropped = drop_seen_in_training(rows, train=[{"question": "มานีมีส้ม 2 ผล", "skeleton": "t:2"}])
+    assert [r["answer"] for r in kept] == [0, 1, 3] and dropped == 1
 
 
 def test_extra_set_counts_duplicates_and_leaks():

@@ -50,7 +50,7 @@ def test_flash_attention_2_only_from_ampere():
 
 
 def test_precision_summary_agrees_with_choose_dtype():
-    from thai_grpo.models import choose_dtype
+    from thai_grpo.accelerators import choose_dtype
 
     for capability in [(6, 0), T4, (8, 6), (8, 9), H100, CPU]:
         assert precision_summary(capability)["dtype"] == choose_dtype(capability)

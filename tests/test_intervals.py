@@ -111,3 +111,44 @@ def test_paired_test_on_same_distribution_noise():
 def test_paired_test_needs_same_problems():
     with pytest.raises(ValueError):
         paired_bootstrap_test([1.0, 0.0], [1.0, 0.0, 1.0])
+
+
+def test_holm_matches_its_definition_by_brute_force():
+    from itertools import permutations
+
+    from thai_grpo.evaluation import holm_adjust
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        p = list(rng.uniform(0, 0.2, size=rng.integers(1, 6)))
+        m = len(p)
+        order = sorted(range(m), key=lambda i: p[i])
+        expected = [0.0] * m
+        for rank, index in enumerate(order):  # adjusted p_(i) = max over j <= i of min(1, (m - j) p_(j)), 0-based
+            expected[index] = max(min(1.0, (m - j) * p[order[j]]) for j in range(rank + 1))
+        assert holm_adjust(p) == pytest.approx(expected)
+    assert holm_adjust([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert list(permutations([1])) and holm_adjust([]) == []
+
+
+def _scores(correct, greedy, n=4):
+    return {"per_problem_correct": correct, "n_samples": n, "per_problem_greedy": greedy}
+
+
+def test_pairwise_tests_cover_every_pair_and_both_metrics_with_resamples_recorded():
+    from thai_grpo.evaluation import pairwise_tests
+
+    scores = {"sft": _scores([0, 1, 2, 0, 1, 0], [0, 1, 1, 0, 0, 0]),
+              "grpo": _scores([4, 4, 4, 4, 4, 4], [1, 1, 1, 1, 1, 1]),
+              "dr_grpo": _scores([4, 4, 4, 4, 4, 3], [1, 1, 1, 1, 1, 1])}
+    tests = pairwise_tests(scores, ["sft", "grpo", "dr_grpo"], n_boot=500, seed=0)
+    assert [(t["a"], t["b"], t["metric"]) for t in tests] == [
+        ("grpo", "sft", "pass@1"), ("dr_grpo", "sft", "pass@1"), ("dr_grpo", "grpo", "pass@1"),
+        ("grpo", "sft", "greedy"), ("dr_grpo", "sft", "greedy"), ("dr_grpo", "grpo", "greedy")]
+    by = {(t["a"], t["b"], t["metric"]): t for t in tests}
+    assert by[("grpo", "sft", "pass@1")]["mean_diff"] == pytest.approx(np.mean([4, 3, 2, 4, 3, 4]) / 4)
+    assert by[("grpo", "sft", "pass@1")]["supported"]
+    assert not by[("dr_grpo", "grpo", "pass@1")]["supported"]  # one problem of six differs by one sample
+    assert by[("dr_grpo", "grpo", "greedy")]["mean_diff"] == 0
+    for t in tests:
+        assert t["n_resamples"] == 500 and t["p_holm"] >= t["p_value"] and t["correction"] == "Holm over 3 pairs"

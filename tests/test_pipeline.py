@@ -45,8 +45,8 @@ def test_smoke_run_writes_results_and_report(smoke_run):
             assert metric["wilson_low"] <= metric["estimate"] <= metric["wilson_high"]
     html = (smoke_run / "results/report.html").read_text()
     assert "<html" in html and "pass@1" in html
-    for stage in ["dataset", "split", "base_model", "sft_adapter", "grpo-grpo", "sample-grpo", "grpo-rloo",
-                  "grpo-dpo", "preference_pairs", "sample-dpo"]:
+    for stage in ["dataset", "split", "base_model", "sft_adapter", "train-grpo", "sample-grpo", "train-rloo",
+                  "train-dpo", "preference_pairs", "sample-dpo"]:
         assert (smoke_run / f"results/benchmarks/{stage}.tsv").exists(), stage
 
 
@@ -92,7 +92,7 @@ def test_changing_grpo_reruns_grpo_and_downstream_only(smoke_run):
     assert dry.returncode == 0, out[-3000:]
     job_table = out.split("Job stats:")[1].split("Reasons:")[0]
     scheduled = {line.split()[0] for line in job_table.splitlines()[3:] if line.split()}
-    assert {"grpo", "sample", "score", "results", "report"} <= scheduled
+    assert {"train", "sample", "score", "results", "report"} <= scheduled
     assert not scheduled & {"dataset", "split", "base_model", "sft_adapter"}
 
 

@@ -20,7 +20,7 @@ import yaml
 from workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_RULES = {"base_model", "sft_adapter", "grpo", "preference_pairs", "sample", "sample_extra"}
+GPU_RULES = {"base_model", "sft_adapter", "train", "preference_pairs", "sample", "sample_extra"}
 # The second held-out set's rules run only where eval.extra_sets names one: the real config (MGSM Thai).
 EXTRA_SET_RULES = {"extra_heldout", "sample_extra", "score_extra"}
 # preference_pairs runs only when DPO is evaluated, which the real config does not do by default

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from workflow import load_report_fixture
 
+from thai_grpo.evaluation import pairwise_tests
+
 from thai_grpo.figures import draw_all, solve_rate_transitions
 from thai_grpo.health import hacking_suspect, truncation_failed
 from thai_grpo.report import SECTIONS, render_report, write_report
@@ -66,6 +68,7 @@ def html(fixture_data, figures):
     samples["grpo"][1]["completions"].insert(0, {"text": PAYLOAD, "correct": 1.0, "format": 0.0, "thai": 0.0,
                                                  "total": 1.0, "num_tokens": 20, "truncated": False})
     results["train"]["example_groups"]["mixed"]["completions"][0] = PAYLOAD
+    results["comparison"]["pairwise"] = pairwise_tests(results["eval"], list(results["eval"]), ("pass@1",), 1000)
     return render_report(results, samples, figures, TEMPLATE_DIR)
 
 
@@ -94,13 +97,31 @@ def test_numbers_from_the_fixture_appear_formatted(html):
         "3,400,000", "180,224",  # base and trainable parameters
         "81,389", "262,144", "31.0%",  # generated tokens vs the seed's full-run estimate
         "4 min 0.5 s", "7 min 35.9 s",  # grpo stage, total wall time
-        "+15.6 points", "[7.3, 21.9]", "0.003",  # paired test
+        "raised held-out pass@1 over SFT by +15.6 points", "[+7.3 points, +21.9 points]",  # the headline's verdict
+        "p = 0.003",  # paired test
         "frozen copy of the SFT adapter", "trl 0.24.0", "eval = 1234",
         "+1.56", "-1.08",  # the mixed group's advantages
     ):
         assert text in html, text
     assert re.search(r"moved up</th><td>9<", html)
     assert re.search(r"unsolved in both</th><td>2<", html)
+
+
+def test_every_pair_of_models_is_tested_with_holm_correction(html, fixture_data):
+    results = fixture_data[0]
+    models = list(results["eval"])
+    assert html.count("Holm") >= 1
+    for i, b in enumerate(models):
+        for a in models[i + 1:]:
+            assert f"<th>{a} - {b}</th>" in html
+    tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
+    assert html.count('class="supported"') == sum(t["supported"] for t in tests) > 0
+
+
+def test_headline_comes_before_the_run_card_and_leads_with_problem_intervals(html):
+    assert html.index("What happened") < html.index('id="run-card"')
+    headline = html[html.index("What happened"):html.index('id="run-card"')]
+    assert headline.index("over problems") < headline.index("Wilson")
 
 
 def test_page_makes_no_external_requests(html):
@@ -152,7 +173,7 @@ def test_a_nearly_empty_results_file_still_renders(tmp_path):
     figures = draw_all({}, tmp_path)
     html = render_report({}, {}, figures, TEMPLATE_DIR)
     for text in ("benchmarks: not run", "generated tokens: not run", "Training curves: not run",
-                 "held-out evaluation: not run", "method comparison: not run", "paired test: not run",
+                 "held-out evaluation: not run", "method comparison: not run", "paired tests: not run",
                  "samples: not run", "real per-token log-probs (kl_real): not run"):
         assert text in html, text
     assert set(figures) == {"grpo_vs_ppo", "k1_vs_k3_synthetic"}

@@ -25,7 +25,7 @@ CONFIG = ["--configfile", "config/smoke.yaml", "--config", f'grpo={{"max_steps":
 TARGET = "results/runs/grpo/train.json"
 ADAPTER = "results/runs/grpo/adapter"
 CHECKPOINTS = "results/checkpoints/grpo-grpo"
-LOG = "results/logs/grpo-grpo.log"
+LOG = "results/logs/train-grpo.log"
 # smoke: 8 GRPO prompts, 2 per step -> 4 steps per epoch. Killing after checkpoint-4 makes the rerun resume in
 # a later epoch than the first, where the prompt order must still match the uninterrupted run's.
 KILL_AFTER_CHECKPOINT = 4

@@ -10,7 +10,7 @@ from thai_grpo.synthetic import TEMPLATE_IDS, generate_problems, tidy_whitespace
 STEP_RE = re.compile(r"(\d+) ([-+x/]) (\d+) = (?:<<(\d+)([-+*/])(\d+)=(\d+)>>)?(\d+)")
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,
        "x": lambda a, b: a * b, "*": lambda a, b: a * b, "/": lambda a, b: a / b}
-COLUMNS = {"translated_question", "translated_answer", "answer", "n_steps", "template"}
+COLUMNS = {"translated_question", "translated_answer", "answer", "n_steps", "template", "skeleton"}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,18 @@ def test_schema_and_answer_line(rows):
         assert r["translated_answer"].count("####") == 1
         assert r["template"] in TEMPLATE_IDS
         assert r["n_steps"] in (1, 2)
+        assert r["skeleton"].startswith(r["template"] + ":")
+
+
+def test_problems_with_one_skeleton_ask_the_same_arithmetic_in_other_words(rows):
+    by_skeleton = {}
+    for r in rows:
+        by_skeleton.setdefault(r["skeleton"], []).append(r)
+    shared = [group for group in by_skeleton.values() if len(group) > 1]
+    assert shared, "2,000 problems with operands <= 20 repeat some skeletons"
+    for group in shared:
+        assert len({r["answer"] for r in group}) == 1
+        assert len({r["translated_question"] for r in group}) == len(group)
 
 
 def test_steps_recompute(rows):

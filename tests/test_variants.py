@@ -18,7 +18,8 @@ from thai_grpo.config import ConfigError, deep_merge
 from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
 from thai_grpo.health import format_hacking_suspect, training_health
 from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
-from thai_grpo.methods import check_method_fields, inherited_args, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.config import inherited_args
+from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.preferences import build_pairs, pair_for_problem
 from thai_grpo.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 from thai_grpo.rloo import leave_one_out_advantages, rloo_args
@@ -232,7 +233,7 @@ def test_method_rows_one_per_method_with_paired_test_and_no_pitfalls():
     paired = {f"{m}_vs_sft": {"mean_diff": 0.1} for m in ["grpo", "dr_grpo", "rloo", "dpo", "g2"]}
     pairs = {"pairs": 3, "problems": 8, "samples_per_problem": 4, "all_right": 1, "all_wrong": 4,
              "generated_tokens": 99}
-    rows = method_rows(scores, trains, {"grpo-rloo": 12.0, "preference_pairs": 3.0}, 5, plans, pairs, paired)
+    rows = method_rows(scores, trains, {"train-rloo": 12.0, "preference_pairs": 3.0}, 5, plans, pairs, paired)
     assert [r["method"] for r in rows] == ["Base (no adapter)", "SFT", "PPO", "DPO", "GRPO", "Dr.GRPO", "RLOO"]
     by = {r["method"]: r for r in rows}
     assert not by["PPO"]["run"] and by["RLOO"]["train_seconds"] == 12.0
@@ -242,8 +243,8 @@ def test_method_rows_one_per_method_with_paired_test_and_no_pitfalls():
 
 
 def test_scope_benchmarks_keep_only_the_reports_models():
-    seconds = {"dataset": 1, "grpo-grpo": 2, "grpo-g2": 3, "sample-g2": 4, "figures": 5, "figures-pitfalls": 6}
-    assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "grpo-grpo": 2, "figures": 5}
+    seconds = {"dataset": 1, "train-grpo": 2, "train-g2": 3, "sample-g2": 4, "figures": 5, "figures-pitfalls": 6}
+    assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "train-grpo": 2, "figures": 5}
 
 
 def test_scope_benchmarks_keep_the_configured_second_heldout_sets():
@@ -330,7 +331,7 @@ def test_changing_one_variant_reruns_only_that_variant(placeholder_workflow):
         assert scheduled_jobs(snakemake(placeholder_workflow, target, "-n", "--configfile", "config/smoke.yaml")) == {}
     change = ["--configfile", "config/smoke.yaml", "--config", 'variants={"dr_grpo":{"grpo":{"beta":0.08}}}']
     dry = snakemake(placeholder_workflow, "-n", *change)
-    assert scheduled_jobs(dry) == {"grpo": 1, "sample": 1, "score": 1, "results": 1, "figures": 1, "report": 1,
+    assert scheduled_jobs(dry) == {"train": 1, "sample": 1, "score": 1, "results": 1, "figures": 1, "report": 1,
                                    "all": 1}
     out = dry.stdout + dry.stderr
     assert "results/runs/dr_grpo/train.json" in out and "results/runs/grpo/train.json" not in out
@@ -351,5 +352,5 @@ def test_a_pitfall_variant_is_built_by_the_pitfalls_target_only(placeholder_work
     change = ["--configfile", "config/smoke.yaml", "--config", 'variants={"temp0.3":{"grpo":{"temperature":0.5}}}']
     assert scheduled_jobs(snakemake(placeholder_workflow, "-n", *change)) == {}
     jobs = scheduled_jobs(snakemake(placeholder_workflow, "pitfalls", "-n", *change))
-    assert jobs == {"grpo": 1, "sample": 1, "score": 1, "results_pitfalls": 1, "figures_pitfalls": 1,
+    assert jobs == {"train": 1, "sample": 1, "score": 1, "results_pitfalls": 1, "figures_pitfalls": 1,
                     "report_pitfalls": 1, "pitfalls": 1}

@@ -1,17 +1,28 @@
 """Per-GPU settings as pure functions of the compute capability: dtype, TRL precision flags, attention kernel.
 
 ``capability`` is ``torch.cuda.get_device_capability()`` - e.g. (7, 5) T4, (8, 0) A100, (8, 6) A10/RTX 30xx,
-(8, 9) L4/RTX 40xx, (9, 0) H100/H200 - or None for CPU. The dtype rule itself is ``models.choose_dtype``;
-this module only adds what follows from it, so that tests can cover every GPU without one.
+(8, 9) L4/RTX 40xx, (9, 0) H100/H200 - or None for CPU. The dtype rule is ``choose_dtype``; the rest follows
+from it, so that tests can cover every GPU without one.
 """
 
 from __future__ import annotations
 
-from thai_grpo.models import choose_dtype
-
 # FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel; SDPA (PyTorch's fused attention) runs
 # everywhere, picks its own flash/memory-efficient kernel where the GPU has one, and is what the chapter uses.
 FLASH_ATTENTION_MIN_CAPABILITY = (8, 0)
+
+
+def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
+    """float32 on CPU; float16 before Ampere (sm < 8.0, e.g. a T4: no native bf16, although
+    ``torch.cuda.is_bf16_supported()`` says True through emulation); bfloat16 from Ampere on."""
+    if compute_capability is None:
+        return "float32"
+    return "bfloat16" if tuple(compute_capability) >= (8, 0) else "float16"
+
+
+def device_dtype() -> str:
+    """The dtype for this machine's first accelerator, per ``choose_dtype``."""
+    return choose_dtype(current_capability())
 
 
 def attention_implementation(capability: tuple[int, int] | None) -> str:

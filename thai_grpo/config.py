@@ -50,6 +50,30 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return merged
 
 
+OURS = ("num_processes",)  # our own keys (batch-divisibility check), passed through to trainer_args
+
+
+def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
+    """The entries of ``section`` (a merged ``grpo`` section) that another TRL config class also has.
+
+    kept = {k: v for k, v in section if k in fields and k not in exclude} (plus our own ``num_processes``);
+    dropped = the other keys, sorted. ``exclude`` names shared field names whose meaning differs between the
+    two methods (DPO's ``beta`` is not a KL weight), so they are not carried over.
+    """
+    fields, exclude = set(fields), set(exclude)
+    kept = {k: v for k, v in section.items() if (k in fields and k not in exclude) or k in OURS}
+    return kept, sorted(set(section) - set(kept))
+
+
+def eval_settings(config: dict) -> dict:
+    """How held-out sets are sampled and scored: the ``eval`` section without its model list and second held-out
+    sets (adding a model or a set resamples nothing else), with ``max_new_tokens`` defaulting to the training
+    budget ``grpo.max_completion_length`` (TRL's default 256 when unset)."""
+    settings = {key: value for key, value in config["eval"].items() if key not in ("models", "extra_sets")}
+    settings.setdefault("max_new_tokens", config.get("grpo", {}).get("max_completion_length", 256))
+    return settings
+
+
 def variant_settings(config: dict, variant: str) -> dict:
     """The ``grpo`` section and reward list of one named variant (its overrides on top of the defaults)."""
     overrides = config.get("variants", {}).get(variant)

@@ -58,6 +58,15 @@ def build_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict
     return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
 
 
+def chat_prompt_texts(tokenizer, questions: list[str], system_prompt: str,
+                      chat_template_kwargs: dict | None = None) -> list[str]:
+    """The prompts as the policy reads them: ``build_prompt`` through the tokenizer's chat template with the
+    generation prompt and the run's ``chat_template_kwargs`` (e.g. Qwen3's ``enable_thinking``), as TRL does.
+    Encode them with ``add_special_tokens=False``: the template already holds every special token."""
+    return [tokenizer.apply_chat_template(build_prompt(q, system_prompt), tokenize=False, add_generation_prompt=True,
+                                          **(chat_template_kwargs or {})) for q in questions]
+
+
 def sft_target(answer_text: str, answer: int) -> str:
     """The assistant turn the SFT stage imitates: the reasoning inside a think block, the number last."""
     return f"<think>\n{solution_steps(answer_text)}\n</think>\n{answer}"
@@ -128,9 +137,19 @@ def _require_columns(records, question_column: str, answer_column: str, where: s
                        f"{where}.answer_column to the dataset's column names")
 
 
-def _row(question: str, answer_text: str, answer: int) -> dict:
-    """One problem as every later stage reads it; the id is the question's normalized-text hash."""
-    return {"id": text_hash(question)[:12], "question": question, "answer_text": answer_text, "answer": answer}
+def _row(question: str, answer_text: str, answer: int, skeleton: str | None = None) -> dict:
+    """One problem as every later stage reads it; the id is the question's normalized-text hash. A synthetic
+    problem also carries its ``skeleton`` (template and operand sequence, ``thai_grpo.synthetic``)."""
+    row = {"id": text_hash(question)[:12], "question": question, "answer_text": answer_text, "answer": answer}
+    return {**row, "skeleton": skeleton} if skeleton else row
+
+
+def leakage_keys(row: dict) -> set[str]:
+    """What makes two problems the same: the normalized question text, and the skeleton where there is one.
+
+    Real data (GSM8K translations, MGSM) has no skeletons, so the text hash is all there is to compare."""
+    keys = {"text:" + text_hash(row["question"])}
+    return keys | {"skeleton:" + row["skeleton"]} if row.get("skeleton") else keys
 
 
 def normalize_rows(records, question_column: str, answer_column: str) -> tuple[list[dict], int]:
@@ -143,7 +162,7 @@ def normalize_rows(records, question_column: str, answer_column: str) -> tuple[l
         if answer is None or not isinstance(question, str) or not question.strip():
             dropped += 1
             continue
-        rows.append(_row(question, answer_text, answer))
+        rows.append(_row(question, answer_text, answer, record.get("skeleton")))
     return rows, dropped
 
 
@@ -159,30 +178,45 @@ def deduplicate(rows: list[dict]) -> list[dict]:
 
 
 def split_rows(rows: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int) -> dict:
-    """Shuffle once with ``seed``, then cut disjoint slices: held-out first, GRPO train, SFT.
+    """Shuffle once with ``seed``, then cut disjoint sets: held-out first, then GRPO train, SFT and pretraining.
 
-    Held-out comes first so that changing ``train_size`` or ``sft_size`` never changes the evaluation set.
+    Held-out = the first ``heldout_size`` shuffled problems that share no leakage key (``leakage_keys``: text,
+    skeleton) with an earlier held-out problem. Every other row sharing a key with a held-out problem is set
+    aside (``reserved``) and used nowhere, so no held-out problem's text or skeleton occurs in any training set.
+    Of the rest, in order: ``train`` (GRPO prompts), ``sft``, and ``pretrain`` (all that remains). Held-out comes
+    first so that changing ``train_size`` or ``sft_size`` never changes the evaluation set.
     """
-    needed = train_size + heldout_size + sft_size
-    if needed > len(rows):
-        raise ValueError(f"data has {len(rows)} usable problems but train_size + heldout_size + sft_size = "
-                         f"{needed}: lower the sizes or use more data")
     shuffled = list(rows)
     random.Random(seed).shuffle(shuffled)
-    heldout = shuffled[:heldout_size]
-    train = shuffled[heldout_size:heldout_size + train_size]
-    sft = shuffled[heldout_size + train_size:needed]
-    return {"heldout": heldout, "train": train, "sft": sft}
+    heldout, reserved_keys = [], set()
+    for row in shuffled:
+        if len(heldout) == heldout_size:
+            break
+        if not leakage_keys(row) & reserved_keys:
+            heldout.append(row)
+            reserved_keys |= leakage_keys(row)
+    chosen = {id(row) for row in heldout}
+    others = [row for row in shuffled if id(row) not in chosen]
+    rest = [row for row in others if not leakage_keys(row) & reserved_keys]
+    needed = train_size + sft_size
+    if len(heldout) < heldout_size or needed > len(rest):
+        raise ValueError(f"data has {len(rows)} usable problems: {len(heldout)} distinct held-out problems and "
+                         f"{len(rest)} left for training once their skeletons are set aside, but heldout_size = "
+                         f"{heldout_size} and train_size + sft_size = {needed}: lower the sizes or use more data")
+    return {"heldout": heldout, "train": rest[:train_size], "sft": rest[train_size:needed],
+            "pretrain": rest[needed:], "reserved": [row for row in others if leakage_keys(row) & reserved_keys]}
 
 
 def assert_no_leakage(heldout: list[dict], **training_sets: list[dict]) -> None:
-    """Raise if any held-out question (by normalized-text hash) appears in a training set."""
-    heldout_hashes = {text_hash(row["question"]) for row in heldout}
+    """Raise if any held-out problem's text (normalized-text hash) or skeleton appears in a training set."""
+    heldout_keys = set().union(*(leakage_keys(row) for row in heldout))
     for name, rows in training_sets.items():
-        leaked = [row["question"] for row in rows if text_hash(row["question"]) in heldout_hashes]
+        leaked = [row for row in rows if leakage_keys(row) & heldout_keys]
         if leaked:
-            raise ValueError(f"{len(leaked)} held-out problem(s) also in the {name} set, e.g. {leaked[0][:60]!r}: "
-                             "the split must be disjoint; deduplicate the source data")
+            shared = sorted(key.split(":")[0] for key in leakage_keys(leaked[0]) & heldout_keys)
+            raise ValueError(f"{len(leaked)} held-out problem(s) share their {' and '.join(shared)} with the {name} "
+                             f"set, e.g. {leaked[0]['question'][:60]!r}: the split must be disjoint; deduplicate "
+                             "the source data")
 
 
 def parse_gold_number(value) -> int | None:
@@ -228,18 +262,18 @@ def number_answer_rows(records, question_column: str, answer_column: str, where:
         if not isinstance(question, str) or not question.strip():
             raise ValueError(f"{where}: row {index} has an empty {question_column}: point "
                              f"{where}.question_column at the question text or fix the row")
-        rows.append(_row(question, f"#### {answer}", answer))
+        rows.append(_row(question, f"#### {answer}", answer, record.get("skeleton")))
     return rows
 
 
 def drop_seen_in_training(rows: list[dict], **training_sets: list[dict]) -> tuple[list[dict], int]:
-    """The rows whose question (by normalized-text hash) is in none of the training sets, and how many were not.
+    """The rows that share no leakage key (text, skeleton: ``leakage_keys``) with a training set, and how many did.
 
     An outside test set may share problems with the training data; those are dropped and counted rather than
     refused, so the rest still measures unseen problems and the training stages stay as they are.
     """
-    seen = {text_hash(row["question"]) for rows_of_set in training_sets.values() for row in rows_of_set}
-    kept = [row for row in rows if text_hash(row["question"]) not in seen]
+    seen = set().union(*(leakage_keys(row) for rows_of_set in training_sets.values() for row in rows_of_set))
+    kept = [row for row in rows if not leakage_keys(row) & seen]
     return kept, len(rows) - len(kept)
 
 

@@ -17,7 +17,7 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.methods import inherited_args
+from thai_grpo.config import inherited_args
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): DPO's implicit reward is beta x log(pi/pi_ref)"
 # Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;

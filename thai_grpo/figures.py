@@ -9,17 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyBboxPatch
+from matplotlib.ticker import MaxNLocator
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.patches import FancyBboxPatch  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
-
-from thai_grpo import kl  # noqa: E402
-
-DPI = 110
+from thai_grpo import kl
+from thai_grpo.figures_pitfalls import draw_pitfalls
+from thai_grpo.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
 POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
@@ -44,63 +41,45 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
     }
 
 
-# --------------------------------------------------------------------------- helpers
-def _save(fig, path) -> None:
-    """Write `fig` as PNG (no timestamps in the metadata) and close it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
-    plt.close(fig)
-
-
-def _series(steps: list[dict], *keys: str) -> np.ndarray:
-    """Values of a (possibly nested) key per step, NaN where a step lacks it."""
-    out = []
-    for s in steps:
-        value = s
-        for k in keys:
-            value = value.get(k) if isinstance(value, dict) else None
-        out.append(np.nan if value is None else float(value))
-    return np.array(out, dtype=float)
 
 
 # --------------------------------------------------------------------------- training
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step: reward and its parts, share of learning groups, length with
     accuracy (DeepSeek-R1's figure in miniature), KL to the reference, clipped ratio, generated tokens."""
-    x = _series(steps, "step")
+    x = step_series(steps, "step")
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
     ax = axes[0, 0]
-    ax.plot(x, _series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
+    ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
-        ax.plot(x, _series(steps, "rewards", name), color=colour, marker=".", label=name)
+        ax.plot(x, step_series(steps, "rewards", name), color=colour, marker=".", label=name)
     ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 1.55))
     ax.legend(fontsize=8, loc="upper left")
     ax = axes[0, 1]
-    ax.plot(x, _series(steps, "frac_groups_nonzero_std"), marker="o", label="groups with std > 0")
-    ax.plot(x, 1 - _series(steps, "frac_reward_zero_std_trl"), ls="--", color="grey",
+    ax.plot(x, step_series(steps, "frac_groups_nonzero_std"), marker="o", label="groups with std > 0")
+    ax.plot(x, 1 - step_series(steps, "frac_reward_zero_std_trl"), ls="--", color="grey",
             label="TRL: 1 - frac_reward_zero_std")
     ax.set(title="Groups that teach something", ylabel="fraction", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8, loc="lower left")
     ax = axes[1, 0]
-    ax.plot(x, _series(steps, "completion_length_mean"), color="#5f3dc4", marker=".")
+    ax.plot(x, step_series(steps, "completion_length_mean"), color="#5f3dc4", marker=".")
     ax.set(title="Completion length with accuracy", ylabel="mean tokens")
     ax.yaxis.label.set_color("#5f3dc4")
     twin = ax.twinx()
-    twin.plot(x, _series(steps, "accuracy"), color=REWARD_COLOURS["correct"], marker="s", ms=3)
+    twin.plot(x, step_series(steps, "accuracy"), color=REWARD_COLOURS["correct"], marker="s", ms=3)
     twin.set_ylabel("accuracy", color=REWARD_COLOURS["correct"])
     twin.set_ylim(0, 1)
-    axes[1, 1].plot(x, _series(steps, "kl"), color="#0c8599", marker=".")
+    axes[1, 1].plot(x, step_series(steps, "kl"), color="#0c8599", marker=".")
     axes[1, 1].set(title="KL(policy || reference), k3 estimate", ylabel="nats / token")
-    axes[2, 0].plot(x, _series(steps, "clipped_ratio"), color=NEGATIVE, marker=".")
+    axes[2, 0].plot(x, step_series(steps, "clipped_ratio"), color=NEGATIVE, marker=".")
     axes[2, 0].set(title="Clipped ratio (hit max_completion_length)", ylabel="fraction", ylim=(-0.02, 1.02))
-    axes[2, 1].bar(x, _series(steps, "generated_tokens"), color=NEUTRAL)
+    axes[2, 1].bar(x, step_series(steps, "generated_tokens"), color=NEUTRAL)
     axes[2, 1].set(title="Generated tokens per step", ylabel="tokens")
     for ax in axes.flat:
         ax.set_xlabel("step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
@@ -141,7 +120,7 @@ def plot_group_advantages(example_groups: dict, path) -> None:
                      transform=axes[1].transAxes, color=NEUTRAL)
     ymax = max([1.0] + [abs(a) for g in (mixed, equal) if g for a in g["advantages"]]) * 1.25
     axes[0].set_ylim(-ymax, ymax)
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 # --------------------------------------------------------------------------- figure 5.2
@@ -181,7 +160,7 @@ def plot_grpo_vs_ppo(path) -> None:
     for ax in axes:
         ax.set(xlim=(0, 1), ylim=(0, 0.9))
         ax.axis("off")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 # --------------------------------------------------------------------------- figure 5.3
@@ -223,7 +202,7 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
         axes[1].axvline(edge, color="grey", ls=":", lw=1)
     axes[1].text(70, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
                  ha="center", va="top", fontsize=8, color="dimgrey")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_label="true KL") -> None:
@@ -255,7 +234,7 @@ def plot_k1_vs_k3_real(logp_policy, logp_ref, path, seed: int = 0, n_orders: int
                    ref_label="mean k3 over all tokens")
     ax.set_title(f"{len(k1_all)} real tokens: k1 below 0 for {np.mean(k1_all < 0):.0%} of them, "
                  f"k3 for {np.mean(k3_all < 0):.0%}")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 # --------------------------------------------------------------------------- held-out evaluation
@@ -270,7 +249,7 @@ def plot_pass_at_k(eval_dict: dict, path) -> None:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend()
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
@@ -294,7 +273,7 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     ax.text(0.98, 0.03, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
             bbox=dict(fc="white", ec="#ced4da"))
     ax.grid(alpha=0.3)
-    _save(fig, path)
+    save_figure(fig, path)
     return counts
 
 
@@ -338,7 +317,5 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
         plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
                                 after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
-    from thai_grpo.figures_pitfalls import draw_pitfalls  # imports this module's helpers
-
     paths.update(draw_pitfalls(results, out))
     return paths

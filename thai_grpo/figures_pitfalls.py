@@ -4,7 +4,7 @@
   agree often and the group teaches nothing);
 - temperature: share of groups with std > 0 at temperature 0.3 vs 1.0 (low temperature: diversity collapses);
 - reward hacking: mean reward, accuracy and share of empty think blocks with the lenient format regex.
-Each legend carries the run's held-out pass@1. Same conventions as ``thai_grpo.figures`` (Agg, fixed dpi).
+Each legend carries the run's held-out pass@1. Same conventions as ``thai_grpo.figures`` (``thai_grpo.plotting``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.figures import _save, _series
+from thai_grpo.health import first_and_last
+from thai_grpo.plotting import save_figure, step_series
 
 FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
            "reward_hacking": "pitfall_reward_hacking"}
@@ -38,7 +39,7 @@ def _overlay(ax, runs: dict, names: list[str], key, labels: dict, title: str, yl
     keys = key if isinstance(key, tuple) else (key,)
     for name in names:
         steps = runs[name].get("steps") or []
-        ax.plot(_series(steps, "step"), _series(steps, *keys), marker="o", ms=3, label=labels[name])
+        ax.plot(step_series(steps, "step"), step_series(steps, *keys), marker="o", ms=3, label=labels[name])
     ax.set(title=title, xlabel="step", ylabel=ylabel)
     if ylim:
         ax.set_ylim(*ylim)
@@ -54,7 +55,7 @@ def plot_group_size(runs: dict, evals: dict, names: list[str], path) -> None:
              "fraction", (-0.02, 1.02))
     _overlay(axes[1], runs, names, "accuracy", labels, "Training accuracy per step", "accuracy", (-0.02, 1.02))
     axes[1].legend(fontsize=8, loc="best")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_temperature(runs: dict, evals: dict, names: list[str], path) -> None:
@@ -65,7 +66,7 @@ def plot_temperature(runs: dict, evals: dict, names: list[str], path) -> None:
              "fraction", (-0.02, 1.02))
     _overlay(axes[1], runs, names, "reward_std", labels, "Reward spread in the batch", "reward std")
     axes[0].legend(fontsize=8, loc="best")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 def plot_reward_hacking(runs: dict, evals: dict, names: list[str], path) -> None:
@@ -78,7 +79,7 @@ def plot_reward_hacking(runs: dict, evals: dict, names: list[str], path) -> None
     _overlay(axes[2], runs, names, "empty_think_share", labels, "Empty think blocks <think></think>",
              "share of completions", (-0.02, 1.02))
     axes[0].legend(fontsize=8, loc="best")
-    _save(fig, path)
+    save_figure(fig, path)
 
 
 PLOTS = {"group_size": plot_group_size, "temperature": plot_temperature, "reward_hacking": plot_reward_hacking}
@@ -98,10 +99,4 @@ def draw_pitfalls(results: dict, out_dir: str | Path) -> dict[str, Path]:
 
 def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
     """Mean of ``key`` over the first and the last third of the steps (None when missing)."""
-    values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
-    if not np.isfinite(values).any():
-        return None, None
-    w = max(1, len(values) // 3)
-    first, last = values[:w], values[-w:]
-    return (float(np.nanmean(first)) if np.isfinite(first).any() else None,
-            float(np.nanmean(last)) if np.isfinite(last).any() else None)
+    return first_and_last([s.get(key) for s in steps])

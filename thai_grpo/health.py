@@ -6,13 +6,21 @@ from __future__ import annotations
 import numpy as np
 
 
-def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, float] | None:
-    """Mean of `key` over the first and the last `window` steps (default: a third of the run)."""
-    values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
-    if len(values) < 3:
-        return None
+def first_and_last(values, window: int | None = None) -> tuple[float | None, float | None]:
+    """Means of the first and the last ``window`` values (default: a third of them, at least one), skipping
+    missing ones (None, NaN); a part with no value at all is None. How every check compares a run's start and end."""
+    values = np.array([np.nan if v is None else v for v in values], dtype=float)
     w = window or max(1, len(values) // 3)
-    return float(np.nanmean(values[:w])), float(np.nanmean(values[-w:]))
+    first, last = values[:w], values[-w:]
+    return tuple(float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last))
+
+
+def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, float] | None:
+    """``first_and_last`` of ``key`` over the steps; None with fewer than 3 steps or a part without values."""
+    if len(steps) < 3:
+        return None
+    means = first_and_last([s.get(key) for s in steps], window)
+    return None if None in means else means
 
 
 def hacking_suspect(
@@ -26,19 +34,17 @@ def hacking_suspect(
     """
     length = _thirds(steps, "completion_length_mean", window)
     accuracy = _thirds(steps, "accuracy", window)
-    if length is None or accuracy is None or not all(np.isfinite(length + accuracy)):
+    if length is None or accuracy is None:
         return False
     return length[1] > (1.0 + length_rise) * length[0] and accuracy[1] - accuracy[0] < accuracy_rise
 
 
 def truncation_failed(steps: list[dict], threshold: float = 0.9, window: int | None = None) -> bool:
     """Completions hit max_completion_length: mean `clipped_ratio` over the last third >= threshold."""
-    values = np.array([s.get("clipped_ratio", np.nan) for s in steps], dtype=float)
-    if len(values) == 0:
+    if not steps:
         return False
-    w = window or max(1, len(values) // 3)
-    last = values[-w:]
-    return bool(np.isfinite(last).any() and np.nanmean(last) >= threshold)
+    last = first_and_last([s.get("clipped_ratio") for s in steps], window)[1]
+    return last is not None and last >= threshold
 
 
 
@@ -53,14 +59,7 @@ def format_hacking_suspect(steps: list[dict], min_share: float = 0.1, accuracy_r
     lenient = any("format_lenient" in (s.get("rewards") or {}) for s in steps)
     if not lenient or len(steps) < 3:
         return {"suspect": False, "lenient_reward": lenient, "means": None}
-    w = max(1, len(steps) // 3)
-
-    def ends(key):
-        values = np.array([s.get(key, np.nan) for s in steps], dtype=float)
-        first, last = values[:w], values[-w:]
-        return [float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last)]
-
-    means = {key: ends(key) for key in ("empty_think_share", "accuracy", "reward_mean")}
+    means = {key: list(first_and_last([s.get(key) for s in steps])) for key in ("empty_think_share", "accuracy", "reward_mean")}
     share, accuracy = means["empty_think_share"], means["accuracy"]
     suspect = (None not in share and None not in accuracy and share[1] >= min_share and share[1] > share[0]
                and accuracy[1] - accuracy[0] < accuracy_rise)

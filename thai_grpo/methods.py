@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.config import ConfigError, variant_settings
+from thai_grpo.config import OURS, ConfigError, variant_settings
 
 METHOD_NAMES = ("grpo", "rloo", "dpo")
 GROUPS = ("method", "pitfall")
-OURS = ("num_processes",)  # our own keys (batch-divisibility check), passed through to trainer_args
 
 
 def variant_plan(config: dict, variant: str) -> dict:
@@ -35,18 +34,6 @@ def method_kind(plan: dict) -> str:
     if plan["method"] == "grpo" and plan["grpo"].get("loss_type") == "dr_grpo":
         return "dr_grpo"
     return plan["method"]
-
-
-def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
-    """The entries of ``section`` (a merged ``grpo`` section) that another TRL config class also has.
-
-    kept = {k: v for k, v in section if k in fields and k not in exclude} (plus our own ``num_processes``);
-    dropped = the other keys, sorted. ``exclude`` names shared field names whose meaning differs between the
-    two methods (DPO's ``beta`` is not a KL weight), so they are not carried over.
-    """
-    fields, exclude = set(fields), set(exclude)
-    kept = {k: v for k, v in section.items() if (k in fields and k not in exclude) or k in OURS}
-    return kept, sorted(set(section) - set(kept))
 
 
 def trainer_for(method: str):

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from thai_grpo.accelerators import device_dtype
+
 PAD_TOKEN, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 # Ordinary added tokens, not special ones: TRL decodes completions with skip_special_tokens=True,
 # and a special <think> would vanish from the text the format reward reads.
@@ -22,15 +24,23 @@ CHAT_TEMPLATE = (
 )
 
 
+# Pre-tokenizer pieces: a run of letters WITH their combining marks (Thai vowels and tone marks are category M:
+# GPT-2's regex, letters only, cuts every Thai word at each mark, ~2.5x more tokens), a run of punctuation, or
+# whitespace; each with at most one leading space. Digits are split off one by one before this.
+WORD_PIECES = r" ?[\p{L}\p{M}]+| ?[^\s\p{L}\p{M}\p{N}]+|\s+"
+
+
 def train_tokenizer(texts: list[str], vocab_size: int):
-    """A byte-level BPE tokenizer with digits split one by one (as Qwen does) and a chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    """A byte-level BPE tokenizer with digits split one by one (as Qwen does), Thai words kept whole for BPE to
+    merge (``WORD_PIECES``), and a chat template."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
     core.pre_tokenizer = pre_tokenizers.Sequence([
         pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.ByteLevel(add_prefix_space=False),
+        pre_tokenizers.Split(Regex(WORD_PIECES), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[PAD_TOKEN, IM_START, IM_END],
@@ -69,22 +79,8 @@ def count_parameters(model) -> dict:
     return {"total": total, "trainable": trainable}
 
 
-def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
-    """float32 on CPU; float16 before Ampere (sm < 8.0, e.g. a T4: no native bf16, although
-    ``torch.cuda.is_bf16_supported()`` says True through emulation); bfloat16 from Ampere on."""
-    if compute_capability is None:
-        return "float32"
-    return "bfloat16" if tuple(compute_capability) >= (8, 0) else "float16"
-
-
-def device_dtype() -> str:
-    """The dtype for this machine's first accelerator, per ``choose_dtype``."""
-    from thai_grpo.accelerators import current_capability  # imports this module: import here, not at the top
-
-    return choose_dtype(current_capability())
-
-
 def resolve_dtype(name: str):
+    """A torch dtype by name; ``auto`` is this machine's (``accelerators.device_dtype``)."""
     import torch
 
     return getattr(torch, device_dtype() if name == "auto" else name)
@@ -127,15 +123,20 @@ def load_base_model(path: str | Path, dtype: str = "float32", attn_implementatio
 
 
 def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainable: bool = False,
-                dtype: str = "float32"):
-    """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given."""
+                dtype: str = "float32", merged: bool = False):
+    """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given.
+
+    ``merged``: fold a frozen adapter into the base weights (W + BA), a plain model again: the same function,
+    without LoRA's extra matrix products on every forward (sampling ~1.5x faster on a CPU, measured).
+    """
     from peft import PeftModel
 
     base = load_base_model(base_path, dtype)
     if adapter_path is None:
         return base
     require_model_dir(adapter_path, "adapter")
-    return PeftModel.from_pretrained(base, str(adapter_path), is_trainable=trainable)
+    policy = PeftModel.from_pretrained(base, str(adapter_path), is_trainable=trainable and not merged)
+    return policy.merge_and_unload() if merged else policy
 
 
 def safetensors_parameter_count(model_dir: str | Path) -> int:

@@ -23,6 +23,7 @@ from thai_grpo.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.figures_pitfalls import step_means
 from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
+from thai_grpo.verdicts import difference_verdict, health_verdict, p_text, pass_at_k_verdict
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -175,6 +176,32 @@ def _pitfalls(results: dict) -> dict:
     return {"sets": sets, "lenient_runs": lenient}
 
 
+def _headline(results: dict, health: dict) -> dict | None:
+    """What happened, first: SFT -> GRPO held-out pass@1 and pass@8 (problem-bootstrap intervals, Wilson beside),
+    the paired test, greedy accuracy's paired test, the health flags, and sentences computed from those numbers."""
+    evals, comparison = results.get("eval") or {}, results.get("comparison") or {}
+    if not {"sft", "grpo"} <= set(evals):
+        return None
+    test = (comparison.get("paired_tests") or {}).get("grpo_vs_sft")
+    greedy = (comparison.get("greedy_tests") or {}).get("grpo")
+    keys = pass_keys(evals)
+    return {"keys": [keys[0], keys[-1]] if len(keys) > 1 else keys, "sft": evals["sft"], "grpo": evals["grpo"],
+            "test": test, "greedy_test": greedy, "health": health,
+            "verdict": difference_verdict(test, "GRPO", "SFT") if test else None,
+            "greedy_verdict": difference_verdict(greedy, "GRPO", "SFT", "greedy accuracy") if greedy else None,
+            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"]),
+            "health_verdict": health_verdict(health),
+            "problems": evals["grpo"].get("num_problems"), "samples": evals["grpo"].get("n_samples")}
+
+
+def _pairwise(results: dict) -> dict[str, list[dict]]:
+    """comparison.pairwise grouped by metric, each test with its p-value as text (resamples named at p = 0)."""
+    grouped: dict[str, list[dict]] = {}
+    for test in (results.get("comparison") or {}).get("pairwise") or []:
+        grouped.setdefault(test["metric"], []).append({**test, "p_text": p_text(test)})
+    return grouped
+
+
 def _extra_sets(results: dict) -> list[dict]:
     """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
     counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
@@ -209,7 +236,11 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
                                                  evals[pair[1]]["per_problem_correct"])
     benchmarks = run.get("benchmarks") or {}
     keys = pass_keys(evals)
+    health = _health(train)
     return {
+        "headline": _headline(results, health),
+        "pairwise": _pairwise(results),
+        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1])) if pair else None,
         "sections": SECTIONS,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
@@ -217,7 +248,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "benchmark_total": sum(benchmarks.values()) if benchmarks else None,
         "tokens": _tokens(run),
         "steps": train.get("steps") or [],
-        "health": _health(train),
+        "health": health,
         "groups": train.get("example_groups") or {},
         "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
         "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),

@@ -7,7 +7,7 @@ import importlib.metadata
 import platform
 from pathlib import Path
 
-from thai_grpo.evaluation import paired_pass1_test
+from thai_grpo.evaluation import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.health import training_health
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
@@ -51,7 +51,7 @@ def benchmark_seconds(benchmark_dir: str | Path) -> dict:
 
 
 def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
-    """The stages of one report: shared ones, the grpo (training), sample and score stages of its models, and the
+    """The stages of one report: shared ones, the train and score stages of its models, and the
     stages of its second held-out sets (extra_heldout-SET, sample_extra-SET-MODEL, score_extra-SET-MODEL)."""
     def belongs(stage: str) -> bool:
         kind, _, model = stage.partition("-")
@@ -60,7 +60,7 @@ def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = (
         if kind in ("sample_extra", "score_extra"):
             extra, _, model = model.partition("-")  # set names have no '-' (config/schema.yaml)
             return extra in extra_sets and model in models
-        return not model or (kind in ("grpo", "sample", "score") and model in models)
+        return not model or (kind in ("train", "sample", "score") and model in models)
 
     return {stage: value for stage, value in seconds.items() if belongs(stage)}
 
@@ -77,7 +77,7 @@ def _steps_tokens(train: dict) -> int | None:
 
 
 def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
-                 paired: dict, description: str = "") -> dict:
+                 paired: dict, description: str = "", greedy_paired: dict | None = None) -> dict:
     label, labels, models = METHODS[kind]
     tokens, notes = _steps_tokens(train), []
     if kind == "dpo":
@@ -92,16 +92,17 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
     return {"method": label if name == kind else f"{label} ({name})", "model": name if name in scores else None,
             "human_labels": labels, "models_in_memory": models,
             "trainable_parameters": train.get("parameters", {}).get("trainable"),
-            "train_seconds": benchmarks.get(f"grpo-{name}"), "generated_tokens": tokens,
+            "train_seconds": benchmarks.get(f"train-{name}"), "generated_tokens": tokens,
             "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
             "run": name in scores, "note": "; ".join(notes) if notes else description,
-            "paired_vs_sft": paired.get(f"{name}_vs_sft")}
+            "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name)}
 
 
 def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
-                pairs: dict | None = None, paired: dict | None = None) -> list[dict]:
+                pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None) -> list[dict]:
     """One comparison row per method, in the chapter's order; every run of a method (variants with
-    group: method) is a row; methods the pipeline did not run say so. Pitfall variants are not rows."""
+    group: method) is a row; methods the pipeline did not run say so. Pitfall variants are not rows.
+    ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy test vs SFT}``."""
     plans, paired = plans or {}, paired or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
                 and (plans.get(name) or {}).get("group", "method") == "method"]
@@ -109,7 +110,8 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
     for key, (label, labels, models) in METHODS.items():
         names = [v for v in variants if _kind(v, plans.get(v)) == key]
         rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
-                              (plans.get(v) or {}).get("overrides", {}).get("description", "")) for v in names]
+                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired)
+                 for v in names]
         if names:
             continue
         ran = key in scores and key in ("base", "sft")
@@ -117,7 +119,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
                      "models_in_memory": models, "trainable_parameters": sft_parameters if key == "sft" else None,
                      "train_seconds": benchmarks.get("sft_adapter") if key == "sft" else None,
                      "generated_tokens": None, "run": ran, "note": "" if ran else "not run by this config",
-                     "paired_vs_sft": None})
+                     "paired_vs_sft": None, "greedy_vs_sft": None})
     return rows
 
 
@@ -166,6 +168,12 @@ def paired_tests(scores: dict, n_boot: int, seed: int) -> dict:
             for m in scores if m not in ("sft", "base") and "sft" in scores}
 
 
+def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
+    """``{MODEL: test}``: the paired bootstrap of greedy accuracy (0/1 per problem) of every trained model vs SFT."""
+    return {m: paired_test(scores[m], scores["sft"], "greedy", n_boot, seed)
+            for m in scores if m not in ("sft", "base") and "sft" in scores}
+
+
 def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) -> dict:
     """The ``extra_sets`` section, one entry per second held-out set (``{name: {stats, scores}}``): its title and
     source from the config, its problem counts, every model's scores as in ``eval``, and the paired tests
@@ -189,7 +197,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
     per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
-    paired = paired_tests(scores, n_boot, seed)
+    paired, greedy = paired_tests(scores, n_boot, seed), greedy_tests(scores, n_boot, seed)
     benchmarks = scope_benchmarks(benchmarks, list(scores), list(extra_sets))
     return {
         "config": config,
@@ -214,10 +222,11 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         "eval": scores,
         "preference_pairs": pairs,
         "pitfalls": pitfall_sets(plans, main or "grpo"),
-        "comparison": {"paired_tests": paired,
+        "comparison": {"paired_tests": paired, "greedy_tests": greedy,
+                       "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed),
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
-                                              paired)},
+                                              paired, greedy)},
         "kl_real": kl_real,
         "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }

@@ -1,20 +1,40 @@
-"""Held-out sampling: n completions per problem at the training temperature, plus one greedy answer.
+"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
 
-Sampling parameters mirror GRPO's rollouts (temperature, no top-k/top-p truncation), so pass@1 measures
-the policy that was optimised. Every batch is seeded from (seed, batch index): same config, same samples.
+Sampling follows GRPO's rollouts: no top-k/top-p truncation, the same chat template and template arguments,
+the same stop tokens (``stop_token_ids``: TRL's rule) and the same completion budget (``eval.max_new_tokens``
+defaults to ``grpo.max_completion_length``). Every model is scored at one temperature, ``eval.temperature``
+(the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
+temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every batch is seeded from
+(seed, batch index): same config, same samples.
 """
 
 from __future__ import annotations
 
-from thai_grpo.data import build_prompt
+from thai_grpo.data import chat_prompt_texts
 from thai_grpo.rewards import reward_breakdown
 
 
 def _encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
-    texts = [tokenizer.apply_chat_template(build_prompt(q, system_prompt), tokenize=False,
-                                           add_generation_prompt=True, **chat_template_kwargs) for q in questions]
+    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
     tokenizer.padding_side = "left"
     return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+
+
+def stop_token_ids(model, tokenizer) -> list[int]:
+    """The ids that end a completion, as TRL's GRPOTrainer collects them: the model's ``generation_config``
+    EOS id(s), with the tokenizer's EOS first when missing (Qwen3: ``<|im_end|>`` and ``<|endoftext|>``)."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
+    return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
+
+
+def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
+    """``{text, num_tokens, truncated}`` of one generated row: cut after the first stop token (counted, as TRL
+    counts the EOS in the completion mask), or the whole row, truncated, when no stop token came."""
+    stop = next((position for position, token in enumerate(ids) if token in stop_ids), None)
+    length = len(ids) if stop is None else stop + 1
+    return {"text": tokenizer.decode(ids[:length], skip_special_tokens=True), "num_tokens": length,
+            "truncated": stop is None}
 
 
 def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
@@ -24,23 +44,18 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
     from transformers import GenerationConfig
 
     encoded = _encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
+    stop_ids = stop_token_ids(model, tokenizer)
     sampling = temperature is not None
     config = GenerationConfig(
         do_sample=sampling, temperature=temperature if sampling else None, top_k=0 if sampling else None,
         top_p=1.0 if sampling else None, max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
-        eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id,
     )
     torch.manual_seed(seed)
     with torch.no_grad():
         output = model.generate(**encoded.to(model.device), generation_config=config)
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
-    completions = []
-    for row in new_tokens:
-        ids = row.tolist()
-        finished = tokenizer.eos_token_id in ids
-        length = ids.index(tokenizer.eos_token_id) + 1 if finished else len(ids)
-        completions.append({"text": tokenizer.decode(ids[:length], skip_special_tokens=True),
-                            "num_tokens": length, "truncated": not finished})
+    completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
     return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]
 
 

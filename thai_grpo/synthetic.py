@@ -10,8 +10,11 @@ columns so the whole pipeline can run offline and fast:
   ``#### N`` with N an integer, exactly like GSM8K.  About half of the
   templates carry GSM8K calculator annotations ``<<...>>``.
 
-Extra columns, handy for analysis: ``answer`` (the int), ``n_steps`` (1 or 2)
-and ``template`` (a template id from :data:`TEMPLATE_IDS`).
+Extra columns: ``answer`` (the int), ``n_steps`` (1 or 2), ``template`` (a
+template id from :data:`TEMPLATE_IDS`) and ``skeleton`` (:func:`problem_skeleton`:
+the template and its operand sequence).  Two problems with the same skeleton
+differ only in names and nouns: the split keeps every skeleton of the held-out
+set out of all training data.
 
 Every number that appears in a question is an operand bounded by
 ``max_operand`` (default 20) so that a tiny model trained from scratch can
@@ -30,7 +33,7 @@ from typing import Callable, Sequence
 
 from thai_grpo.data import text_hash
 
-__all__ = ["TEMPLATE_IDS", "generate_problems", "tidy_whitespace"]
+__all__ = ["TEMPLATE_IDS", "generate_problems", "problem_skeleton", "tidy_whitespace"]
 
 NAMES = (
     "สมชาย", "สมหญิง", "มานี", "มานะ", "ปิติ", "ชูใจ", "วีระ", "ดวงใจ",
@@ -57,6 +60,15 @@ MIN_MAX_OPERAND = 5
 def tidy_whitespace(text: str) -> str:
     """NFC-normalize, collapse runs of whitespace to one space, strip."""
     return re.sub(r"\s+", " ", unicodedata.normalize("NFC", text)).strip()
+
+
+def problem_skeleton(template: str, question: str) -> str:
+    """The problem without its names and nouns: ``template:operand,operand,...`` (numbers in question order).
+
+    Every number of a synthetic question is an operand of its template (or a constant of it), so two
+    questions with the same skeleton ask the same arithmetic in other words.
+    """
+    return f"{template}:{','.join(re.findall(r'[0-9]+', question))}"
 
 
 class _Draw:
@@ -325,6 +337,7 @@ def generate_problems(
             "answer": answer,
             "n_steps": n_steps,
             "template": tid,
+            "skeleton": problem_skeleton(tid, question),
         })
     if len(rows) < n:
         raise ValueError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.data import build_prompt
+from thai_grpo.data import chat_prompt_texts
 
 
 def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int) -> list[list[float]]:
@@ -36,7 +36,7 @@ def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id:
 
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
                                   samples: list[dict], system_prompt: str, max_completions: int,
-                                  batch_size: int = 32) -> dict:
+                                  batch_size: int = 32, chat_template_kwargs: dict | None = None) -> dict:
     """Log-probs of the first ``max_completions`` sampled completions (in file order) under both adapters."""
     from peft import PeftModel
 
@@ -49,8 +49,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     model.eval()
     pairs = []
     for record in samples:
-        prompt = tokenizer.apply_chat_template(build_prompt(record["question"], system_prompt), tokenize=False,
-                                               add_generation_prompt=True)
+        (prompt,) = chat_prompt_texts(tokenizer, [record["question"]], system_prompt, chat_template_kwargs)
         prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         for completion in record["completions"]:
             completion_ids = tokenizer(completion["text"], add_special_tokens=False)["input_ids"]

@@ -77,6 +77,12 @@ def set_threads(threads: int | None) -> None:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed every generator; on a CPU also refuse non-deterministic kernels, so that one machine with the same
+    thread count (``set_threads``) gives the same digits. On a GPU deterministic mode would cost speed (and
+    CUDA_LAUNCH_BLOCKING), so GPU runs are seeded but not bit-reproducible."""
+    import torch
     from transformers import set_seed
 
-    set_seed(seed, deterministic=False)
+    set_seed(seed)
+    if not torch.cuda.is_available():
+        torch.use_deterministic_algorithms(True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thai_grpo.data import build_prompt
+from thai_grpo.data import chat_prompt_texts
 from thai_grpo.sampling import score_completion
 
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
@@ -103,8 +103,7 @@ def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
                      chat_template_kwargs: dict | None = None) -> list[list[int]]:
     """The prompts exactly as the transformers path encodes them (chat template, generation prompt, no extra
     special tokens), unpadded; given to vLLM as token ids so that vLLM's own tokenization cannot differ."""
-    texts = [tokenizer.apply_chat_template(build_prompt(q, system_prompt), tokenize=False, add_generation_prompt=True,
-                                           **(chat_template_kwargs or {})) for q in questions]
+    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
     return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
 
 
@@ -140,9 +139,9 @@ def _gpu_capability() -> tuple[int, int] | None:
 
 
 def resolve_vllm_dtype(dtype: str, capability: tuple[int, int] | None) -> str:
-    """The config's dtype; ``auto`` follows ``models.choose_dtype`` (float16 on a T4, bfloat16 from sm 8.0),
+    """The config's dtype; ``auto`` follows ``accelerators.choose_dtype`` (float16 on a T4, bfloat16 from sm 8.0),
     or vLLM's own ``auto`` when the capability is unknown."""
-    from thai_grpo.models import choose_dtype
+    from thai_grpo.accelerators import choose_dtype
 
     if dtype != "auto":
         return dtype

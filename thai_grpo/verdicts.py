@@ -1,0 +1,63 @@
+"""Sentences of verdict, computed from the numbers they summarise (never written in advance).
+
+Each function takes the parts of results.json it speaks about and returns plain text; the report and the
+README quote these sentences, so a run that says "no" makes the report say "no".
+"""
+
+from __future__ import annotations
+
+
+def _points(value: float) -> str:
+    """0.0431 -> '+4.3 points' (percentage points, signed; a difference that rounds to 0 has no sign)."""
+    text = f"{100 * value:.1f}"
+    return f"{text.lstrip('-')} points" if float(text) == 0 else f"{'+' if value > 0 else ''}{text} points"
+
+
+def p_text(test: dict) -> str:
+    """'p = 0.012' or 'p < 0.0001 (10,000 resamples)': a bootstrap p of 0 only bounds p by 1 / resamples."""
+    resamples = test.get("n_resamples")
+    if test["p_value"] == 0 and resamples:
+        return f"p < {1 / resamples:g} ({resamples:,} resamples)"
+    return f"p = {test['p_value']:.3g}"
+
+
+def difference_verdict(test: dict, after: str, before: str, metric: str = "held-out pass@1") -> str:
+    """One sentence on a paired difference: its size, its 95% interval over problems, and whether it is supported
+    (the interval excludes 0) or not."""
+    interval = f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}]"
+    if test["ci_low"] > 0:
+        return (f"{after} raised {metric} over {before} by {_points(test['mean_diff'])} (paired 95% interval over "
+                f"problems {interval}, {p_text(test)}): a supported gain.")
+    if test["ci_high"] < 0:
+        return (f"{after} lowered {metric} below {before} by {_points(-test['mean_diff'])} (paired 95% interval "
+                f"{interval}, {p_text(test)}): a supported loss.")
+    return (f"{after} and {before} do not differ detectably in {metric}: {_points(test['mean_diff'])}, paired 95% "
+            f"interval {interval} includes 0 ({p_text(test)}).")
+
+
+def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str | None:
+    """Does the gap between two models' pass@k curves close at large k ("polish, not create") or not?
+
+    Compares the curves at k = 1 and at the largest k both have; the sentence says what the numbers do.
+    """
+    curve_b, curve_a = before.get("pass_at_k_curve") or {}, after.get("pass_at_k_curve") or {}
+    ks = sorted(set(map(int, curve_b)) & set(map(int, curve_a)))
+    if len(ks) < 2:
+        return None
+    first, last = ks[0], ks[-1]
+    gap_first = curve_a[str(first)] - curve_b[str(first)]
+    gap_last = curve_a[str(last)] - curve_b[str(last)]
+    b, a = names
+    text = (f"{a} - {b}: {_points(gap_first)} at k = {first}, {_points(gap_last)} at k = {last}. ")
+    if gap_first > 0 and abs(gap_last) < abs(gap_first):
+        return text + (f"The gap narrows as k grows: {a} mostly moves answers {b} could already reach in {last} "
+                       "tries to the first try (polish, not create).")
+    if gap_first > 0:
+        return text + f"The gap does not narrow by k = {last}: here {a} also solves problems {b} rarely reached."
+    return text + f"{a} does not lead at k = {first}, so there is nothing to polish in these numbers."
+
+
+def health_verdict(health: dict) -> str:
+    """'no health flag raised' or the flags' own messages."""
+    messages = health.get("messages") or []
+    return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking)."
