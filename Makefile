@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 CORES ?= 2
 
-.PHONY: setup run test test-fast browser lint gpu-check clean
+.PHONY: setup run test test-fast bench browser lint gpu-check clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,12 @@ $(STAMP): requirements.txt pyproject.toml
 
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
+
+# Where the time goes on this machine: sampler vs its forward-pass bound, one GRPO step split into its parts, each
+# stage's share of the last run (results/bench/bench.json). Builds the base and SFT adapter first if needed.
+bench: setup
+	$(BIN)/snakemake --cores $(CORES) -q results/model/sft_adapter results/data/train.jsonl
+	$(BIN)/python scripts/bench.py
 
 # Headless Chromium for the report's browser tests; they skip with a message where it cannot be installed.
 browser:

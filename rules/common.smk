@@ -30,6 +30,21 @@ EVAL_SETTINGS = eval_settings(config)
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
+def training_temperature(variant):
+    return variant_plan(config, variant)["grpo"].get("temperature", 1.0)
+
+
+# Every model is scored at eval.temperature; a variant trained at another temperature (the temp0.3 pitfall) is
+# also scored at its own, so that its report shows both.
+OWN_TEMPERATURE = {scope: [m for m in models if m in VARIANTS and
+                           training_temperature(m) != EVAL_SETTINGS["temperature"]]
+                   for scope, models in SCOPE_MODELS.items()}
+
+
+wildcard_constraints:
+    model="[^/]+",
+
+
 def trained(models):
     """The variants among ``models`` (base and sft are not trained by the train rule)."""
     return [m for m in models if m in VARIANTS]
@@ -63,6 +78,8 @@ def scope_inputs(scope):
         files["pairs"] = rules.preference_pairs.output.stats
     if "grpo" in models:
         files["kl_real"] = "results/eval/grpo/token_logprobs.json"
+    if OWN_TEMPERATURE[scope]:
+        files["own_temperature"] = expand(rules.score_own_temperature.output.scores, model=OWN_TEMPERATURE[scope])
     if EXTRA_SETS:  # collect_results reads the scores set by set, model by model in eval.models order
         files["extra_stats"] = expand(rules.extra_heldout.output.stats, extra=list(EXTRA_SETS))
         files["extra_scores"] = expand(rules.score_extra.output.scores, extra=list(EXTRA_SETS), model=EVAL_MODELS)
@@ -77,4 +94,5 @@ def scope_params(scope):
     plans = {v: {**variant_plan(config, v), "overrides": variants[v]} for v in variants}
     return {"config": {**config, "variants": variants}, "models": models, "variants": list(variants),
             "plans": plans, "benchmarks": "results/benchmarks", "extra_sets": list(EXTRA_SETS),
+            "own_temperature": OWN_TEMPERATURE[scope],
             "extra_models": EVAL_MODELS}

@@ -14,7 +14,7 @@ rule sample:
         eval=EVAL_SETTINGS,
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
-    threads: 2
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:
@@ -45,6 +45,34 @@ rule score:
         "../scripts/score_samples.py"
 
 
+use rule sample as sample_own_temperature with:
+    message:
+        "Sampling {wildcards.model} at the temperature it was trained at"
+    output:
+        samples="results/eval/{model}/own_temperature/samples.jsonl",
+    params:
+        eval=lambda wildcards: {**EVAL_SETTINGS, "temperature": training_temperature(wildcards.model)},
+        dtype=config["base"].get("dtype", "float32"),
+        system_prompt=SYSTEM,
+    log:
+        "results/logs/sample_own_temperature-{model}.log",
+    benchmark:
+        "results/benchmarks/sample_own_temperature-{model}.tsv"
+
+
+use rule score as score_own_temperature with:
+    message:
+        "Scoring {wildcards.model} at the temperature it was trained at"
+    input:
+        samples=rules.sample_own_temperature.output.samples,
+    output:
+        scores="results/eval/{model}/own_temperature/scores.json",
+    log:
+        "results/logs/score_own_temperature-{model}.log",
+    benchmark:
+        "results/benchmarks/score_own_temperature-{model}.tsv"
+
+
 rule token_logprobs:
     message: "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
     input:
@@ -58,7 +86,7 @@ rule token_logprobs:
         system_prompt=SYSTEM,
         max_completions=256,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
-    threads: 2
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     log:
         "results/logs/token_logprobs.log",
     benchmark:

@@ -25,7 +25,7 @@ rule preference_pairs:
         },
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
-    threads: 2
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:
@@ -56,7 +56,7 @@ rule train:
         checkpoints=lambda wildcards: f"results/checkpoints/{method_of(wildcards.variant)}-{wildcards.variant}",
     wildcard_constraints:
         variant="|".join(re.escape(v) for v in VARIANTS),
-    threads: 2
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,
     log:

@@ -5,8 +5,10 @@ from thai_grpo.data import pretraining_text, sft_target
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.models import train_tokenizer
 from thai_grpo.sft import pretrain_base
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 base, corpus, seed = snakemake.params.base, snakemake.params.corpus, snakemake.params.seed
 clean_rows = read_jsonl(snakemake.input.pretrain)
 pretrain_rows = noisy_solutions(clean_rows, corpus["pretrain_slip_rate"], corpus["seed"])

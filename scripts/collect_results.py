@@ -15,8 +15,11 @@ extra_scores = iter(snakemake.input.get("extra_scores", []))
 extra_sets = {name: {"stats": read_json(stats),
                      "scores": {model: read_json(next(extra_scores)) for model in params.extra_models}}
               for name, stats in zip(params.extra_sets, snakemake.input.get("extra_stats", []))}
+own_temperature = {model: read_json(path) for model, path in
+                   zip(params.own_temperature, snakemake.input.get("own_temperature", []))}
 results = assemble(params.config, read_json(snakemake.input.stats), scores, trains,
                    benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
-                   plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets)
+                   plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets,
+                   own_temperature=own_temperature)
 write_json(snakemake.output.results, results)

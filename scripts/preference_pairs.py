@@ -2,11 +2,13 @@
 
 import torch
 
-from thai_grpo.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.io import log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.models import load_policy, load_tokenizer
 from thai_grpo.preferences import build_pairs, sample_training_problems
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sampling = snakemake.params.sampling
 model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype, merged=True).eval()
 if torch.cuda.is_available():
@@ -14,7 +16,7 @@ if torch.cuda.is_available():
 records = sample_training_problems(model, load_tokenizer(snakemake.input.base), read_jsonl(snakemake.input.train),
                                    snakemake.params.system_prompt, sampling["num_samples"],
                                    sampling["max_new_tokens"], sampling["temperature"], sampling["batch_size"],
-                                   sampling["seed"], sampling["chat_template_kwargs"], progress=print)
+                                   sampling["seed"], sampling["chat_template_kwargs"], progress=progress)
 pairs, stats = build_pairs(records, snakemake.params.system_prompt)
 print(stats)
 write_jsonl(snakemake.output.pairs, pairs)

@@ -4,16 +4,18 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 (thai_grpo.vllm_sampling: same sampling parameters, same records).
 """
 
-from thai_grpo.io import log_to, read_jsonl, write_jsonl
+from thai_grpo.io import log_to, progress, read_jsonl, write_jsonl
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval
 rows = read_jsonl(snakemake.input.heldout)
 if ev.get("use_vllm", False):
     from thai_grpo.vllm_sampling import sample_heldout_vllm
 
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
-                                  snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=print)
+                                  snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
 else:
     import torch
 
@@ -27,5 +29,5 @@ else:
     tokenizer = load_tokenizer(snakemake.input.base)
     records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
                              ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],
-                             ev.get("chat_template_kwargs"), progress=print)
+                             ev.get("chat_template_kwargs"), progress=progress)
 write_jsonl(snakemake.output.samples, records)

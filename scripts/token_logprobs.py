@@ -2,8 +2,10 @@
 
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.token_logprobs import policy_and_reference_logprobs
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.policy, snakemake.input.reference,
                                        read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
                                        snakemake.params.max_completions,

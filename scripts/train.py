@@ -2,8 +2,10 @@
 
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.methods import train_variant
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 pairs = read_jsonl(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.input.adapter,
                        read_jsonl(snakemake.input.train), pairs, snakemake.params.system_prompt,

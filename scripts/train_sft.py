@@ -4,8 +4,10 @@ from thai_grpo.corpus import noisy_solutions
 from thai_grpo.data import sft_records
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.sft import train_sft_adapter
+from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sft, corpus = snakemake.params.sft, snakemake.params.corpus
 rows = noisy_solutions(read_jsonl(snakemake.input.sft), corpus["sft_slip_rate"], corpus["seed"] + 1)
 records = sft_records(rows, snakemake.params.system_prompt)

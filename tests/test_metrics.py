@@ -47,3 +47,15 @@ def test_group_order_is_checked():
     check_group_order(["a", "a", "b", "b"], 2)
     with pytest.raises(RuntimeError, match="consecutive"):
         check_group_order(["a", "b", "a", "b"], 2)
+
+
+def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
+    """num_iterations 2: the second step reuses the batch (no new rewards) and is where the clip can act."""
+    from types import SimpleNamespace
+
+    from thai_grpo.grpo import GroupRecorder, make_step_logger, read_step_metrics
+
+    path = tmp_path / "step_metrics.jsonl"
+    logger = make_step_logger(GroupRecorder(group_size=2), path)
+    logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"reward": 0.5, "clip_ratio/region_mean": 0.07})
+    assert read_step_metrics(path) == [{"step": 2, "reused_batch": True, "reward_mean_trl": 0.5, "clip_ratio": 0.07}]

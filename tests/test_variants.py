@@ -183,7 +183,7 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
         assert result["variant"] == variant and result["method"] == variant
     (grpo_name, grpo_args, _), (rloo_name, _, rloo_kwargs), (dpo_name, dpo_args_, _) = calls
     assert (grpo_name, rloo_name, dpo_name) == ("train_grpo", "train_rloo", "train_dpo")
-    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {}}
+    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {"beta": 0.0015}}  # KL matched
     assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
         train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)
@@ -212,9 +212,9 @@ def test_pitfall_sets_follow_what_each_variant_changes():
     config = load()
     plans = {name: variant_plan(config, name) for name in config["variants"]}
     assert pitfall_sets(plans) == {"group_size": ["grpo", "g2", "g4"], "temperature": ["grpo", "temp0.3"],
-                                   "reward_hacking": ["grpo", "lenient_format"]}
+                                   "reward_hacking": ["grpo", "lenient_format"], "clipping": ["grpo", "two_passes"]}
     methods_only = {n: p for n, p in plans.items() if p["group"] == "method"}
-    assert pitfall_sets(methods_only) == {"group_size": [], "temperature": [], "reward_hacking": []}
+    assert pitfall_sets(methods_only) == {"group_size": [], "temperature": [], "reward_hacking": [], "clipping": []}
 
 
 def test_pitfall_sets_use_what_a_variant_sets():
@@ -352,5 +352,14 @@ def test_a_pitfall_variant_is_built_by_the_pitfalls_target_only(placeholder_work
     change = ["--configfile", "config/smoke.yaml", "--config", 'variants={"temp0.3":{"grpo":{"temperature":0.5}}}']
     assert scheduled_jobs(snakemake(placeholder_workflow, "-n", *change)) == {}
     jobs = scheduled_jobs(snakemake(placeholder_workflow, "pitfalls", "-n", *change))
-    assert jobs == {"train": 1, "sample": 1, "score": 1, "results_pitfalls": 1, "figures_pitfalls": 1,
-                    "report_pitfalls": 1, "pitfalls": 1}
+    assert jobs == {"train": 1, "sample": 1, "score": 1, "sample_own_temperature": 1, "score_own_temperature": 1,
+                    "results_pitfalls": 1, "figures_pitfalls": 1, "report_pitfalls": 1, "pitfalls": 1}
+
+
+@pytest.mark.slow
+def test_only_a_variant_trained_at_another_temperature_is_also_scored_at_its_own(placeholder_workflow):
+    dry = snakemake(placeholder_workflow, "pitfalls", "-n", "--forceall", "--configfile", "config/smoke.yaml")
+    out = dry.stdout + dry.stderr
+    assert scheduled_jobs(dry)["sample_own_temperature"] == 1
+    assert "results/eval/temp0.3/own_temperature/samples.jsonl" in out
+    assert "results/eval/grpo/own_temperature" not in out

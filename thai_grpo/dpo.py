@@ -81,7 +81,7 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     from thai_grpo.grpo import read_step_metrics, start_step_log
     from thai_grpo.io import atomic_directory
     from thai_grpo.models import count_parameters, load_policy, load_tokenizer
-    from thai_grpo.training import clear_checkpoints, seed_everything, trainer_args
+    from thai_grpo.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
 
     args, dropped = dpo_args(grpo_args, {f.name for f in dataclasses.fields(DPOConfig)}, overrides)
     base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args,
@@ -100,7 +100,8 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     model = load_policy(base_dir, adapter_dir, trainable=True)
     rows = [{key: pair[key] for key in ("prompt", "chosen", "rejected")} for pair in pairs]
     trainer = DPOTrainer(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer, callbacks=[make_dpo_logger(metrics_path)])
+                         processing_class=tokenizer,
+                         callbacks=[make_dpo_logger(metrics_path), progress_callback(Path(checkpoint_dir).name)])
     trainer.train(resume_from_checkpoint=resume_from)
 
     with atomic_directory(out_dir) as tmp:

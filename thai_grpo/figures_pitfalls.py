@@ -19,7 +19,7 @@ from thai_grpo.health import first_and_last
 from thai_grpo.plotting import save_figure, step_series
 
 FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
-           "reward_hacking": "pitfall_reward_hacking"}
+           "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}
 
 
 def run_label(name: str, run: dict, evals: dict, pitfall: str) -> str:
@@ -28,7 +28,8 @@ def run_label(name: str, run: dict, evals: dict, pitfall: str) -> str:
     varied = {"group_size": f"G={settings.get('num_generations')}",
               "temperature": f"T={settings.get('temperature')}",
               "reward_hacking": "lenient format" if "format_lenient" in (settings.get("rewards") or [])
-              else "strict format"}[pitfall]
+              else "strict format",
+              "clipping": f"{settings.get('num_iterations') or 1} pass(es) per batch"}[pitfall]
     estimate = ((evals.get(name) or {}).get("pass@1") or {}).get("estimate")
     score = f", held-out pass@1 {100 * estimate:.1f}%" if estimate is not None else ", not evaluated"
     return f"{name}: {varied}{score}"
@@ -82,7 +83,18 @@ def plot_reward_hacking(runs: dict, evals: dict, names: list[str], path) -> None
     save_figure(fig, path)
 
 
-PLOTS = {"group_size": plot_group_size, "temperature": plot_temperature, "reward_hacking": plot_reward_hacking}
+def plot_clipping(runs: dict, evals: dict, names: list[str], path) -> None:
+    """Share of tokens whose ratio pi/pi_old was clipped per step: 0 on-policy, > 0 when a batch is reused."""
+    labels = {n: run_label(n, runs[n], evals, "clipping") for n in names}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    _overlay(axes[0], runs, names, "clip_ratio", labels, "Tokens clipped (ratio outside 1 +/- epsilon)", "share")
+    _overlay(axes[1], runs, names, "kl", labels, "KL to the SFT policy", "KL per token")
+    axes[0].legend(fontsize=8, loc="best")
+    save_figure(fig, path)
+
+
+PLOTS = {"group_size": plot_group_size, "temperature": plot_temperature, "reward_hacking": plot_reward_hacking,
+         "clipping": plot_clipping}
 
 
 def draw_pitfalls(results: dict, out_dir: str | Path) -> dict[str, Path]:

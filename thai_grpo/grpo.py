@@ -22,7 +22,7 @@ from thai_grpo.io import atomic_directory, write_json
 from thai_grpo.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
                                total_rewards, with_trl_logs)
 from thai_grpo.rewards import completion_text, reward_functions
-from thai_grpo.training import clear_checkpoints, last_checkpoint, seed_everything, trainer_args
+from thai_grpo.training import clear_checkpoints, last_checkpoint, progress_callback, seed_everything, trainer_args
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy"
 METRICS_FILE = "step_metrics.jsonl"
@@ -80,8 +80,11 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
             if not logs or "reward" not in logs:
                 return
             batch = recorder.take()
-            if not batch:
-                return  # a reused generation batch (num_iterations > 1) has no new rewards
+            if not batch:  # a reused generation batch (num_iterations > 1): no new rewards, but TRL's clip ratio
+                with open(metrics_path, "a", encoding="utf-8") as handle:
+                    handle.write(json.dumps({"step": state.global_step, "reused_batch": True,
+                                             **with_trl_logs({}, logs)}) + "\n")
+                return
             check_group_order(batch["prompts"], recorder.group_size)
             metrics = batch_metrics(batch["rewards"], batch["lengths"], recorder.group_size, batch["completions"])
             metrics = {"step": state.global_step, **with_trl_logs(metrics, logs)}
@@ -196,15 +199,14 @@ def resumable_grpo_trainer():
     return resumable(GRPOTrainer)
 
 
-def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
-                        rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
-                        checkpoint_dir: str | Path, seed: int, kl_reference: str, scale_by_std: bool = True,
-                        advantages=None) -> dict:
-    """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
-    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples."""
+def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
+                    rows: list[dict], reward_names: list[str], system_prompt: str, checkpoint_dir: str | Path,
+                    seed: int, scale_by_std: bool = True, advantages=None):
+    """A resumable GRPO/RLOO trainer on the SFT policy with recorded rewards, step metrics and progress lines;
+    returns (trainer, its step logger, the checkpoint to resume from or None, the step-metrics file)."""
     from datasets import Dataset
 
-    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.models import load_policy, load_tokenizer
 
     metrics_path, resume_from, examples, empty_thinks = start_step_log(checkpoint_dir)
     seed_everything(seed)
@@ -217,7 +219,21 @@ def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str |
                               empty_thinks=empty_thinks, advantages=advantages)
     trainer = resumable(trainer_class)(model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
                                        train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
-                                       callbacks=[logger])
+                                       callbacks=[logger, progress_callback(Path(checkpoint_dir).name)])
+    return trainer, logger, resume_from, metrics_path
+
+
+def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
+                        rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
+                        checkpoint_dir: str | Path, seed: int, kl_reference: str, scale_by_std: bool = True,
+                        advantages=None) -> dict:
+    """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
+    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples."""
+    from thai_grpo.models import count_parameters
+
+    trainer, logger, resume_from, metrics_path = rollout_trainer(
+        trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names, system_prompt, checkpoint_dir,
+        seed, scale_by_std, advantages)
     trainer.train(resume_from_checkpoint=resume_from)
 
     with atomic_directory(out_dir) as tmp:

@@ -68,6 +68,16 @@ def atomic_directory(path: str | Path) -> Iterator[Path]:
         raise
 
 
+def progress(message: str) -> None:
+    """One progress line into the rule's log and, while ``log_to`` holds stdout, onto the terminal too."""
+    import sys
+
+    print(message, flush=True)
+    if sys.stdout is not sys.__stdout__ and sys.__stderr__ is not None:
+        sys.__stderr__.write(message + "\n")
+        sys.__stderr__.flush()
+
+
 def log_to(path: str | Path) -> None:
     """Send this process's stdout and stderr (and so library logging) to a rule's ``log:`` file."""
     import sys

@@ -15,6 +15,7 @@ from thai_grpo.rewards import CORRECT_REWARD, has_think_block
 TRL_LOG_KEYS = {
     "kl": "kl",
     "completions/clipped_ratio": "clipped_ratio",
+    "clip_ratio/region_mean": "clip_ratio",  # share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
     "frac_reward_zero_std": "frac_reward_zero_std_trl",
     "reward": "reward_mean_trl",
     "learning_rate": "learning_rate",

@@ -41,7 +41,8 @@ SECTIONS = [
     ("samples", "11. Samples"),
 ]
 PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
-                  "reward_hacking": "Reward hacking: the lenient format regex"}
+                  "reward_hacking": "Reward hacking: the lenient format regex",
+                  "clipping": "The clip: on-policy steps never clip"}
 HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
@@ -152,12 +153,13 @@ def _method_rows(results: dict) -> list[dict]:
     return rows
 
 
-def _pitfall_run(name: str, run: dict, evals: dict) -> dict:
+def _pitfall_run(name: str, run: dict, evals: dict, own_temperature: dict) -> dict:
     """One row of a pitfall table: the run's settings, held-out pass@1, and first-vs-last-third step means."""
     steps = run.get("steps") or []
     means = {key: step_means(steps, key) for key in ("frac_groups_nonzero_std", "accuracy", "reward_mean",
                                                      "empty_think_share")}
     return {"name": name, "settings": run.get("settings") or {}, "pass1": (evals.get(name) or {}).get("pass@1"),
+            "pass1_own_temperature": (own_temperature.get(name) or {}).get("pass@1"),
             "steps": len(steps), "means": means, "health": _health(run),
             "hacking_examples": (run.get("empty_think_examples") or [])[:HACK_EXAMPLES_SHOWN]}
 
@@ -167,7 +169,7 @@ def _pitfalls(results: dict) -> dict:
     runs, evals = results.get("runs") or {}, results.get("eval") or {}
     sets = {}
     for pitfall, names in (results.get("pitfalls") or {}).items():
-        rows = [_pitfall_run(n, runs[n], evals) for n in names if n in runs]
+        rows = [_pitfall_run(n, runs[n], evals, results.get("eval_own_temperature") or {}) for n in names if n in runs]
         if len(rows) > 1:
             sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall), "figure": PITFALL_FIGURES.get(pitfall),
                              "runs": rows}

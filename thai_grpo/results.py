@@ -25,7 +25,7 @@ METHODS = {
     "dr_grpo": ("Dr.GRPO", VERIFIER, SHARED_BASE),
     "rloo": ("RLOO", VERIFIER, SHARED_BASE),
 }
-PITFALLS = ("group_size", "temperature", "reward_hacking")
+PITFALLS = ("group_size", "temperature", "reward_hacking", "clipping")
 
 
 def package_versions() -> dict:
@@ -127,7 +127,7 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     """Which runs each pitfall figure overlays: the pitfall variants by what they change, after ``reference``.
 
     reward_hacking: the rewards include format_lenient; group_size: the variant sets num_generations;
-    temperature: it sets temperature. What a variant sets is read from the plan's ``overrides`` (its config
+    temperature: it sets temperature; clipping: it sets num_iterations (each batch reused, so the clip can act). What a variant sets is read from the plan's ``overrides`` (its config
     entry); a plan without them counts what differs from the reference's grpo section.
     """
     ref_grpo = (plans.get(reference) or {}).get("grpo", {})
@@ -138,13 +138,16 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
         if "overrides" in plan:
             changes = set((plan["overrides"] or {}).get("grpo", {}))
         else:
-            changes = {key for key in ("num_generations", "temperature") if plan["grpo"].get(key) != ref_grpo.get(key)}
+            changes = {key for key in ("num_generations", "temperature", "num_iterations")
+                       if plan["grpo"].get(key) != ref_grpo.get(key)}
         if "format_lenient" in plan["rewards"]:
             sets["reward_hacking"].append(name)
         elif "num_generations" in changes:
             sets["group_size"].append(name)
         elif "temperature" in changes:
             sets["temperature"].append(name)
+        elif "num_iterations" in changes:
+            sets["clipping"].append(name)
     sets["group_size"].sort(key=lambda n: plans[n]["grpo"].get("num_generations", 8))
     with_reference = [reference] if reference in plans else []
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
@@ -153,7 +156,7 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
 def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
     args = train.get("args") or (plan or {}).get("grpo", {})  # what the trainer was given (DPO: DPOConfig's)
     settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
-                                               "per_device_train_batch_size", "max_steps")}
+                                               "per_device_train_batch_size", "max_steps", "num_iterations")}
     return {"method": train.get("method", (plan or {}).get("method", "grpo")),
             "group": (plan or {}).get("group", "method"), "kind": _kind(name, plan),
             "settings": {**settings, "rewards": None if train.get("method") == "dpo" else (plan or {}).get("rewards")},
@@ -189,10 +192,13 @@ def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) ->
 
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
-             pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None) -> dict:
+             pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
+             own_temperature: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
-    ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``)."""
+    ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
+    ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
+    ``eval.temperature`` (``{model: scores}``)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -220,6 +226,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                   "health": training_health(main_train.get("steps", []))},
         "runs": {name: _run_summary(name, t, plans.get(name)) for name, t in trains.items()},
         "eval": scores,
+        "eval_own_temperature": own_temperature or {},
         "preference_pairs": pairs,
         "pitfalls": pitfall_sets(plans, main or "grpo"),
         "comparison": {"paired_tests": paired, "greedy_tests": greedy,

@@ -66,19 +66,29 @@ def score_completion(completion: dict, gold: int) -> dict:
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
                    temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
                    progress=None) -> list[dict]:
-    """One record per held-out problem: its sampled completions and greedy answer, each with rewards."""
-    records = []
+    """One record per held-out problem: its sampled completions and greedy answer, each with rewards.
+
+    Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call (batch b seeded with
+    seed + b); the greedy answers take ``batch_size x num_samples`` problems per call, the same number of sequences,
+    so the per-token overhead of ``generate`` is paid as rarely for them.
+    """
+    questions = [r["question"] for r in rows]
+    sampled: list[list[dict]] = []
     for batch_index, start in enumerate(range(0, len(rows), batch_size)):
-        batch = rows[start:start + batch_size]
-        questions = [r["question"] for r in batch]
-        sampled = generate(model, tokenizer, questions, system_prompt, num_samples, max_new_tokens, temperature,
-                           seed=seed + batch_index, chat_template_kwargs=chat_template_kwargs)
-        greedy = generate(model, tokenizer, questions, system_prompt, 1, max_new_tokens, None,
-                          seed=seed + batch_index, chat_template_kwargs=chat_template_kwargs)
-        for row, samples, best in zip(batch, sampled, greedy):
-            records.append({"id": row["id"], "question": row["question"], "gold": row["answer"],
-                            "completions": [score_completion(c, row["answer"]) for c in samples],
-                            "greedy": score_completion(best[0], row["answer"])})
+        sampled += generate(model, tokenizer, questions[start:start + batch_size], system_prompt, num_samples,
+                            max_new_tokens, temperature, seed=seed + batch_index,
+                            chat_template_kwargs=chat_template_kwargs)
         if progress:
-            progress(f"sampled {len(records)}/{len(rows)} problems")
-    return records
+            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
+    greedy_batch = batch_size * num_samples
+    greedy: list[dict] = []
+    for start in range(0, len(rows), greedy_batch):
+        greedy += [best[0] for best in generate(model, tokenizer, questions[start:start + greedy_batch], system_prompt,
+                                                1, max_new_tokens, None, seed=seed,
+                                                chat_template_kwargs=chat_template_kwargs)]
+    if progress:
+        progress(f"greedy answers for {len(greedy)} problems")
+    return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
+             "completions": [score_completion(c, row["answer"]) for c in samples],
+             "greedy": score_completion(best, row["answer"])}
+            for row, samples, best in zip(rows, sampled, greedy)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.io import atomic_directory
-from thai_grpo.training import clear_checkpoints, last_checkpoint, seed_everything, trainer_args
+from thai_grpo.training import clear_checkpoints, last_checkpoint, progress_callback, seed_everything, trainer_args
 
 
 def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoint_dir: Path, seed: int,
@@ -20,7 +20,8 @@ def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoi
     seed_everything(seed)
     config = SFTConfig(**trainer_args(args, checkpoint_dir, seed))
     trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(records),
-                         processing_class=tokenizer, peft_config=peft_config)
+                         processing_class=tokenizer, peft_config=peft_config,
+                         callbacks=[progress_callback(checkpoint_dir.name)])
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
                          f"{config.max_length} tokens, leaving no target to learn; raise max_length")
