@@ -21,11 +21,12 @@ $(STAMP): requirements.txt pyproject.toml
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
-# Headless Chromium for the report's browser tests; they skip with a message where it cannot be installed.
+# Headless Chromium for the report's browser tests, and a Thai font (TLWG) so their screenshots show Thai glyphs,
+# not boxes; the tests skip, or the Thai-glyph test fails naming the package, where these cannot be installed.
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 || \
-	    echo "note: could not install chromium + chromium-driver; browser tests will skip"; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list :lang=th | grep -q . || \
+	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-thai-tlwg) >/dev/null 2>&1 || \
+	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
 test: setup browser
 	$(BIN)/python -m pytest -q
