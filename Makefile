@@ -37,7 +37,8 @@ test-fast: setup
 lint: setup
 	$(BIN)/snakemake --lint
 
-# On a GPU machine: nvidia-smi, torch's CUDA view, the smoke DAG on CUDA, per-stage times (docs/real-run.md).
+# On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
+# Qwen3-shaped stand-ins (thai_grpo.rehearsal), then the smoke DAG, with per-stage times (docs/real-run.md).
 gpu-check:
 	bash scripts/gpu_check.sh
 
