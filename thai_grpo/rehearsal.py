@@ -36,7 +36,8 @@ FAKE_COMMIT = "0" * 39 + "1"  # what refs/<branch> points at for a revision that
 THINKING_ON, THINKING_OFF = "<think>\nคิดทีละขั้นตอนแล้วตอบเป็นตัวเลข\n</think>\n\n", ""
 STANDIN_SIZES = {"hidden_size": 64, "num_layers": 2, "num_heads": 4, "num_kv_heads": 2, "intermediate_size": 128,
                  "max_positions": 4096}
-# Tiny sizes merged on top of the real config: every stage runs, in about two minutes on 2 CPU cores.
+# Tiny sizes merged on top of the real config: every stage runs (measured on 2 CPU cores: ~2 min of Snakemake
+# alone, 3.5 min for the whole test while another job held one core).
 TINY_CONFIG = {
     "data": {"train_size": 4, "heldout_size": 4},
     "grpo": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 24,
