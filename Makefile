@@ -27,11 +27,12 @@ bench: setup
 	$(BIN)/snakemake --cores $(CORES) -q results/model/sft_adapter results/data/train.jsonl
 	$(BIN)/python scripts/bench.py
 
-# Headless Chromium for the report's browser tests; they skip with a message where it cannot be installed.
+# Headless Chromium for the report's browser tests, and a Thai font (TLWG) so their screenshots show Thai glyphs,
+# not boxes; the tests skip, or the Thai-glyph test fails naming the package, where these cannot be installed.
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) >/dev/null 2>&1 || \
-	    echo "note: could not install chromium + chromium-driver; browser tests will skip"; }
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list :lang=th | grep -q . || \
+	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-thai-tlwg) >/dev/null 2>&1 || \
+	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
 test: setup browser
 	$(BIN)/python -m pytest -q
@@ -42,7 +43,8 @@ test-fast: setup
 lint: setup
 	$(BIN)/snakemake --lint
 
-# On a GPU machine: nvidia-smi, torch's CUDA view, the smoke DAG on CUDA, per-stage times (docs/real-run.md).
+# On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
+# Qwen3-shaped stand-ins (thai_grpo.rehearsal), then the smoke DAG, with per-stage times (docs/real-run.md).
 gpu-check:
 	bash scripts/gpu_check.sh
 

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
-# Device check: is this GPU usable, and how long does each stage take on it?
-#   scripts/gpu_check.sh [CONFIG]      (default config/smoke.yaml: the whole DAG with toy sizes, minutes)
-#   CORES=8 scripts/gpu_check.sh config/qwen3-0.6b.yaml   (the real run; needs the hub or a filled cache)
-# Prints nvidia-smi and torch's view of the GPU, builds .venv if needed (make setup), runs the pipeline on
-# CUDA in a scratch copy of the workflow (the repository's results/ are not touched) and prints per-rule
-# wall times from results/benchmarks/*.tsv. Exits 2 when there is no usable GPU.
+# Device check, one command on a GPU machine (`make gpu-check`, ~10 min at most): is this GPU usable, does the real
+# config's path run on it, and how long does each stage take?
+#   1. nvidia-smi and torch's view of the GPU (dtype and attention chosen by compute capability);
+#   2. the real config (config/qwen3-0.6b.yaml) end to end on CUDA against a Hugging Face cache of Qwen3-shaped
+#      stand-ins with tiny sizes (thai_grpo.rehearsal: the same stand-ins as tests/test_real_config_rehearsal.py):
+#      the hub adapter path, the chapter's prompt, Qwen3's chat template and TRL's parsed completions, base.dtype auto;
+#   3. the smoke DAG (config/smoke.yaml) on CUDA.
+# Each DAG runs in a scratch copy of the workflow (the repository's results/ are not touched); per-stage wall
+# times and peak memory are printed from its results/benchmarks/*.tsv. Exits 2 when there is no usable GPU.
+#   scripts/gpu_check.sh             the three steps above
+#   CORES=8 scripts/gpu_check.sh     more cores for Snakemake (default 4)
+# The real run itself (network or a filled hub cache): snakemake --cores 4 --configfile config/qwen3-0.6b.yaml
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CONFIG="${1:-config/smoke.yaml}"
 CORES="${CORES:-4}"
+SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")"
 
 # 1. A GPU, or stop with a clear message.
 if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
@@ -18,10 +24,10 @@ if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; t
 fi
 nvidia-smi
 
-# 2. The venv from the pinned lock (once), then torch's view: CUDA build, device, dtype/attention per capability.
+# The venv from the pinned lock (once), then torch's view: CUDA build, device, dtype/attention per capability.
 make -C "$REPO" setup
 PY="$REPO/.venv/bin/python"
-"$PY" - <<'EOF'
+"$PY" - <<'PYEOF'
 import sys
 import torch
 from thai_grpo.accelerators import precision_summary
@@ -33,18 +39,19 @@ print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.device
       f"GPU 0: {torch.cuda.get_device_name(0)}, sm_{capability[0]}{capability[1]}, "
       f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.1f} GiB")
 print("settings:", precision_summary(capability))
-EOF
+PYEOF
 
-# 3. The pipeline end to end in a scratch copy (same files as tests/test_pipeline.py copies).
-WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")"
-for name in Snakefile rules scripts config report envs profiles; do cp -r "$REPO/$name" "$WORK/"; done
-cd "$WORK"
-start=$(date +%s)
-"$REPO/.venv/bin/snakemake" --cores "$CORES" --configfile "$CONFIG"
-echo "gpu_check: pipeline finished in $(( $(date +%s) - start )) s (outputs in $WORK/results)"
-
-# 4. Per-rule wall time and peak memory, slowest first (Snakemake's benchmark files: s, max_rss in MB).
-"$PY" - <<'EOF'
+# One DAG in a fresh copy of the workflow: run_dag NAME SNAKEMAKE_ARGS...; prints its per-stage times.
+run_dag() {
+  local name="$1"; shift
+  local work="$SCRATCH/$name"
+  mkdir -p "$work"
+  for item in Snakefile rules scripts config report envs profiles data; do cp -r "$REPO/$item" "$work/"; done
+  echo "gpu_check: $name: snakemake --cores $CORES $*"
+  local start=$(date +%s)
+  (cd "$work" && "$REPO/.venv/bin/snakemake" --cores "$CORES" "$@")
+  echo "gpu_check: $name finished in $(( $(date +%s) - start )) s (outputs in $work/results)"
+  (cd "$work" && "$PY" - <<'PYEOF'
 import csv
 from pathlib import Path
 rows = []
@@ -52,7 +59,23 @@ for path in Path("results/benchmarks").glob("*.tsv"):
     with path.open() as handle:
         row = next(csv.DictReader(handle, delimiter="\t"))
     rows.append((float(row["s"]), path.stem, row.get("max_rss", "NA")))
-print(f"{'stage':<24}{'seconds':>10}{'max_rss MB':>12}")
+print(f"{'stage':<32}{'seconds':>10}{'max_rss MB':>12}")
 for seconds, stage, rss in sorted(rows, reverse=True):
-    print(f"{stage:<24}{seconds:>10.1f}{rss:>12}")
-EOF
+    print(f"{stage:<32}{seconds:>10.1f}{rss:>12}")
+PYEOF
+  )
+}
+
+# 2. The real config on CUDA, offline, against the stand-in cache (built on the CPU in seconds).
+HF_CACHE="$SCRATCH/hf_home"
+mkdir -p "$SCRATCH/real"
+"$PY" -m thai_grpo.rehearsal "$HF_CACHE" "$SCRATCH/real/tiny.yaml"
+(
+  unset HF_HUB_CACHE HF_DATASETS_CACHE
+  export HF_HOME="$HF_CACHE" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  run_dag real --configfile config/qwen3-0.6b.yaml "$SCRATCH/real/tiny.yaml"
+)
+
+# 3. The smoke DAG on CUDA.
+run_dag smoke --configfile config/smoke.yaml
+echo "gpu_check: done; logs of every stage under $SCRATCH/*/results/logs"

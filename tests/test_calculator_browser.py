@@ -21,8 +21,18 @@ WORKED_EXAMPLE = ["+1.56", "-0.55", "-0.20", "+1.56", "-0.55", "-1.08", "-0.55",
 
 pytestmark = pytest.mark.browser
 
-
-
+# Draws text with an element's font on a canvas; the pixels tell a glyph from the missing-glyph box, which is the
+# same box for every character a font stack lacks (U+0E7F, in the Thai block, is assigned to no character at all).
+GLYPH_PIXELS = """
+const [element, text] = arguments;
+const canvas = document.createElement("canvas");
+canvas.width = 64; canvas.height = 64;
+const context = canvas.getContext("2d");
+context.font = getComputedStyle(element).font;
+context.textBaseline = "top";
+context.fillText(text, 4, 4);
+return Array.from(context.getImageData(0, 0, 64, 64).data).join(",");
+"""
 
 
 @pytest.fixture(scope="module")
@@ -136,8 +146,9 @@ def test_no_javascript_errors(driver):
     assert errors == []
 
 
-def screenshot(driver, fallback: Path) -> Path:
-    """Save the calculator (showing the all-equal message) to results/screenshots/ and print the path."""
+def screenshot(driver, fallback: Path, element_id: str = "calculator", name: str = "calculator.png") -> Path:
+    """Save one section (default: the calculator, showing the all-equal message) to results/screenshots/ and
+    print the path."""
     from selenium.webdriver.common.by import By
 
     target = ROOT / "results" / "screenshots"
@@ -145,9 +156,26 @@ def screenshot(driver, fallback: Path) -> Path:
         target.mkdir(parents=True, exist_ok=True)
     except OSError:
         target = fallback
-    path = target / "calculator.png"
-    section = driver.find_element(By.ID, "calculator")
+    path = target / name
+    section = driver.find_element(By.ID, element_id)
     driver.execute_script("arguments[0].scrollIntoView();", section)
     section.screenshot(str(path))
-    print(f"calculator screenshot: {path}")
+    print(f"{element_id} screenshot: {path}")
     return path
+
+
+def test_thai_questions_render_as_thai_glyphs(driver, page, tmp_path):
+    """The samples' Thai questions are drawn with Thai glyphs, not missing-glyph boxes (report/style.css names the
+    common Thai fonts; make test installs fonts-thai-tlwg)."""
+    from selenium.webdriver.common.by import By
+
+    driver.get(page)
+    samples = driver.find_element(By.ID, "samples")
+    assert "สมชาย" in samples.text  # a Thai question of the fixture is on the page
+    question = samples.find_element(By.XPATH, ".//*[contains(text(), 'สมชาย')]")
+    for element in (samples, question):  # the page's font stack, and the one questions are set in
+        ko, kho, unassigned = (driver.execute_script(GLYPH_PIXELS, element, text) for text in ("ก", "ข", "\u0e7f"))
+        assert len(set(ko.split(","))) > 1, "nothing was drawn"
+        assert ko != unassigned and ko != kho, \
+            "Thai shows as boxes: no Thai font installed; apt-get install fonts-thai-tlwg (make test installs it)"
+    screenshot(driver, fallback=tmp_path, element_id="samples", name="samples.png")

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles"]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data"]
 FIXTURES = REPO / "tests" / "fixtures"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
 

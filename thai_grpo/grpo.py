@@ -32,21 +32,37 @@ MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the fir
 
 
 class GroupRecorder:
-    """Wraps the reward functions so that every completion's rewards of the last batch are kept."""
+    """Wraps the reward functions so that every completion's rewards of the last batch are kept.
 
-    def __init__(self, group_size: int):
+    With the tokenizer, each reward function grades the exact generated text, ``tokenizer.decode(ids,
+    skip_special_tokens=True)`` of the completion ids TRL passes (what TRL itself hands over when the tokenizer
+    has no response template, and what held-out sampling grades). With a response template TRL hands over
+    parsed messages instead, which lose what the parser drops: an empty ``<think></think>`` (the lenient format's
+    reward hack) and any text before ``<think>``. Without the tokenizer or the ids, ``completion_text`` rebuilds
+    ``<think>reasoning</think>content`` from the message.
+    """
+
+    def __init__(self, group_size: int, tokenizer=None):
         self.group_size = group_size
+        self.tokenizer = tokenizer
         self.batch: dict = {}
+
+    def texts(self, completions, completion_ids=None) -> list[str]:
+        """The completions' texts as the rewards grade them (see the class docstring)."""
+        if self.tokenizer is not None and completion_ids is not None:
+            return [self.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids]
+        return [completion_text(c) for c in completions]
 
     def wrap(self, name: str, function):
         def recorded(prompts, completions, completion_ids=None, **kwargs):
-            values = function(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+            texts = self.texts(completions, completion_ids)
+            values = function(prompts=prompts, completions=texts, completion_ids=completion_ids, **kwargs)
             self.batch.setdefault("rewards", {})[name] = [float(v) for v in values]
             self.batch["prompts"] = [json.dumps(p, ensure_ascii=False) if not isinstance(p, str) else p
                                      for p in prompts]
-            self.batch["completions"] = [completion_text(c) for c in completions]
+            self.batch["completions"] = texts
             self.batch["lengths"] = [len(ids) for ids in completion_ids] if completion_ids is not None else \
-                [len(t) for t in self.batch["completions"]]
+                [len(t) for t in texts]
             return values
 
         recorded.__name__ = name
@@ -213,7 +229,7 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
     config = config_class(**trainer_args(args, checkpoint_dir, seed))
     tokenizer = load_tokenizer(base_dir)
     model = load_policy(base_dir, adapter_dir, trainable=True)
-    recorder = GroupRecorder(config.num_generations)
+    recorder = GroupRecorder(config.num_generations, tokenizer)
     funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
     logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
                               empty_thinks=empty_thinks, advantages=advantages)

@@ -194,19 +194,41 @@ def _message_content(message: Any) -> str:
     return _as_text(content)
 
 
+#: Where a response parser puts the think block it split off: transformers' ``parse_response`` with TRL's
+#: Qwen3 / Qwen3.5 / DeepSeek-R1 templates says ``reasoning_content``; its gpt-oss and Gemma 4 ones ``thinking``.
+REASONING_KEYS = ("reasoning_content", "thinking")
+
+
+def _message_text(message: Any) -> str:
+    """Text of one message as the model wrote it: ``<think>reasoning</think>content`` when a response parser
+    moved the think block (tags stripped) into a reasoning field, else the content alone."""
+    content = _message_content(message)
+    if isinstance(message, dict):
+        for key in REASONING_KEYS:
+            reasoning = message.get(key)
+            if isinstance(reasoning, str):
+                return f"{THINK_OPEN}{reasoning}{THINK_CLOSE}{content}"
+    return content
+
+
 def completion_text(completion: Any) -> str:
-    """Plain text of a TRL completion.
+    """Plain text of a TRL completion, think block included.
 
     A string is returned as is; a conversational completion (list of messages
     like ``[{"role": "assistant", "content": "..."}]``) gives its messages'
-    contents joined by newlines. Never raises.
+    texts joined by newlines. TRL 1.16 decodes a conversational completion
+    with ``parse_response`` when the tokenizer carries a response template
+    (``response_template`` / ``response_schema``): the message then holds the
+    think block, tags stripped, in ``reasoning_content`` and only the rest in
+    ``content``; the text is rebuilt as ``<think>reasoning</think>content``,
+    so the format and Thai rewards still see the reasoning. Never raises.
     """
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):
-        return _message_content(completion)
+        return _message_text(completion)
     if isinstance(completion, (list, tuple)):
-        return "\n".join(_message_content(message) for message in completion)
+        return "\n".join(_message_text(message) for message in completion)
     return _as_text(completion)
 
 

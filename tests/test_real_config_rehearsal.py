@@ -1,0 +1,110 @@
+"""The real run, rehearsed: `snakemake --configfile config/qwen3-0.6b.yaml` executed end to end, offline, on CPU,
+against a Hugging Face cache of Qwen3-shaped stand-ins (thai_grpo.rehearsal), with tiny sizes from a second config
+file. Every stage runs for real; only the sizes and the weights are stand-ins."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow import REPO, copy_workflow, run_snakemake
+
+from thai_grpo.rewards import has_think_block
+
+REAL_CONFIG = yaml.safe_load((REPO / "config" / "qwen3-0.6b.yaml").read_text(encoding="utf-8"))
+CHAPTER_PROMPT = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
+MODELS = REAL_CONFIG["eval"]["models"]
+EXPECTED_STAGES = ({"dataset", "split", "base_model", "sft_adapter", "grpo-grpo", "extra_heldout-mgsm_th",
+                    "token_logprobs", "figures"} | {f"sample-{m}" for m in MODELS} | {f"score-{m}" for m in MODELS}
+                   | {f"sample_extra-mgsm_th-{m}" for m in MODELS} | {f"score_extra-mgsm_th-{m}" for m in MODELS})
+
+
+def test_real_config_sets_the_chapters_prompt():
+    assert REAL_CONFIG["data"]["system_prompt"] == CHAPTER_PROMPT
+    assert REAL_CONFIG["grpo"]["chat_template_kwargs"] == REAL_CONFIG["eval"]["chat_template_kwargs"] == \
+        {"enable_thinking": True}
+
+
+def offline_env(hf_home: Path) -> dict:
+    """Offline, with ``hf_home`` as the only Hugging Face cache (no HF_HUB_CACHE / HF_DATASETS_CACHE override)."""
+    env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_CACHE", "HF_DATASETS_CACHE")}
+    return {**env, "HF_HOME": str(hf_home), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="module")
+def rehearsal(tmp_path_factory):
+    """The workflow copy after the real config's whole DAG ran on the stand-ins; (workdir, hf_home, tiny config)."""
+    from thai_grpo.rehearsal import fill_hub_cache
+
+    root = tmp_path_factory.mktemp("rehearsal")
+    workdir = copy_workflow(root / "workflow")
+    fill_hub_cache(root / "hf_home", workdir / "tiny.yaml")
+    done = run_snakemake(workdir, "--cores", "2", "--configfile", "config/qwen3-0.6b.yaml", "tiny.yaml",
+                         timeout=600, env=offline_env(root / "hf_home"))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    return workdir, root / "hf_home", workdir / "tiny.yaml"
+
+
+def read_samples(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.mark.slow
+def test_every_stage_ran_and_both_heldout_sets_are_reported(rehearsal):
+    workdir, _, _ = rehearsal
+    ran = {path.stem for path in (workdir / "results" / "benchmarks").glob("*.tsv")}
+    assert EXPECTED_STAGES <= ran, EXPECTED_STAGES - ran
+    results = json.loads((workdir / "results" / "results.json").read_text(encoding="utf-8"))
+    assert list(results["eval"]) == MODELS
+    mgsm = results["extra_sets"]["mgsm_th"]
+    assert mgsm["title"] == "MGSM Thai" and list(mgsm["eval"]) == MODELS
+    assert mgsm["data"]["problems"] == mgsm["data"]["source_rows"] > 0
+    html = (workdir / "results" / "report.html").read_text(encoding="utf-8")
+    assert "MGSM Thai" in html and "Qwen/Qwen3-0.6B" in html
+
+
+@pytest.mark.slow
+def test_the_stand_ins_came_from_the_hub_cache(rehearsal):
+    """The base model and adapter stages copied the cached snapshots: the tokenizer carries Qwen3's template and
+    TRL's response template, so GRPOTrainer parsed every completion with parse_response."""
+    workdir, _, _ = rehearsal
+    tokenizer_config = json.loads((workdir / "results/model/base/tokenizer_config.json").read_text(encoding="utf-8"))
+    assert tokenizer_config.get("response_template") is not None
+    assert "enable_thinking" in (workdir / "results/model/base/chat_template.jinja").read_text(encoding="utf-8")
+    assert (workdir / "results/model/sft_adapter/adapter_config.json").is_file()
+
+
+@pytest.mark.slow
+def test_completions_reach_the_rewards_with_their_think_block(rehearsal):
+    workdir, _, _ = rehearsal
+    train = json.loads((workdir / "results/runs/grpo/train.json").read_text(encoding="utf-8"))
+    assert [step["step"] for step in train["steps"]] == [1, 2]
+    assert all(step["rewards"]["format"] > 0 and step["rewards"]["thai"] > 0 for step in train["steps"])
+    group = next(iter(train["example_groups"].values()))
+    assert json.loads(group["prompt"])[0] == {"role": "system", "content": CHAPTER_PROMPT}
+    graded = list(zip(group["completions"], group["rewards"]))
+    assert any(has_think_block(text) and reward >= 0.3 for text, reward in graded), graded
+
+
+@pytest.mark.slow
+def test_enable_thinking_reaches_the_template(rehearsal):
+    """The stand-in opens a think block when the prompt leaves thinking on and answers bare when the template
+    closed the block (enable_thinking: false): flipping the config's switch flips what the model writes."""
+    workdir, hf_home, tiny = rehearsal
+    samples = workdir / "results/eval/sft/samples.jsonl"
+
+    def think_share() -> float:
+        completions = [c["text"] for record in read_samples(samples) for c in record["completions"]]
+        return sum(text.startswith("<think>") for text in completions) / len(completions)
+
+    assert think_share() >= 0.5
+    off = workdir / "thinking_off.yaml"
+    off.write_text(json.dumps({"eval": {"chat_template_kwargs": {"enable_thinking": False}}}))
+    done = run_snakemake(workdir, "--cores", "2", str(samples.relative_to(workdir)), "--configfile",
+                         "config/qwen3-0.6b.yaml", tiny.name, off.name, timeout=300, env=offline_env(hf_home))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    assert think_share() == 0.0
