@@ -23,7 +23,7 @@ drills = drill_texts(sorted(facts), corpus["drill_facts_per_text"], corpus["dril
 system = snakemake.params.system_prompt
 tokenizer_corpus = problems + drills + [f"{system}\n{r['question']}\n{sft_target(r['answer_text'], r['answer'])}"
                                         for r in sft_rows]
-tokenizer = train_tokenizer(tokenizer_corpus, base["tokenizer"]["vocab_size"])
+tokenizer = train_tokenizer(tokenizer_corpus, base["tokenizer"]["vocab_size"], base["tokenizer"].get("words", "thai"))
 texts = problems + drills
 print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} problems + {len(drills)} drill texts "
       f"({len(facts)} distinct facts x {corpus['drill_repeats']})")

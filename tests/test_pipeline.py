@@ -50,6 +50,23 @@ def test_smoke_run_writes_results_and_report(smoke_run):
         assert (smoke_run / f"results/benchmarks/{stage}.tsv").exists(), stage
 
 
+def test_smoke_run_holds_out_unseen_skeletons_and_tests_every_pair(smoke_run):
+    def rows(name):
+        return [json.loads(line) for line in (smoke_run / f"results/data/{name}.jsonl").read_text().splitlines()]
+
+    heldout = {row["skeleton"] for row in rows("heldout")}
+    assert len(heldout) == len(rows("heldout"))
+    for name in ("train", "sft", "pretrain"):
+        assert not heldout & {row["skeleton"] for row in rows(name)}, name
+    results = json.loads((smoke_run / "results/results.json").read_text())
+    assert results["run"]["data"]["leakage_check"] == "text hash and skeleton"
+    assert results["run"]["data"]["reserved_for_heldout_skeletons"] > 0
+    models = list(results["eval"])
+    pairwise = results["comparison"]["pairwise"]
+    assert len(pairwise) == 2 * len(models) * (len(models) - 1) // 2  # every pair, pass@1 and greedy
+    assert all(t["n_resamples"] == results["config"]["eval"]["bootstrap_samples"] for t in pairwise)
+
+
 def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
     results = json.loads((smoke_run / "results/results.json").read_text())
     runs = results["runs"]

@@ -18,11 +18,10 @@ from pathlib import Path
 
 from thai_grpo.rewards import THAI_DIGITS
 
-SYSTEM_PROMPT = (
-    "คุณเป็นผู้ช่วยแก้โจทย์คณิตศาสตร์ "
-    "ให้คิดทีละขั้นตอนภายใน <think>...</think> "
-    "แล้วเขียนคำตอบสุดท้ายเป็นตัวเลขในบรรทัดสุดท้าย"
-)
+# The offline models' system prompt: "think in <think>...</think>, then answer with a number". Short on purpose: it is
+# in every SFT, GRPO and sampling sequence, and at ~21 tokens (the chapter's takes ~38, an earlier one ~49 with the
+# offline tokenizer) it costs a fifth less compute per training and sampling token than the longest did.
+SYSTEM_PROMPT = "คิดใน <think>...</think> แล้วตอบเป็นตัวเลข"
 
 _GOLD_NUMBER = re.compile(r"^-?\d[\d,]*$")
 _CALCULATOR_ANNOTATION = re.compile(r"<<[^<>]*>>")

@@ -24,24 +24,27 @@ CHAT_TEMPLATE = (
 )
 
 
-# Pre-tokenizer pieces: a run of letters WITH their combining marks (Thai vowels and tone marks are category M:
-# GPT-2's regex, letters only, cuts every Thai word at each mark, ~2.5x more tokens), a run of punctuation, or
-# whitespace; each with at most one leading space. Digits are split off one by one before this.
+# Pre-tokenizer pieces of ``words="thai"``: a run of letters WITH their combining marks (Thai vowels and tone marks
+# are category M: GPT-2's regex, letters only, cuts every Thai word at each mark, ~2.5x more tokens), a run of
+# punctuation, or whitespace; each with at most one leading space. Digits are split off one by one before this.
 WORD_PIECES = r" ?[\p{L}\p{M}]+| ?[^\s\p{L}\p{M}\p{N}]+|\s+"
 
 
-def train_tokenizer(texts: list[str], vocab_size: int):
-    """A byte-level BPE tokenizer with digits split one by one (as Qwen does), Thai words kept whole for BPE to
-    merge (``WORD_PIECES``), and a chat template."""
+def train_tokenizer(texts: list[str], vocab_size: int, words: str = "gpt2"):
+    """A byte-level BPE tokenizer with digits split one by one (as Qwen does) and a chat template. ``words``: how text
+    is cut before merging: ``gpt2`` uses GPT-2's letter runs (a Thai word is cut at each vowel and tone mark),
+    ``thai`` keeps Thai words whole for BPE to merge (``WORD_PIECES``: ~2.5x fewer tokens, but the tiny model
+    learned far worse from them, see config/schema.yaml)."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
     core = Tokenizer(models.BPE())
-    core.pre_tokenizer = pre_tokenizers.Sequence([
-        pre_tokenizers.Digits(individual_digits=True),
-        pre_tokenizers.Split(Regex(WORD_PIECES), behavior="isolated"),
-        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
-    ])
+    if words not in ("thai", "gpt2"):
+        raise ValueError(f"base.tokenizer.words={words!r}: use 'thai' or 'gpt2'")
+    cut = [pre_tokenizers.Split(Regex(WORD_PIECES), behavior="isolated"),
+           pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)] if words == "thai" else \
+        [pre_tokenizers.ByteLevel(add_prefix_space=False)]
+    core.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), *cut])
     core.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[PAD_TOKEN, IM_START, IM_END],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
