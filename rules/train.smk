@@ -56,6 +56,7 @@ rule train:
         checkpoints=lambda wildcards: f"results/checkpoints/{method_of(wildcards.variant)}-{wildcards.variant}",
     wildcard_constraints:
         variant="|".join(re.escape(v) for v in VARIANTS),
+    priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,
