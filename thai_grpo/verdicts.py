@@ -38,15 +38,15 @@ def difference_verdict(test: dict, after: str, before: str, metric: str = "held-
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str | None:
     """Does the gap between two models' pass@k curves close at large k ("polish, not create") or not?
 
-    Compares the curves at k = 1 and at the largest k both have; the sentence says what the numbers do.
+    Compares the curves (``pass_at_k_curve``: pass@k for k = 1..n) at k = 1 and at the largest k both have; the
+    sentence says what the numbers do.
     """
-    curve_b, curve_a = before.get("pass_at_k_curve") or {}, after.get("pass_at_k_curve") or {}
-    ks = sorted(set(map(int, curve_b)) & set(map(int, curve_a)))
-    if len(ks) < 2:
+    curve_b, curve_a = before.get("pass_at_k_curve") or [], after.get("pass_at_k_curve") or []
+    last = min(len(curve_b), len(curve_a))  # curves are pass@k for k = 1..n
+    if last < 2:
         return None
-    first, last = ks[0], ks[-1]
-    gap_first = curve_a[str(first)] - curve_b[str(first)]
-    gap_last = curve_a[str(last)] - curve_b[str(last)]
+    first = 1
+    gap_first, gap_last = curve_a[0] - curve_b[0], curve_a[last - 1] - curve_b[last - 1]
     b, a = names
     text = (f"{a} - {b}: {_points(gap_first)} at k = {first}, {_points(gap_last)} at k = {last}. ")
     if gap_first > 0 and abs(gap_last) < abs(gap_first):
