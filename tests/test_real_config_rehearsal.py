@@ -17,7 +17,7 @@ from thai_grpo.rewards import has_think_block
 REAL_CONFIG = yaml.safe_load((REPO / "config" / "qwen3-0.6b.yaml").read_text(encoding="utf-8"))
 CHAPTER_PROMPT = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 MODELS = REAL_CONFIG["eval"]["models"]
-EXPECTED_STAGES = ({"dataset", "split", "base_model", "sft_adapter", "grpo-grpo", "extra_heldout-mgsm_th",
+EXPECTED_STAGES = ({"dataset", "split", "base_model", "sft_adapter", "train-grpo", "extra_heldout-mgsm_th",
                     "token_logprobs", "figures"} | {f"sample-{m}" for m in MODELS} | {f"score-{m}" for m in MODELS}
                    | {f"sample_extra-mgsm_th-{m}" for m in MODELS} | {f"score_extra-mgsm_th-{m}" for m in MODELS})
 

@@ -136,7 +136,7 @@ def test_killed_grpo_resumes_from_last_checkpoint(tmp_path):
 
     # The same job uninterrupted: every step's numbers, the example groups and the adapter are identical.
     resumed_adapter = adapter_tensors(workdir / ADAPTER)
-    fresh = snakemake(workdir, TARGET, "--forcerun", "grpo", *CONFIG)
+    fresh = snakemake(workdir, TARGET, "--forcerun", "train", *CONFIG)
     assert fresh.returncode == 0, fresh.stderr[-4000:]
     assert "resuming from" not in (workdir / LOG).read_text()
     uninterrupted = json.loads((workdir / TARGET).read_text())
