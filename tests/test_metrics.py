@@ -57,5 +57,6 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
 
     path = tmp_path / "step_metrics.jsonl"
     logger = make_step_logger(GroupRecorder(group_size=2), path)
-    logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"reward": 0.5, "clip_ratio/region_mean": 0.07})
-    assert read_step_metrics(path) == [{"step": 2, "reused_batch": True, "reward_mean_trl": 0.5, "clip_ratio": 0.07}]
+    logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"loss": 0.01, "clip_ratio/region_mean": 0.07})
+    logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"train_runtime": 9.0, "train_loss": 0.01})
+    assert read_step_metrics(path) == [{"step": 2, "reused_batch": True, "loss": 0.01, "clip_ratio": 0.07}]

@@ -93,8 +93,8 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
             self.empty_thinks = list(empty_thinks or [])
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs or "reward" not in logs:
-                return
+            if not logs or ("reward" not in logs and "loss" not in logs):
+                return  # not a training step's log (e.g. the run's closing summary)
             batch = recorder.take()
             if not batch:  # a reused generation batch (num_iterations > 1): no new rewards, but TRL's clip ratio
                 with open(metrics_path, "a", encoding="utf-8") as handle:
