@@ -121,11 +121,11 @@ def test_records_have_the_transformers_format(tiny_tokenizer):
 
 def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
     from thai_grpo.data import SYSTEM_PROMPT
-    from thai_grpo.sampling import _encode_prompts
+    from thai_grpo.sampling import encode_prompts
 
     questions = ["มีแอปเปิ้ล 3 ผล ได้เพิ่ม 4 ผล มีกี่ผล", "ข้อสอง"]
     ours = prompt_token_ids(tiny_tokenizer, questions, SYSTEM_PROMPT)
-    encoded = _encode_prompts(tiny_tokenizer, questions, SYSTEM_PROMPT, {})
+    encoded = encode_prompts(tiny_tokenizer, questions, SYSTEM_PROMPT, {})
     for ids, row, mask in zip(ours, encoded["input_ids"].tolist(), encoded["attention_mask"].tolist()):
         assert ids == [token for token, keep in zip(row, mask) if keep]
 

@@ -34,15 +34,12 @@ def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: st
     """Generated tokens per second of one ``generate`` call (len(questions) x num_samples sequences) and of one
     forward pass over the same final sequences (the bound), and their ratio."""
     import torch
-    from transformers import GenerationConfig
 
-    from thai_grpo.sampling import _encode_prompts, stop_token_ids
+    from thai_grpo.sampling import encode_prompts, generation_config, stop_token_ids
 
-    encoded = _encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
+    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
     stop_ids = stop_token_ids(model, tokenizer)
-    config = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
-                              max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
-                              eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id)
+    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
     torch.manual_seed(seed)
     generate_s, forward_s = [], []
     with torch.no_grad():

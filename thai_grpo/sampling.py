@@ -14,7 +14,8 @@ from thai_grpo.data import chat_prompt_texts
 from thai_grpo.rewards import reward_breakdown
 
 
-def _encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
+def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
+    """The chat prompts of ``questions``, left-padded into one batch (what ``generate`` continues)."""
     texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
     tokenizer.padding_side = "left"
     return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
@@ -37,20 +38,28 @@ def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
             "truncated": stop is None}
 
 
-def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
-             temperature: float | None, seed: int, chat_template_kwargs: dict | None = None) -> list[list[dict]]:
-    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated}``; greedy when temperature is None."""
-    import torch
+def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_tokens: int,
+                      temperature: float | None):
+    """GRPO's rollout settings as a ``GenerationConfig``: plain sampling at ``temperature`` (no top-k, no top-p), or
+    greedy when it is None; ``num_samples`` sequences per prompt; ``stop_ids`` end a completion."""
     from transformers import GenerationConfig
 
-    encoded = _encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
-    stop_ids = stop_token_ids(model, tokenizer)
     sampling = temperature is not None
-    config = GenerationConfig(
+    return GenerationConfig(
         do_sample=sampling, temperature=temperature if sampling else None, top_k=0 if sampling else None,
         top_p=1.0 if sampling else None, max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
         eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id,
     )
+
+
+def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
+             temperature: float | None, seed: int, chat_template_kwargs: dict | None = None) -> list[list[dict]]:
+    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated}``; greedy when temperature is None."""
+    import torch
+
+    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
+    stop_ids = stop_token_ids(model, tokenizer)
+    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
     torch.manual_seed(seed)
     with torch.no_grad():
         output = model.generate(**encoded.to(model.device), generation_config=config)
