@@ -14,7 +14,6 @@ stage's share of the last run (``make bench`` -> results/bench/bench.json; figur
 
 from __future__ import annotations
 
-import csv
 import time
 from pathlib import Path
 
@@ -35,7 +34,7 @@ def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: st
     forward pass over the same final sequences (the bound), and their ratio."""
     import torch
 
-    from thai_grpo.sampling import encode_prompts, generation_config, stop_token_ids
+    from thai_grpo.sampling import completion_length, encode_prompts, generation_config, stop_token_ids
 
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
     stop_ids = stop_token_ids(model, tokenizer)
@@ -45,8 +44,7 @@ def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: st
     with torch.no_grad():
         output = _timed(generate_s, lambda: model.generate(**encoded, generation_config=config))
         new = output[:, encoded["input_ids"].shape[1]:]
-        generated = int(sum(next((i + 1 for i, t in enumerate(row.tolist()) if t in stop_ids), len(row))
-                            for row in new))
+        generated = sum(completion_length(row.tolist(), stop_ids)[0] for row in new)
         mask = torch.cat([encoded["attention_mask"].repeat_interleave(num_samples, 0),
                           torch.ones_like(new)], dim=1)
         _timed(forward_s, lambda: model(input_ids=output, attention_mask=mask))
@@ -136,16 +134,16 @@ def max_concurrent(intervals: list[tuple[float, float]]) -> int:
 
 
 def stage_shares(benchmark_dir: str | Path) -> dict:
-    """Each stage's wall seconds and share of their sum, the sum, and how many stages ran at once at most."""
-    stages, intervals = {}, []
-    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
-        with open(path, newline="") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        if rows:
-            seconds = float(rows[-1]["s"])
-            stages[path.stem] = seconds
+    """Each stage's wall seconds (``results.benchmark_seconds``) and share of their sum, the sum, and how many
+    stages ran at once at most."""
+    from thai_grpo.results import benchmark_seconds
+
+    stages = benchmark_seconds(benchmark_dir)
+    intervals = []
+    for path in Path(benchmark_dir).glob("*.tsv"):
+        if path.stem in stages:  # a job's interval ends when its benchmark file was written
             end = path.stat().st_mtime
-            intervals.append((end - seconds, end))
+            intervals.append((end - stages[path.stem], end))
     total = sum(stages.values())
     return {"stages": {name: {"seconds": s, "share": s / total} for name, s in
                        sorted(stages.items(), key=lambda item: -item[1])},

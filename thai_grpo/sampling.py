@@ -29,13 +29,18 @@ def stop_token_ids(model, tokenizer) -> list[int]:
     return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
 
 
-def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
-    """``{text, num_tokens, truncated}`` of one generated row: cut after the first stop token (counted, as TRL
-    counts the EOS in the completion mask), or the whole row, truncated, when no stop token came."""
+def completion_length(ids: list[int], stop_ids: list[int]) -> tuple[int, bool]:
+    """(tokens of one generated row up to and including its first stop token, as TRL counts the EOS in the
+    completion mask; whether a stop token came at all). Without one, the whole row counts."""
     stop = next((position for position, token in enumerate(ids) if token in stop_ids), None)
-    length = len(ids) if stop is None else stop + 1
+    return (len(ids), False) if stop is None else (stop + 1, True)
+
+
+def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
+    """``{text, num_tokens, truncated}`` of one generated row, cut at ``completion_length``."""
+    length, stopped = completion_length(ids, stop_ids)
     return {"text": tokenizer.decode(ids[:length], skip_special_tokens=True), "num_tokens": length,
-            "truncated": stop is None}
+            "truncated": not stopped}
 
 
 def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_tokens: int,
