@@ -54,8 +54,9 @@ def with_change(path, value):
     ("eval.temperature", -1.0, r"eval.temperature=-1.0 must be > 0"),
     ("eval.models", ["base", "ppo"], r"eval.models has 'ppo'"),
     ("data.heldout_size", 100_000, r"exceeds data.synthetic.num_problems"),
-    ("grpo.betta", 0.04, r"grpo.betta is not a field of TRL's GRPOConfig"),
-    ("sft.args.learning_rat", 1e-3, r"sft.args.learning_rat is not a field of TRL's SFTConfig"),
+    ("grpo.betta", 0.04, r"grpo.betta is not a field of TRL GRPOConfig"),
+    ("sft.args.learning_rat", 1e-3, r"sft.args.learning_rat is not a field of TRL SFTConfig"),
+    ("base.pretrain.max_step", 10, r"base.pretrain.max_step is not a field of transformers TrainingArguments"),
 ])
 def test_bad_values_get_a_one_line_message(path, value, message):
     config = with_change(path, value)

@@ -90,3 +90,16 @@ def test_pickled_weights_are_refused(tmp_path, tiny_model_dir):
 ])
 def test_dtype_follows_compute_capability(capability, dtype):
     assert choose_dtype(capability) == dtype
+
+
+def test_pretraining_texts_end_with_eos_and_are_cut_at_max_length(tiny_tokenizer, synthetic_rows):
+    from thai_grpo.sft import language_modelling_dataset
+
+    texts = [row["translated_question"] for row in synthetic_rows[:4]]
+    whole = language_modelling_dataset(texts, tiny_tokenizer, max_length=None)
+    for text, ids in zip(texts, whole["input_ids"]):
+        assert ids[-1] == tiny_tokenizer.eos_token_id
+        assert ids[:-1] == tiny_tokenizer(text)["input_ids"]
+    cut = language_modelling_dataset(texts, tiny_tokenizer, max_length=8)
+    assert all(len(ids) == 8 for ids in cut["input_ids"])
+    assert cut["input_ids"][0] == whole["input_ids"][0][:8]

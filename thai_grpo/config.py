@@ -156,15 +156,18 @@ def check_trainer_fields(config: dict) -> None:
     """Refuse TRL field names the installed TRL does not know (imports TRL: call once, before the jobs run)."""
     import dataclasses
 
+    from transformers import TrainingArguments
     from trl import GRPOConfig, SFTConfig
 
+    # base.pretrain: transformers' TrainingArguments (thai_grpo.sft.pretrain_base), plus max_length for the cut
     sections = [("grpo", config["grpo"], GRPOConfig), ("sft.args", config["sft"].get("args", {}), SFTConfig),
-                ("base.pretrain", config["base"].get("pretrain", {}), SFTConfig)]
+                ("base.pretrain", config["base"].get("pretrain", {}), TrainingArguments)]
     sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(fields) - known - {"num_processes"})
+        known = {f.name for f in dataclasses.fields(cls)} | {"num_processes", "max_length"}
+        unknown = sorted(set(fields) - known)
         if unknown:
-            raise ConfigError(f"{where}.{unknown[0]} is not a field of TRL's {cls.__name__}: check the spelling "
-                              "against the TRL docs for the installed release")
+            library = "transformers" if cls is TrainingArguments else "TRL"
+            raise ConfigError(f"{where}.{unknown[0]} is not a field of {library} {cls.__name__}: check the "
+                              f"spelling against the {library} docs for the installed release")
