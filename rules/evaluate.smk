@@ -14,7 +14,7 @@ rule sample:
         eval=EVAL_SETTINGS,
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:

@@ -57,7 +57,7 @@ rule train:
     wildcard_constraints:
         variant="|".join(re.escape(v) for v in VARIANTS),
     priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    threads: lambda wildcards: threads_for(wildcards.variant)  # 2 for the core chain (CORE_CHAIN)
     resources:
         gpu=1,
     log:
