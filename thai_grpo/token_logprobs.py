@@ -17,6 +17,8 @@ from pathlib import Path
 
 from thai_grpo.data import chat_prompt_texts
 
+LOGIT_BUDGET = 2 ** 28  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
+
 
 def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int) -> list:
     """For each (prompt ids, completion ids): the next-token log-distributions at the completion's positions,
@@ -102,6 +104,8 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
     model.eval()
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
+    longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
+    batch_size = max(1, min(batch_size, LOGIT_BUDGET // (longest * len(tokenizer))))  # Qwen3's 152k vocabulary: ~4
     keys = ("logp_policy", "logp_ref", "kl_exact", "var_k1", "var_k3")
     result = {key: [] for key in keys}
     for start in range(0, len(pairs), batch_size):
