@@ -42,13 +42,14 @@ def _brute_crossing(mean, low, high):
     lead = 1 if low[0] > 0 else -1 if high[0] < 0 else 0
     sign = np.sign(mean[0])
     result = {"lead_at_1": lead, "first_k_includes_zero": 1 if not lead else None, "first_k_reversed": None,
-              "first_k_sign_flip": None}
+              "k_reversed": [], "includes_zero_at_n": bool(low[-1] <= 0 <= high[-1]), "first_k_sign_flip": None}
     for k in range(1, len(mean) + 1):
         m, lo, hi = mean[k - 1], low[k - 1], high[k - 1]
         if lead and result["first_k_includes_zero"] is None and lo <= 0 <= hi:
             result["first_k_includes_zero"] = k
-        if lead and result["first_k_reversed"] is None and (hi < 0 if lead > 0 else lo > 0):
-            result["first_k_reversed"] = k
+        if lead and (hi < 0 if lead > 0 else lo > 0):
+            result["k_reversed"].append(k)
+            result["first_k_reversed"] = result["first_k_reversed"] or k
         if sign and result["first_k_sign_flip"] is None and np.sign(m) == -sign:
             result["first_k_sign_flip"] = k
     return result
@@ -67,7 +68,7 @@ def test_crossing_of_a_gap_that_closes_then_reverses():
     difference = {"mean": [0.3, 0.1, 0.0, -0.1, -0.2], "low": [0.2, 0.05, -0.05, -0.15, -0.3],
                   "high": [0.4, 0.15, 0.05, 0.02, -0.1]}
     assert crossing(difference) == {"lead_at_1": 1, "first_k_includes_zero": 3, "first_k_reversed": 5,
-                                    "first_k_sign_flip": 4}
+                                    "k_reversed": [5], "includes_zero_at_n": False, "first_k_sign_flip": 4}
 
 
 def test_created_and_lost_count_problems_by_brute_force():

@@ -68,7 +68,11 @@ def test_large_k_verdict_says_where_the_curves_meet_or_that_they_do_not():
     assert "first holds 0 at k = 3" in meets and "SFT never leads" in meets and "cross at k = 4" in meets
     assert "GRPO created 3" in meets and "lost 1" in meets
     crosses = large_k_verdict(_passk([0.3, 0.0, -0.1], [0.2, -0.05, -0.15], [0.4, 0.05, -0.05]))
-    assert "SFT leads (interval on the other side of 0) from k = 3: the curves cross" in crosses
+    assert "SFT leads (interval on the other side of 0) at k = 3: the curves cross (1 of 3 pointwise" in crosses
+    assert "still at k = 3" in crosses
+    brief = large_k_verdict(_passk([0.3, 0.0, -0.1, -0.1, -0.05, -0.02], [0.2, -0.05, -0.15, -0.15, -0.1, -0.07],
+                                   [0.4, 0.05, -0.05, -0.01, 0.01, 0.03]))
+    assert "at k = 3-4: the curves cross (2 of 6" in brief and "holds 0 again at k = 6" in brief
     ahead = large_k_verdict(_passk([0.3, 0.2, 0.1], [0.2, 0.1, 0.05], [0.4, 0.3, 0.15]))
     assert "GRPO stays ahead at every k up to 3" in ahead and "never cross" in ahead
     assert large_k_verdict({"comparisons": {}}) is None

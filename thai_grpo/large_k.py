@@ -43,8 +43,9 @@ def crossing(difference: dict[str, list[float]]) -> dict:
     relative to its sign at k = 1: ``first_k_includes_zero`` (the smallest k whose band contains 0: from there the
     curves are not distinguishable), ``first_k_reversed`` (the smallest k whose band excludes 0 on the other side:
     a supported crossing), ``first_k_sign_flip`` (the smallest k where the point estimate has the other sign);
-    each None when it never happens up to k = n. ``lead_at_1``: +1, -1 or 0, the sign of the band at k = 1
-    (0 when it already contains 0)."""
+    each None when it never happens up to k = n. ``k_reversed``: every k whose band excludes 0 on the other side
+    (pointwise bands: n of them, uncorrected for multiplicity), ``includes_zero_at_n``: the band at k = n holds 0.
+    ``lead_at_1``: +1, -1 or 0, the sign of the band at k = 1 (0 when it already contains 0)."""
     mean, low, high = (np.asarray(difference[key], dtype=float) for key in ("mean", "low", "high"))
     lead = 1 if low[0] > 0 else -1 if high[0] < 0 else 0
     sign = np.sign(mean[0])
@@ -53,9 +54,12 @@ def crossing(difference: dict[str, list[float]]) -> dict:
         hits = np.flatnonzero(mask)
         return int(hits[0]) + 1 if hits.size else None
 
+    reversed_ = (high < 0 if lead > 0 else low > 0) if lead else np.zeros(mean.size, dtype=bool)
     return {"lead_at_1": lead,
             "first_k_includes_zero": first((low <= 0) & (high >= 0)) if lead else 1,
-            "first_k_reversed": first(high < 0 if lead > 0 else low > 0) if lead else None,
+            "first_k_reversed": first(reversed_),
+            "k_reversed": (np.flatnonzero(reversed_) + 1).tolist(),
+            "includes_zero_at_n": bool(low[-1] <= 0 <= high[-1]),
             "first_k_sign_flip": first(np.sign(mean) == -sign) if sign else None}
 
 

@@ -105,6 +105,17 @@ def _band_points(difference: dict, k: int) -> str:
             f"{_points(difference['high'][k - 1])}]")
 
 
+def _k_ranges(ks: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5, 9'."""
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
 def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names=("GRPO", "SFT")) -> str | None:
     """Polish or create (results/passk/results.json, ``large_k.large_k_results``): the paired difference of two
     pass@k curves at k = 1 and k = n, where its 95% band first holds 0 or flips sign (``crossing``), and the problems
@@ -126,9 +137,14 @@ def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names
         else:
             text.append(f"The interval first holds 0 at k = {cross['first_k_includes_zero']}: from there {ahead} and "
                         f"{behind} are not distinguishable")
-            text[-1] += (f", and {behind} leads (interval on the other side of 0) from k = {cross['first_k_reversed']}: "
-                         "the curves cross." if cross["first_k_reversed"] else f"; {behind} never leads within the "
-                         f"intervals up to k = {n}.")
+            text[-1] += (f", and {behind} leads (interval on the other side of 0) at k = "
+                         f"{_k_ranges(cross['k_reversed'])}: the curves cross" if cross["k_reversed"] else
+                         f"; {behind} never leads within the intervals up to k = {n}")
+            if cross["k_reversed"]:
+                text[-1] += (f" ({len(cross['k_reversed'])} of {n} pointwise intervals, uncorrected for looking at "
+                             f"{n} values of k; {'the interval holds 0 again' if cross['includes_zero_at_n'] else 'still'}"
+                             f" at k = {n})")
+            text[-1] += "."
     flip = cross["first_k_sign_flip"]
     text.append(f"The point estimates {'cross at k = ' + str(flip) if flip else 'never cross'}.")
     text.append(f"Per problem, {a} created {comparison['created']} (solved at least once in {n}, never by {b} in "
