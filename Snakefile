@@ -42,6 +42,6 @@ rule pitfalls:
         rules.report_pitfalls.output.html,
 
 
-rule passk:  # pass@k to k = 64 for base, SFT and GRPO (~20 min on 2 cores); then `snakemake` adds it to the report
+rule passk:  # pass@k to k = 64 for base, SFT and GRPO (17 min on the shared 2-core machine); `snakemake` then shows it
     input:
         rules.passk_results.output.results,

@@ -52,6 +52,8 @@ def test_kl_estimator_verdict_follows_the_numbers():
     close = kl_estimator_verdict(_kl_summary((0.0005, -0.001, 0.002), 0.0021))
     assert "k3's interval holds the exact KL" in close and "k3 is the more precise estimator" in close
     assert "too narrow" not in close
+    same = kl_estimator_verdict({**_kl_summary((0.0, 0.0, 0.0), 0.0), "exact_se": {"k1": 0.0, "k3": 0.0}})
+    assert "both exact: policy and reference agree" in same  # a policy that never moved (rehearsal stand-ins)
 
 
 def _passk(mean, low, high, created=3, lost=1) -> dict:

@@ -125,11 +125,12 @@ def real_kl_summary(kl_real: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
     means = completion_bootstrap_means({"exact": exact, "k1": e1, "k3": e3, "k1_minus_exact": e1 - exact,
                                         "k3_minus_exact": e3 - exact}, kl_real["completion_lengths"], n_boot, seed)
     var1, var3 = np.asarray(kl_real["var_k1"], float), np.asarray(kl_real["var_k3"], float)
-    top = int(np.argmax(e3))
+    top, k3_sum = int(np.argmax(e3)), float(e3.sum())
     return {"tokens": int(exact.size), "completions": len(kl_real["completion_lengths"]), "means": means,
             "exact_se": {"k1": float(np.sqrt(var1.sum()) / exact.size), "k3": float(np.sqrt(var3.sum()) / exact.size)},
             "share_k3_lower_variance": float(np.mean(var3 < var1)),
             "regimes": divergence_regimes(exact, var1, var3, e1 - exact, e3 - exact),
-            "largest_k3": {"index": top, "k3": float(e3[top]), "share_of_k3_sum": float(e3[top] / e3.sum()),
+            "largest_k3": {"index": top, "k3": float(e3[top]),
+                           "share_of_k3_sum": float(e3[top]) / k3_sum if k3_sum > 0 else 0.0,
                            "logp_policy": float(logp[top]), "logp_ref": float(logq[top]),
                            "kl_exact": float(exact[top])}}

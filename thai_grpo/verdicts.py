@@ -82,9 +82,11 @@ def kl_estimator_verdict(summary: dict) -> str:
         text.append(f"{name}'s interval {'holds' if agrees else 'excludes'} the exact KL: {name} - exact = "
                     f"{gap['mean']:+.4f} [{gap['low']:+.4f}, {gap['high']:+.4f}].")
     better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
+    ratio = (f"{exact_se[worse] / exact_se[better]:.1f}x" if exact_se[better] > 0 else
+             "both exact: policy and reference agree" if exact_se[worse] == 0 else f"{better} exact")
     text.append(f"From the full next-token distributions, the standard error of each mean around the exact KL of "
-                f"these positions is {exact_se['k1']:.4f} for k1 and {exact_se['k3']:.4f} for k3: {better} is the more precise "
-                f"estimator here ({exact_se[worse] / exact_se[better]:.1f}x).")
+                f"these positions is {exact_se['k1']:.4f} for k1 and {exact_se['k3']:.4f} for k3: {better} is the "
+                f"more precise estimator here ({ratio}).")
     blind = [name for name in ("k1", "k3") if exact_se[name] > 2 * means[f"{name}_minus_exact"]["se"]]
     if blind:
         seen = ", ".join(f"{name} - exact {means[name + '_minus_exact']['se']:.4f} against {exact_se[name]:.4f}"
@@ -141,9 +143,9 @@ def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names
                          f"{_k_ranges(cross['k_reversed'])}: the curves cross" if cross["k_reversed"] else
                          f"; {behind} never leads within the intervals up to k = {n}")
             if cross["k_reversed"]:
+                again = "the interval holds 0 again" if cross["includes_zero_at_n"] else "still"
                 text[-1] += (f" ({len(cross['k_reversed'])} of {n} pointwise intervals, uncorrected for looking at "
-                             f"{n} values of k; {'the interval holds 0 again' if cross['includes_zero_at_n'] else 'still'}"
-                             f" at k = {n})")
+                             f"{n} values of k; {again} at k = {n})")
             text[-1] += "."
     flip = cross["first_k_sign_flip"]
     text.append(f"The point estimates {'cross at k = ' + str(flip) if flip else 'never cross'}.")
