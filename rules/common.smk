@@ -1,11 +1,13 @@
 # Helpers shared by the rule files: config lookups, which models each report covers, input functions.
 
+import os
 import re
 import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields, eval_settings
+from thai_grpo.config import (ConfigError, check_config, coerce_scalars, check_trainer_fields, eval_settings,
+                              passk_settings)
 from thai_grpo.data import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -26,6 +28,9 @@ SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFA
 # Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
+# The large-k experiment (rule passk): the same sampling with n = passk.num_samples on the first passk.problems.
+PASSK_SETTINGS = passk_settings(config)
+PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
 # The core chain (the chapter's base -> SFT -> GRPO comparison) trains and samples with 2 threads: 1.6-1.7x faster
@@ -93,6 +98,13 @@ def scope_inputs(scope):
         files["extra_stats"] = expand(rules.extra_heldout.output.stats, extra=list(EXTRA_SETS))
         files["extra_scores"] = expand(rules.score_extra.output.scores, extra=list(EXTRA_SETS), model=EVAL_MODELS)
     return files
+
+
+def optional_passk(wildcards):
+    """The large-k results when `snakemake passk` has built them: the main figures and report then show them (a
+    plain `snakemake` after `snakemake passk` redraws just those two); absent, the report says how to build them."""
+    path = "results/passk/results.json"
+    return {"passk": path} if os.path.exists(path) else {}
 
 
 def scope_params(scope):

@@ -5,6 +5,7 @@
 rule figures:
     message: "Drawing the report's figures"
     input:
+        unpack(optional_passk),
         results=rules.results.output.results,
     output:
         figures=directory("results/figures"),
@@ -21,6 +22,7 @@ rule figures:
 rule report:
     message: "Rendering results/report.html"
     input:
+        unpack(optional_passk),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),

@@ -7,5 +7,8 @@ from thai_grpo.report import write_report
 
 log_to(snakemake.log[0])
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
-write_report(read_json(snakemake.input.results), samples, Path(snakemake.input.figures),
+results = read_json(snakemake.input.results)
+if "passk" in snakemake.input.keys():  # the large-k results, once `snakemake passk` has built them
+    results["passk"] = read_json(snakemake.input.passk)
+write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

@@ -10,7 +10,7 @@ from thai_grpo.training import set_threads
 log_to(snakemake.log[0])
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval
-rows = read_jsonl(snakemake.input.heldout)
+rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)
 if ev.get("use_vllm", False):
     from thai_grpo.vllm_sampling import sample_heldout_vllm
 

@@ -108,7 +108,7 @@ def test_records_have_the_transformers_format(tiny_tokenizer):
     ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
     stopped = completion_from_tokens(tiny_tokenizer, ids + [eos], "stop")
     cut = completion_from_tokens(tiny_tokenizer, ids, "length")
-    assert stopped == {"text": text, "num_tokens": len(ids) + 1, "truncated": False}
+    assert stopped == {"text": text, "num_tokens": len(ids) + 1, "truncated": False, "token_ids": ids + [eos]}
     assert cut["truncated"] is True and cut["num_tokens"] == len(ids)
     records = records_from_completions(rows, [[stopped, cut], [cut, cut]], [stopped, cut])
     assert [r["id"] for r in records] == ["p1", "p2"]

@@ -51,3 +51,37 @@ def test_k1_goes_negative_and_k3_has_lower_variance_when_close():
     estimates = sample_kl_estimates(P, Q_CLOSE, 50_000, np.random.default_rng(1))
     assert np.any(estimates["k1"] < 0)
     assert estimates["k3"].var() < estimates["k1"].var() / 10
+
+
+def test_completion_bootstrap_resamples_whole_completions():
+    from thai_grpo.kl import completion_bootstrap_means
+
+    rng = np.random.default_rng(0)
+    lengths = [3, 1, 4, 2, 5]
+    values = rng.normal(size=sum(lengths))
+    result = completion_bootstrap_means({"v": values, "twice": 2 * values}, lengths, n_boot=300, seed=4, batch=70)
+    pieces = np.split(values, np.cumsum(lengths)[:-1])
+    draws = np.random.default_rng(4)
+    brute = []
+    for done in range(0, 300, 70):  # the same draws, one resample at a time: tokens of the chosen completions
+        for rows in draws.integers(0, 5, size=(min(70, 300 - done), 5)):
+            brute.append(np.concatenate([pieces[i] for i in rows]).mean())
+    assert result["v"]["mean"] == pytest.approx(values.mean())
+    assert [result["v"]["low"], result["v"]["high"]] == pytest.approx(np.quantile(brute, [0.025, 0.975]).tolist())
+    assert result["v"]["se"] == pytest.approx(np.std(brute, ddof=1))
+    assert result["twice"]["high"] == pytest.approx(2 * result["v"]["high"])  # one set of resamples for all columns
+    with pytest.raises(ValueError, match="non-empty completions"):
+        completion_bootstrap_means({"v": values}, [sum(lengths)])
+
+
+def test_divergence_regimes_bin_by_exact_kl():
+    from thai_grpo.kl import divergence_regimes
+
+    kl_exact = np.array([1e-4, 5e-4, 0.05, 0.2, 0.3, 5.0])
+    var_k1, var_k3 = np.array([1, 1, 4, 9, 9, 16.0]), np.array([0.25, 0.25, 1, 100, 100, 400.0])
+    err1, err3 = np.array([1, -1, 2, 3, -3, 4.0]), np.array([0.5, 0.5, 1, 0, 0, 1.0])
+    bins = divergence_regimes(kl_exact, var_k1, var_k3, err1, err3)
+    assert [(b["low"], b["tokens"], b["winner"]) for b in bins] == [(0.0, 2, "k3"), (0.01, 1, "k3"), (0.1, 2, "k1"),
+                                                                     (1.0, 1, "k1")]
+    assert bins[2]["sd_k1"] == pytest.approx(3.0) and bins[2]["sd_k3"] == pytest.approx(10.0)
+    assert bins[2]["rmse_k1"] == pytest.approx(3.0) and bins[0]["mean_kl"] == pytest.approx(3e-4)

@@ -395,3 +395,33 @@ def test_second_heldout_set_title_and_source_are_escaped(fixture_data, figures):
     assert "<script>alert" not in page and not re.search(r"<[^<>]*\sonerror\s*=", page)
     tags = [t for t, _ in tags_of(page)]
     assert tags.count("script") == 1 and tags.count("img") == 7
+
+
+def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, tmp_path):
+    """With results/passk/results.json merged in and kl_real holding the exact KL, the report shows both figures,
+    both verdicts and the tables; without passk it says how to build it."""
+    import numpy as np
+
+    from thai_grpo.large_k import large_k_results
+    from thai_grpo.results import with_kl_summary
+
+    results, samples = copy.deepcopy(fixture_data)
+    html = render_report(results, samples, {}, TEMPLATE_DIR)
+    assert "pass@k to k = 64: not run" in html and "snakemake --cores 2 passk" in html
+    rng = np.random.default_rng(0)
+    counts = {"sft": rng.integers(0, 9, 30), "grpo": rng.integers(2, 17, 30)}
+    results["passk"] = {**large_k_results({m: {"n_samples": 16, "per_problem_correct": c.tolist()}
+                                           for m, c in counts.items()}, n_boot=200),
+                        "problems_chosen": "the first 30 of results/data/heldout.jsonl"}
+    tokens = len(results["kl_real"]["logp_policy"])
+    results["kl_real"] = with_kl_summary({**results["kl_real"], "kl_exact": rng.uniform(0, 0.1, tokens).tolist(),
+                                          "var_k1": rng.uniform(0, 0.01, tokens).tolist(),
+                                          "var_k3": rng.uniform(0, 0.02, tokens).tolist(),
+                                          "completion_lengths": [1] * tokens}, 200, 0)
+    figures = draw_all({"passk": results["passk"], "kl_real": results["kl_real"]}, tmp_path)
+    assert {"pass_at_k_large", "k1_vs_k3_real"} <= set(figures)
+    html = render_report(results, samples, figures, TEMPLATE_DIR)
+    assert "On 30 held-out problems x 16 samples, GRPO - SFT is" in html and "GRPO created" in html
+    assert 'alt="pass@k to large k"' in html and "pass@k to k = 64: not run" not in html
+    assert f"On {tokens:,} sampled tokens of {tokens} completions the exact KL" in html
+    assert 'class="numbers kl-regimes"' in html

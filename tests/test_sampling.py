@@ -23,9 +23,10 @@ def test_a_completion_ends_at_the_first_of_any_stop_token(tiny_tokenizer):
     text_ids = tiny_tokenizer("<think>คิด</think>\n12", add_special_tokens=False)["input_ids"]
     endoftext = tiny_tokenizer.pad_token_id  # <|endoftext|>: Qwen3's second EOS, a special token
     record = completion_record(tiny_tokenizer, text_ids + [endoftext, 5, 6], [tiny_tokenizer.eos_token_id, endoftext])
-    assert record == {"text": tiny_tokenizer.decode(text_ids), "num_tokens": len(text_ids) + 1, "truncated": False}
+    assert record == {"text": tiny_tokenizer.decode(text_ids), "num_tokens": len(text_ids) + 1, "truncated": False,
+                      "token_ids": text_ids + [endoftext]}  # the sampled ids themselves, the stop token included
     cut = completion_record(tiny_tokenizer, text_ids, [tiny_tokenizer.eos_token_id])
-    assert cut["truncated"] and cut["num_tokens"] == len(text_ids)
+    assert cut["truncated"] and cut["num_tokens"] == len(text_ids) and cut["token_ids"] == text_ids
 
 
 def test_merged_adapter_gives_the_same_next_token_distribution(tiny_model_dir, tiny_adapter_dir):

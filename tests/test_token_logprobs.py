@@ -1,8 +1,12 @@
 import math
 
+import numpy as np
 import pytest
 
-from thai_grpo.token_logprobs import completion_logprobs, policy_and_reference_logprobs
+from thai_grpo.token_logprobs import (completion_logprobs, policy_and_reference_logprobs, position_kl,
+                                      sampled_token_pairs)
+
+SYSTEM = "ระบบ"
 
 
 def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
@@ -22,8 +26,97 @@ def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
     assert all(lp <= 0 for lp in alone)
 
 
+def test_position_kl_matches_a_sum_over_the_vocabulary():
+    import torch
+
+    rng = np.random.default_rng(0)
+    logits_p, logits_q = rng.normal(0, 2, (3, 50)), rng.normal(0, 2, (3, 50))
+    result = position_kl(torch.log_softmax(torch.tensor(logits_p), -1), torch.log_softmax(torch.tensor(logits_q), -1))
+    for row in range(3):
+        p = np.exp(logits_p[row]) / np.exp(logits_p[row]).sum()
+        q = np.exp(logits_q[row]) / np.exp(logits_q[row]).sum()
+        kl = sum(p[y] * math.log(p[y] / q[y]) for y in range(50))
+        k1 = [math.log(p[y] / q[y]) for y in range(50)]
+        k3 = [q[y] / p[y] - 1 - math.log(q[y] / p[y]) for y in range(50)]
+        assert sum(p[y] * k3[y] for y in range(50)) == pytest.approx(kl)  # k3 is unbiased too
+        assert result["kl"][row].item() == pytest.approx(kl, rel=1e-9)
+        assert result["var_k1"][row].item() == pytest.approx(sum(p[y] * (k1[y] - kl) ** 2 for y in range(50)), rel=1e-9)
+        assert result["var_k3"][row].item() == pytest.approx(sum(p[y] * (k3[y] - kl) ** 2 for y in range(50)), rel=1e-9)
+
+
+def test_the_sampled_ids_are_scored_not_a_retokenization(tiny_model_dir):
+    from thai_grpo.models import load_tokenizer
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    samples = [{"question": "สมชายมีส้ม 3 ผล", "completions": [{"text": "ignored", "token_ids": [9, 8, 7]},
+                                                              {"text": "", "token_ids": []}]}]
+    (pair,) = sampled_token_pairs(tokenizer, samples, SYSTEM, 10)
+    assert pair[1] == [9, 8, 7] and pair[0][-1] != 9
+    with pytest.raises(ValueError, match="rerun its sample rule"):
+        sampled_token_pairs(tokenizer, [{"question": "q", "completions": [{"text": "3"}]}], SYSTEM, 10)
+
+
 def test_same_adapter_as_policy_and_reference_gives_zero_kl(tiny_model_dir, tiny_adapter_dir):
-    samples = [{"question": "สมชายมีส้ม 3 ผล", "completions": [{"text": "<think>3</think> 3"}, {"text": "4"}]}]
-    result = policy_and_reference_logprobs(tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir, samples, "ระบบ", 10)
-    assert result["num_completions"] == 2 and len(result["logp_policy"]) == len(result["logp_ref"]) > 2
+    samples = [{"question": "สมชายมีส้ม 3 ผล", "completions": [{"token_ids": [5, 6, 7]}, {"token_ids": [8]}]}]
+    result = policy_and_reference_logprobs(tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir, samples, SYSTEM, 10)
+    assert result["num_completions"] == 2 and result["completion_lengths"] == [3, 1]
+    assert len(result["logp_policy"]) == len(result["logp_ref"]) == len(result["kl_exact"]) == 4
     assert all(math.isclose(p, r, abs_tol=1e-6) for p, r in zip(result["logp_policy"], result["logp_ref"]))
+    assert all(abs(value) < 1e-9 for key in ("kl_exact", "var_k1", "var_k3") for value in result[key])
+
+
+@pytest.fixture(scope="module")
+def moved_adapter_dir(tmp_path_factory, tiny_model_dir):
+    """A LoRA adapter with random (non-zero) B: a policy that differs from the tiny base + zero adapter."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from thai_grpo.models import load_base_model
+
+    torch.manual_seed(1)
+    model = get_peft_model(load_base_model(tiny_model_dir),
+                           LoraConfig(task_type="CAUSAL_LM", r=2, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                      init_lora_weights=False))
+    path = tmp_path_factory.mktemp("moved-adapter")
+    model.save_pretrained(path, safe_serialization=True)
+    return path
+
+
+@pytest.mark.slow
+def test_k1_and_k3_of_tokens_sampled_from_the_policy_agree_with_the_exact_kl(tiny_model_dir, tiny_adapter_dir,
+                                                                            moved_adapter_dir):
+    """Many tokens sampled from pi itself (the held-out sampler at temperature 1, no truncation), scored as the
+    token_logprobs stage scores them: k1's and k3's means agree with the mean exact KL of the same positions
+    within 4 of their exact standard errors, and the bootstrap over completions sees those standard errors."""
+    import torch
+
+    from thai_grpo.kl import real_kl_summary
+    from thai_grpo.models import load_policy, load_tokenizer
+    from thai_grpo.sampling import generate
+
+    tokenizer = load_tokenizer(tiny_model_dir)
+    policy = load_policy(tiny_model_dir, moved_adapter_dir, merged=True).eval()
+    questions = ["สมชายมีส้ม 3 ผล", "แม่ซื้อไข่ 4 ฟอง"]
+    completions = generate(policy, tokenizer, questions, SYSTEM, num_samples=200, max_new_tokens=6,
+                           temperature=1.0, seed=0)
+    samples = [{"question": q, "completions": c} for q, c in zip(questions, completions)]
+    result = policy_and_reference_logprobs(tiny_model_dir, moved_adapter_dir, tiny_adapter_dir, samples, SYSTEM, 400)
+    summary = real_kl_summary(result, n_boot=500, seed=0)
+    assert summary["tokens"] > 1500 and summary["means"]["exact"]["mean"] > 0.005
+    for name in ("k1", "k3"):
+        gap = summary["means"][f"{name}_minus_exact"]
+        assert abs(gap["mean"]) < 4 * summary["exact_se"][name], (name, gap, summary["exact_se"][name])
+        assert 0.5 < gap["se"] / summary["exact_se"][name] < 2  # no heavy tail here: the bootstrap sees the variance
+
+    # the exact KL at the first completion's positions, summed over the vocabulary by hand
+    reference = load_policy(tiny_model_dir, tiny_adapter_dir).eval()
+    prompt, ids = sampled_token_pairs(tokenizer, samples, SYSTEM, 1)[0]
+    with torch.no_grad():
+        sequence = torch.tensor([prompt + ids])
+        lp = torch.log_softmax(policy(sequence).logits[0].double(), -1)
+        lq = torch.log_softmax(reference(sequence).logits[0].double(), -1)
+    for t in range(len(ids)):
+        row = len(prompt) - 1 + t
+        brute = sum(math.exp(lp[row, y]) * (lp[row, y] - lq[row, y]).item() for y in range(lp.shape[1]))
+        assert result["kl_exact"][t] == pytest.approx(brute, rel=1e-3, abs=1e-6)
+        assert result["logp_policy"][t] == pytest.approx(lp[row, ids[t]].item(), abs=1e-4)

@@ -1,6 +1,7 @@
 """Sentences of verdict follow the numbers: the same code says "supported", "not detectable" or "a loss"."""
 
-from thai_grpo.verdicts import difference_verdict, health_verdict, p_text, pass_at_k_verdict
+from thai_grpo.verdicts import (difference_verdict, health_verdict, kl_estimator_verdict, large_k_verdict, p_text,
+                                pass_at_k_verdict)
 
 
 def test_difference_verdict_follows_the_interval():
@@ -30,3 +31,50 @@ def test_pass_at_k_verdict_says_whether_the_gap_closes():
 def test_health_verdict_quotes_the_flags():
     assert "No run-health flag" in health_verdict({"messages": []})
     assert health_verdict({"messages": ["failed run: x"]}) == "failed run: x"
+
+
+def _kl_summary(k3_gap: tuple[float, float, float], k3_exact_se: float) -> dict:
+    stat = lambda m, lo, hi, se=0.003: {"mean": m, "low": lo, "high": hi, "se": se}  # noqa: E731
+    return {"tokens": 10488, "completions": 256, "share_k3_lower_variance": 0.74,
+            "means": {"exact": stat(0.061, 0.054, 0.068), "k1": stat(0.063, 0.055, 0.072),
+                      "k3": stat(0.061 + k3_gap[0], 0.05, 0.07), "k1_minus_exact": stat(0.002, -0.003, 0.008),
+                      "k3_minus_exact": stat(*k3_gap, se=0.002)},
+            "exact_se": {"k1": 0.0029, "k3": k3_exact_se},
+            "regimes": [{"low": 0.0, "high": 1e-3, "tokens": 5957, "winner": "k3"},
+                        {"low": 1e-3, "high": float("inf"), "tokens": 4531, "winner": "k1"}]}
+
+
+def test_kl_estimator_verdict_follows_the_numbers():
+    heavy = kl_estimator_verdict(_kl_summary((-0.018, -0.022, -0.014), 0.037))
+    assert "k1's interval holds the exact KL" in heavy and "k3's interval excludes the exact KL" in heavy
+    assert "k1 is the more precise estimator here (12.8x)" in heavy and "too narrow" in heavy
+    assert "k3 where the exact KL is in [0, 0.001) (5,957 tokens)" in heavy
+    close = kl_estimator_verdict(_kl_summary((0.0005, -0.001, 0.002), 0.0021))
+    assert "k3's interval holds the exact KL" in close and "k3 is the more precise estimator" in close
+    assert "too narrow" not in close
+    same = kl_estimator_verdict({**_kl_summary((0.0, 0.0, 0.0), 0.0), "exact_se": {"k1": 0.0, "k3": 0.0}})
+    assert "both exact: policy and reference agree" in same  # a policy that never moved (rehearsal stand-ins)
+
+
+def _passk(mean, low, high, created=3, lost=1) -> dict:
+    from thai_grpo.large_k import crossing
+
+    difference = {"mean": mean, "low": low, "high": high}
+    return {"n_samples": len(mean), "num_problems": 100,
+            "comparisons": {"grpo_vs_sft": {"difference": difference, "crossing": crossing(difference),
+                                            "created": created, "lost": lost, "both": 90, "neither": 6}}}
+
+
+def test_large_k_verdict_says_where_the_curves_meet_or_that_they_do_not():
+    meets = large_k_verdict(_passk([0.3, 0.1, 0.02, -0.01], [0.25, 0.05, -0.01, -0.04], [0.35, 0.15, 0.05, 0.02]))
+    assert "first holds 0 at k = 3" in meets and "SFT never leads" in meets and "cross at k = 4" in meets
+    assert "GRPO created 3" in meets and "lost 1" in meets
+    crosses = large_k_verdict(_passk([0.3, 0.0, -0.1], [0.2, -0.05, -0.15], [0.4, 0.05, -0.05]))
+    assert "SFT leads (interval on the other side of 0) at k = 3: the curves cross (1 of 3 pointwise" in crosses
+    assert "still at k = 3" in crosses
+    brief = large_k_verdict(_passk([0.3, 0.0, -0.1, -0.1, -0.05, -0.02], [0.2, -0.05, -0.15, -0.15, -0.1, -0.07],
+                                   [0.4, 0.05, -0.05, -0.01, 0.01, 0.03]))
+    assert "at k = 3-4: the curves cross (2 of 6" in brief and "holds 0 again at k = 6" in brief
+    ahead = large_k_verdict(_passk([0.3, 0.2, 0.1], [0.2, 0.1, 0.05], [0.4, 0.3, 0.15]))
+    assert "GRPO stays ahead at every k up to 3" in ahead and "never cross" in ahead
+    assert large_k_verdict({"comparisons": {}}) is None

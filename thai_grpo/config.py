@@ -74,6 +74,17 @@ def eval_settings(config: dict) -> dict:
     return settings
 
 
+PASSK_DEFAULTS = {"models": ["base", "sft", "grpo"], "num_samples": 64, "problems": 100, "batch_size": 8,
+                  "ks": [1, 8, 64]}
+
+
+def passk_settings(config: dict) -> dict:
+    """How the large-k experiment samples and scores (``passk`` section, schema defaults where absent): the eval
+    settings (temperature, budget, seed, bootstrap) with the section's n, batch, k values and problem count."""
+    passk = {**PASSK_DEFAULTS, **(config.get("passk") or {})}
+    return {**eval_settings(config), **{key: passk[key] for key in ("num_samples", "batch_size", "ks", "problems")}}
+
+
 def variant_settings(config: dict, variant: str) -> dict:
     """The ``grpo`` section and reward list of one named variant (its overrides on top of the defaults)."""
     overrides = config.get("variants", {}).get(variant)

@@ -220,21 +220,73 @@ def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_labe
     ax.grid(alpha=0.3)
 
 
-def plot_k1_vs_k3_real(logp_policy, logp_ref, path, seed: int = 0, n_orders: int = 20) -> None:
-    """Figure 5.3 (real): the same running means on the run's own per-token log-probs, over tokens taken
-    in `n_orders` random orders; the dashed line is the mean of k3 over all tokens."""
-    k1_all = np.asarray(kl.k1(np.asarray(logp_policy, float), np.asarray(logp_ref, float)), dtype=float)
-    k3_all = np.asarray(kl.k3(np.asarray(logp_policy, float), np.asarray(logp_ref, float)), dtype=float)
+K1_COLOUR, K3_COLOUR = "#e8590c", "#1971c2"
+
+
+def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -> None:
+    """Figure 5.3 (real), on the run's own sampled tokens: (a) running means of k1, k3 and the exact per-position
+    KL over the tokens in `n_orders` random orders, the dashed line the exact KL's mean; with the exact KL and its
+    summary (``kl.real_kl_summary``, results.json ``kl_real.summary``) also (b) the three means with their
+    per-completion bootstrap intervals, beside k1's and k3's +-1.96 exact standard errors, and (c) per regime of
+    exact KL, the typical error of one token's k1 and k3 (exact, from the full distributions; observed, on the
+    sampled tokens). Older results without the exact KL get panel (a) against the mean of k3."""
+    logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
+    columns = {"k1": kl.k1(logp, logq), "k3": kl.k3(logp, logq)}
+    summary = kl_real.get("summary")
+    if summary:
+        columns["exact"] = np.asarray(kl_real["kl_exact"], float)
     rng = np.random.default_rng(seed)
-    orders = [np.arange(len(k1_all))] + [rng.permutation(len(k1_all)) for _ in range(n_orders - 1)]
-    k1_runs = np.array([kl.running_mean(k1_all[o]) for o in orders])
-    k3_runs = np.array([kl.running_mean(k3_all[o]) for o in orders])
-    fig, ax = plt.subplots(figsize=(8, 3.8), layout="constrained")
-    _running_panel(ax, k1_runs, k3_runs, float(k3_all.mean()), "held-out tokens (random orders)",
-                   ref_label="mean k3 over all tokens")
-    ax.set_title(f"{len(k1_all)} real tokens: k1 below 0 for {np.mean(k1_all < 0):.0%} of them, "
-                 f"k3 for {np.mean(k3_all < 0):.0%}")
+    orders = [np.arange(logp.size)] + [rng.permutation(logp.size) for _ in range(n_orders - 1)]
+    runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
+    reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
+    fig, axes = plt.subplots(1, 3 if summary else 1, figsize=(15 if summary else 8, 4), layout="constrained",
+                             squeeze=False)
+    ax = axes[0, 0]
+    _running_panel(ax, runs["k1"], runs["k3"], reference, "held-out tokens (random orders)",
+                   ref_label="exact KL, mean over all tokens" if summary else "mean k3 over all tokens")
+    if summary:
+        _k_band(ax, runs["exact"], np.arange(1, logp.size + 1), "black", "exact KL at each position")
+        ax.legend(fontsize=7, loc="best")
+        _estimator_means_panel(axes[0, 1], summary)
+        _regimes_panel(axes[0, 2], summary["regimes"])
+    ax.set_title(f"(a) {logp.size} sampled tokens: k1 below 0 for {np.mean(columns['k1'] < 0):.0%}", fontsize=10)
     save_figure(fig, path)
+
+
+def _estimator_means_panel(ax, summary: dict) -> None:
+    """Means of the exact KL, k1 and k3 with 95% per-completion bootstrap intervals (thick) and, for k1 and k3,
+    mean +- 1.96 exact standard errors (thin): where the two disagree, the sample has not seen the tail."""
+    means, exact_se = summary["means"], summary["exact_se"]
+    for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
+        m = means[name]
+        ax.errorbar([x - 0.08], [m["mean"]], yerr=[[m["mean"] - m["low"]], [m["high"] - m["mean"]]], fmt="o",
+                    color=colour, lw=3, capsize=4, label="bootstrap over completions" if x == 0 else None)
+        if name in exact_se:
+            half = 1.96 * exact_se[name]
+            ax.errorbar([x + 0.08], [m["mean"]], yerr=[[half], [half]], fmt="s", color=colour, lw=1, capsize=4,
+                        mfc="white", label="+-1.96 exact standard error" if name == "k1" else None)
+    ax.axhline(means["exact"]["mean"], color="black", ls="--", lw=1)
+    ax.set_xticks(range(3), ["exact KL", "k1", "k3"])
+    ax.set(title="(b) mean per token, 95% intervals", ylabel="nats / token")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _regimes_panel(ax, regimes: list[dict]) -> None:
+    """Per bin of exact KL: the root mean exact variance of one token's k1 and k3 (lines) and their observed
+    root mean squared error against the exact KL (open markers); the lower line wins that regime."""
+    x = [r["mean_kl"] for r in regimes]
+    for name, colour in (("k1", K1_COLOUR), ("k3", K3_COLOUR)):
+        ax.plot(x, [r[f"sd_{name}"] for r in regimes], "-o", color=colour, label=f"{name}: exact sd per token")
+        ax.plot(x, [r[f"rmse_{name}"] for r in regimes], "s", color=colour, mfc="white",
+                label=f"{name}: observed rms error")
+    for r in regimes:
+        ax.annotate(f"{r['tokens']:,}", (r["mean_kl"], min(r["sd_k1"], r["sd_k3"], r["rmse_k1"], r["rmse_k3"])),
+                    textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color="dimgrey")
+    ax.set(xscale="log", yscale="log", xlabel="exact KL at the token's position (bin mean; tokens per bin)",
+           ylabel="error of one token's estimate", title="(c) who wins, by divergence regime")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, which="both")
 
 
 # --------------------------------------------------------------------------- held-out evaluation
@@ -308,9 +360,11 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     draw("k1_vs_k3_synthetic", plot_k1_vs_k3_synthetic)
     kl_real = results.get("kl_real") or {}
     if kl_real.get("logp_policy"):
-        draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real["logp_policy"], kl_real["logp_ref"])
+        draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real)
     if evals:
         draw("pass_at_k", plot_pass_at_k, evals)
+    if (results.get("passk") or {}).get("curves"):  # built by `snakemake passk`, merged in by the figures rule
+        draw("pass_at_k_large", plot_large_k, results["passk"])
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
@@ -319,3 +373,32 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
                                 after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
     paths.update(draw_pitfalls(results, out))
     return paths
+
+
+def plot_large_k(passk: dict, path) -> None:
+    """pass@k to k = n (results/passk/results.json): (a) each model's curve with its 95% problem-bootstrap band on a
+    log-k axis, (b) the paired difference GRPO - SFT with its band, where the band first holds 0 marked."""
+    ks = np.asarray(passk["ks"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    for model, curve in passk["curves"].items():
+        (line,) = axes[0].plot(ks, curve["mean"], lw=1.8, label=model)
+        axes[0].fill_between(ks, curve["low"], curve["high"], alpha=0.2, lw=0, color=line.get_color())
+    axes[0].set(xscale="log", xlabel="k (log scale)", ylabel="pass@k", ylim=(0, 1.02),
+                title=f"(a) pass@k, {passk['num_problems']} problems x {passk['n_samples']} samples, 95% bands")
+    axes[0].legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    comparison = (passk.get("comparisons") or {}).get("grpo_vs_sft")
+    if comparison:
+        d = comparison["difference"]
+        axes[1].fill_between(ks, d["low"], d["high"], alpha=0.25, lw=0, color="#5f3dc4")
+        axes[1].plot(ks, d["mean"], color="#5f3dc4", lw=1.8, label="GRPO - SFT (paired)")
+        axes[1].axhline(0, color="black", lw=1)
+        meet = comparison["crossing"]["first_k_includes_zero"]
+        if meet:
+            axes[1].axvline(meet, color="grey", ls=":", label=f"band first holds 0: k = {meet}")
+        axes[1].set(xscale="log", xlabel="k (log scale)", ylabel="difference in pass@k",
+                    title=f"(b) created {comparison['created']}, lost {comparison['lost']} problems in "
+                          f"{passk['n_samples']} tries")
+        axes[1].legend(fontsize=8)
+    save_figure(fig, path)

@@ -23,7 +23,8 @@ from thai_grpo.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.figures_pitfalls import step_means
 from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
-from thai_grpo.verdicts import difference_verdict, health_verdict, p_text, pass_at_k_verdict
+from thai_grpo.verdicts import (difference_verdict, health_verdict, kl_estimator_verdict, large_k_verdict, p_text,
+                               pass_at_k_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -239,6 +240,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     benchmarks = run.get("benchmarks") or {}
     keys = pass_keys(evals)
     health = _health(train)
+    kl_summary = (results.get("kl_real") or {}).get("summary")
+    passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     return {
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
@@ -254,6 +257,11 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "groups": train.get("example_groups") or {},
         "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
         "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),
+        "kl_summary": kl_summary,
+        "passk": passk,
+        "passk_verdict": large_k_verdict(passk) if passk else None,
+        "passk_ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if passk and k <= passk["n_samples"]],
+        "kl_verdict": kl_estimator_verdict(kl_summary) if kl_summary else None,
         "evals": evals,
         "pass_keys": keys,
         "compare_keys": [keys[0], keys[-1]] if len(keys) > 1 else ["pass@1", "pass@8"],

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from thai_grpo.evaluation import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.health import training_health
+from thai_grpo.kl import real_kl_summary
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
 VERIFIER = "none: a verifier (code) grades"
@@ -190,6 +191,14 @@ def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) ->
             for name, parts in extra_sets.items()}
 
 
+def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None:
+    """The token_logprobs stage's output with ``summary`` (``kl.real_kl_summary``: exact KL vs k1 and k3, their
+    intervals and regimes) when it holds the exact per-position KL (older outputs do not)."""
+    if not kl_real or "kl_exact" not in kl_real:
+        return kl_real
+    return {**kl_real, "summary": real_kl_summary(kl_real, n_boot, seed)}
+
+
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
@@ -234,6 +243,6 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
                                               paired, greedy)},
-        "kl_real": kl_real,
+        "kl_real": with_kl_summary(kl_real, n_boot, seed),
         "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }

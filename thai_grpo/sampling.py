@@ -37,10 +37,14 @@ def completion_length(ids: list[int], stop_ids: list[int]) -> tuple[int, bool]:
 
 
 def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
-    """``{text, num_tokens, truncated}`` of one generated row, cut at ``completion_length``."""
+    """``{text, num_tokens, truncated, token_ids}`` of one generated row, cut at ``completion_length``.
+
+    ``token_ids`` are the sampled ids themselves, the stop token included (as TRL's completion mask counts it): the
+    k1-vs-k3 stage scores them, since re-tokenizing the decoded text need not give them back (a byte-level BPE can
+    decode a partial character to U+FFFD, which encodes to other tokens)."""
     length, stopped = completion_length(ids, stop_ids)
     return {"text": tokenizer.decode(ids[:length], skip_special_tokens=True), "num_tokens": length,
-            "truncated": not stopped}
+            "truncated": not stopped, "token_ids": list(ids[:length])}
 
 
 def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_tokens: int,
@@ -59,7 +63,8 @@ def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_
 
 def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
              temperature: float | None, seed: int, chat_template_kwargs: dict | None = None) -> list[list[dict]]:
-    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated}``; greedy when temperature is None."""
+    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}``; greedy when temperature
+    is None."""
     import torch
 
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})

@@ -61,3 +61,95 @@ def health_verdict(health: dict) -> str:
     """'no health flag raised' or the flags' own messages."""
     messages = health.get("messages") or []
     return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking)."
+
+
+def _bracket(stat: dict, digits: int = 4) -> str:
+    return f"{stat['mean']:.{digits}f} [{stat['low']:.{digits}f}, {stat['high']:.{digits}f}]"
+
+
+def kl_estimator_verdict(summary: dict) -> str:
+    """k1 vs k3 on the run's own tokens (``kl.real_kl_summary``): whether each estimator's mean agrees with the exact
+    KL within its per-completion bootstrap interval, which one has the smaller exact standard error, whether the
+    bootstrap saw each one's variance (its interval is honest only then), and which regimes of per-position
+    KL each one wins."""
+    means, exact_se = summary["means"], summary["exact_se"]
+    text = [f"On {summary['tokens']:,} sampled tokens of {summary['completions']} completions the exact "
+            f"KL(pi || pi_ref) per token is {_bracket(means['exact'])}; k1 estimates {_bracket(means['k1'])} and k3 "
+            f"{_bracket(means['k3'])} (95% bootstrap over completions)."]
+    for name in ("k1", "k3"):
+        gap = means[f"{name}_minus_exact"]
+        agrees = gap["low"] <= 0 <= gap["high"]
+        text.append(f"{name}'s interval {'holds' if agrees else 'excludes'} the exact KL: {name} - exact = "
+                    f"{gap['mean']:+.4f} [{gap['low']:+.4f}, {gap['high']:+.4f}].")
+    better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
+    ratio = (f"{exact_se[worse] / exact_se[better]:.1f}x" if exact_se[better] > 0 else
+             "both exact: policy and reference agree" if exact_se[worse] == 0 else f"{better} exact")
+    text.append(f"From the full next-token distributions, the standard error of each mean around the exact KL of "
+                f"these positions is {exact_se['k1']:.4f} for k1 and {exact_se['k3']:.4f} for k3: {better} is the "
+                f"more precise estimator here ({ratio}).")
+    blind = [name for name in ("k1", "k3") if exact_se[name] > 2 * means[f"{name}_minus_exact"]["se"]]
+    if blind:
+        seen = ", ".join(f"{name} - exact {means[name + '_minus_exact']['se']:.4f} against {exact_se[name]:.4f}"
+                         for name in blind)
+        text.append(f"The bootstrap saw under half of {' and '.join(blind)}'s exact standard error ({seen}): its "
+                    "variance sits in tokens pi rarely samples and pi_ref favours, so its interval is too narrow.")
+    wins = {name: [r for r in summary["regimes"] if r["winner"] == name] for name in ("k1", "k3")}
+    regimes = "; ".join(f"{name} where the exact KL is in "
+                        + ", ".join(f"[{r['low']:g}, {r['high']:g})" for r in rows)
+                        + f" ({sum(r['tokens'] for r in rows):,} tokens)" for name, rows in wins.items() if rows)
+    text.append(f"Per token, k3 has the lower exact variance at {summary['share_k3_lower_variance']:.0%} of the "
+                f"positions; by regime: {regimes}.")
+    return " ".join(text)
+
+
+def _band_points(difference: dict, k: int) -> str:
+    return (f"{_points(difference['mean'][k - 1])} [{_points(difference['low'][k - 1])}, "
+            f"{_points(difference['high'][k - 1])}]")
+
+
+def _k_ranges(ks: list[int]) -> str:
+    """[3, 4, 5, 9] -> '3-5, 9'."""
+    runs: list[list[int]] = []
+    for k in ks:
+        if runs and k == runs[-1][-1] + 1:
+            runs[-1].append(k)
+        else:
+            runs.append([k])
+    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
+
+
+def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names=("GRPO", "SFT")) -> str | None:
+    """Polish or create (results/passk/results.json, ``large_k.large_k_results``): the paired difference of two
+    pass@k curves at k = 1 and k = n, where its 95% band first holds 0 or flips sign (``crossing``), and the problems
+    created and lost in n tries."""
+    comparison = (passk.get("comparisons") or {}).get(f"{after}_vs_{before}")
+    if not comparison:
+        return None
+    a, b = names
+    n, difference, cross = passk["n_samples"], comparison["difference"], comparison["crossing"]
+    text = [f"On {passk['num_problems']} held-out problems x {n} samples, {a} - {b} is {_band_points(difference, 1)} "
+            f"at k = 1 and {_band_points(difference, n)} at k = {n} (paired 95% bootstrap over problems)."]
+    lead = cross["lead_at_1"]
+    if lead == 0:
+        text.append(f"The curves are not distinguishable even at k = 1.")
+    else:
+        ahead, behind = (a, b) if lead > 0 else (b, a)
+        if cross["first_k_includes_zero"] is None:
+            text.append(f"{ahead} stays ahead at every k up to {n}: the curves do not meet within the intervals.")
+        else:
+            text.append(f"The interval first holds 0 at k = {cross['first_k_includes_zero']}: from there {ahead} and "
+                        f"{behind} are not distinguishable")
+            text[-1] += (f", and {behind} leads (interval on the other side of 0) at k = "
+                         f"{_k_ranges(cross['k_reversed'])}: the curves cross" if cross["k_reversed"] else
+                         f"; {behind} never leads within the intervals up to k = {n}")
+            if cross["k_reversed"]:
+                again = "the interval holds 0 again" if cross["includes_zero_at_n"] else "still"
+                text[-1] += (f" ({len(cross['k_reversed'])} of {n} pointwise intervals, uncorrected for looking at "
+                             f"{n} values of k; {again} at k = {n})")
+            text[-1] += "."
+    flip = cross["first_k_sign_flip"]
+    text.append(f"The point estimates {'cross at k = ' + str(flip) if flip else 'never cross'}.")
+    text.append(f"Per problem, {a} created {comparison['created']} (solved at least once in {n}, never by {b} in "
+                f"{n}) and lost {comparison['lost']} (the reverse); both solved {comparison['both']}, neither "
+                f"{comparison['neither']}.")
+    return " ".join(text)

@@ -108,12 +108,12 @@ def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
 
 
 def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> dict:
-    """One completion ``{text, num_tokens, truncated}`` like the transformers path: vLLM keeps the EOS token in
-    ``token_ids`` when it stops on it (counted, as there), the text drops special tokens, and a completion
-    is truncated when it ran out of tokens instead of stopping."""
+    """One completion ``{text, num_tokens, truncated, token_ids}`` like the transformers path: vLLM keeps the EOS
+    token in ``token_ids`` when it stops on it (counted and kept, as there), the text drops special tokens, and a
+    completion is truncated when it ran out of tokens instead of stopping."""
     ids = list(token_ids)
     return {"text": tokenizer.decode(ids, skip_special_tokens=True), "num_tokens": len(ids),
-            "truncated": finish_reason != "stop"}
+            "truncated": finish_reason != "stop", "token_ids": ids}
 
 
 def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy: list[dict]) -> list[dict]:

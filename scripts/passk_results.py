@@ -1,0 +1,16 @@
+"""Stage 6c (target passk): pass@k to k = n with bands, the SFT-GRPO crossing and the problems created and lost."""
+
+from thai_grpo.io import log_to, read_json, write_json
+from thai_grpo.large_k import large_k_results
+from thai_grpo.results import benchmark_seconds
+
+log_to(snakemake.log[0])
+params = snakemake.params
+ev = params.eval
+results = large_k_results({model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)},
+                          ev["bootstrap_samples"], ev["seed"])
+seconds = {stage: s for stage, s in benchmark_seconds(params.benchmarks).items()
+           if stage.partition("-")[0] in ("sample_passk", "score_passk")}
+write_json(snakemake.output.results, {**results, "models": params.models, "settings": ev,
+                                      "problems_chosen": f"the first {ev['problems']} of results/data/heldout.jsonl",
+                                      "benchmarks": seconds})
