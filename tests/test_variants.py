@@ -15,14 +15,14 @@ from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 from thai_grpo.config import ConfigError, deep_merge
-from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
+from thai_grpo.methods.dpo import NOT_INHERITED, dpo_args, dpo_step
 from thai_grpo.health import format_hacking_suspect, training_health
 from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.preferences import build_pairs, pair_for_problem
 from thai_grpo.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
-from thai_grpo.rloo import leave_one_out_advantages, rloo_args
+from thai_grpo.methods.rloo import leave_one_out_advantages, rloo_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -159,9 +159,9 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert plan["grpo"]["scale_rewards"] == "none" and plan["grpo"]["beta"] == config["grpo"]["beta"]
     assert variant_plan(config, "lenient_format")["rewards"] == ["correct", "format_lenient", "thai"]
     assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
-    from thai_grpo.dpo import train_dpo
-    from thai_grpo.grpo import train_grpo
-    from thai_grpo.rloo import train_rloo
+    from thai_grpo.methods.dpo import train_dpo
+    from thai_grpo.methods.grpo import train_grpo
+    from thai_grpo.methods.rloo import train_rloo
 
     assert [trainer_for(m) for m in ("grpo", "rloo", "dpo")] == [train_grpo, train_rloo, train_dpo]
     with pytest.raises(ValueError, match="unknown method"):
@@ -169,12 +169,13 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
 
 
 def test_train_variant_calls_the_method_trainer(monkeypatch):
-    import thai_grpo.dpo
-    import thai_grpo.grpo
-    import thai_grpo.rloo
+    import thai_grpo.methods.dpo
+    import thai_grpo.methods.grpo
+    import thai_grpo.methods.rloo
 
     calls = []
-    for module, name in [(thai_grpo.grpo, "train_grpo"), (thai_grpo.rloo, "train_rloo"), (thai_grpo.dpo, "train_dpo")]:
+    for module, name in [(thai_grpo.methods.grpo, "train_grpo"), (thai_grpo.methods.rloo, "train_rloo"),
+                         (thai_grpo.methods.dpo, "train_dpo")]:
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)) or {"steps": []})
     config = load()
     for variant in ("grpo", "rloo", "dpo"):
@@ -277,8 +278,8 @@ def test_extra_set_results_title_source_counts_and_paired_tests():
 @pytest.mark.slow
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
     from thai_grpo.data import SYSTEM_PROMPT, build_prompt, normalize_rows
-    from thai_grpo.dpo import train_dpo
-    from thai_grpo.rloo import train_rloo
+    from thai_grpo.methods.dpo import train_dpo
+    from thai_grpo.methods.rloo import train_rloo
 
     rows, _ = normalize_rows(synthetic_rows[:4], "translated_question", "translated_answer")
     pairs = [{"prompt": build_prompt(r["question"]), "id": r["id"],

@@ -37,17 +37,17 @@ def method_kind(plan: dict) -> str:
 
 
 def trainer_for(method: str):
-    """The training function of a method: ``thai_grpo.grpo.train_grpo``, ``rloo.train_rloo`` or ``dpo.train_dpo``."""
+    """The training function of a method: ``train_grpo``, ``train_rloo`` or ``train_dpo`` of its module here."""
     if method == "grpo":
-        from thai_grpo.grpo import train_grpo
+        from thai_grpo.methods.grpo import train_grpo
 
         return train_grpo
     if method == "rloo":
-        from thai_grpo.rloo import train_rloo
+        from thai_grpo.methods.rloo import train_rloo
 
         return train_rloo
     if method == "dpo":
-        from thai_grpo.dpo import train_dpo
+        from thai_grpo.methods.dpo import train_dpo
 
         return train_dpo
     raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHOD_NAMES)}")
