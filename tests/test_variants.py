@@ -161,21 +161,25 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
     from thai_grpo.methods.dpo import train_dpo
     from thai_grpo.methods.grpo import train_grpo
+    from thai_grpo.methods.ppo import train_ppo
     from thai_grpo.methods.rloo import train_rloo
 
-    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo")] == [train_grpo, train_rloo, train_dpo]
+    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo", "ppo")] == [train_grpo, train_rloo, train_dpo, train_ppo]
+    assert kinds["ppo"] == kinds["ppo_verifier"] == "ppo" and variant_plan(config, "ppo_verifier")["group"] == "ablation"
+    assert variant_plan(config, "ppo_verifier")["ppo"]["score"] == "verifier"
     with pytest.raises(ValueError, match="unknown method"):
-        trainer_for("ppo")
+        trainer_for("sac")
 
 
 def test_train_variant_calls_the_method_trainer(monkeypatch):
     import thai_grpo.methods.dpo
     import thai_grpo.methods.grpo
+    import thai_grpo.methods.ppo
     import thai_grpo.methods.rloo
 
     calls = []
     for module, name in [(thai_grpo.methods.grpo, "train_grpo"), (thai_grpo.methods.rloo, "train_rloo"),
-                         (thai_grpo.methods.dpo, "train_dpo")]:
+                         (thai_grpo.methods.dpo, "train_dpo"), (thai_grpo.methods.ppo, "train_ppo")]:
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)) or {"steps": []})
     config = load()
     for variant in ("grpo", "rloo", "dpo"):
@@ -188,12 +192,18 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
         train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)
+    result = train_variant(variant_plan(config, "ppo"), "base", "sft", [{"q": 1}], None, "SYS", "out", "ckpt", 7,
+                           reward_dir="rm")
+    ppo_name, ppo_args, _ = calls[-1]
+    assert result["method"] == "ppo" and ppo_name == "train_ppo"
+    assert ppo_args[2] == "rm" and ppo_args[6]["num_ppo_epochs"] == config["variants"]["ppo"]["ppo"]["num_ppo_epochs"]
 
 
 @pytest.mark.parametrize("variant, message", [
     ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL's DPOConfig"),
     ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
     ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
+    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.ppo"),
 ])
 def test_method_sections_are_checked(variant, message):
     config = load()

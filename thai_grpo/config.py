@@ -156,10 +156,11 @@ def check_trainer_fields(config: dict) -> None:
     """Refuse TRL field names the installed TRL does not know (imports TRL: call once, before the jobs run)."""
     import dataclasses
 
-    from trl import GRPOConfig, SFTConfig
+    from trl import GRPOConfig, RewardConfig, SFTConfig
 
     sections = [("grpo", config["grpo"], GRPOConfig), ("sft.args", config["sft"].get("args", {}), SFTConfig),
-                ("base.pretrain", config["base"].get("pretrain", {}), SFTConfig)]
+                ("base.pretrain", config["base"].get("pretrain", {}), SFTConfig),
+                ("reward_model.args", config.get("reward_model", {}).get("args", {}), RewardConfig)]
     sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:
