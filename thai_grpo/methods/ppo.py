@@ -107,7 +107,7 @@ def completion_mask(lengths, width: int):
     import torch
 
     lengths = torch.as_tensor(lengths)
-    return torch.arange(width).unsqueeze(0) < lengths.unsqueeze(1)
+    return torch.arange(width, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
 
 
 def masked_mean(values, mask):
@@ -131,7 +131,7 @@ def scores_with_penalty(scores, has_eos, penalty: float | None):
 
     scores = torch.as_tensor(scores, dtype=torch.float32).clone()
     if penalty is not None:
-        scores[~torch.as_tensor(has_eos, dtype=torch.bool)] -= penalty
+        scores[~torch.as_tensor(has_eos, dtype=torch.bool, device=scores.device)] -= penalty
     return scores
 
 
@@ -140,11 +140,12 @@ def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
     (index length - 1; TRL put it at index length); (rewards, k1) with zeros beyond each completion."""
     import torch
 
+    lengths = torch.as_tensor(lengths, device=logprobs.device)
     mask = completion_mask(lengths, logprobs.shape[1])
     k1 = torch.where(mask, logprobs - ref_logprobs, torch.zeros_like(logprobs))
     rewards = -kl_coef * k1
-    rows = torch.arange(logprobs.shape[0])
-    rewards[rows, torch.as_tensor(lengths) - 1] += torch.as_tensor(scores, dtype=rewards.dtype)
+    rows = torch.arange(logprobs.shape[0], device=logprobs.device)
+    rewards[rows, lengths - 1] += torch.as_tensor(scores, dtype=rewards.dtype, device=logprobs.device)
     return rewards, k1
 
 
@@ -156,7 +157,7 @@ def gae(rewards, values, mask, gamma: float, lam: float):
     mask = mask.to(rewards.dtype)
     values = values * mask
     advantages = torch.zeros_like(rewards)
-    running = torch.zeros(rewards.shape[0], dtype=rewards.dtype)
+    running = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
     for t in reversed(range(rewards.shape[1])):
         next_value = values[:, t + 1] if t + 1 < rewards.shape[1] else torch.zeros_like(running)
         delta = rewards[:, t] + gamma * next_value - values[:, t]
@@ -245,7 +246,8 @@ def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengt
     import torch
 
     scores = token_scores(model, input_ids, attention_mask)
-    return scores[torch.arange(input_ids.shape[0]), prompt_width + torch.as_tensor(lengths) - 1]
+    rows = torch.arange(input_ids.shape[0], device=scores.device)
+    return scores[rows, prompt_width + torch.as_tensor(lengths, device=scores.device) - 1]
 
 
 def fresh_value_model(base_dir: str | Path, lora: dict | None):
@@ -318,7 +320,7 @@ def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, k
 def load_checkpoint(path: str | Path, policy, value, optimizer) -> int:
     import torch
 
-    state = torch.load(Path(path) / STATE_FILE, weights_only=False)
+    state = torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=next(policy.parameters()).device)
     _load_trainable(policy, state["policy"])
     _load_trainable(value, state["value"])
     optimizer.load_state_dict(state["optimizer"])
@@ -333,10 +335,11 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     from thai_grpo.sampling import completion_length, encode_prompts, generation_config
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
+    policy = models["policy"]
     encoded = encode_prompts(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
+    encoded = encoded.to(policy.device)
     width = encoded["input_ids"].shape[1]
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
-    policy = models["policy"]
     torch.manual_seed(int(step_rng(seed, step, 0).integers(2**31)))
     with torch.no_grad():
         policy.eval()
@@ -344,8 +347,8 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
         policy.train()
     completion = output[:, width:]
     counted = [completion_length(row.tolist(), stop_ids) for row in completion]
-    lengths = torch.tensor([length for length, _ in counted])
-    has_eos = torch.tensor([stopped for _, stopped in counted])
+    lengths = torch.tensor([length for length, _ in counted], device=completion.device)
+    has_eos = torch.tensor([stopped for _, stopped in counted], device=completion.device)
     mask = completion_mask(lengths, completion.shape[1])
     completion = torch.where(mask, completion, torch.full_like(completion, tokenizer.pad_token_id))
     ids = torch.cat([encoded["input_ids"], completion], 1)
@@ -359,7 +362,8 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
         ref_logprobs = sequence_logprobs(models["reference"], ids, attention, width, settings.temperature)
         values = token_scores(models["value"], ids, attention)[:, width - 1:-1] * mask
         if settings.score == "verifier":
-            raw = torch.tensor(np.sum([code[name] for name in reward_names], axis=0), dtype=torch.float32)
+            raw = torch.tensor(np.sum([code[name] for name in reward_names], axis=0), dtype=torch.float32,
+                               device=completion.device)
         else:
             raw = last_token_scores(models["reward"], ids, attention, width, lengths)
     scores = scores_with_penalty(raw, has_eos, settings.missing_eos_penalty)
@@ -381,7 +385,7 @@ def _update(rollout: Rollout, step: int, settings: PPOSettings, seed: int, model
     for epoch in range(settings.num_ppo_epochs):
         order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
         for start in range(0, settings.batch_size, size):
-            index = torch.as_tensor(order[start:start + size])
+            index = torch.as_tensor(order[start:start + size], device=mask.device)
             ids, attention, m = rollout["ids"][index], rollout["attention"][index], mask[index]
             new_logprobs, entropy = sequence_logprobs(models["policy"], ids, attention, width, settings.temperature,
                                                       with_entropy=True)
@@ -464,6 +468,8 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
         sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
         models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    models = {name: model.to(device) for name, model in models.items()}
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
