@@ -38,7 +38,7 @@ rule reward_model_accuracy:
         model=rules.reward_model.output.model,
         train=rules.reward_model.output.train,
         pairs=rules.preference_pairs.output.pairs,
-        heldout=expand(rules.sample.output.samples, model="sft"),
+        heldout=expand(rules.sample.output.samples, model="sft")[0],
     output:
         accuracy="results/eval/reward_model/accuracy.json",
     params:
