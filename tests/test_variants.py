@@ -253,6 +253,46 @@ def test_method_rows_one_per_method_with_paired_test_and_no_pitfalls():
     assert by["GRPO"]["generated_tokens"] == 20
 
 
+def test_ppo_rows_count_the_reward_model_and_the_ablation_is_a_row_too():
+    config = load()
+    plans = {name: variant_plan(config, name) for name in ("ppo", "ppo_verifier")}
+    steps = [{"generated_tokens": 10, "value_loss": 0.08, "explained_variance": -1.5},
+             {"generated_tokens": 10, "value_loss": 0.01, "explained_variance": 0.3}]
+    parameters = {"trainable": 7, "policy_trainable": 3, "value_trainable": 4}
+    trains = {"ppo": {"steps": steps, "parameters": parameters, "score": "reward_model"},
+              "ppo_verifier": {"steps": steps, "parameters": parameters, "score": "verifier"}}
+    scores = {m: {} for m in ["sft", "ppo", "ppo_verifier"]}
+    reward_model = {"train": {"pairs": 110, "accuracy": 0.72}, "heldout": {"pairs": 179, "accuracy": 0.46},
+                    "parameters": {"trainable": 5}}
+    seconds = {"train-ppo": 100.0, "reward_model": 10.0, "train-ppo_verifier": 90.0, "preference_pairs": 3.0}
+    memory = {"train-ppo": 2000.0, "reward_model": 2500.0, "train-ppo_verifier": 1900.0, "sft_adapter": 800.0}
+    rows = method_rows(scores, trains, seconds, 5, plans, {"generated_tokens": 99}, {}, peak_memory=memory,
+                       reward_model=reward_model)
+    by = {r["method"]: r for r in rows}
+    ppo, verifier = by["PPO"], by["PPO (ppo_verifier)"]  # group: ablation is a row (of the pitfalls report)
+    assert ppo["train_seconds"] == 110.0 and ppo["reward_model_seconds"] == 10.0 and ppo["sampling_seconds"] == 3.0
+    assert ppo["trainable_parameters"] == 7 and ppo["trainable_detail"] == {"policy": 3, "value": 4}
+    assert ppo["reward_model_trainable"] == 5 and ppo["peak_memory_mb"] == 2500.0  # the larger of its two jobs
+    assert ppo["generated_tokens"] == 20 + 99 and ppo["models_in_memory"].startswith("4 ")
+    assert "accuracy 0.46 on 179 held-out pairs" in ppo["note"] and "not by people" in ppo["note"]
+    assert "explained variance -1.50 -> 0.30" in ppo["note"]
+    assert verifier["train_seconds"] == 90.0 and verifier.get("reward_model_seconds") is None
+    assert verifier["peak_memory_mb"] == 1900.0 and verifier["models_in_memory"].startswith("3 ")
+    assert verifier["generated_tokens"] == 20 and verifier["human_labels"].startswith("none")
+    assert by["SFT"]["peak_memory_mb"] == 800.0
+
+
+def test_benchmark_readers_take_a_column_and_skip_what_is_not_a_number(tmp_path):
+    from thai_grpo.results import benchmark_max_rss, benchmark_seconds
+
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    (tmp_path / "train-ppo.tsv").write_text(header + "10.0\t0:00:10\t2159.78\t1\t1\t1\t0\t0\t50\t9\n"
+                                            "12.0\t0:00:12\t2000.0\t1\t1\t1\t0\t0\t50\t9\n")
+    (tmp_path / "split.tsv").write_text(header + "0.5\t0:00:00\t-\t-\t-\t-\t-\t-\t-\t0\n")
+    assert benchmark_seconds(tmp_path) == {"split": 0.5, "train-ppo": 11.0}
+    assert benchmark_max_rss(tmp_path) == {"train-ppo": 2079.89}
+
+
 def test_scope_benchmarks_keep_only_the_reports_models():
     seconds = {"dataset": 1, "train-grpo": 2, "train-g2": 3, "sample-g2": 4, "figures": 5, "figures-pitfalls": 6}
     assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "train-grpo": 2, "figures": 5}

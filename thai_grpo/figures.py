@@ -102,7 +102,7 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path) -> None:
             axes[2, 0].plot(x, step_series(steps, "value_loss"), color=colour, marker=".", label=name)
             axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
     axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
-    axes[0, 1].set(title="Score PPO maximised (reward model or verifier, after the EOS penalty)", ylabel="score")
+    axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
     axes[1, 0].set(title="KL to the SFT reference (PPO: k1, GRPO: k3)", ylabel="nats / token")
     axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
     axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
