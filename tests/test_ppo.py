@@ -38,7 +38,8 @@ def test_gae_matches_the_brute_force_sum_including_a_one_token_completion(gamma,
         expected = brute_gae(rewards[row].tolist(), values[row].tolist(), length, gamma, lam)
         assert advantages[row, :length].tolist() == pytest.approx(expected)
         assert advantages[row, length:].abs().sum() == 0 and returns[row, length:].abs().sum() == 0
-        assert returns[row, :length].tolist() == pytest.approx((advantages[row, :length] + values[row, :length]).tolist())
+        expected_returns = advantages[row, :length] + values[row, :length]
+        assert returns[row, :length].tolist() == pytest.approx(expected_returns.tolist())
     # one token: A = r - V (nothing follows), whatever gamma and lambda
     assert advantages[1, 0].item() == pytest.approx(rewards[1, 0].item() - values[1, 0].item())
 

@@ -45,7 +45,7 @@ def tensors(folder: Path) -> dict:
 def test_killed_ppo_resumes_to_the_uninterrupted_result(tmp_path, tiny_model_dir, tiny_adapter_dir, synthetic_rows):
     from thai_grpo.methods.ppo import fresh_value_model
 
-    reward = tmp_path / "reward_model"  # an untrained reward model: its path (and the value model's start) is what counts
+    reward = tmp_path / "reward_model"  # untrained: its path (and the value model's start) is what counts here
     fresh_value_model(tiny_model_dir, {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}) \
         .save_pretrained(reward, safe_serialization=True)
     rows = tmp_path / "rows.json"
@@ -83,3 +83,23 @@ def test_killed_ppo_resumes_to_the_uninterrupted_result(tmp_path, tiny_model_dir
     assert any(key.startswith("value_model") for key in fresh_tensors)
     assert resumed_tensors.keys() == fresh_tensors.keys()
     assert all((resumed_tensors[key] == fresh_tensors[key]).all() for key in fresh_tensors)
+
+
+@pytest.mark.slow
+def test_verifier_scored_ppo_needs_no_reward_model(tmp_path, tiny_model_dir, tiny_adapter_dir, synthetic_rows):
+    """ppo_verifier's path: the code rewards are the score, the value model starts at V = 0 (a zeroed head)."""
+    from thai_grpo.methods.ppo import train_ppo
+
+    rows = [{"question": r["translated_question"], "answer": r["answer"]} for r in synthetic_rows[:4]]
+    result = train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {"temperature": 1.0, "max_completion_length": 8},
+                       ["correct", "format", "thai"], {"score": "verifier", "max_steps": 1, "batch_size": 4,
+                                                       "num_ppo_epochs": 1, "missing_eos_penalty": 1.0},
+                       "SYS", tmp_path / "out", tmp_path / "ckpt", 0)
+    step = result["steps"][0]
+    assert result["score"] == "verifier" and set(result["models_in_memory"]) == {"policy", "reference", "value"}
+    assert step["value_mean"] == 0.0  # the fresh value head predicts 0 before its first update
+    # the score is the code reward minus the penalty for each completion cut at the budget (8 tokens: most are)
+    assert step["score_mean"] == pytest.approx(step["reward_mean"] - step["clipped_ratio"])
+    with pytest.raises(ValueError, match="needs the reward model"):
+        train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {}, ["correct"], {}, "SYS", tmp_path / "o2",
+                  tmp_path / "c2", 0)

@@ -107,7 +107,8 @@ def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pair
              "trainable_detail": {"policy": parameters.get("policy_trainable"),
                                   "value": parameters.get("value_trainable")}}
     if not learned:
-        return {**costs, "notes": ["scored by the code rewards, no reward model; value model from a fresh LoRA"] + notes}
+        return {**costs, "notes": ["scored by the code rewards, no reward model; value model from a fresh LoRA",
+                                   *notes]}
     rm_seconds, rm_memory = benchmarks.get("reward_model"), peak_memory.get("reward_model")
     train_seconds = benchmarks.get(f"train-{name}")
     heldout, trained = ((reward_model or {}).get(part) or {} for part in ("heldout", "train"))

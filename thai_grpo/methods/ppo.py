@@ -272,15 +272,12 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
 
     from thai_grpo.reward_model import load_reward_base
 
-    model = PeftModel.from_pretrained(load_reward_base(base_dir), str(reward_dir), is_trainable=trainable and not merged)
+    model = PeftModel.from_pretrained(load_reward_base(base_dir), str(reward_dir),
+                                      is_trainable=trainable and not merged)
     return model.merge_and_unload() if merged else model
 
 
 # ----------------------------------------------------------------------------------------- the loop
-class Rollout(dict):
-    """One step's batch: ids, masks, old log-probs, values, advantages, returns, and what the metrics need."""
-
-
 def _trainable_state(model) -> dict:
     return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
 
@@ -328,7 +325,8 @@ def load_checkpoint(path: str | Path, policy, value, optimizer) -> int:
 
 
 def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenizer, rows, system_prompt, reward_names,
-             stop_ids, chat_template_kwargs) -> Rollout:
+             stop_ids, chat_template_kwargs) -> dict:
+    """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need."""
     import torch
 
     from thai_grpo.rewards import reward_breakdown
@@ -369,13 +367,13 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     scores = scores_with_penalty(raw, has_eos, settings.missing_eos_penalty)
     rewards, k1 = per_token_rewards(logprobs, ref_logprobs, lengths, scores, settings.kl_coef)
     advantages, returns = gae(rewards, values, mask, settings.gamma, settings.lam)
-    return Rollout(ids=ids, attention=attention, width=width, mask=mask, lengths=lengths, has_eos=has_eos,
-                   logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
-                   raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
-                   prompts=[r["question"] for r in batch])
+    return dict(ids=ids, attention=attention, width=width, mask=mask, lengths=lengths, has_eos=has_eos,
+                logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
+                raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
+                prompts=[r["question"] for r in batch])
 
 
-def _update(rollout: Rollout, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params) -> dict:
+def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params) -> dict:
     import torch
 
     stats = {key: [] for key in ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl",
@@ -406,7 +404,7 @@ def _update(rollout: Rollout, step: int, settings: PPOSettings, seed: int, model
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 
-def step_record(step: int, rollout: Rollout, update: dict, settings: PPOSettings) -> dict:
+def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -> dict:
     """One line of step_metrics.jsonl, with the keys GRPO's steps use where they mean the same (reward_mean and
     rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
     PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
