@@ -204,6 +204,7 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
     ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
     ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.ppo"),
+    ({"method": "ppo", "ppo": {"batch_size": 10, "num_mini_batches": 3}}, r"variants.v: ppo.batch_size=10 is not a"),
 ])
 def test_method_sections_are_checked(variant, message):
     config = load()

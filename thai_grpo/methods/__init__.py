@@ -93,7 +93,7 @@ def check_method_fields(config: dict) -> None:
 
     from trl import DPOConfig, RLOOConfig
 
-    from thai_grpo.methods.ppo import PPOSettings
+    from thai_grpo.methods.ppo import PPOSettings, ppo_settings
 
     classes = {"rloo": RLOOConfig, "dpo": DPOConfig, "ppo": PPOSettings}
     for name, overrides in config.get("variants", {}).items():
@@ -107,6 +107,11 @@ def check_method_fields(config: dict) -> None:
             if overrides.get(section) and method != section:
                 raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
                                   f"add 'method: {section}' or remove the section")
+        if method == "ppo":
+            try:
+                ppo_settings(variant_plan(config, name)["grpo"], overrides.get("ppo"))
+            except ValueError as error:
+                raise ConfigError(f"variants.{name}: {error}") from None
         if method == "rloo":
             fields = {f.name for f in dataclasses.fields(RLOOConfig)}
             grpo_only = sorted(set(overrides.get("grpo", {})) - fields - set(OURS))
