@@ -17,7 +17,7 @@ rule reward_model:
         seed=config["seed"],
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
         checkpoints="results/checkpoints/reward_model",
-    priority: 1  # PPO waits for it: start it before sampling jobs that can wait
+    priority: 2  # short, and PPO (the longest training job) waits for it: before the other train jobs
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,
