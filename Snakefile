@@ -1,7 +1,7 @@
 # GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
-# RLOO, DPO from the same adapter) -> held-out sampling -> pass@k with intervals -> figures -> one HTML report.
-# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report;
-# `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built).
+# RLOO, DPO, PPO with its reward model, from the same adapter) -> held-out sampling -> pass@k with intervals
+# -> figures -> one HTML report. `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the
+# pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built).
 
 from snakemake.utils import min_version
 
@@ -16,6 +16,7 @@ include: "rules/data.smk"
 include: "rules/model.smk"
 include: "rules/train.smk"
 include: "rules/evaluate.smk"
+include: "rules/reward_model.smk"
 include: "rules/extra_sets.smk"
 include: "rules/passk.smk"
 include: "rules/report.smk"

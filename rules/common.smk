@@ -21,9 +21,9 @@ except ConfigError as error:
 SYSTEM = config["data"].get("system_prompt", SYSTEM_PROMPT)
 VARIANTS = list(config["variants"])
 EVAL_MODELS = config["eval"]["models"]
-PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") == "pitfall"]
+PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") in ("pitfall", "ablation")]
 # The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
-# variant with group: pitfall. Each scope has its own results.json, figures and report.html.
+# variant with group: pitfall or ablation. Each scope has its own results.json, figures and report.html.
 SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
 # Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
@@ -77,9 +77,18 @@ def adapter_of(model):
     return {"adapter": f"results/runs/{model}/adapter"}
 
 
+def uses_reward_model(variant):
+    """A PPO variant scored by the learned reward model (not ``ppo: {score: verifier}``)."""
+    overrides = config["variants"][variant]
+    return method_of(variant) == "ppo" and overrides.get("ppo", {}).get("score", "reward_model") == "reward_model"
+
+
 def train_inputs(wildcards):
-    """A DPO variant also reads the preference pairs; GRPO and RLOO sample their own completions."""
-    return {"pairs": rules.preference_pairs.output.pairs} if method_of(wildcards.variant) == "dpo" else {}
+    """A DPO variant also reads the preference pairs, a PPO one the reward model (its score and its value model's
+    start) unless the verifier scores it; GRPO and RLOO sample their own completions."""
+    if method_of(wildcards.variant) == "dpo":
+        return {"pairs": rules.preference_pairs.output.pairs}
+    return {"reward_model": rules.reward_model.output.model} if uses_reward_model(wildcards.variant) else {}
 
 
 def scope_inputs(scope):
@@ -88,8 +97,10 @@ def scope_inputs(scope):
     files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
              "scores": expand(rules.score.output.scores, model=models),
              "train": expand(rules.train.output.train, variant=trained(models))}
-    if any(method_of(v) == "dpo" for v in trained(models)):
+    if any(method_of(v) in ("dpo", "ppo") for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
+    if any(uses_reward_model(v) for v in trained(models)):
+        files["reward_model"] = rules.reward_model_accuracy.output.accuracy
     if "grpo" in models:
         files["kl_real"] = "results/eval/grpo/token_logprobs.json"
     if OWN_TEMPERATURE[scope]:

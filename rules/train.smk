@@ -25,6 +25,7 @@ rule preference_pairs:
         },
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
+    priority: 2  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time

@@ -67,7 +67,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int) -> di
     """``steps`` GRPO steps with the config's settings from the SFT adapter, each split into its parts."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.grpo import rollout_trainer
+    from thai_grpo.methods.grpo import rollout_trainer
 
     torch.set_num_threads(threads)
     plan = variant_plan(config, "grpo")

@@ -2,13 +2,14 @@
 
 from thai_grpo.io import log_to, read_json, write_json
 from thai_grpo.models import safetensors_parameter_count
-from thai_grpo.results import assemble, benchmark_seconds
+from thai_grpo.results import assemble, benchmark_max_rss, benchmark_seconds
 
 log_to(snakemake.log[0])
 params = snakemake.params
 scores = {model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)}
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
+reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
 kl_real = read_json(snakemake.input.kl_real) if "kl_real" in snakemake.input.keys() else None
 # Second held-out sets: expand() listed the scores set by set, each in eval.models order.
 extra_scores = iter(snakemake.input.get("extra_scores", []))
@@ -21,5 +22,6 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
                    plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets,
-                   own_temperature=own_temperature)
+                   own_temperature=own_temperature, peak_memory=benchmark_max_rss(params.benchmarks),
+                   reward_model=reward_model)
 write_json(snakemake.output.results, results)

@@ -1,4 +1,4 @@
-"""Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO or DPO (thai_grpo.methods)."""
+"""Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO, DPO or PPO (thai_grpo.methods)."""
 
 from thai_grpo.io import log_to, read_jsonl, write_json
 from thai_grpo.methods import train_variant
@@ -9,5 +9,6 @@ set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may ru
 pairs = read_jsonl(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.input.adapter,
                        read_jsonl(snakemake.input.train), pairs, snakemake.params.system_prompt,
-                       snakemake.output.adapter, snakemake.params.checkpoints, snakemake.params.seed)
+                       snakemake.output.adapter, snakemake.params.checkpoints, snakemake.params.seed,
+                       reward_dir=snakemake.input.get("reward_model"))
 write_json(snakemake.output.train, result)

@@ -52,7 +52,7 @@ def with_change(path, value):
     ("grpo.scale_rewards", "std", r"grpo.scale_rewards='std': use one of"),
     ("eval.ks", [1, 16], r"k=16 > eval.num_samples=8"),
     ("eval.temperature", -1.0, r"eval.temperature=-1.0 must be > 0"),
-    ("eval.models", ["base", "ppo"], r"eval.models has 'ppo'"),
+    ("eval.models", ["base", "sac"], r"eval.models has 'sac'"),
     ("data.heldout_size", 100_000, r"exceeds data.synthetic.num_problems"),
     ("grpo.betta", 0.04, r"grpo.betta is not a field of TRL GRPOConfig"),
     ("sft.args.learning_rat", 1e-3, r"sft.args.learning_rat is not a field of TRL SFTConfig"),

@@ -53,7 +53,7 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
     """num_iterations 2: the second step reuses the batch (no new rewards) and is where the clip can act."""
     from types import SimpleNamespace
 
-    from thai_grpo.grpo import GroupRecorder, make_step_logger, read_step_metrics
+    from thai_grpo.methods.grpo import GroupRecorder, make_step_logger, read_step_metrics
 
     path = tmp_path / "step_metrics.jsonl"
     logger = make_step_logger(GroupRecorder(group_size=2), path)

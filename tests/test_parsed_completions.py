@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from thai_grpo.grpo import GroupRecorder
+from thai_grpo.methods.grpo import GroupRecorder
 from thai_grpo.rewards import completion_text, reward_functions
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"

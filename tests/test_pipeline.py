@@ -1,5 +1,5 @@
 """The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, the
-four methods (GRPO, Dr.GRPO, RLOO, DPO) trained from the same SFT adapter side by side, and a second held-out set
+five methods (GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model) trained from the same SFT adapter side by side, and a second held-out set
 added to the finished run."""
 
 from __future__ import annotations
@@ -18,9 +18,13 @@ def comparable(results: dict) -> dict:
     """results.json without what legitimately differs between two runs: wall times."""
     results = json.loads(json.dumps(results))
     results["run"].pop("benchmarks")
+    results["run"].pop("peak_memory_mb", None)
     for row in results["comparison"]["methods"]:
         row.pop("train_seconds", None)
         row.pop("sampling_seconds", None)
+        row.pop("reward_model_seconds", None)
+        row.pop("peak_memory_mb", None)
+        row.pop("reward_model_peak_memory_mb", None)
     return results
 
 
@@ -71,7 +75,7 @@ def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
     results = json.loads((smoke_run / "results/results.json").read_text())
     runs = results["runs"]
     assert {name: run["method"] for name, run in runs.items()} == {"grpo": "grpo", "dr_grpo": "grpo",
-                                                                    "rloo": "rloo", "dpo": "dpo"}
+                                                                    "rloo": "rloo", "dpo": "dpo", "ppo": "ppo"}
     dr_grpo = runs["dr_grpo"]["settings"]
     assert dr_grpo["loss_type"] == "dr_grpo" and dr_grpo["scale_rewards"] == "none"
     for name in ["dr_grpo", "rloo"]:  # smoke: 2 steps each, with the same per-step metrics as GRPO
@@ -91,10 +95,19 @@ def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
         assert row["run"] and row["trainable_parameters"] > 0 and row["train_seconds"] > 0, method
         assert row["generated_tokens"] > 0 and row["human_labels"] and row["models_in_memory"], method
         assert row["paired_vs_sft"] == results["comparison"]["paired_tests"][f"{row['model']}_vs_sft"], method
-    assert not rows["PPO"]["run"] and rows["SFT"]["paired_vs_sft"] is None
+    assert rows["SFT"]["paired_vs_sft"] is None
+    ppo = rows["PPO"]  # policy + value trained, the reward model's own training counted apart, its time included
+    assert ppo["run"] and ppo["trainable_parameters"] == sum(ppo["trainable_detail"].values())
+    assert ppo["reward_model_trainable"] > 0 and ppo["train_seconds"] >= ppo["reward_model_seconds"] > 0
+    assert ppo["peak_memory_mb"] > 0 and ppo["models_in_memory"].startswith("4 ")
+    assert [s["step"] for s in runs["ppo"]["steps"]] == [1, 2]
+    assert all(key in runs["ppo"]["steps"][0] for key in ("value_loss", "explained_variance", "clip_ratio", "kl"))
+    assert results["reward_model"]["labels"].startswith("ranked by the verifier")
+    assert all(row["peak_memory_mb"] > 0 for row in rows.values() if row["run"] and row["model"] != "base")
     html = (smoke_run / "results/report.html").read_text()
     for text in ["pass@1 vs SFT (paired)", "DPO can only rank answers that exist in the file", "9. Pitfalls",
-                 "pitfall variants: not run", "Dr.GRPO", "RLOO"]:
+                 "pitfall variants: not run", "Dr.GRPO", "RLOO", "by the verifier, not by people",
+                 "PPO beside GRPO"]:
         assert text in html, text
 
 

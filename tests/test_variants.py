@@ -15,14 +15,14 @@ from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 from thai_grpo.config import ConfigError, deep_merge
-from thai_grpo.dpo import NOT_INHERITED, dpo_args, dpo_step
+from thai_grpo.methods.dpo import NOT_INHERITED, dpo_args, dpo_step
 from thai_grpo.health import format_hacking_suspect, training_health
 from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.preferences import build_pairs, pair_for_problem
 from thai_grpo.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
-from thai_grpo.rloo import leave_one_out_advantages, rloo_args
+from thai_grpo.methods.rloo import leave_one_out_advantages, rloo_args
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -159,22 +159,27 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert plan["grpo"]["scale_rewards"] == "none" and plan["grpo"]["beta"] == config["grpo"]["beta"]
     assert variant_plan(config, "lenient_format")["rewards"] == ["correct", "format_lenient", "thai"]
     assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
-    from thai_grpo.dpo import train_dpo
-    from thai_grpo.grpo import train_grpo
-    from thai_grpo.rloo import train_rloo
+    from thai_grpo.methods.dpo import train_dpo
+    from thai_grpo.methods.grpo import train_grpo
+    from thai_grpo.methods.ppo import train_ppo
+    from thai_grpo.methods.rloo import train_rloo
 
-    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo")] == [train_grpo, train_rloo, train_dpo]
+    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo", "ppo")] == [train_grpo, train_rloo, train_dpo, train_ppo]
+    assert kinds["ppo"] == kinds["ppo_verifier"] == "ppo" and variant_plan(config, "ppo_verifier")["group"] == "ablation"
+    assert variant_plan(config, "ppo_verifier")["ppo"]["score"] == "verifier"
     with pytest.raises(ValueError, match="unknown method"):
-        trainer_for("ppo")
+        trainer_for("sac")
 
 
 def test_train_variant_calls_the_method_trainer(monkeypatch):
-    import thai_grpo.dpo
-    import thai_grpo.grpo
-    import thai_grpo.rloo
+    import thai_grpo.methods.dpo
+    import thai_grpo.methods.grpo
+    import thai_grpo.methods.ppo
+    import thai_grpo.methods.rloo
 
     calls = []
-    for module, name in [(thai_grpo.grpo, "train_grpo"), (thai_grpo.rloo, "train_rloo"), (thai_grpo.dpo, "train_dpo")]:
+    for module, name in [(thai_grpo.methods.grpo, "train_grpo"), (thai_grpo.methods.rloo, "train_rloo"),
+                         (thai_grpo.methods.dpo, "train_dpo"), (thai_grpo.methods.ppo, "train_ppo")]:
         monkeypatch.setattr(module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)) or {"steps": []})
     config = load()
     for variant in ("grpo", "rloo", "dpo"):
@@ -187,12 +192,19 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
         train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)
+    result = train_variant(variant_plan(config, "ppo"), "base", "sft", [{"q": 1}], None, "SYS", "out", "ckpt", 7,
+                           reward_dir="rm")
+    ppo_name, ppo_args, _ = calls[-1]
+    assert result["method"] == "ppo" and ppo_name == "train_ppo"
+    assert ppo_args[2] == "rm" and ppo_args[6]["num_ppo_epochs"] == config["variants"]["ppo"]["ppo"]["num_ppo_epochs"]
 
 
 @pytest.mark.parametrize("variant, message", [
     ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL's DPOConfig"),
     ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
     ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
+    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.ppo"),
+    ({"method": "ppo", "ppo": {"batch_size": 10, "num_mini_batches": 3}}, r"variants.v: ppo.batch_size=10 is not a"),
 ])
 def test_method_sections_are_checked(variant, message):
     config = load()
@@ -242,6 +254,46 @@ def test_method_rows_one_per_method_with_paired_test_and_no_pitfalls():
     assert by["GRPO"]["generated_tokens"] == 20
 
 
+def test_ppo_rows_count_the_reward_model_and_the_ablation_is_a_row_too():
+    config = load()
+    plans = {name: variant_plan(config, name) for name in ("ppo", "ppo_verifier")}
+    steps = [{"generated_tokens": 10, "value_loss": 0.08, "explained_variance": -1.5},
+             {"generated_tokens": 10, "value_loss": 0.01, "explained_variance": 0.3}]
+    parameters = {"trainable": 7, "policy_trainable": 3, "value_trainable": 4}
+    trains = {"ppo": {"steps": steps, "parameters": parameters, "score": "reward_model"},
+              "ppo_verifier": {"steps": steps, "parameters": parameters, "score": "verifier"}}
+    scores = {m: {} for m in ["sft", "ppo", "ppo_verifier"]}
+    reward_model = {"train": {"pairs": 110, "accuracy": 0.72}, "heldout": {"pairs": 179, "accuracy": 0.46},
+                    "parameters": {"trainable": 5}}
+    seconds = {"train-ppo": 100.0, "reward_model": 10.0, "train-ppo_verifier": 90.0, "preference_pairs": 3.0}
+    memory = {"train-ppo": 2000.0, "reward_model": 2500.0, "train-ppo_verifier": 1900.0, "sft_adapter": 800.0}
+    rows = method_rows(scores, trains, seconds, 5, plans, {"generated_tokens": 99}, {}, peak_memory=memory,
+                       reward_model=reward_model)
+    by = {r["method"]: r for r in rows}
+    ppo, verifier = by["PPO"], by["PPO (ppo_verifier)"]  # group: ablation is a row (of the pitfalls report)
+    assert ppo["train_seconds"] == 110.0 and ppo["reward_model_seconds"] == 10.0 and ppo["sampling_seconds"] == 3.0
+    assert ppo["trainable_parameters"] == 7 and ppo["trainable_detail"] == {"policy": 3, "value": 4}
+    assert ppo["reward_model_trainable"] == 5 and ppo["peak_memory_mb"] == 2500.0  # the larger of its two jobs
+    assert ppo["generated_tokens"] == 20 + 99 and ppo["models_in_memory"].startswith("4 ")
+    assert "accuracy 0.46 on 179 held-out pairs" in ppo["note"] and "not by people" in ppo["note"]
+    assert "explained variance -1.50 -> 0.30" in ppo["note"]
+    assert verifier["train_seconds"] == 90.0 and verifier.get("reward_model_seconds") is None
+    assert verifier["peak_memory_mb"] == 1900.0 and verifier["models_in_memory"].startswith("3 ")
+    assert verifier["generated_tokens"] == 20 and verifier["human_labels"].startswith("none")
+    assert by["SFT"]["peak_memory_mb"] == 800.0
+
+
+def test_benchmark_readers_take_a_column_and_skip_what_is_not_a_number(tmp_path):
+    from thai_grpo.results import benchmark_max_rss, benchmark_seconds
+
+    header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+    (tmp_path / "train-ppo.tsv").write_text(header + "10.0\t0:00:10\t2159.78\t1\t1\t1\t0\t0\t50\t9\n"
+                                            "12.0\t0:00:12\t2000.0\t1\t1\t1\t0\t0\t50\t9\n")
+    (tmp_path / "split.tsv").write_text(header + "0.5\t0:00:00\t-\t-\t-\t-\t-\t-\t-\t0\n")
+    assert benchmark_seconds(tmp_path) == {"split": 0.5, "train-ppo": 11.0}
+    assert benchmark_max_rss(tmp_path) == {"train-ppo": 2079.89}
+
+
 def test_scope_benchmarks_keep_only_the_reports_models():
     seconds = {"dataset": 1, "train-grpo": 2, "train-g2": 3, "sample-g2": 4, "figures": 5, "figures-pitfalls": 6}
     assert scope_benchmarks(seconds, ["base", "grpo"]) == {"dataset": 1, "train-grpo": 2, "figures": 5}
@@ -277,8 +329,8 @@ def test_extra_set_results_title_source_counts_and_paired_tests():
 @pytest.mark.slow
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
     from thai_grpo.data import SYSTEM_PROMPT, build_prompt, normalize_rows
-    from thai_grpo.dpo import train_dpo
-    from thai_grpo.rloo import train_rloo
+    from thai_grpo.methods.dpo import train_dpo
+    from thai_grpo.methods.rloo import train_rloo
 
     rows, _ = normalize_rows(synthetic_rows[:4], "translated_question", "translated_answer")
     pairs = [{"prompt": build_prompt(r["question"]), "id": r["id"],

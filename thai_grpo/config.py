@@ -168,11 +168,12 @@ def check_trainer_fields(config: dict) -> None:
     import dataclasses
 
     from transformers import TrainingArguments
-    from trl import GRPOConfig, SFTConfig
+    from trl import GRPOConfig, RewardConfig, SFTConfig
 
     # base.pretrain: transformers' TrainingArguments (thai_grpo.sft.pretrain_base), plus max_length for the cut
     sections = [("grpo", config["grpo"], GRPOConfig), ("sft.args", config["sft"].get("args", {}), SFTConfig),
-                ("base.pretrain", config["base"].get("pretrain", {}), TrainingArguments)]
+                ("base.pretrain", config["base"].get("pretrain", {}), TrainingArguments),
+                ("reward_model.args", config.get("reward_model", {}).get("args", {}), RewardConfig)]
     sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:

@@ -82,6 +82,40 @@ def plot_training_curves(steps: list[dict], path) -> None:
     save_figure(fig, path)
 
 
+PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
+
+
+def plot_ppo_curves(runs: dict[str, list[dict]], path) -> None:
+    """PPO's run health beside GRPO's, per step: the code reward (the same for every run) and the score PPO
+    maximised; KL to the SFT reference (PPO: k1, GRPO: TRL's k3, both per token); the value loss and the explained
+    variance of the value model (1 - Var(R - V) / Var(R), before the step's update); the share of tokens whose ratio
+    the clip bound. ``runs``: ``{name: steps}``, GRPO's among them when it ran (no value network: no value panels)."""
+    fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
+    for name, steps in runs.items():
+        x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
+        axes[0, 0].plot(x, step_series(steps, "reward_mean"), color=colour, marker=".", label=name)
+        if "score_mean" in steps[0]:
+            axes[0, 1].plot(x, step_series(steps, "score_mean"), color=colour, marker=".", label=name)
+        axes[1, 0].plot(x, step_series(steps, "kl"), color=colour, marker=".", label=name)
+        axes[1, 1].plot(x, step_series(steps, "clip_ratio"), color=colour, marker=".", label=name)
+        if "value_loss" in steps[0]:
+            axes[2, 0].plot(x, step_series(steps, "value_loss"), color=colour, marker=".", label=name)
+            axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
+    axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
+    axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
+    axes[1, 0].set(title="KL to the SFT reference (PPO: k1, GRPO: k3)", ylabel="nats / token")
+    axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
+    axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
+    axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
+    for ax in axes.flat:
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
     """Bars of one group's advantages coloured by sign, each annotated with its reward."""
     ax.set_title(title)
@@ -354,6 +388,11 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
 
     if train.get("steps"):
         draw("training_curves", plot_training_curves, train["steps"])
+    ppo_runs = {name: run["steps"] for name, run in (results.get("runs") or {}).items()
+                if run.get("method") == "ppo" and run.get("steps")}
+    if ppo_runs:
+        grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
+        draw("ppo_curves", plot_ppo_curves, {**grpo, **ppo_runs})
     if train.get("example_groups"):
         draw("group_advantages", plot_group_advantages, train["example_groups"])
     draw("grpo_vs_ppo", plot_grpo_vs_ppo)

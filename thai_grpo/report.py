@@ -270,6 +270,9 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "transitions": transitions,
         "methods": _method_rows(results),
         "preference_pairs": results.get("preference_pairs"),
+        "reward_model": results.get("reward_model"),
+        "ppo_health": {name: _health(run) for name, run in (results.get("runs") or {}).items()
+                       if run.get("method") == "ppo"},
         "pitfalls": _pitfalls(results),
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "extra_sets": _extra_sets(results),

@@ -19,7 +19,8 @@ SHARED_BASE = "2 (policy, reference; one shared base with LoRA)"
 METHODS = {
     "base": ("Base (no adapter)", "none", "1 (base)"),
     "sft": ("SFT", "one reference solution per example", "1 (base + LoRA)"),
-    "ppo": ("PPO", "preference pairs -> reward model", "4 (policy, reference, reward model, value model)"),
+    "ppo": ("PPO", "preference pairs -> reward model; here ranked by the verifier from the SFT model's own samples, "
+                   "so no human labels", "4 (policy, reference, reward model, value model: separate copies here)"),
     "dpo": ("DPO", "preference pairs (chosen / rejected); here ranked by the verifier from the SFT model's own "
                    "samples, so no human labels", SHARED_BASE),
     "grpo": ("GRPO", VERIFIER, SHARED_BASE),
@@ -40,15 +41,30 @@ def package_versions() -> dict:
     return versions
 
 
-def benchmark_seconds(benchmark_dir: str | Path) -> dict:
-    """Wall seconds per rule from Snakemake's ``benchmark:`` files (first column ``s``)."""
-    seconds = {}
+def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
+    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
+    number (``-``: a job too short for psutil to sample) is left out."""
+    values = {}
     for path in sorted(Path(benchmark_dir).glob("*.tsv")):
         with open(path, newline="") as handle:
             rows = list(csv.DictReader(handle, delimiter="\t"))
-        if rows:
-            seconds[path.stem] = round(sum(float(r["s"]) for r in rows) / len(rows), 2)
-    return seconds
+        try:
+            numbers = [float(r[column]) for r in rows]
+        except (KeyError, ValueError):
+            continue
+        if numbers:
+            values[path.stem] = round(sum(numbers) / len(numbers), 2)
+    return values
+
+
+def benchmark_seconds(benchmark_dir: str | Path) -> dict:
+    """Wall seconds per rule from Snakemake's ``benchmark:`` files (first column ``s``)."""
+    return benchmark_column(benchmark_dir, "s")
+
+
+def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
+    """Peak resident memory (MB) of each rule's job, Snakemake's ``max_rss`` (the job's process tree)."""
+    return benchmark_column(benchmark_dir, "max_rss")
 
 
 def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
@@ -77,10 +93,48 @@ def _steps_tokens(train: dict) -> int | None:
     return sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None
 
 
+def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pairs: dict | None,
+               reward_model: dict | None) -> dict:
+    """A PPO row's costs: with the learned reward model, its training (time, memory, parameters) and the pairs'
+    sampling are PPO's too; scored by the verifier, only the policy and the value model are trained."""
+    learned = train.get("score", "reward_model") == "reward_model"
+    steps = train.get("steps", [])
+    notes = [f"value loss {steps[0]['value_loss']:.4f} -> {steps[-1]['value_loss']:.4f}, explained variance "
+             f"{steps[0]['explained_variance']:.2f} -> {steps[-1]['explained_variance']:.2f} (first -> last step)"] \
+        if steps else []
+    parameters = train.get("parameters", {})
+    costs = {"models_in_memory": None if learned else "3 (policy, reference, value model; the verifier is code)",
+             "human_labels": None if learned else VERIFIER,
+             "trainable_detail": {"policy": parameters.get("policy_trainable"),
+                                  "value": parameters.get("value_trainable")}}
+    if not learned:
+        return {**costs, "notes": ["scored by the code rewards, no reward model; value model from a fresh LoRA",
+                                   *notes]}
+    rm_seconds, rm_memory = benchmarks.get("reward_model"), peak_memory.get("reward_model")
+    train_seconds = benchmarks.get(f"train-{name}")
+    heldout, trained = ((reward_model or {}).get(part) or {} for part in ("heldout", "train"))
+    if (reward_model or {}).get("skipped"):
+        notes.insert(0, reward_model["skipped"])
+    elif heldout.get("accuracy") is not None and trained.get("accuracy") is not None:
+        notes.insert(0, f"reward model: pairwise accuracy {heldout['accuracy']:.2f} on {heldout['pairs']} held-out "
+                        f"pairs ({trained['accuracy']:.2f} on its {trained['pairs']} training pairs); pairs ranked "
+                        "by the verifier, not by people")
+    tokens = (pairs or {}).get("generated_tokens")
+    if tokens:
+        notes.append("generated tokens: the rollouts plus sampling the reward model's pairs")
+    return {**costs, "notes": notes, "peak_memory_mb": max(filter(None, [peak_memory.get(f"train-{name}"), rm_memory]),
+                                                           default=None),
+            "train_seconds": None if train_seconds is None else round(train_seconds + (rm_seconds or 0.0), 2),
+            "reward_model_seconds": rm_seconds, "reward_model_peak_memory_mb": rm_memory,
+            "reward_model_trainable": ((reward_model or {}).get("parameters") or {}).get("trainable"),
+            "extra_tokens": tokens, "sampling_seconds": benchmarks.get("preference_pairs")}
+
+
 def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
-                 paired: dict, description: str = "", greedy_paired: dict | None = None) -> dict:
+                 paired: dict, description: str = "", greedy_paired: dict | None = None,
+                 peak_memory: dict | None = None, reward_model: dict | None = None) -> dict:
     label, labels, models = METHODS[kind]
-    tokens, notes = _steps_tokens(train), []
+    tokens, notes, peak_memory = _steps_tokens(train), [], peak_memory or {}
     if kind == "dpo":
         if pairs:
             tokens = pairs.get("generated_tokens") or None
@@ -90,28 +144,39 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
         notes.append(train.get("skipped") or "DPO can only rank answers that exist in the pairs file")
     if train.get("dropped_grpo_fields") and kind == "rloo":
         notes.append("GRPO-only fields not used: " + ", ".join(train["dropped_grpo_fields"]))
-    return {"method": label if name == kind else f"{label} ({name})", "model": name if name in scores else None,
-            "human_labels": labels, "models_in_memory": models,
-            "trainable_parameters": train.get("parameters", {}).get("trainable"),
-            "train_seconds": benchmarks.get(f"train-{name}"), "generated_tokens": tokens,
-            "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
-            "run": name in scores, "note": "; ".join(notes) if notes else description,
-            "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name)}
+    row = {"method": label if name == kind else f"{label} ({name})", "model": name if name in scores else None,
+           "human_labels": labels, "models_in_memory": models,
+           "trainable_parameters": train.get("parameters", {}).get("trainable"),
+           "train_seconds": benchmarks.get(f"train-{name}"), "generated_tokens": tokens,
+           "peak_memory_mb": peak_memory.get(f"train-{name}"),
+           "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
+           "run": name in scores, "note": "; ".join(notes) if notes else description,
+           "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name)}
+    if kind == "ppo":
+        costs = _ppo_costs(name, train, benchmarks, peak_memory, pairs, reward_model)
+        extra = costs.pop("extra_tokens", None)
+        row.update({key: value for key, value in costs.items() if key != "notes" and value is not None})
+        row["generated_tokens"] = (tokens or 0) + (extra or 0) or None
+        row["note"] = "; ".join(costs["notes"] + ([description] if description else []))
+    return row
 
 
 def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
-                pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None) -> list[dict]:
+                pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
+                peak_memory: dict | None = None, reward_model: dict | None = None) -> list[dict]:
     """One comparison row per method, in the chapter's order; every run of a method (variants with
-    group: method) is a row; methods the pipeline did not run say so. Pitfall variants are not rows.
-    ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy test vs SFT}``."""
-    plans, paired = plans or {}, paired or {}
+    group: method, or ablation in the pitfalls report) is a row; methods the pipeline did not run say so. Pitfall
+    variants are not rows. ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy
+    test vs SFT}``; ``peak_memory``: max_rss (MB) per stage; ``reward_model``: PPO's reward model record."""
+    plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
-                and (plans.get(name) or {}).get("group", "method") == "method"]
+                and (plans.get(name) or {}).get("group", "method") in ("method", "ablation")]
     rows = []
     for key, (label, labels, models) in METHODS.items():
         names = [v for v in variants if _kind(v, plans.get(v)) == key]
         rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
-                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired)
+                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired,
+                              peak_memory, reward_model)
                  for v in names]
         if names:
             continue
@@ -119,6 +184,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
         rows.append({"method": label, "model": key if ran else None, "human_labels": labels,
                      "models_in_memory": models, "trainable_parameters": sft_parameters if key == "sft" else None,
                      "train_seconds": benchmarks.get("sft_adapter") if key == "sft" else None,
+                     "peak_memory_mb": peak_memory.get("sft_adapter") if key == "sft" else None,
                      "generated_tokens": None, "run": ran, "note": "" if ran else "not run by this config",
                      "paired_vs_sft": None, "greedy_vs_sft": None})
     return rows
@@ -202,18 +268,21 @@ def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
-             own_temperature: dict | None = None) -> dict:
+             own_temperature: dict | None = None, peak_memory: dict | None = None,
+             reward_model: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
     ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
-    ``eval.temperature`` (``{model: scores}``)."""
+    ``eval.temperature`` (``{model: scores}``), ``peak_memory`` each stage's max_rss in MB (``benchmark_max_rss``),
+    ``reward_model`` PPO's reward model record (its pairwise accuracies)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
     per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
     paired, greedy = paired_tests(scores, n_boot, seed), greedy_tests(scores, n_boot, seed)
     benchmarks = scope_benchmarks(benchmarks, list(scores), list(extra_sets))
+    peak_memory = scope_benchmarks(peak_memory or {}, list(scores), list(extra_sets))
     return {
         "config": config,
         "run": {
@@ -227,6 +296,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                       f"LoRA r={config['sft'].get('lora', {}).get('r')} trained here",
                       "kl_reference": main_train.get("kl_reference")},
             "benchmarks": benchmarks,
+            "peak_memory_mb": peak_memory,
             "generated_tokens": {"per_step": per_step, "total": int(sum(per_step)),
                                  "seed_estimate_full_real": SEED_ESTIMATE_FULL_REAL_TOKENS},
         },
@@ -237,12 +307,13 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         "eval": scores,
         "eval_own_temperature": own_temperature or {},
         "preference_pairs": pairs,
+        "reward_model": reward_model,
         "pitfalls": pitfall_sets(plans, main or "grpo"),
         "comparison": {"paired_tests": paired, "greedy_tests": greedy,
                        "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed),
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
-                                              paired, greedy)},
+                                              paired, greedy, peak_memory, reward_model)},
         "kl_real": with_kl_summary(kl_real, n_boot, seed),
         "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }

@@ -2,7 +2,7 @@
 
 The raw material of the report's real k1-vs-k3 figure: for tokens x sampled from pi_theta, k1 = log pi_theta(x)
 - log pi_ref(x) and k3 = (r - 1) - log r with r = pi_ref(x) / pi_theta(x) (see thai_grpo.kl). The reference
-is the SFT adapter, the policy GRPO started from (the KL TRL optimises against, see thai_grpo.grpo).
+is the SFT adapter, the policy GRPO started from (the KL TRL optimises against, see thai_grpo.methods.grpo).
 
 The tokens scored are the sampled ids themselves (``token_ids`` of the samples file, the stop token included as
 TRL's completion mask includes it), after the prompt as the sampler encoded it (the run's chat template and its

@@ -10,7 +10,7 @@ where it departs from GRPO (and from the textbook REINFORCE):
 - KL: not in the loss. ``beta`` times the sequence's summed k1 estimate log(pi_old / pi_ref) is subtracted
   from its reward before the baseline (the original RLOO paper's penalty; k1 can be negative per token).
 - Reference: the frozen copy of the SFT adapter (TRL's ``ref`` adapter), as for GRPO. No value network.
-The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.grpo.train_with_rollouts``).
+The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.methods.grpo.train_with_rollouts``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], 
 
     from trl import RLOOConfig, RLOOTrainer
 
-    from thai_grpo.grpo import train_with_rollouts
+    from thai_grpo.methods.grpo import train_with_rollouts
 
     args, dropped = rloo_args(grpo_args, {f.name for f in dataclasses.fields(RLOOConfig)}, overrides)
     print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)

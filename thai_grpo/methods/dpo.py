@@ -78,7 +78,7 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
-    from thai_grpo.grpo import read_step_metrics, start_step_log
+    from thai_grpo.methods.grpo import read_step_metrics, start_step_log
     from thai_grpo.io import atomic_directory
     from thai_grpo.models import count_parameters, load_policy, load_tokenizer
     from thai_grpo.training import clear_checkpoints, progress_callback, seed_everything, trainer_args

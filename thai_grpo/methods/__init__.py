@@ -1,9 +1,11 @@
-"""Which trainer a variant runs, and with which settings: GRPO, RLOO or DPO, all from the same SFT adapter.
+"""Which trainer a variant runs, and with which settings: GRPO, RLOO, DPO or PPO, all from the same SFT adapter.
 
 A variant (``variants:`` in the config) is a named set of overrides on top of the ``grpo`` section and the
 reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` and ``dpo:`` hold fields of
-TRL's RLOOConfig / DPOConfig that have no GRPO counterpart. Its ``group`` says where the report shows it:
-``method`` = a row of the method comparison, ``pitfall`` = the Pitfalls section (built by ``snakemake pitfalls``).
+TRL's RLOOConfig / DPOConfig that have no GRPO counterpart; ``ppo:`` the fields of ``ppo.PPOSettings`` (TRL 1.12
+PPOConfig's names: our own trainer, since TRL 1.16 has none). Its ``group`` says where the report shows it:
+``method`` = a row of the method comparison, ``ablation`` = a row of the comparison in the pitfalls report only,
+``pitfall`` = the Pitfalls section (both built by ``snakemake pitfalls``).
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from pathlib import Path
 
 from thai_grpo.config import OURS, ConfigError, variant_settings
 
-METHOD_NAMES = ("grpo", "rloo", "dpo")
-GROUPS = ("method", "pitfall")
+METHOD_NAMES = ("grpo", "rloo", "dpo", "ppo")
+GROUPS = ("method", "ablation", "pitfall")
 
 
 def variant_plan(config: dict, variant: str) -> dict:
@@ -26,7 +28,8 @@ def variant_plan(config: dict, variant: str) -> dict:
     if method not in METHOD_NAMES:
         raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHOD_NAMES)}")
     return {"variant": variant, "method": method, "group": overrides.get("group", "method"), **settings,
-            "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {}))}
+            "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {})),
+            "ppo": dict(overrides.get("ppo", {}))}
 
 
 def method_kind(plan: dict) -> str:
@@ -37,26 +40,32 @@ def method_kind(plan: dict) -> str:
 
 
 def trainer_for(method: str):
-    """The training function of a method: ``thai_grpo.grpo.train_grpo``, ``rloo.train_rloo`` or ``dpo.train_dpo``."""
+    """The training function of a method: ``train_grpo``, ``train_rloo``, ``train_dpo`` or ``train_ppo`` of its
+    module here."""
     if method == "grpo":
-        from thai_grpo.grpo import train_grpo
+        from thai_grpo.methods.grpo import train_grpo
 
         return train_grpo
     if method == "rloo":
-        from thai_grpo.rloo import train_rloo
+        from thai_grpo.methods.rloo import train_rloo
 
         return train_rloo
     if method == "dpo":
-        from thai_grpo.dpo import train_dpo
+        from thai_grpo.methods.dpo import train_dpo
 
         return train_dpo
+    if method == "ppo":
+        from thai_grpo.methods.ppo import train_ppo
+
+        return train_ppo
     raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHOD_NAMES)}")
 
 
 def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, train_rows: list[dict],
                   pairs: list[dict] | None, system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-                  seed: int) -> dict:
-    """Train one variant from the SFT adapter with its method's trainer; the result records the plan."""
+                  seed: int, reward_dir: str | Path | None = None) -> dict:
+    """Train one variant from the SFT adapter with its method's trainer; the result records the plan. PPO also
+    reads the reward model (``reward_dir``, rule reward_model) unless it is scored by the verifier."""
     method = plan["method"]
     if method == "grpo":
         result = trainer_for("grpo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
@@ -64,6 +73,10 @@ def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, tra
     elif method == "rloo":
         result = trainer_for("rloo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
                                      system_prompt, out_dir, checkpoint_dir, seed, overrides=plan["rloo"])
+    elif method == "ppo":
+        result = trainer_for("ppo")(base_dir, adapter_dir, reward_dir, train_rows, plan["grpo"], plan["rewards"],
+                                    plan["ppo"], system_prompt, out_dir, checkpoint_dir, seed,
+                                    plan["grpo"].get("chat_template_kwargs"))
     else:
         if pairs is None:
             raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
@@ -73,23 +86,32 @@ def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, tra
 
 
 def check_method_fields(config: dict) -> None:
-    """Refuse ``rloo:`` / ``dpo:`` fields the installed TRL does not know, and GRPO-only overrides in an RLOO
-    or DPO variant (they would be silently ignored). Imports TRL: call once, before the jobs run."""
+    """Refuse ``rloo:`` / ``dpo:`` fields the installed TRL does not know, ``ppo:`` fields ``PPOSettings`` does not
+    have, and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). Imports TRL: call
+    once, before the jobs run."""
     import dataclasses
 
     from trl import DPOConfig, RLOOConfig
 
-    classes = {"rloo": RLOOConfig, "dpo": DPOConfig}
+    from thai_grpo.methods.ppo import PPOSettings, ppo_settings
+
+    classes = {"rloo": RLOOConfig, "dpo": DPOConfig, "ppo": PPOSettings}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")
         for section, cls in classes.items():
             unknown = sorted(set(overrides.get(section, {})) - {f.name for f in dataclasses.fields(cls)})
             if unknown:
-                raise ConfigError(f"variants.{name}.{section}.{unknown[0]} is not a field of TRL's {cls.__name__}: "
-                                  "check the spelling against the TRL docs for the installed release")
+                owner = "thai_grpo.methods.ppo.PPOSettings" if section == "ppo" else f"TRL's {cls.__name__}"
+                raise ConfigError(f"variants.{name}.{section}.{unknown[0]} is not a field of {owner}: "
+                                  "check the spelling against its documentation")
             if overrides.get(section) and method != section:
                 raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
                                   f"add 'method: {section}' or remove the section")
+        if method == "ppo":
+            try:
+                ppo_settings(variant_plan(config, name)["grpo"], overrides.get("ppo"))
+            except ValueError as error:
+                raise ConfigError(f"variants.{name}: {error}") from None
         if method == "rloo":
             fields = {f.name for f in dataclasses.fields(RLOOConfig)}
             grpo_only = sorted(set(overrides.get("grpo", {})) - fields - set(OURS))

@@ -9,7 +9,7 @@ Where this departs from the textbook (DeepSeekMath) algorithm, and why:
   definition), not to the bare base with the adapter disabled. No value network, no reward model.
 
 The rollout loop (``train_with_rollouts``: groups graded by the code rewards, per-step metrics, example groups,
-empty-think completions, resumable checkpoints) is shared with RLOO (``thai_grpo.rloo``).
+empty-think completions, resumable checkpoints) is shared with RLOO (``thai_grpo.methods.rloo``).
 """
 
 from __future__ import annotations

@@ -1,0 +1,25 @@
+"""Evaluation only: the reward model's pairwise accuracy on its training pairs and on held-out pairs built the same
+way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
+
+from thai_grpo.io import log_to, read_json, read_jsonl, write_json
+from thai_grpo.methods.ppo import load_value_model
+from thai_grpo.models import load_tokenizer
+from thai_grpo.preferences import build_pairs
+from thai_grpo.reward_model import pairwise_accuracy
+from thai_grpo.training import set_threads
+
+log_to(snakemake.log[0])
+set_threads(snakemake.threads)
+model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False, merged=True).eval()
+tokenizer = load_tokenizer(snakemake.input.base)
+heldout_pairs, heldout_stats = build_pairs(read_jsonl(snakemake.input.heldout), snakemake.params.system_prompt)
+kwargs = snakemake.params.chat_template_kwargs
+
+train = read_json(snakemake.input.train)
+write_json(snakemake.output.accuracy, {
+    "train": pairwise_accuracy(model, tokenizer, read_jsonl(snakemake.input.pairs), chat_template_kwargs=kwargs),
+    "heldout": {**pairwise_accuracy(model, tokenizer, heldout_pairs, chat_template_kwargs=kwargs),
+                "problems": heldout_stats["problems"], "all_right": heldout_stats["all_right"],
+                "all_wrong": heldout_stats["all_wrong"]},
+    "labels": train["labels"], "parameters": train["parameters"], "steps": train["steps"],
+    "skipped": train.get("skipped")})

@@ -1,0 +1,13 @@
+"""Stage 4 (PPO only): the reward model, TRL's RewardTrainer on the verifier-ranked preference pairs."""
+
+from thai_grpo.io import log_to, read_jsonl, write_json
+from thai_grpo.reward_model import train_reward_model
+from thai_grpo.training import set_threads
+
+log_to(snakemake.log[0])
+set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
+result = train_reward_model(snakemake.input.base, read_jsonl(snakemake.input.pairs),
+                            snakemake.params.reward_model.get("args", {}), snakemake.params.lora,
+                            snakemake.output.model, snakemake.params.checkpoints, snakemake.params.seed,
+                            snakemake.params.chat_template_kwargs)
+write_json(snakemake.output.train, result)

@@ -1,0 +1,134 @@
+"""PPO's pieces against brute force: per-token rewards (score on the last real token, missing-EOS penalty), GAE,
+whitening, the clipped policy and value losses, the prompt order; and the reward model's data check."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from thai_grpo.methods.ppo import (PPOSettings, completion_mask, explained_variance, gae, masked_whiten,
+                                   per_token_rewards, policy_loss, ppo_settings, prompt_batch, scores_with_penalty,
+                                   value_loss)
+from thai_grpo.reward_model import check_pairs
+
+
+def brute_gae(rewards, values, length, gamma, lam):
+    """The textbook recursion written out for one completion of ``length`` real tokens, V after the end = 0."""
+    advantages = [0.0] * length
+    for t in range(length):
+        total = 0.0
+        for k in range(t, length):
+            next_value = values[k + 1] if k + 1 < length else 0.0
+            delta = rewards[k] + gamma * next_value - values[k]
+            total += (gamma * lam) ** (k - t) * delta
+        advantages[t] = total
+    return advantages
+
+
+@pytest.mark.parametrize("gamma, lam", [(1.0, 0.95), (0.9, 0.8), (1.0, 1.0), (0.99, 0.0)])
+def test_gae_matches_the_brute_force_sum_including_a_one_token_completion(gamma, lam):
+    rng = np.random.default_rng(0)
+    lengths = [5, 1, 3]  # the middle completion is a single token (its EOS)
+    rewards = torch.tensor(rng.normal(size=(3, 5)), dtype=torch.float64)
+    values = torch.tensor(rng.normal(size=(3, 5)), dtype=torch.float64)
+    mask = completion_mask(lengths, 5)
+    advantages, returns = gae(rewards * mask, values, mask, gamma, lam)
+    for row, length in enumerate(lengths):
+        expected = brute_gae(rewards[row].tolist(), values[row].tolist(), length, gamma, lam)
+        assert advantages[row, :length].tolist() == pytest.approx(expected)
+        assert advantages[row, length:].abs().sum() == 0 and returns[row, length:].abs().sum() == 0
+        expected_returns = advantages[row, :length] + values[row, :length]
+        assert returns[row, :length].tolist() == pytest.approx(expected_returns.tolist())
+    # one token: A = r - V (nothing follows), whatever gamma and lambda
+    assert advantages[1, 0].item() == pytest.approx(rewards[1, 0].item() - values[1, 0].item())
+
+
+def test_gae_with_gamma_one_and_lambda_one_is_the_reward_to_go_minus_the_value():
+    rewards = torch.tensor([[0.1, -0.2, 0.3, 1.0]])
+    values = torch.tensor([[0.5, 0.4, 0.2, 0.9]])
+    advantages, returns = gae(rewards, values, completion_mask([4], 4), 1.0, 1.0)
+    to_go = torch.flip(torch.cumsum(torch.flip(rewards, [1]), 1), [1])
+    assert torch.allclose(advantages, to_go - values) and torch.allclose(returns, to_go)
+
+
+def test_score_lands_on_the_last_real_token_and_kl_everywhere_before():
+    logprobs = torch.tensor([[-1.0, -2.0, -0.5, -3.0], [-1.0, -1.0, -1.0, -1.0]])
+    ref = torch.tensor([[-1.5, -1.0, -0.5, -9.0], [-2.0, -1.0, -1.0, -1.0]])
+    rewards, k1 = per_token_rewards(logprobs, ref, [3, 1], torch.tensor([2.0, -1.0]), kl_coef=0.1)
+    assert torch.allclose(k1, torch.tensor([[0.5, -1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0]]))
+    # row 0: 3 real tokens, the score on index 2 (TRL put it on index 3, one past the EOS), nothing on index 3
+    assert rewards[0].tolist() == pytest.approx([-0.05, 0.1, 2.0, 0.0])
+    assert rewards[1].tolist() == pytest.approx([-0.1 - 1.0, 0.0, 0.0, 0.0])
+
+
+def test_missing_eos_penalty_hits_only_completions_cut_at_the_budget():
+    scores = scores_with_penalty([0.5, 0.5, -0.2], torch.tensor([True, False, False]), 1.0)
+    assert scores.tolist() == pytest.approx([0.5, -0.5, -1.2])
+    assert scores_with_penalty([0.5], torch.tensor([False]), None).tolist() == [0.5]
+
+
+def test_whitening_uses_real_tokens_only_and_leaves_padding_zero():
+    values = torch.tensor([[1.0, 2.0, 3.0, 100.0], [4.0, 5.0, -7.0, -7.0]])
+    mask = completion_mask([3, 2], 4)
+    white = masked_whiten(values, mask)
+    real = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    expected = (real - real.mean()) / np.sqrt(real.var(ddof=1) + 1e-8)
+    assert white[mask].tolist() == pytest.approx(expected.tolist(), rel=1e-5)
+    assert white[~mask].abs().sum() == 0
+
+
+def test_clipped_surrogate_on_hand_built_ratios():
+    old = torch.zeros(1, 4)
+    new = torch.log(torch.tensor([[1.5, 0.5, 1.1, 0.7]]))  # ratios 1.5, 0.5, 1.1, 0.7
+    advantages = torch.tensor([[1.0, 1.0, -1.0, -1.0]])
+    loss, clip_fraction, _ = policy_loss(new, old, advantages, torch.ones(1, 4, dtype=torch.bool), 0.2)
+    # A>0, r=1.5 -> min(1.5, 1.2) = 1.2 (clipped); A>0, r=0.5 -> 0.5 (the clip never lifts a loss);
+    # A<0, r=1.1 -> -1.1 (inside); A<0, r=0.7 -> max(-0.7, -0.8)... as losses: max(0.7, 0.8) = 0.8 (clipped)
+    assert loss.item() == pytest.approx(np.mean([-1.2, -0.5, 1.1, 0.8]))
+    assert clip_fraction.item() == pytest.approx(0.5)
+    masked, _, _ = policy_loss(new, old, advantages, torch.tensor([[True, True, False, False]]), 0.2)
+    assert masked.item() == pytest.approx(np.mean([-1.2, -0.5]))
+
+
+def test_clipped_value_loss_on_hand_built_values():
+    old = torch.tensor([[0.0, 0.0, 0.0]])
+    new = torch.tensor([[0.5, 0.1, -0.5]])
+    returns = torch.tensor([[1.0, 1.0, 0.0]])
+    loss, clip_fraction = value_loss(new, old, returns, torch.ones(1, 3, dtype=torch.bool), 0.2)
+    # V'=0.5 -> clipped 0.2: max(0.25, 0.64) = 0.64; V'=0.1 inside: 0.81; V'=-0.5 -> -0.2: max(0.25, 0.04) = 0.25
+    assert loss.item() == pytest.approx(0.5 * np.mean([0.64, 0.81, 0.25]))
+    assert clip_fraction.item() == pytest.approx(1 / 3)
+
+
+def test_explained_variance():
+    returns = torch.tensor([[1.0, 2.0, 3.0, 50.0]])
+    mask = completion_mask([3], 4)
+    assert explained_variance(returns, returns, mask) == pytest.approx(1.0)
+    assert explained_variance(torch.full((1, 4), 2.0), returns, mask) == pytest.approx(0.0)
+
+
+def test_prompt_batches_cover_every_row_once_per_pass_whatever_step_a_run_starts_from():
+    batches = [prompt_batch(10, 5, step, seed=3) for step in range(1, 5)]
+    assert sorted(batches[0] + batches[1]) == list(range(10)) and sorted(batches[2] + batches[3]) == list(range(10))
+    assert batches[0] + batches[1] != batches[2] + batches[3]  # a new order each pass
+    assert prompt_batch(10, 5, 3, seed=3) == batches[2]
+
+
+def test_settings_take_grpo_rollouts_then_the_variant_and_refuse_what_is_not_built():
+    settings = ppo_settings({"temperature": 1.0, "max_completion_length": 80}, {"num_ppo_epochs": 2})
+    assert (settings.temperature, settings.max_completion_length, settings.num_ppo_epochs) == (1.0, 80, 2)
+    assert PPOSettings().kl_coef == 0.05 and PPOSettings().lam == 0.95 and PPOSettings().cliprange_value == 0.2
+    with pytest.raises(ValueError, match="not a multiple"):
+        PPOSettings(batch_size=10, num_mini_batches=3)
+    with pytest.raises(ValueError, match="score"):
+        PPOSettings(score="people")
+
+
+def test_reward_model_data_refuses_a_pair_ranked_against_itself():
+    same = {"id": "p1", "prompt": [], "chosen": [{"role": "assistant", "content": "9"}],
+            "rejected": [{"role": "assistant", "content": "9"}]}
+    different = {**same, "rejected": [{"role": "assistant", "content": "8"}]}
+    check_pairs([different])
+    with pytest.raises(ValueError, match=r"pair 2 \(id p1\) has the same chosen and rejected text"):
+        check_pairs([different, same])

@@ -1,0 +1,105 @@
+"""A PPO run killed with SIGKILL after a checkpoint resumes from it and ends exactly where an uninterrupted run ends:
+every step's numbers, the policy adapter and the value model (tiny 1-layer Qwen3, the reward model's path)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MAX_STEPS, KILL_AFTER = 5, 2
+RUNNER = """
+import json, sys
+from thai_grpo.methods.ppo import train_ppo
+from thai_grpo.training import set_threads
+set_threads(1)
+base, adapter, reward, rows, out, checkpoints = sys.argv[1:7]
+settings = {"max_steps": %d, "batch_size": 4, "num_ppo_epochs": 2, "num_mini_batches": 2, "save_steps": 1,
+            "learning_rate": 1e-3, "missing_eos_penalty": 1.0}
+result = train_ppo(base, adapter, reward, json.load(open(rows)), {"temperature": 1.0, "max_completion_length": 12},
+                   ["correct", "format", "thai"], settings, "SYS", out, checkpoints, 42)
+json.dump(result, open(out + ".json", "w"))
+""" % MAX_STEPS
+
+
+def run_args(tmp_path: Path, name: str, base, adapter, reward, rows) -> list[str]:
+    return [sys.executable, str(tmp_path / "runner.py"), str(base), str(adapter), str(reward), str(rows),
+            str(tmp_path / name / "adapter"), str(tmp_path / name / "checkpoints")]
+
+
+def tensors(folder: Path) -> dict:
+    from safetensors.torch import load_file
+
+    return {f"{path.relative_to(folder)}:{name}": tensor for path in sorted(folder.rglob("*.safetensors"))
+            for name, tensor in load_file(path).items()}
+
+
+@pytest.mark.slow
+def test_killed_ppo_resumes_to_the_uninterrupted_result(tmp_path, tiny_model_dir, tiny_adapter_dir, synthetic_rows):
+    from thai_grpo.methods.ppo import fresh_value_model
+
+    reward = tmp_path / "reward_model"  # untrained: its path (and the value model's start) is what counts here
+    fresh_value_model(tiny_model_dir, {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}) \
+        .save_pretrained(reward, safe_serialization=True)
+    rows = tmp_path / "rows.json"
+    rows.write_text(json.dumps([{"question": r["translated_question"], "answer": r["answer"]}
+                                for r in synthetic_rows[:12]], ensure_ascii=False))
+    (tmp_path / "runner.py").write_text(RUNNER)
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HF_HUB_OFFLINE": "1"}
+
+    checkpoints = tmp_path / "killed" / "checkpoints"
+    process = subprocess.Popen(run_args(tmp_path, "killed", tiny_model_dir, tiny_adapter_dir, reward, rows), env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 240
+    while not (checkpoints / f"checkpoint-{KILL_AFTER}" / "trainer_state.json").is_file():
+        assert process.poll() is None, f"PPO ended before it could be killed:\n{process.stdout.read()[-3000:]}"
+        assert time.monotonic() < deadline, "no checkpoint within 240 s"
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert not (tmp_path / "killed" / "adapter").exists()
+
+    resumed = subprocess.run(run_args(tmp_path, "killed", tiny_model_dir, tiny_adapter_dir, reward, rows), env=env,
+                             capture_output=True, text=True, timeout=300)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming from checkpoint-" in resumed.stdout + resumed.stderr
+    fresh = subprocess.run(run_args(tmp_path, "fresh", tiny_model_dir, tiny_adapter_dir, reward, rows), env=env,
+                           capture_output=True, text=True, timeout=300)
+    assert fresh.returncode == 0, fresh.stderr[-3000:]
+
+    killed_result = json.loads((tmp_path / "killed" / "adapter.json").read_text())
+    fresh_result = json.loads((tmp_path / "fresh" / "adapter.json").read_text())
+    assert [s["step"] for s in killed_result["steps"]] == list(range(1, MAX_STEPS + 1))
+    assert killed_result["steps"] == fresh_result["steps"]
+    assert not checkpoints.exists(), "checkpoints are removed once the run succeeds"
+    resumed_tensors, fresh_tensors = tensors(tmp_path / "killed" / "adapter"), tensors(tmp_path / "fresh" / "adapter")
+    assert any(key.startswith("value_model") for key in fresh_tensors)
+    assert resumed_tensors.keys() == fresh_tensors.keys()
+    assert all((resumed_tensors[key] == fresh_tensors[key]).all() for key in fresh_tensors)
+
+
+@pytest.mark.slow
+def test_verifier_scored_ppo_needs_no_reward_model(tmp_path, tiny_model_dir, tiny_adapter_dir, synthetic_rows):
+    """ppo_verifier's path: the code rewards are the score, the value model starts at V = 0 (a zeroed head)."""
+    from thai_grpo.methods.ppo import train_ppo
+
+    rows = [{"question": r["translated_question"], "answer": r["answer"]} for r in synthetic_rows[:4]]
+    result = train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {"temperature": 1.0, "max_completion_length": 8},
+                       ["correct", "format", "thai"], {"score": "verifier", "max_steps": 1, "batch_size": 4,
+                                                       "num_ppo_epochs": 1, "missing_eos_penalty": 1.0},
+                       "SYS", tmp_path / "out", tmp_path / "ckpt", 0)
+    step = result["steps"][0]
+    assert result["score"] == "verifier" and set(result["models_in_memory"]) == {"policy", "reference", "value"}
+    assert step["value_mean"] == 0.0  # the fresh value head predicts 0 before its first update
+    # the score is the code reward minus the penalty for each completion cut at the budget (8 tokens: most are)
+    assert step["score_mean"] == pytest.approx(step["reward_mean"] - step["clipped_ratio"])
+    with pytest.raises(ValueError, match="needs the reward model"):
+        train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {}, ["correct"], {}, "SYS", tmp_path / "o2",
+                  tmp_path / "c2", 0)

@@ -1,0 +1,504 @@
+"""PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with
+PPO"), compact, following TRL 1.12.0's ``trl.experimental.ppo.PPOTrainer`` (the last TRL PPO: TRL PR #7020
+removed it) except where said. Four models: the policy (LoRA, from the SFT adapter), the reference (the SFT
+policy, frozen: the same KL reference as GRPO's), the reward model (``thai_grpo.reward_model``, frozen; or the
+code rewards for ``score: verifier``) and the value model (initialised from the reward model, trained).
+
+One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
+completion budget; T_i = the completion's real tokens (up to and including its first stop token):
+
+    score        s_i = RM(x_i, y_i) read at the last real token of y_i (index T_i - 1)
+                       [verifier: s_i = sum of the code rewards of y_i], minus ``missing_eos_penalty`` if y_i has no EOS
+    KL per token k1_t = log pi_old(y_t | x, y_<t) - log pi_ref(y_t | x, y_<t)   (logits divided by T, as sampled)
+    reward       r_t = -kl_coef * k1_t  + [t = T_i - 1] * s_i        (t < T_i; nothing beyond)
+    value        V_t = value head on the hidden state before y_t;  V_{T_i} = 0 (the episode ends)
+    GAE          delta_t = r_t + gamma V_{t+1} - V_t;   A_t = delta_t + gamma lam A_{t+1};   R_t = A_t + V_t
+    whitening    A <- (A - mean(A)) / sqrt(var(A) + 1e-8) over the batch's real tokens (the rewards are not whitened)
+    then ``num_ppo_epochs`` passes over ``num_mini_batches`` shuffled minibatches, each one optimizer step on
+    ratio_t = exp(log pi_theta - log pi_old):
+    L_pi = mean_t max(-A_t ratio_t, -A_t clip(ratio_t, 1 - cliprange, 1 + cliprange))
+    L_V  = 0.5 mean_t max((V'_t - R_t)^2, (clip(V'_t, V_t - cliprange_value, V_t + cliprange_value) - R_t)^2)
+    loss = L_pi + vf_coef L_V;  gradient norm clipped at ``max_grad_norm``; AdamW (policy and value parameter groups)
+    (mean_t: over the minibatch's real tokens.)
+
+Departures from TRL 1.12, each on purpose:
+- The score sits on the completion's last real token. TRL added it at ``sequence_length + 1``, one slot past the
+  EOS, where the value is masked to 0 and no action is taken; so it reached the EOS token only through gamma * lam
+  (TRL issues #1893 and #3750). Here the last action taken is the one that earns it.
+- The reward model scores the exact token ids the policy generated (prompt + completion up to its EOS), and is
+  trained on pairs tokenized the same way, so it is read where it learned to score.
+- Gradient clipping at ``max_grad_norm`` (Huang et al.; TRL's loop set none); a separate value learning rate
+  is possible (``value_learning_rate``; verl and OpenRLHF give the critic about 10x the actor's).
+- Each step's randomness (prompt order, sampling, minibatch shuffles) is seeded from (seed, step), so a run
+  resumed from checkpoint N redoes step N+1 exactly as an uninterrupted run: a checkpoint holds the policy and value
+  weights, the optimizer and the step; no generator state needs saving.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+from pathlib import Path
+
+import numpy as np
+
+KL_REFERENCE = ("the SFT policy, frozen (a merged copy of the SFT adapter): the same reference as GRPO's KL; "
+                "PPO subtracts kl_coef x k1 per token from the reward")
+MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
+                    "reference": "base with the SFT adapter merged (frozen)",
+                    "reward": "sequence-classification base + the reward model's LoRA and score head, merged (frozen)",
+                    "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
+                             "(trained)"}
+STATE_FILE = "ppo_state.pt"
+SCORES = ("reward_model", "verifier")
+
+
+@dataclasses.dataclass
+class PPOSettings:
+    """The ``ppo:`` fields of a variant, TRL 1.12 PPOConfig's names and defaults where it has them."""
+    score: str = "reward_model"      # ours: the learned reward model, or ``verifier`` (the code rewards' sum)
+    max_steps: int = 40              # rollout batches (TRL: total_episodes / batch_size)
+    batch_size: int = 64             # completions per rollout batch, one per prompt (TRL: 512 over all devices)
+    num_ppo_epochs: int = 4
+    num_mini_batches: int = 1
+    learning_rate: float = 3.0e-6    # the policy's (TRL: full fine-tuning of a 1B model)
+    value_learning_rate: float | None = None  # ours: the value model's (None: learning_rate, as TRL's one optimizer)
+    kl_coef: float = 0.05
+    kl_estimator: str = "k1"
+    cliprange: float = 0.2
+    cliprange_value: float = 0.2
+    vf_coef: float = 0.1
+    gamma: float = 1.0
+    lam: float = 0.95
+    whiten_rewards: bool = False
+    missing_eos_penalty: float | None = None  # TRL's examples: 1.0
+    max_grad_norm: float = 1.0
+    save_steps: int = 10
+    temperature: float = 0.7
+    max_completion_length: int = 53  # TRL: response_length
+
+    def __post_init__(self):
+        if self.score not in SCORES:
+            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(SCORES)}")
+        if self.kl_estimator != "k1":
+            raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
+        if self.whiten_rewards:
+            raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
+        if self.batch_size % self.num_mini_batches:
+            raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
+                             f"{self.num_mini_batches}: pick sizes that divide")
+
+
+PPO_FIELDS = tuple(f.name for f in dataclasses.fields(PPOSettings))
+
+
+def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
+    """The run's settings: TRL 1.12's defaults, then GRPO's rollout temperature and completion budget (PPO samples as
+    GRPO does), then the variant's ``ppo:`` overrides."""
+    shared = {"temperature": grpo_args.get("temperature", 1.0),
+              "max_completion_length": grpo_args.get("max_completion_length", 256)}
+    return PPOSettings(**{**shared, **(overrides or {})})
+
+
+# ----------------------------------------------------------------------------------------- pure pieces (torch)
+def completion_mask(lengths, width: int):
+    """mask[i, t] = t < lengths[i]: the real tokens of each completion (up to and including its EOS)."""
+    import torch
+
+    lengths = torch.as_tensor(lengths)
+    return torch.arange(width, device=lengths.device).unsqueeze(0) < lengths.unsqueeze(1)
+
+
+def masked_mean(values, mask):
+    return (values * mask).sum() / mask.sum()
+
+
+def masked_whiten(values, mask, eps: float = 1e-8):
+    """(x - mean) / sqrt(var + eps) over the real tokens (unbiased var, as TRL's masked_whiten); 0 elsewhere."""
+    import torch
+
+    mask = mask.to(values.dtype)
+    mean = masked_mean(values, mask)
+    count = mask.sum()
+    var = masked_mean((values - mean) ** 2, mask) * count / (count - 1)
+    return torch.where(mask.bool(), (values - mean) * torch.rsqrt(var + eps), torch.zeros_like(values))
+
+
+def scores_with_penalty(scores, has_eos, penalty: float | None):
+    """The score minus ``penalty`` for each completion that never produced a stop token (cut at the budget)."""
+    import torch
+
+    scores = torch.as_tensor(scores, dtype=torch.float32).clone()
+    if penalty is not None:
+        scores[~torch.as_tensor(has_eos, dtype=torch.bool, device=scores.device)] -= penalty
+    return scores
+
+
+def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
+    """r_t = -kl_coef * (log pi_old - log pi_ref) on the real tokens, plus the score on the LAST REAL token
+    (index length - 1; TRL put it at index length); (rewards, k1) with zeros beyond each completion."""
+    import torch
+
+    lengths = torch.as_tensor(lengths, device=logprobs.device)
+    mask = completion_mask(lengths, logprobs.shape[1])
+    k1 = torch.where(mask, logprobs - ref_logprobs, torch.zeros_like(logprobs))
+    rewards = -kl_coef * k1
+    rows = torch.arange(logprobs.shape[0], device=logprobs.device)
+    rewards[rows, lengths - 1] += torch.as_tensor(scores, dtype=rewards.dtype, device=logprobs.device)
+    return rewards, k1
+
+
+def gae(rewards, values, mask, gamma: float, lam: float):
+    """Generalised advantage estimation backwards over each completion; V beyond the last real token is 0
+    (terminal), and so are the advantages there. Returns (advantages, returns = advantages + values)."""
+    import torch
+
+    mask = mask.to(rewards.dtype)
+    values = values * mask
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros(rewards.shape[0], dtype=rewards.dtype, device=rewards.device)
+    for t in reversed(range(rewards.shape[1])):
+        next_value = values[:, t + 1] if t + 1 < rewards.shape[1] else torch.zeros_like(running)
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        running = (delta + gamma * lam * running) * mask[:, t]
+        advantages[:, t] = running
+    return advantages, (advantages + values) * mask
+
+
+def policy_loss(new_logprobs, old_logprobs, advantages, mask, cliprange: float):
+    """PPO's clipped surrogate, mean over real tokens; (loss, share of tokens where the clip bound, approx KL)."""
+    import torch
+
+    ratio = torch.exp(new_logprobs - old_logprobs)
+    unclipped = -advantages * ratio
+    clipped = -advantages * torch.clamp(ratio, 1.0 - cliprange, 1.0 + cliprange)
+    loss = masked_mean(torch.maximum(unclipped, clipped), mask)
+    clip_fraction = masked_mean((clipped > unclipped).float(), mask)
+    approx_kl = 0.5 * masked_mean((new_logprobs - old_logprobs) ** 2, mask)
+    return loss, clip_fraction.detach(), approx_kl.detach()
+
+
+def value_loss(new_values, old_values, returns, mask, cliprange_value: float):
+    """0.5 * mean over real tokens of max((V' - R)^2, (clip(V', V - c, V + c) - R)^2); (loss, clip share)."""
+    import torch
+
+    clipped_values = torch.clamp(new_values, old_values - cliprange_value, old_values + cliprange_value)
+    unclipped_loss = (new_values - returns) ** 2
+    clipped_loss = (clipped_values - returns) ** 2
+    loss = 0.5 * masked_mean(torch.maximum(unclipped_loss, clipped_loss), mask)
+    return loss, masked_mean((clipped_loss > unclipped_loss).float(), mask).detach()
+
+
+def explained_variance(values, returns, mask) -> float:
+    """1 - Var(R - V) / Var(R) over the real tokens: 1 = the value model predicts the returns, <= 0 = no better than
+    their mean."""
+    mask = mask.bool()
+    v, r = values[mask].double(), returns[mask].double()
+    var = r.var(unbiased=False)
+    return float(1.0 - (r - v).var(unbiased=False) / var) if var > 0 else float("nan")
+
+
+def step_rng(seed: int, step: int, *parts: int) -> np.random.Generator:
+    """The generator of one step's draw (``parts`` tell the draws apart): the same at that step whether or not the
+    run was resumed."""
+    return np.random.default_rng([seed, step, *parts])
+
+
+def prompt_batch(num_rows: int, batch_size: int, step: int, seed: int) -> list[int]:
+    """Row indices of step ``step`` (1-based): passes over the rows in a new seeded order each pass, as a
+    DataLoader with shuffling would; step k's batch depends only on (seed, k)."""
+    start = (step - 1) * batch_size
+    indices = []
+    for position in range(start, start + batch_size):
+        epoch, offset = divmod(position, num_rows)
+        indices.append(int(np.random.default_rng([seed, epoch]).permutation(num_rows)[offset]))
+    return indices
+
+
+# ----------------------------------------------------------------------------------------- models
+def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, temperature: float, with_entropy=False):
+    """log pi(y_t | .) of the completion tokens (logits / temperature, as sampled); with the per-token entropy."""
+    import torch
+
+    positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).logits
+    logits = logits[:, prompt_width - 1:-1].float() / temperature
+    logp = torch.log_softmax(logits, dim=-1)
+    chosen = logp.gather(-1, input_ids[:, prompt_width:].unsqueeze(-1)).squeeze(-1)
+    if not with_entropy:
+        return chosen
+    return chosen, -(logp.exp() * logp).sum(-1)
+
+
+def token_scores(model, input_ids, attention_mask):
+    """The score head on every hidden state of a sequence-classification model (a PeftModel or a plain one): the
+    per-token values of a value model, or a reward model's score read at any token."""
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = getattr(core, core.base_model_prefix)
+    positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
+    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
+    return core.score(hidden).squeeze(-1).float()
+
+
+def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengths):
+    """A reward model's score of each sequence at its completion's last real token (prompt_width + length - 1)."""
+    import torch
+
+    scores = token_scores(model, input_ids, attention_mask)
+    rows = torch.arange(input_ids.shape[0], device=scores.device)
+    return scores[rows, prompt_width + torch.as_tensor(lengths, device=scores.device) - 1]
+
+
+def fresh_value_model(base_dir: str | Path, lora: dict | None):
+    """A value model without a reward model to start from: the sequence-classification base, a fresh LoRA (``lora``:
+    the SFT adapter's rank and targets) and a zeroed score head, so every value starts at 0."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from thai_grpo.reward_model import load_reward_base, reward_lora
+
+    model = get_peft_model(load_reward_base(base_dir), LoraConfig(**reward_lora(lora)))
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            if "score" in name:
+                parameter.zero_()
+    return model
+
+
+def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False):
+    """The sequence-classification base with the reward model's LoRA and score head (``thai_grpo.reward_model``)."""
+    from peft import PeftModel
+
+    from thai_grpo.reward_model import load_reward_base
+
+    model = PeftModel.from_pretrained(load_reward_base(base_dir), str(reward_dir),
+                                      is_trainable=trainable and not merged)
+    return model.merge_and_unload() if merged else model
+
+
+# ----------------------------------------------------------------------------------------- the loop
+def _trainable_state(model) -> dict:
+    return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
+
+
+def _load_trainable(model, state: dict) -> None:
+    params = dict(model.named_parameters())
+    missing = set(state) ^ {n for n, p in params.items() if p.requires_grad}
+    if missing:
+        raise RuntimeError(f"PPO checkpoint does not match the model ({sorted(missing)[:3]}...): delete the "
+                           "checkpoint folder and rerun")
+    import torch
+
+    with torch.no_grad():
+        for name, tensor in state.items():
+            params[name].copy_(tensor)
+
+
+def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, keep: int = 2) -> None:
+    """checkpoint-<step>/ with the trainable weights, optimizer and step; trainer_state.json written last marks it
+    complete (``training.last_checkpoint``); only the last ``keep`` are kept."""
+    import shutil
+
+    import torch
+
+    from thai_grpo.io import atomic_directory, write_json
+
+    with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
+        torch.save({"policy": _trainable_state(policy), "value": _trainable_state(value),
+                    "optimizer": optimizer.state_dict(), "step": step}, tmp / STATE_FILE)
+        write_json(tmp / "trainer_state.json", {"global_step": step})
+    done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
+                  if p.name.split("-")[1].isdigit())
+    for _, old in done[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_checkpoint(path: str | Path, policy, value, optimizer) -> int:
+    import torch
+
+    state = torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=next(policy.parameters()).device)
+    _load_trainable(policy, state["policy"])
+    _load_trainable(value, state["value"])
+    optimizer.load_state_dict(state["optimizer"])
+    return int(state["step"])
+
+
+def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenizer, rows, system_prompt, reward_names,
+             stop_ids, chat_template_kwargs) -> dict:
+    """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need."""
+    import torch
+
+    from thai_grpo.rewards import reward_breakdown
+    from thai_grpo.sampling import completion_length, encode_prompts, generation_config
+
+    batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
+    policy = models["policy"]
+    encoded = encode_prompts(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
+    encoded = encoded.to(policy.device)
+    width = encoded["input_ids"].shape[1]
+    config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
+    torch.manual_seed(int(step_rng(seed, step, 0).integers(2**31)))
+    with torch.no_grad():
+        policy.eval()
+        output = policy.generate(**encoded, generation_config=config)
+        policy.train()
+    completion = output[:, width:]
+    counted = [completion_length(row.tolist(), stop_ids) for row in completion]
+    lengths = torch.tensor([length for length, _ in counted], device=completion.device)
+    has_eos = torch.tensor([stopped for _, stopped in counted], device=completion.device)
+    mask = completion_mask(lengths, completion.shape[1])
+    completion = torch.where(mask, completion, torch.full_like(completion, tokenizer.pad_token_id))
+    ids = torch.cat([encoded["input_ids"], completion], 1)
+    attention = torch.cat([encoded["attention_mask"], mask.long()], 1)
+    texts = [tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(completion, lengths)]
+    breakdown = [reward_breakdown(text, row["answer"], lenient_format="format_lenient" in reward_names)
+                 for text, row in zip(texts, batch)]
+    code = {name: [b["format" if name.startswith("format") else name] for b in breakdown] for name in reward_names}
+    with torch.no_grad():
+        logprobs = sequence_logprobs(policy, ids, attention, width, settings.temperature)
+        ref_logprobs = sequence_logprobs(models["reference"], ids, attention, width, settings.temperature)
+        values = token_scores(models["value"], ids, attention)[:, width - 1:-1] * mask
+        if settings.score == "verifier":
+            raw = torch.tensor(np.sum([code[name] for name in reward_names], axis=0), dtype=torch.float32,
+                               device=completion.device)
+        else:
+            raw = last_token_scores(models["reward"], ids, attention, width, lengths)
+    scores = scores_with_penalty(raw, has_eos, settings.missing_eos_penalty)
+    rewards, k1 = per_token_rewards(logprobs, ref_logprobs, lengths, scores, settings.kl_coef)
+    advantages, returns = gae(rewards, values, mask, settings.gamma, settings.lam)
+    return dict(ids=ids, attention=attention, width=width, mask=mask, lengths=lengths, has_eos=has_eos,
+                logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
+                raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
+                prompts=[r["question"] for r in batch])
+
+
+def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params) -> dict:
+    import torch
+
+    stats = {key: [] for key in ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl",
+                                 "entropy", "grad_norm")}
+    size = settings.batch_size // settings.num_mini_batches
+    width, mask = rollout["width"], rollout["mask"]
+    for epoch in range(settings.num_ppo_epochs):
+        order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
+        for start in range(0, settings.batch_size, size):
+            index = torch.as_tensor(order[start:start + size], device=mask.device)
+            ids, attention, m = rollout["ids"][index], rollout["attention"][index], mask[index]
+            new_logprobs, entropy = sequence_logprobs(models["policy"], ids, attention, width, settings.temperature,
+                                                      with_entropy=True)
+            new_values = token_scores(models["value"], ids, attention)[:, width - 1:-1]
+            pg_loss, clip_fraction, approx_kl = policy_loss(new_logprobs, rollout["logprobs"][index],
+                                                            rollout["advantages"][index], m, settings.cliprange)
+            vf_loss, vf_clip = value_loss(new_values, rollout["values"][index], rollout["returns"][index], m,
+                                          settings.cliprange_value)
+            loss = pg_loss + settings.vf_coef * vf_loss
+            optimizer.zero_grad()
+            loss.backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+            optimizer.step()
+            for key, value in (("policy_loss", pg_loss), ("value_loss", vf_loss), ("clip_fraction", clip_fraction),
+                               ("value_clip_fraction", vf_clip), ("approx_kl", approx_kl),
+                               ("entropy", masked_mean(entropy.detach(), m)), ("grad_norm", grad_norm)):
+                stats[key].append(float(value.detach()) if hasattr(value, "detach") else float(value))
+    return {key: float(np.mean(values)) for key, values in stats.items()}
+
+
+def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -> dict:
+    """One line of step_metrics.jsonl, with the keys GRPO's steps use where they mean the same (reward_mean and
+    rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
+    PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
+    this step's update), clip fractions, entropy."""
+    from thai_grpo.metrics import empty_think_share, total_rewards
+    from thai_grpo.rewards import CORRECT_REWARD
+
+    mask, lengths = rollout["mask"], rollout["lengths"]
+    k1_sums = rollout["k1"].sum(1)
+    record = {"step": step,
+              "reward_mean": float(total_rewards(rollout["code"]).mean()),
+              "rewards": {name: float(np.mean(v)) for name, v in rollout["code"].items()},
+              "score_mean": float(rollout["scores"].mean()), "raw_score_mean": float(rollout["raw_scores"].mean()),
+              "rlhf_reward": float((rollout["scores"] - settings.kl_coef * k1_sums).mean()),
+              "kl": float(masked_mean(rollout["k1"], mask)), "kl_sum": float(k1_sums.mean()),
+              "explained_variance": explained_variance(rollout["values"], rollout["returns"], mask),
+              "value_mean": float(masked_mean(rollout["values"], mask)),
+              "return_mean": float(masked_mean(rollout["returns"], mask)),
+              "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
+              "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
+              "empty_think_share": empty_think_share(rollout["texts"]), **update,
+              "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
+              update["value_loss"]}
+    if "correct" in rollout["code"]:
+        record["accuracy"] = float(np.mean(np.asarray(rollout["code"]["correct"]) >= CORRECT_REWARD))
+    return record
+
+
+def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, rows: list[dict],
+              grpo_args: dict, reward_names: list[str], overrides: dict | None, system_prompt: str,
+              out_dir: str | Path, checkpoint_dir: str | Path, seed: int,
+              chat_template_kwargs: dict | None = None) -> dict:
+    """Run PPO from the SFT adapter; save the policy adapter (and the value model beside it); return per-step
+    metrics. Resumes from the last complete checkpoint in ``checkpoint_dir``. The value model starts from the reward
+    model (``reward_dir``), or without one (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT
+    adapter's rank and target modules."""
+    import torch
+
+    from thai_grpo.io import atomic_directory, progress
+    from thai_grpo.methods.grpo import read_step_metrics, start_step_log
+    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.sampling import stop_token_ids
+    from thai_grpo.training import clear_checkpoints
+
+    settings = ppo_settings(grpo_args, overrides)
+    if settings.score == "reward_model" and reward_dir is None:
+        raise ValueError("PPO with score: reward_model needs the reward model folder (rule reward_model)")
+    checkpoint_dir = Path(checkpoint_dir)
+    metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
+    random.seed(seed)
+    torch.manual_seed(seed)
+    tokenizer = load_tokenizer(base_dir)
+    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
+              "reference": load_policy(base_dir, adapter_dir, merged=True).eval()}
+    if reward_dir is not None:
+        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
+        if settings.score == "reward_model":
+            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True).eval()
+    else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
+        sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
+        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    models = {name: model.to(device) for name, model in models.items()}
+    policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
+    value_params = [p for p in models["value"].parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
+                                   {"params": value_params,
+                                    "lr": settings.value_learning_rate or settings.learning_rate}])
+    start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer) if resume_from else 0
+    stop_ids = stop_token_ids(models["policy"], tokenizer)
+    label = checkpoint_dir.name
+    for step in range(start + 1, settings.max_steps + 1):
+        rollout = _rollout(step, settings, seed, models, tokenizer, rows, system_prompt, reward_names, stop_ids,
+                           chat_template_kwargs or {})
+        update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params)
+        record = step_record(step, rollout, update, settings)
+        with open(metrics_path, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record) + "\n")
+        print(json.dumps({k: v for k, v in record.items() if not isinstance(v, dict)}), flush=True)
+        progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
+                 f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
+        if step % settings.save_steps == 0 and step < settings.max_steps:
+            save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer)
+
+    with atomic_directory(out_dir) as tmp:
+        models["policy"].save_pretrained(tmp, safe_serialization=True)
+        models["value"].save_pretrained(tmp / "value_model", safe_serialization=True)
+    policy_count, value_count = count_parameters(models["policy"]), count_parameters(models["value"])
+    result = {"method": "ppo", "kl_reference": KL_REFERENCE, "args": dataclasses.asdict(settings),
+              "score": settings.score, "steps": read_step_metrics(metrics_path),
+              "parameters": {"total": policy_count["total"] + value_count["total"],
+                             "trainable": policy_count["trainable"] + value_count["trainable"],
+                             "policy_trainable": policy_count["trainable"],
+                             "value_trainable": value_count["trainable"]},
+              "models_in_memory": {k: MODELS_IN_MEMORY[k] for k in models}}
+    clear_checkpoints(checkpoint_dir)
+    return result
