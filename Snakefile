@@ -1,6 +1,7 @@
 # GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
 # RLOO, DPO from the same adapter) -> held-out sampling -> pass@k with intervals -> figures -> one HTML report.
-# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report.
+# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report;
+# `snakemake --cores 2 seeds` retrains the RL methods at more training seeds (results/seeds/).
 
 from snakemake.utils import min_version
 
@@ -17,6 +18,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/extra_sets.smk"
 include: "rules/report.smk"
+include: "rules/seeds.smk"
 
 
 onstart:
@@ -38,3 +40,9 @@ rule pitfalls:
     input:
         rules.results_pitfalls.output.results,
         rules.report_pitfalls.output.html,
+
+
+rule seeds:
+    input:
+        rules.seed_results.output.results,
+        rules.report_seeds.output.html,

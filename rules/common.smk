@@ -1,5 +1,6 @@
 # Helpers shared by the rule files: config lookups, which models each report covers, input functions.
 
+import os
 import re
 import sys
 
@@ -8,11 +9,13 @@ from snakemake.utils import validate
 from thai_grpo.config import ConfigError, check_config, coerce_scalars, check_trainer_fields, eval_settings
 from thai_grpo.data import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
+from thai_grpo.seeds import check_seeds, parse_run, run_pattern, seed_runs
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
 try:
     check_config(config)
+    check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
 
@@ -45,6 +48,17 @@ wildcard_constraints:
     model="[^/]+",
 
 
+# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.seeds); the run
+# at the config's seed is the variant's own run, the others are `<variant>-seed<N>`.
+SEED_RUNS = seed_runs(config)
+SEED_STUDY_RESULTS = "results/seeds/results.json"
+
+
+def variant_of(run):
+    """The variant a run id (``grpo``, ``grpo-seed1``) trains."""
+    return parse_run(run, VARIANTS, config["seed"])[0]
+
+
 def trained(models):
     """The variants among ``models`` (base and sft are not trained by the train rule)."""
     return [m for m in models if m in VARIANTS]
@@ -65,7 +79,7 @@ def adapter_of(model):
 
 def train_inputs(wildcards):
     """A DPO variant also reads the preference pairs; GRPO and RLOO sample their own completions."""
-    return {"pairs": rules.preference_pairs.output.pairs} if method_of(wildcards.variant) == "dpo" else {}
+    return {"pairs": rules.preference_pairs.output.pairs} if method_of(variant_of(wildcards.run)) == "dpo" else {}
 
 
 def scope_inputs(scope):
@@ -73,7 +87,7 @@ def scope_inputs(scope):
     models = SCOPE_MODELS[scope]
     files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
              "scores": expand(rules.score.output.scores, model=models),
-             "train": expand(rules.train.output.train, variant=trained(models))}
+             "train": expand(rules.train.output.train, run=trained(models))}
     if any(method_of(v) == "dpo" for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
     if "grpo" in models:

@@ -6,6 +6,9 @@ from thai_grpo.io import log_to, read_json, read_jsonl
 from thai_grpo.report import write_report
 
 log_to(snakemake.log[0])
+results = read_json(snakemake.input.results)
+if snakemake.input.get("seeds"):  # results/seeds/results.json: the seed study's verdicts beside each row
+    results["seed_study"] = read_json(snakemake.input.seeds)
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
-write_report(read_json(snakemake.input.results), samples, Path(snakemake.input.figures),
+write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

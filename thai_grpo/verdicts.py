@@ -61,3 +61,15 @@ def health_verdict(health: dict) -> str:
     """'no health flag raised' or the flags' own messages."""
     messages = health.get("messages") or []
     return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking)."
+
+
+SEED_VERDICTS = {"exceeds": "exceeds the seed noise", "within": "within the seed noise",
+                 "unresolved": "unresolved (the bootstrap says exceeds, Welch's t over seeds does not)"}
+
+
+def seed_pair_verdict(test: dict, a: str, b: str) -> str:
+    """One sentence on a pair of the seed study: the mean difference over seeds, its two-level 95% interval, and
+    whether it exceeds the seed noise (``seed_stats.seed_verdict``)."""
+    return (f"{a} - {b}: {_points(test['mean_diff'])} over seeds (two-level 95% interval "
+            f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap p "
+            f"{test['p_holm']:.3g}, Welch p {test['welch_p_holm']:.3g}): {SEED_VERDICTS[test['verdict']]}.")
