@@ -211,3 +211,13 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
     assert f"vs rloo: {SEED_VERDICTS[study['pairs'][0]['verdict']]}" in grpo_row
     assert "not retrained (only RL methods are)" in comparison.split("<th>SFT</th>")[1].split("</tr>")[0]
     assert "Training-seed variance" in comparison and "seed 2:" in comparison
+
+
+def test_a_pair_sentence_bounds_a_zero_bootstrap_p_by_the_resamples():
+    from thai_grpo.verdicts import seed_pair_verdict
+
+    test = {"mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_holm": 0.0, "welch_p_holm": 0.0016,
+            "n_resamples": 10_000, "verdict": "exceeds"}
+    assert seed_pair_verdict(test, "RLOO", "GRPO") == (
+        "RLOO - GRPO: -39.6 points over seeds (two-level 95% interval [-47.7 points, -32.4 points], Holm-adjusted "
+        "bootstrap p < 0.0001 (10,000 resamples), Welch p = 0.0016): exceeds the seed noise.")

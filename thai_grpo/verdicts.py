@@ -70,6 +70,7 @@ SEED_VERDICTS = {"exceeds": "exceeds the seed noise", "within": "within the seed
 def seed_pair_verdict(test: dict, a: str, b: str) -> str:
     """One sentence on a pair of the seed study: the mean difference over seeds, its two-level 95% interval, and
     whether it exceeds the seed noise (``seed_stats.seed_verdict``)."""
+    bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
     return (f"{a} - {b}: {_points(test['mean_diff'])} over seeds (two-level 95% interval "
-            f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap p "
-            f"{test['p_holm']:.3g}, Welch p {test['welch_p_holm']:.3g}): {SEED_VERDICTS[test['verdict']]}.")
+            f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap {bootstrap}, "
+            f"Welch p = {test['welch_p_holm']:.3g}): {SEED_VERDICTS[test['verdict']]}.")
