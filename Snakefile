@@ -1,7 +1,8 @@
 # GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
 # RLOO, DPO, PPO with its reward model, from the same adapter) -> held-out sampling -> pass@k with intervals
 # -> figures -> one HTML report. `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the
-# pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built).
+# pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built);
+# `snakemake --cores 2 seeds` retrains the RL methods at more training seeds (results/seeds/).
 
 from snakemake.utils import min_version
 
@@ -20,6 +21,7 @@ include: "rules/reward_model.smk"
 include: "rules/extra_sets.smk"
 include: "rules/passk.smk"
 include: "rules/report.smk"
+include: "rules/seeds.smk"
 
 
 onstart:
@@ -46,3 +48,9 @@ rule pitfalls:
 rule passk:  # pass@k to k = 64 for base, SFT and GRPO (17 min on the shared 2-core machine); `snakemake` then shows it
     input:
         rules.passk_results.output.results,
+
+
+rule seeds:
+    input:
+        rules.seed_results.output.results,
+        rules.report_seeds.output.html,

@@ -10,11 +10,13 @@ from thai_grpo.config import (ConfigError, check_config, coerce_scalars, check_t
                               passk_settings)
 from thai_grpo.data import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
+from thai_grpo.seeds import check_seeds, parse_run, run_pattern, seed_runs
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
 try:
     check_config(config)
+    check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
 
@@ -59,6 +61,17 @@ wildcard_constraints:
     model="[^/]+",
 
 
+# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.seeds); the run
+# at the config's seed is the variant's own run, the others are `<variant>-seed<N>`.
+SEED_RUNS = seed_runs(config)
+SEED_STUDY_RESULTS = "results/seeds/results.json"
+
+
+def variant_of(run):
+    """The variant a run id (``grpo``, ``grpo-seed1``) trains."""
+    return parse_run(run, VARIANTS, config["seed"])[0]
+
+
 def trained(models):
     """The variants among ``models`` (base and sft are not trained by the train rule)."""
     return [m for m in models if m in VARIANTS]
@@ -86,9 +99,10 @@ def uses_reward_model(variant):
 def train_inputs(wildcards):
     """A DPO variant also reads the preference pairs, a PPO one the reward model (its score and its value model's
     start) unless the verifier scores it; GRPO and RLOO sample their own completions."""
-    if method_of(wildcards.variant) == "dpo":
+    variant = variant_of(wildcards.run)
+    if method_of(variant) == "dpo":
         return {"pairs": rules.preference_pairs.output.pairs}
-    return {"reward_model": rules.reward_model.output.model} if uses_reward_model(wildcards.variant) else {}
+    return {"reward_model": rules.reward_model.output.model} if uses_reward_model(variant) else {}
 
 
 def scope_inputs(scope):
@@ -96,7 +110,7 @@ def scope_inputs(scope):
     models = SCOPE_MODELS[scope]
     files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
              "scores": expand(rules.score.output.scores, model=models),
-             "train": expand(rules.train.output.train, variant=trained(models))}
+             "train": expand(rules.train.output.train, run=trained(models))}
     if any(method_of(v) in ("dpo", "ppo") for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
     if any(uses_reward_model(v) for v in trained(models)):

@@ -23,6 +23,8 @@ rule report:
     message: "Rendering results/report.html"
     input:
         unpack(optional_passk),
+        # the seed study's verdicts beside each row once `snakemake seeds` has written them (then this rerenders)
+        unpack(lambda wildcards: {"seeds": SEED_STUDY_RESULTS} if os.path.exists(SEED_STUDY_RESULTS) else {}),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),

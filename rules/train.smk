@@ -1,7 +1,8 @@
 # Stage 4: every variant trained from the SFT adapter, by its method: GRPO, RLOO (both sample their own
 # completions) or DPO (on preference pairs sampled once from the SFT policy). One rule, `train`, whatever the
 # method; the variant's plan (method, merged grpo section, rewards, rloo:/dpo: overrides) is its params, so
-# editing one variant reruns that variant alone.
+# editing one variant reruns that variant alone. The wildcard is a run id: the variant, trained at the config's
+# seed, or `<variant>-seed<N>`, the same variant at training seed N (the seed study, rules/seeds.smk).
 
 
 rule preference_pairs:
@@ -40,31 +41,31 @@ rule preference_pairs:
 
 
 rule train:
-    message: "Training variant {wildcards.variant} ({params.method}) from the SFT adapter"
+    message: "Training run {wildcards.run} ({params.method}, seed {params.seed}) from the SFT adapter"
     input:
         unpack(train_inputs),
         base=rules.base_model.output.model,
         adapter=rules.sft_adapter.output.adapter,
         train=rules.split.output.train,
     output:
-        adapter=directory("results/runs/{variant}/adapter"),
-        train="results/runs/{variant}/train.json",
+        adapter=directory("results/runs/{run}/adapter"),
+        train="results/runs/{run}/train.json",
     params:
-        plan=lambda wildcards: variant_plan(config, wildcards.variant),
-        method=lambda wildcards: method_of(wildcards.variant),
-        seed=config["seed"],
+        plan=lambda wildcards: variant_plan(config, variant_of(wildcards.run)),
+        method=lambda wildcards: method_of(variant_of(wildcards.run)),
+        seed=lambda wildcards: parse_run(wildcards.run, VARIANTS, config["seed"])[1],
         system_prompt=SYSTEM,
-        checkpoints=lambda wildcards: f"results/checkpoints/{method_of(wildcards.variant)}-{wildcards.variant}",
+        checkpoints=lambda wildcards: f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}",
     wildcard_constraints:
-        variant="|".join(re.escape(v) for v in VARIANTS),
+        run=run_pattern(VARIANTS),
     priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
-    threads: lambda wildcards: threads_for(wildcards.variant)  # 2 for the core chain (CORE_CHAIN)
+    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (CORE_CHAIN)
     resources:
         gpu=1,
     log:
-        "results/logs/train-{variant}.log",
+        "results/logs/train-{run}.log",
     benchmark:
-        "results/benchmarks/train-{variant}.tsv"
+        "results/benchmarks/train-{run}.tsv"
     conda:
         "../envs/training.yaml"
     script:

@@ -104,7 +104,11 @@ def main() -> None:
     print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "
           f"at most {last['max_jobs_at_once']} at once")
     for name, stage in last["stages"].items():
-        print(f"  {name:28s} {stage['seconds']:8.1f} s  {100 * stage['share']:5.1f}%")
+        print(f"  {name:28s} {stage['seconds']:8.1f} s  {100 * stage['share']:5.1f}%"
+              f"{'  (snakemake seeds)' if stage['seed_study'] else ''}")
+    if last["seed_study"]["stages"]:
+        print(f"  of which the seed study (snakemake seeds): {last['seed_study']['stages']} stages, "
+              f"{last['seed_study']['seconds']:.0f} s")
     write_json(results / "bench/bench.json", report)
     print(json.dumps({"cpu": report["cpu"], "written": str(results / "bench/bench.json")}))
 

@@ -6,9 +6,11 @@ from thai_grpo.io import log_to, read_json, read_jsonl
 from thai_grpo.report import write_report
 
 log_to(snakemake.log[0])
-samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 results = read_json(snakemake.input.results)
-if "passk" in snakemake.input.keys():  # the large-k results, once `snakemake passk` has built them
+if snakemake.input.get("seeds"):  # results/seeds/results.json: the seed study's verdicts beside each row
+    results["seed_study"] = read_json(snakemake.input.seeds)
+if snakemake.input.get("passk"):  # the large-k results, once `snakemake passk` has built them
     results["passk"] = read_json(snakemake.input.passk)
+samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

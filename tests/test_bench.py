@@ -38,6 +38,17 @@ def test_stage_shares_read_snakemake_benchmarks(tmp_path):
     assert list(shares["stages"]) == ["base_model", "train-grpo", "sample-sft"]
     assert shares["sum_seconds"] == 170.0 and shares["stages"]["base_model"]["share"] == pytest.approx(100 / 170)
     assert shares["max_jobs_at_once"] == 2
+    assert shares["seed_study"] == {"stages": 0, "seconds": 0}
+
+
+def test_stage_shares_mark_the_seed_studys_stages(tmp_path):
+    for name, seconds in (("train-grpo", 40.0), ("train-grpo-seed1", 41.0), ("sample-dr_grpo-seed2", 9.0),
+                          ("score-rloo-seed12", 1.0), ("seed_results", 2.0), ("sample-temp0.3", 8.0)):
+        (tmp_path / f"{name}.tsv").write_text(f"s\th:m:s\n{seconds}\t0:00:00\n")
+    shares = stage_shares(tmp_path)
+    assert [n for n, s in shares["stages"].items() if s["seed_study"]] == [
+        "train-grpo-seed1", "sample-dr_grpo-seed2", "seed_results", "score-rloo-seed12"]
+    assert shares["seed_study"] == {"stages": 4, "seconds": 53.0}
 
 
 def test_sampler_throughput_counts_generated_tokens_and_its_bound(tiny_model_dir, tiny_adapter_dir):

@@ -415,3 +415,30 @@ def test_only_a_variant_trained_at_another_temperature_is_also_scored_at_its_own
     own = [line.split("\t")[0] for line in summary.stdout.splitlines() if "/own_temperature/" in line]
     assert sorted(own) == ["results/eval/temp0.3/own_temperature/samples.jsonl",
                            "results/eval/temp0.3/own_temperature/scores.json"]
+
+
+@pytest.mark.slow
+def test_the_seeds_target_trains_only_the_new_seeds_of_the_rl_methods(placeholder_workflow):
+    dry = snakemake(placeholder_workflow, "seeds", "-n", "--configfile", "config/smoke.yaml")
+    seeds = [s for s in load()["seeds"]["training"] if s != load()["seed"]]
+    rl = [v for v, o in {**load()["variants"]}.items()
+          if o.get("group", "method") == "method" and o.get("method", "grpo") != "dpo"]
+    runs = len(seeds) * len(rl)
+    assert scheduled_jobs(dry) == {"train": runs, "sample": runs, "score": runs, "seed_results": 1,
+                                   "report_seeds": 1, "seeds": 1}
+    out = dry.stdout + dry.stderr
+    for variant in rl:  # the default seed's run is the existing one: reused, not retrained
+        assert f"results/runs/{variant}-seed{seeds[0]}/adapter" in out and f"results/runs/{variant}/adapter" not in out
+    assert "results/runs/dpo-seed" not in out and "results/runs/g2-seed" not in out
+
+
+@pytest.mark.slow
+def test_the_main_report_shows_the_seed_study_once_it_exists(placeholder_workflow):
+    study = placeholder_workflow / "results" / "seeds" / "results.json"
+    study.parent.mkdir(parents=True, exist_ok=True)
+    study.touch()
+    try:
+        jobs = scheduled_jobs(snakemake(placeholder_workflow, "-n", "--configfile", "config/smoke.yaml"))
+        assert jobs == {"report": 1, "all": 1}
+    finally:
+        study.unlink()

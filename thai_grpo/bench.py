@@ -14,6 +14,7 @@ stage's share of the last run (``make bench`` -> results/bench/bench.json; figur
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -133,9 +134,17 @@ def max_concurrent(intervals: list[tuple[float, float]]) -> int:
     return best
 
 
+def seed_study_stage(stage: str) -> bool:
+    """A stage `snakemake seeds` adds: the seed study's collection, or a run trained at another seed
+    (``train-grpo-seed1``, ``sample-grpo-seed1``, ``score-grpo-seed1``; thai_grpo.seeds names the runs)."""
+    from thai_grpo.seeds import SEED_MARK
+
+    return stage == "seed_results" or re.search(rf"{re.escape(SEED_MARK)}\d+$", stage) is not None
+
+
 def stage_shares(benchmark_dir: str | Path) -> dict:
-    """Each stage's wall seconds (``results.benchmark_seconds``) and share of their sum, the sum, and how many
-    stages ran at once at most."""
+    """Each stage's wall seconds (``results.benchmark_seconds``), share of their sum and whether the seed study
+    added it, the sum, the seed study's part of it, and how many stages ran at once at most."""
     from thai_grpo.results import benchmark_seconds
 
     stages = benchmark_seconds(benchmark_dir)
@@ -145,6 +154,8 @@ def stage_shares(benchmark_dir: str | Path) -> dict:
             end = path.stat().st_mtime
             intervals.append((end - stages[path.stem], end))
     total = sum(stages.values())
-    return {"stages": {name: {"seconds": s, "share": s / total} for name, s in
+    seeds = {name: s for name, s in stages.items() if seed_study_stage(name)}
+    return {"stages": {name: {"seconds": s, "share": s / total, "seed_study": name in seeds} for name, s in
                        sorted(stages.items(), key=lambda item: -item[1])},
-            "sum_seconds": total, "max_jobs_at_once": max_concurrent(intervals) if intervals else 0}
+            "sum_seconds": total, "seed_study": {"stages": len(seeds), "seconds": sum(seeds.values())},
+            "max_jobs_at_once": max_concurrent(intervals) if intervals else 0}

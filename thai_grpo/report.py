@@ -23,8 +23,8 @@ from thai_grpo.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.figures_pitfalls import step_means
 from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
-from thai_grpo.verdicts import (difference_verdict, health_verdict, kl_estimator_verdict, large_k_verdict, p_text,
-                               pass_at_k_verdict)
+from thai_grpo.verdicts import (SEED_VERDICTS, difference_verdict, health_verdict, kl_estimator_verdict,
+                               large_k_verdict, p_text, pass_at_k_verdict, seed_pair_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -205,6 +205,23 @@ def _pairwise(results: dict) -> dict[str, list[dict]]:
     return grouped
 
 
+def _seed_study(results: dict) -> dict | None:
+    """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
+    wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
+    (model) its verdicts against the other methods of the study; None when the study was not built."""
+    study = results.get("seed_study")
+    if not study:
+        return None
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
+    name = lambda variant: names.get(variant) or variant  # noqa: E731
+    pairs = [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "sentence": seed_pair_verdict(
+        t, name(t["a"]), name(t["b"]))} for t in study.get("pairs") or []]
+    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {SEED_VERDICTS[t['verdict']]}"
+                        for t in pairs if variant in (t["a"], t["b"])] for variant in study.get("methods") or {}}
+    methods = [{"variant": v, "name": name(v), **m} for v, m in (study.get("methods") or {}).items()]
+    return {**study, "methods": methods, "pairs": pairs, "beside": beside}
+
+
 def _extra_sets(results: dict) -> list[dict]:
     """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
     counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
@@ -276,6 +293,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "pitfalls": _pitfalls(results),
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "extra_sets": _extra_sets(results),
+        "seed_study": _seed_study(results),
         "samples": _samples(samples_by_model),
     }
 

@@ -153,3 +153,16 @@ def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names
                 f"{n}) and lost {comparison['lost']} (the reverse); both solved {comparison['both']}, neither "
                 f"{comparison['neither']}.")
     return " ".join(text)
+
+
+SEED_VERDICTS = {"exceeds": "exceeds the seed noise", "within": "within the seed noise",
+                 "unresolved": "unresolved (the bootstrap says exceeds, Welch's t over seeds does not)"}
+
+
+def seed_pair_verdict(test: dict, a: str, b: str) -> str:
+    """One sentence on a pair of the seed study: the mean difference over seeds, its two-level 95% interval, and
+    whether it exceeds the seed noise (``seed_stats.seed_verdict``)."""
+    bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
+    return (f"{a} - {b}: {_points(test['mean_diff'])} over seeds (two-level 95% interval "
+            f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap {bootstrap}, "
+            f"Welch p = {test['welch_p_holm']:.3g}): {SEED_VERDICTS[test['verdict']]}.")

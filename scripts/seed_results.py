@@ -1,0 +1,19 @@
+"""Seed study: results/seeds/results.json from every seed run's held-out scores (thai_grpo.seed_stats)."""
+
+from thai_grpo.io import log_to, read_json, write_json
+from thai_grpo.results import benchmark_seconds
+from thai_grpo.seed_stats import seed_study
+from thai_grpo.seeds import seed_costs
+
+log_to(snakemake.log[0])
+params = snakemake.params
+runs = {}
+for (variant, run, seed), path in zip(params.runs, snakemake.input.scores):
+    runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(path)})
+study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
+write_json(snakemake.output.results, {
+    "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,
+    "num_problems": next(iter(runs.values()))[0]["scores"]["num_problems"],
+    "n_samples": next(iter(runs.values()))[0]["scores"]["n_samples"],
+    **study, "cost": seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
+                                [variant for variant, _, _ in params.runs])})

@@ -1,0 +1,223 @@
+"""The seed study: run ids (which runs `snakemake seeds` trains), and its statistics against exact references."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from thai_grpo.config import ConfigError
+from thai_grpo.seed_stats import (between_seed_interval, percentile_test, resampling_sd, seed_pairwise_tests,
+                                  seed_study, seed_verdict, two_level_means)
+from thai_grpo.seeds import check_seeds, parse_run, run_id, run_pattern, seed_costs, seed_runs, seed_variants
+
+VARIANTS = {"grpo": {"group": "method"}, "dr_grpo": {"grpo": {"loss_type": "dr_grpo"}},
+            "rloo": {"group": "method", "method": "rloo"}, "dpo": {"group": "method", "method": "dpo"},
+            "ppo": {"group": "method", "method": "ppo"}, "g2": {"group": "pitfall"}, "temp0.3": {"group": "pitfall"}}
+
+
+def config(seeds=(42, 1, 2), variants=VARIANTS):
+    return {"seed": 42, "variants": variants, "seeds": {"training": list(seeds)}}
+
+
+# --------------------------------------------------------------------------- run ids
+def test_the_study_retrains_every_rl_method_row_and_nothing_else():
+    # ppo stands for a method added later: any method that samples its own rollouts joins (DPO and pitfalls do not)
+    assert seed_variants(config()) == ["grpo", "dr_grpo", "rloo", "ppo"]
+
+
+def test_the_default_seed_is_the_existing_run_and_other_seeds_are_new_runs():
+    runs = seed_runs(config(seeds=[1, 42, 2]))
+    assert runs["grpo"] == ["grpo-seed1", "grpo", "grpo-seed2"]
+    assert runs["rloo"] == ["rloo-seed1", "rloo", "rloo-seed2"]
+    assert seed_runs({"seed": 42, "variants": VARIANTS})["grpo"] == ["grpo"]  # no seeds section: no study
+
+
+@pytest.mark.parametrize("run, expected", [("grpo", ("grpo", 42)), ("grpo-seed7", ("grpo", 7)),
+                                          ("dr_grpo-seed0", ("dr_grpo", 0)), ("temp0.3", ("temp0.3", 42)),
+                                          ("temp0.3-seed12", ("temp0.3", 12))])
+def test_run_ids_round_trip(run, expected):
+    assert parse_run(run, VARIANTS, 42) == expected
+    assert run_id(*expected, 42) == run
+
+
+def test_a_run_of_no_variant_is_refused():
+    for run in ("nope", "nope-seed1", "grpo-seed", "grpo-seedx"):
+        with pytest.raises(ValueError, match="names no variant"):
+            parse_run(run, VARIANTS, 42)
+
+
+def test_the_wildcard_constraint_matches_run_ids_only():
+    import re
+
+    pattern = re.compile(run_pattern(VARIANTS) + "$")
+    assert all(pattern.match(r) for r in ("grpo", "grpo-seed1", "temp0.3-seed2", "dpo"))
+    assert not any(pattern.match(r) for r in ("grpoX", "grpo-seed", "grpo-seed1-seed2", "temp0x3"))
+
+
+def test_names_that_read_as_seeded_runs_and_repeated_seeds_are_refused():
+    check_seeds(config())
+    with pytest.raises(ConfigError, match="rename it"):
+        check_seeds(config(variants={**VARIANTS, "grpo-seed3": {}}))
+    with pytest.raises(ConfigError, match="repeats a seed"):
+        check_seeds(config(seeds=[42, 1, 1]))
+
+
+def test_seed_costs_count_the_added_runs_only():
+    seconds = {"train-grpo": 100.0, "train-grpo-seed1": 120.0, "sample-grpo-seed1": 30.0, "score-grpo-seed1": 1.0,
+               "sample-grpo": 29.0, "results": 2.0}
+    cost = seed_costs(seconds, ["grpo", "grpo-seed1"], ["grpo", "grpo"])
+    assert cost["runs_added"] == ["grpo-seed1"]
+    assert cost["per_kind"] == {"train": 120.0, "sample": 30.0, "score": 1.0} and cost["sum_seconds"] == 151.0
+
+
+# --------------------------------------------------------------------------- statistics
+def test_between_seed_interval_is_scipys_t_interval():
+    values = [0.61, 0.65, 0.58]
+    got = between_seed_interval(values)
+    low, high = stats.t.interval(0.95, df=2, loc=np.mean(values), scale=stats.sem(values))
+    assert got["t_low"] == pytest.approx(low) and got["t_high"] == pytest.approx(high)
+    assert got["sd"] == pytest.approx(np.std(values, ddof=1)) and got["seeds"] == 3
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        between_seed_interval([0.5])
+
+
+def test_resampling_sd_is_unbiased_for_the_variance_of_pass1():
+    # every outcome of n = 3 samples on each of P = 2 problems, weighted by its binomial probability
+    p, n = np.array([0.2, 0.7]), 3
+    expected_sq = 0.0
+    for counts in itertools.product(range(n + 1), repeat=p.size):
+        weight = np.prod([stats.binom.pmf(c, n, q) for c, q in zip(counts, p)])
+        expected_sq += weight * resampling_sd(counts, n) ** 2
+    assert expected_sq == pytest.approx(np.sum(p * (1 - p) / n) / p.size ** 2)
+
+
+def _exact_two_level(groups):
+    """Every equally likely resample of the two-level bootstrap: each problem tuple, each seed tuple per group."""
+    num_problems = groups[0].shape[1]
+    draws = []
+    for problems in itertools.product(range(num_problems), repeat=num_problems):
+        per_group = [[g[list(seeds)][:, list(problems)].mean() for seeds in
+                      itertools.product(range(g.shape[0]), repeat=g.shape[0])] for g in groups]
+        draws.extend(itertools.product(*per_group))
+    return np.array(draws)
+
+
+def test_two_level_bootstrap_matches_exact_enumeration():
+    a = np.array([[1.0, 0.5, 0.0], [0.75, 0.75, 0.25]])
+    b = np.array([[0.5, 0.25, 0.0], [0.25, 0.5, 0.0], [1.0, 0.0, 0.5]])
+    exact = _exact_two_level([a, b])
+    draws = two_level_means([a, b], n_boot=200_000, seed=0)
+    diff_exact, diff = exact[:, 0] - exact[:, 1], draws[:, 0] - draws[:, 1]
+    se = exact.std(axis=0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - exact.mean(axis=0)) < 4 * se)
+    assert draws.std(axis=0) == pytest.approx(exact.std(axis=0), rel=0.01)
+    # problems are shared by both methods: the covariance the pairing relies on, and the difference's spread
+    assert np.cov(draws.T)[0, 1] == pytest.approx(np.cov(exact.T)[0, 1], rel=0.05)
+    assert diff.std() == pytest.approx(diff_exact.std(), rel=0.01)
+    assert np.quantile(diff, [0.025, 0.975]) == pytest.approx(np.quantile(diff_exact, [0.025, 0.975]), abs=0.03)
+
+
+def test_two_level_bootstrap_moves_whole_runs():
+    # two seeds, one perfect and one null on every problem: only the seed level varies, and it varies fully
+    runs = np.array([[1.0] * 50, [0.0] * 50])
+    draws = two_level_means([runs], n_boot=4000, seed=1)[:, 0]
+    assert set(np.round(draws, 12)) == {0.0, 0.5, 1.0}  # per-problem seed draws would pile up near 0.5
+    with pytest.raises(ValueError, match="same held-out problems"):
+        two_level_means([runs, np.ones((2, 3))])
+
+
+def test_percentile_test_interval_and_null_shifted_p():
+    draws = np.linspace(0.05, 0.15, 101)
+    test = percentile_test(draws, 0.1)
+    assert test["ci_low"] == pytest.approx(np.quantile(draws, 0.025)) and test["ci_low"] > 0
+    assert test["p_value"] == 0.0 and test["n_resamples"] == 101
+    assert percentile_test(draws - 0.1, 0.0)["p_value"] == 1.0
+
+
+def test_seed_verdicts():
+    assert seed_verdict(0.2, 0.01) == "within"
+    assert seed_verdict(0.01, 0.01) == "exceeds"
+    assert seed_verdict(0.01, 0.2) == "unresolved"
+
+
+def _runs(level, spread, seeds=3, problems=60, rng=None):
+    base = rng.uniform(-0.2, 0.2, problems)  # problem difficulty shared by every run
+    return np.clip(level + base + spread * rng.standard_normal((seeds, 1)) +
+                   0.05 * rng.standard_normal((seeds, problems)), 0, 1)
+
+
+def test_pairwise_tests_tell_a_real_gap_from_seed_noise():
+    rng = np.random.default_rng(0)
+    runs = {"low": _runs(0.3, 0.01, rng=rng), "high": _runs(0.7, 0.01, rng=rng), "noisy": _runs(0.32, 0.1, rng=rng)}
+    tests = {(t["a"], t["b"]): t for t in seed_pairwise_tests(runs, two_level_means(list(runs.values()), 4000, 0))}
+    assert tests[("high", "low")]["verdict"] == "exceeds"
+    assert tests[("noisy", "low")]["verdict"] == "within"
+    welch = stats.ttest_ind(runs["high"].mean(axis=1), runs["low"].mean(axis=1), equal_var=False).pvalue
+    assert tests[("high", "low")]["welch_p"] == pytest.approx(welch)
+    assert all(t["p_holm"] >= t["p_value"] and t["correction"] == "Holm over 3 pairs" for t in tests.values())
+
+
+def test_seed_study_assembles_each_method_from_its_runs():
+    def scores(counts, n=4):
+        return {"per_problem_correct": counts, "n_samples": n, "num_problems": len(counts),
+                "pass@1": {"estimate": sum(counts) / (n * len(counts)), "bootstrap_low": 0.1, "bootstrap_high": 0.3}}
+
+    runs = {"grpo": [{"run": "grpo", "seed": 42, "scores": scores([4, 2, 0])},
+                     {"run": "grpo-seed1", "seed": 1, "scores": scores([3, 1, 0])}],
+            "rloo": [{"run": "rloo", "seed": 42, "scores": scores([1, 1, 0])},
+                     {"run": "rloo-seed1", "seed": 1, "scores": scores([2, 1, 0])}]}
+    study = seed_study(runs, n_boot=500, seed=0)
+    grpo = study["methods"]["grpo"]
+    assert [r["seed"] for r in grpo["runs"]] == [42, 1]
+    assert grpo["between_seed"]["mean"] == pytest.approx((6 / 12 + 4 / 12) / 2)
+    assert grpo["within_run_halfwidth"] == pytest.approx(0.1)
+    assert [(t["a"], t["b"]) for t in study["pairs"]] == [("rloo", "grpo")]
+    assert study["pairs"][0]["mean_diff"] == pytest.approx(5 / 24 - 10 / 24)
+
+
+# --------------------------------------------------------------------------- the report
+def _fixture_study():
+    rng = np.random.default_rng(3)
+
+    def scores(level):
+        counts = rng.binomial(8, level, size=16).tolist()
+        return {"per_problem_correct": counts, "n_samples": 8, "num_problems": 16,
+                "pass@1": {"estimate": sum(counts) / 128, "bootstrap_low": 0.2, "bootstrap_high": 0.5}}
+
+    runs = {m: [{"run": run_id(m, s, 42), "seed": s, "scores": scores(level)} for s in (42, 1, 2)]
+            for m, level in (("grpo", 0.6), ("rloo", 0.2))}
+    return {"training_seeds": [42, 1, 2], "default_seed": 42, "eval_seed": 1234, "num_problems": 16, "n_samples": 8,
+            **seed_study(runs, n_boot=500, seed=0),
+            "cost": {"runs_added": ["grpo-seed1"], "per_kind": {"train": 60.0, "sample": 6.0, "score": 1.0},
+                     "sum_seconds": 67.0}}
+
+
+def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_built():
+    from workflow import load_report_fixture
+
+    from thai_grpo.report import render_report
+    from thai_grpo.verdicts import SEED_VERDICTS
+
+    results, samples = load_report_fixture()
+    without = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
+    assert "One training seed per method" in without and "<code>snakemake --cores 2 seeds</code>" in without
+    results["seed_study"] = study = _fixture_study()
+    comparison = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
+    assert "seed study (3 training seeds)" in comparison and "One training seed per method" in comparison
+    grpo_row = comparison.split("<th>GRPO</th>")[1].split("</tr>")[0]
+    assert f"vs rloo: {SEED_VERDICTS[study['pairs'][0]['verdict']]}" in grpo_row
+    assert "not retrained (only RL methods are)" in comparison.split("<th>SFT</th>")[1].split("</tr>")[0]
+    assert "Training-seed variance" in comparison and "seed 2:" in comparison
+
+
+def test_a_pair_sentence_bounds_a_zero_bootstrap_p_by_the_resamples():
+    from thai_grpo.verdicts import seed_pair_verdict
+
+    test = {"mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_holm": 0.0, "welch_p_holm": 0.0016,
+            "n_resamples": 10_000, "verdict": "exceeds"}
+    assert seed_pair_verdict(test, "RLOO", "GRPO") == (
+        "RLOO - GRPO: -39.6 points over seeds (two-level 95% interval [-47.7 points, -32.4 points], Holm-adjusted "
+        "bootstrap p < 0.0001 (10,000 resamples), Welch p = 0.0016): exceeds the seed noise.")
