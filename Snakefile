@@ -1,6 +1,7 @@
 # GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
 # RLOO, DPO from the same adapter) -> held-out sampling -> pass@k with intervals -> figures -> one HTML report.
-# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report.
+# `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the pitfall variants' report;
+# `snakemake --cores 2 hacking` the reward-hacking experiment (results/hacking/report.html).
 
 from snakemake.utils import min_version
 
@@ -17,6 +18,7 @@ include: "rules/train.smk"
 include: "rules/evaluate.smk"
 include: "rules/extra_sets.smk"
 include: "rules/report.smk"
+include: "rules/hacking.smk"
 
 
 onstart:
@@ -38,3 +40,9 @@ rule pitfalls:
     input:
         rules.results_pitfalls.output.results,
         rules.report_pitfalls.output.html,
+
+
+rule hacking:
+    input:
+        rules.hacking_results.output.results,
+        rules.hacking_report.output.html,

@@ -13,7 +13,7 @@ from pathlib import Path
 from thai_grpo.config import OURS, ConfigError, variant_settings
 
 METHOD_NAMES = ("grpo", "rloo", "dpo")
-GROUPS = ("method", "pitfall")
+GROUPS = ("method", "pitfall", "hacking")
 
 
 def variant_plan(config: dict, variant: str) -> dict:
