@@ -47,7 +47,7 @@ rule hacking_results:
     params:
         variants=HACKING_VARIANTS,
         plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
-        hacking=config["hacking"],
+        sft_shares=config["hacking"]["sft"],
         benchmarks="results/benchmarks",
     log:
         "results/logs/hacking_results.log",

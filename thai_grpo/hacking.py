@@ -15,9 +15,10 @@ import matplotlib.pyplot as plt
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.health import first_and_last, format_reward_name, training_health
+from thai_grpo.health import (first_and_last, format_hacking_suspect, format_reward_name, start_and_last,
+                              training_health)
 from thai_grpo.plotting import save_figure, step_series
-from thai_grpo.verdicts import hacking_verdict, loophole_verdict
+from thai_grpo.verdicts import hacking_verdict, loophole_verdict, payoff_verdict
 
 #: Per-step curves kept for each run (the step logger's names, thai_grpo.metrics.batch_metrics).
 CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
@@ -27,27 +28,36 @@ REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base
 
 
 def hacking_run(train: dict, plan: dict) -> dict:
-    """One run's part of the results: its format reward and budget, its per-step curves, the first- and
-    last-third means of each curve, the health detector's flags from its own steps, the hacked completions kept."""
+    """One run's part of the results: its format reward and budget, its per-step curves, each curve at the start
+    (step 1: the start policy's batch), over the first third and over the last third of the steps, the health
+    detector's flags from its own steps (and the format-hack flag with a first-third baseline, the detector's first
+    version, beside it), and the hacked completions the step logger kept."""
     steps = [s for s in train.get("steps") or [] if not s.get("reused_batch")]
+    means = {}
+    for key in CURVES:
+        values = [s.get(key) for s in steps]
+        start, last = start_and_last(values)
+        means[key] = {"start": start, "first_third": first_and_last(values)[0], "last_third": last}
     return {"format_reward": format_reward_name(steps), "rewards": list(plan.get("rewards") or []),
             "max_completion_length": (plan.get("grpo") or {}).get("max_completion_length"),
             "steps": [{key: s.get(key) for key in ("step", *CURVES)} for s in steps],
-            "thirds": {key: list(first_and_last([s.get(key) for s in steps])) for key in CURVES},
-            "health": training_health(steps),
+            "means": means, "health": training_health(steps),
+            "flag_first_third_baseline": format_hacking_suspect(steps, start_steps=None)["suspect"],
             "hacked_completions": train.get("empty_think_examples") or []}
 
 
-def hacking_results(trains: dict, plans: dict, hacking: dict, seconds: dict) -> dict:
-    """results/hacking/results.json: the set-up, every run (``hacking_run``), a verdict per run and one on the
-    strict regex's loophole, and the measured seconds of the experiment's stages."""
+def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict) -> dict:
+    """results/hacking/results.json: the set-up (``sft_shares``: config hacking.sft), every run (``hacking_run``),
+    a verdict per run, one on the strict regex's loophole and one on whether the hack paid, and the measured
+    seconds of the experiment's stages."""
     runs = {name: hacking_run(trains[name], plans[name]) for name in trains}
     stages = ["sft_adapter_brief", *(f"train-{name}" for name in runs)]
-    return {"setup": {"sft": hacking, "runs": list(runs),
+    return {"setup": {"sft": sft_shares, "runs": list(runs),
                       "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()}},
             "runs": runs,
             "verdicts": {name: hacking_verdict(name, run) for name, run in runs.items()},
             "loophole_verdict": loophole_verdict(runs),
+            "payoff_verdict": payoff_verdict(runs),
             "seconds": {stage: seconds.get(stage) for stage in stages}}
 
 
