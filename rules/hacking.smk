@@ -2,19 +2,6 @@
 # not at all (hacking.sft), then the variants with group: hacking trained from it by the train rule under a short
 # completion budget, one per format reward; their per-step records -> results/hacking/results.json -> report.
 
-HACKING_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") == "hacking"]
-
-
-def start_adapter(variant):
-    """The adapter a variant starts from (variants.X.start): the SFT adapter, or the brief thinkers' one."""
-    if config["variants"][variant].get("start", "sft") == "sft":
-        return rules.sft_adapter.output.adapter
-    if config["sft"]["source"] != "train":
-        raise WorkflowError(f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
-                            "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft")
-    return rules.sft_adapter_brief.output.adapter
-
-
 if config["sft"]["source"] == "train":
 
     use rule sft_adapter as sft_adapter_brief with:
