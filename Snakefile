@@ -3,6 +3,7 @@
 # -> figures -> one HTML report. `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the
 # pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built);
 # `snakemake --cores 2 seeds` retrains the RL methods at more training seeds (results/seeds/).
+# `snakemake --cores 2 hacking` the reward-hacking experiment (results/hacking/report.html).
 
 from snakemake.utils import min_version
 
@@ -22,6 +23,7 @@ include: "rules/extra_sets.smk"
 include: "rules/passk.smk"
 include: "rules/report.smk"
 include: "rules/seeds.smk"
+include: "rules/hacking.smk"
 
 
 onstart:
@@ -54,3 +56,9 @@ rule seeds:
     input:
         rules.seed_results.output.results,
         rules.report_seeds.output.html,
+
+
+rule hacking:
+    input:
+        rules.hacking_results.output.results,
+        rules.hacking_report.output.html,

@@ -142,3 +142,17 @@ def scope_params(scope):
             "plans": plans, "benchmarks": "results/benchmarks", "extra_sets": list(EXTRA_SETS),
             "own_temperature": OWN_TEMPERATURE[scope],
             "extra_models": EVAL_MODELS}
+
+
+# The reward-hacking experiment (rules/hacking.smk): its variants, and where every variant starts from.
+HACKING_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") == "hacking"]
+
+
+def start_adapter(variant):
+    """The adapter a variant starts from (variants.X.start): the SFT adapter, or the brief thinkers' one."""
+    if config["variants"][variant].get("start", "sft") == "sft":
+        return rules.sft_adapter.output.adapter
+    if config["sft"]["source"] != "train":
+        raise WorkflowError(f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
+                            "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft")
+    return rules.sft_adapter_brief.output.adapter

@@ -45,7 +45,7 @@ rule train:
     input:
         unpack(train_inputs),
         base=rules.base_model.output.model,
-        adapter=rules.sft_adapter.output.adapter,
+        adapter=lambda wildcards: start_adapter(variant_of(wildcards.run)),  # the SFT adapter, or variants.X.start's
         train=rules.split.output.train,
     output:
         adapter=directory("results/runs/{run}/adapter"),

@@ -72,3 +72,20 @@ def test_solution_facts_are_the_steps_of_the_solutions_without_annotations():
     every_step = {f"{a} {op} {b} = {c}" for r in rows for a, op, b, c in STEP.findall(r["translated_answer"])}
     assert set(facts) == every_step
     assert solution_facts(["no arithmetic here\n#### 3"]) == []
+
+
+def test_brief_thinks_have_exact_seeded_shares():
+    from thai_grpo.corpus import brief_thinks
+    from thai_grpo.data import sft_records
+
+    rows = [{"question": f"q{i}", "answer_text": f"ได้ {i} + 1 = {i + 1} ผล\n#### {i + 1}", "answer": i + 1}
+            for i in range(50)]
+    brief = brief_thinks(rows, 0.2, 0.3, seed=3)
+    kinds = [r["think"] for r in brief]
+    assert (kinds.count("empty"), kinds.count("one_line"), kinds.count("full")) == (10, 15, 25)
+    assert brief == brief_thinks(rows, 0.2, 0.3, seed=3) and kinds != [r["think"] for r in brief_thinks(rows, 0.2, 0.3, 4)]
+    assert all({k: v for k, v in b.items() if k != "think"} == r for b, r in zip(brief, rows))
+    turns = [rec["completion"][0]["content"] for rec in sft_records(brief, "S")]
+    assert sum(t.startswith("<think></think>") for t in turns) == 10
+    with pytest.raises(ValueError, match="sum <= 1"):
+        brief_thinks(rows, 0.6, 0.5, seed=0)

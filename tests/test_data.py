@@ -229,3 +229,12 @@ def test_missing_extra_set_file_names_its_config_key(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"eval.extra_sets.mgsm_th.path .* does not exist"):
         load_source_dataset(extra_set_source({"source": "local", "path": str(tmp_path / "nope.jsonl")}),
                             where="eval.extra_sets.mgsm_th.path")
+
+
+def test_sft_target_brief_thinks():
+    text = "ได้ 2 + 3 = <<2+3=5>>5 ผล\nรวม 5 x 2 = 10 ผล\n#### 10"
+    assert sft_target(text, 10, "empty") == "<think></think>\n10"
+    assert sft_target(text, 10, "one_line") == "<think>\nรวม 5 x 2 = 10 ผล\n</think>\n10"
+    assert sft_target(text, 10) == sft_target(text, 10, "full") == "<think>\nได้ 2 + 3 = 5 ผล\nรวม 5 x 2 = 10 ผล\n</think>\n10"
+    with pytest.raises(ValueError, match="think='none'"):
+        sft_target(text, 10, "none")

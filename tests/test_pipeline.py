@@ -170,3 +170,27 @@ def test_second_heldout_set_is_evaluated_apart_without_retraining(smoke_run, tmp
         results["run"]["benchmarks"])
     html = (workdir / "results/report.html").read_text()
     assert "<h3>Second held-out set: MGSM Thai (stand-in)</h3>" in html and "4 problems from" in html
+
+
+def test_hacking_target_trains_three_format_rewards_from_one_brief_adapter(smoke_run, tmp_path):
+    """`snakemake hacking` on a copy of the finished smoke run: only the brief thinkers' SFT adapter, the three
+    hacking variants and their results and page run (nothing of the default DAG); each run records the think-block
+    shares per step and starts from the brief adapter."""
+    workdir = tmp_path / "smoke"
+    shutil.copytree(smoke_run, workdir, symlinks=True)
+    args = ["hacking", "--configfile", "config/smoke.yaml"]
+    assert scheduled_jobs(snakemake(workdir, "-n", *args)) == {
+        "sft_adapter_brief": 1, "train": 3, "hacking_results": 1, "hacking_report": 1, "hacking": 1}
+    done = snakemake(workdir, *args)
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads((workdir / "results/hacking/results.json").read_text())
+    assert {name: run["format_reward"] for name, run in results["runs"].items()} == {
+        "hack_lenient": "format_lenient", "hack_strict": "format", "hack_checked": "format_checked"}
+    for run in results["runs"].values():
+        assert run["max_completion_length"] == 32 and run["steps"]
+        assert all(s["blank_think_share"] is not None and s["hollow_think_paid_share"] is not None
+                   for s in run["steps"])
+    assert set(results["verdicts"]) == set(results["runs"]) and results["loophole_verdict"]
+    assert all(results["seconds"][stage] > 0 for stage in results["seconds"])
+    html = (workdir / "results/hacking/report.html").read_text()
+    assert "Reward hacking, reproduced and caught" in html and "data:image/png;base64," in html

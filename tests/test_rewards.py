@@ -237,3 +237,64 @@ def test_five_megabyte_completion_is_graded():
     text = "<think>" + "คิด 1 2 3 " * 500_000 + "</think> คำตอบคือ ๔๒"
     assert len(text.encode()) > 5_000_000
     assert reward_breakdown(text, 42) == {"correct": 1.0, "format": 0.3, "thai": 0.2, "total": 1.5}
+
+
+# --- think-block content: the hacks and the content-checked format ---------------------
+
+
+def reference_think_content(text: str) -> str | None:
+    """What the lenient regex captures from the first <think>, literally."""
+    first = text.find("<think>")
+    match = re.compile(r"<think>(.*?)</think>", re.DOTALL).match(text, first) if first >= 0 else None
+    return None if match is None else match.group(1)
+
+
+@pytest.mark.parametrize(
+    ("text", "empty", "blank", "worked"),
+    [
+        ("<think></think>\n12", True, False, False),
+        ("<think> </think>12", False, True, False),
+        ("<think>\n\n</think>\n12", False, True, False),  # Qwen3's non-thinking block
+        ("<think>.</think>12", False, True, False),
+        ("<think> ก </think>12", False, True, False),
+        ("<think>ห้า</think>5", False, False, False),  # words without a calculation
+        ("<think>\nรวมกัน 8 + 6 = 14 ปี\n</think>\n14", False, False, True),
+        ("<think>๘ x ๖ = ๔๘</think>48", False, False, True),  # Thai digits
+        ("<think>1 + 1 = 2</think>7", False, False, True),  # the content check's own stated loophole
+        ("<think>8 + 6 = 14", False, False, False),  # cut at the budget: never closed
+        ("8 + 6 = 14 <think></think>", True, False, False),
+        ("no tags 8 + 6 = 14", False, False, False),
+    ],
+)
+def test_think_content_kinds_and_checked_format(text, empty, blank, worked):
+    from thai_grpo.metrics import empty_think
+
+    assert R.think_content(text) == reference_think_content(text)
+    assert empty_think(text) == empty and R.blank_think(text) == blank and R.hollow_think(text) == (empty or blank)
+    assert R.worked_think_block(text) == worked
+    assert R.checked_format_reward(text) == (0.3 if worked else 0.0)
+    if blank:  # the strict regex pays every blank block, the checked one never does
+        assert format_reward(text) == 0.3
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_think_content_matches_the_regex_and_checked_format_is_bounded(text):
+    content = reference_think_content(text)
+    assert R.think_content(text) == content
+    assert R.hollow_think(text) == (content is not None and len(content.strip()) <= 1)
+    assert R.checked_format_reward(text) <= format_reward(text, lenient=True)  # needs a closed block
+
+
+@pytest.mark.parametrize("text", ["<think>" + "9" * 2_000_000 + "</think>", "<think>1" + " " * 2_000_000 + "</think>",
+                                  "<think>" + "1 + " * 1_000_000 + "</think>"])
+def test_checked_format_is_fast_on_long_blocks(text):
+    start = time.perf_counter()
+    R.checked_format_reward(text)
+    assert time.perf_counter() - start < 5.0  # ~0.1 s here
+
+
+def test_checked_format_trl_function():
+    completions = ["<think>\n2 + 3 = 5\n</think>\n5", "<think> </think>5", [{"role": "assistant", "content": "x"}]]
+    assert REWARD_FUNCTIONS["format_checked"](prompts=["p"] * 3, completions=completions) == [0.3, 0.0, 0.0]
+    assert reward_functions(["format_checked"])[0].__name__ == "format_checked"

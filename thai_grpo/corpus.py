@@ -105,3 +105,21 @@ def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]
         text = add_arithmetic_slips(row["answer_text"], rng, slip_rate)
         noisy.append({**row, "answer_text": text, "answer": parse_gold_answer(text)})
     return noisy
+
+
+def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:
+    """Copies of ``rows`` of which a seeded random ``empty_share`` think not at all (``think: empty``) and
+    ``one_line_share`` write only their last step (``think: one_line``); the rest keep the full solution.
+
+    The reward-hacking experiment's SFT policy: one that sometimes skips or shortens its thinking, so that under
+    a short completion budget the shortcut is within its reach (exact shares: each row draws once).
+    """
+    if empty_share < 0 or one_line_share < 0 or empty_share + one_line_share > 1:
+        raise ValueError(f"empty_share={empty_share}, one_line_share={one_line_share}: each must be >= 0 and "
+                         "their sum <= 1 (the rest of the examples think in full)")
+    rng = random.Random(seed)
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    n_empty, n_one = round(empty_share * len(rows)), round(one_line_share * len(rows))
+    kinds = {i: "empty" for i in order[:n_empty]} | {i: "one_line" for i in order[n_empty:n_empty + n_one]}
+    return [{**row, "think": kinds.get(i, "full")} for i, row in enumerate(rows)]

@@ -66,9 +66,24 @@ def chat_prompt_texts(tokenizer, questions: list[str], system_prompt: str,
                                           **(chat_template_kwargs or {})) for q in questions]
 
 
-def sft_target(answer_text: str, answer: int) -> str:
-    """The assistant turn the SFT stage imitates: the reasoning inside a think block, the number last."""
-    return f"<think>\n{solution_steps(answer_text)}\n</think>\n{answer}"
+#: How much of the solution an SFT example's think block holds (``sft_target``); ``think`` of a row, default full.
+THINK_KINDS = ("full", "one_line", "empty")
+
+
+def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
+    """The assistant turn the SFT stage imitates: the reasoning inside a think block, the number last.
+
+    ``think``: ``full`` = every step; ``one_line`` = the last step only (the others done "in the head");
+    ``empty`` = ``<think></think>`` and the number at once (the reward-hacking experiment's brief thinkers).
+    """
+    if think == "empty":
+        return f"<think></think>\n{answer}"
+    steps = solution_steps(answer_text)
+    if think == "one_line":
+        steps = steps.splitlines()[-1] if steps else steps
+    elif think != "full":
+        raise ValueError(f"think={think!r}: use one of {', '.join(THINK_KINDS)}")
+    return f"<think>\n{steps}\n</think>\n{answer}"
 
 
 def pretraining_text(question: str, answer_text: str, answer: int) -> str:
@@ -297,9 +312,11 @@ def grpo_records(rows: list[dict], system_prompt: str) -> list[dict]:
 
 
 def sft_records(rows: list[dict], system_prompt: str) -> list[dict]:
-    """SFTTrainer's prompt-completion dataset: the loss falls on the assistant turn only."""
+    """SFTTrainer's prompt-completion dataset: the loss falls on the assistant turn only (a row's ``think``, if
+    set, says how much of its solution the think block holds: ``sft_target``)."""
     return [{"prompt": build_prompt(r["question"], system_prompt),
-             "completion": [{"role": "assistant", "content": sft_target(r["answer_text"], r["answer"])}]}
+             "completion": [{"role": "assistant",
+                             "content": sft_target(r["answer_text"], r["answer"], r.get("think", "full"))}]}
             for r in rows]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from thai_grpo.advantages import frac_groups_nonzero_std, group_advantages
-from thai_grpo.rewards import CORRECT_REWARD, has_think_block
+from thai_grpo.rewards import CORRECT_REWARD, blank_think, has_think_block, hollow_think
 
 # TRL's log keys -> our names.
 TRL_LOG_KEYS = {
@@ -43,10 +43,27 @@ def empty_think_share(completions: list[str]) -> float:
     return float(np.mean([empty_think(c) for c in completions])) if completions else 0.0
 
 
+def blank_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block holds only whitespace or one character (``blank_think``: the
+    strict regex's loophole); 0.0 for no completions."""
+    return float(np.mean([blank_think(c) for c in completions])) if completions else 0.0
+
+
+def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
+    """Share of completions paid by a format reward (any reward named ``format...``) for a think block with no
+    reasoning in it (``hollow_think``: empty, whitespace or one character): the format reward being hacked."""
+    formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
+    if not completions or not formats:
+        return 0.0
+    paid = np.sum(formats, axis=0) > 0
+    return float(np.mean([p and hollow_think(c) for p, c in zip(paid, completions)]))
+
+
 def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
                   completions: list[str] | None = None) -> dict:
     """Reward, per-function means, group spread, accuracy and length of one generation batch (with the
-    completions' texts also the share of empty think blocks, ``empty_think_share``)."""
+    completions' texts also the shares of empty, ``empty_think_share``, and whitespace-or-one-character think
+    blocks, ``blank_think_share``, and of those two a format reward paid, ``hollow_think_paid_share``)."""
     totals = total_rewards(rewards_by_name)
     metrics = {
         "reward_mean": float(totals.mean()),
@@ -60,6 +77,8 @@ def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: l
         metrics["accuracy"] = float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))
     if completions is not None:
         metrics["empty_think_share"] = empty_think_share(completions)
+        metrics["blank_think_share"] = blank_think_share(completions)
+        metrics["hollow_think_paid_share"] = hollow_think_paid_share(rewards_by_name, completions)
     return metrics
 
 
@@ -97,8 +116,17 @@ def check_group_order(prompts: list, group_size: int) -> None:
 
 
 def empty_think_examples(prompts: list[str], completions: list[str], totals, step: int, limit: int) -> list[dict]:
-    """Up to ``limit`` completions of one batch with an empty think block, with their step and reward."""
+    """Up to ``limit`` completions of one batch whose think block is empty or blank (``hollow_think``: the
+    lenient and the strict regex's hacks), with their step and reward."""
     found = [{"step": step, "prompt": prompt, "reward": round(float(total), 4), "completion": text}
              for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
-             if empty_think(text)]
+             if hollow_think(text)]
     return found[:limit]
+
+
+def first_and_latest(kept: list, found: list, limit: int) -> list:
+    """Examples to keep after a batch: the first ``limit // 2`` ever seen (what the run started from), then the
+    latest ones (what it ended with), ``limit`` in all; ``kept`` is what this returned before, in the same order."""
+    first = limit // 2
+    return (kept + found)[:first] + (kept[first:] + found)[first - limit:] if len(kept) + len(found) > limit \
+        else kept + found

@@ -12,6 +12,9 @@ Reward of one completion ``y`` for a problem with integer answer ``g``::
     correct = CORRECT_REWARD  if extract_answer(y) == g     else 0   (1.0)
     format  = FORMAT_REWARD   if <think>.+?</think> in y    else 0   (0.3)
     thai    = THAI_REWARD     if #thai_alpha > #alpha / 2   else 0   (0.2)
+
+``format_checked`` (the reward-hacking experiment's third format reward) replaces ``format``: it pays
+FORMAT_REWARD only when the first closed think block shows a worked step ``a op b = c`` (``worked_think_block``).
 """
 
 from __future__ import annotations
@@ -144,6 +147,52 @@ def format_reward(completion: str, lenient: bool = False) -> float:
     return FORMAT_REWARD if has_think_block(completion, lenient) else 0.0
 
 
+def think_content(completion: str) -> str | None:
+    """What the first ``<think>`` holds up to the first ``</think>`` after it (what ``<think>.*?</think>``
+    captures), or None when the first ``<think>`` is never closed or there is none."""
+    text = _as_text(completion)
+    open_at = text.find(THINK_OPEN)
+    if open_at < 0:
+        return None
+    start = open_at + len(THINK_OPEN)
+    close = text.find(THINK_CLOSE, start)
+    return None if close < 0 else text[start:close]
+
+
+def blank_think(completion: str) -> bool:
+    """The strict regex's loophole: the first think block is not empty but holds only whitespace or one
+    character (``<think> </think>``, Qwen3's ``<think>\\n\\n</think>``, ``<think>.</think>``); ``<think>.+?</think>`` pays it."""
+    content = think_content(completion)
+    return bool(content) and len(content.strip()) <= 1
+
+
+def hollow_think(completion: str) -> bool:
+    """A think block with no reasoning in it: empty (the lenient regex's hack) or ``blank_think``."""
+    content = think_content(completion)
+    return content is not None and len(content.strip()) <= 1
+
+
+# One worked step, "8 + 6 = 14" (Thai digits mapped first; x, ×, * and the Unicode minus count). No nested
+# quantifiers, and a match may start only at the first digit of a number, so the search is linear in the block.
+_WORKED_STEP = re.compile(r"(?<!\d)\d+\s*[x×*+\-−/÷]\s*\d+\s*=\s*\d", re.ASCII)
+
+
+def worked_think_block(completion: str) -> bool:
+    """Whether the first closed think block shows at least one worked step ``a op b = c``.
+
+    The content check of ``format_checked``: a block of whitespace, one character or words without a
+    calculation is not reasoning on these problems. Its own loophole, stated: any written-out step counts,
+    true or not, so ``<think>1 + 1 = 2</think>`` passes; what it refuses is a block with no calculation at all.
+    """
+    content = think_content(completion)
+    return content is not None and _WORKED_STEP.search(content.translate(THAI_DIGITS)) is not None
+
+
+def checked_format_reward(completion: str) -> float:
+    """FORMAT_REWARD (0.3) if the first closed think block shows a worked step (``worked_think_block``)."""
+    return FORMAT_REWARD if worked_think_block(completion) else 0.0
+
+
 def alpha_counts(completion: str) -> tuple[int, int]:
     """(#thai_alpha, #alpha): alpha = str.isalpha, thai_alpha = alpha and in U+0E01..U+0E5B."""
     text = _as_text(completion)
@@ -249,6 +298,11 @@ def think_format_lenient(completions: Sequence[Any], **kwargs: Any) -> list[floa
     return [format_reward(completion_text(y), lenient=True) for y in completions]
 
 
+def think_format_checked(completions: Sequence[Any], **kwargs: Any) -> list[float]:
+    """[checked_format_reward(y_i)] - 0.3 only for a think block that shows a worked step ``a op b = c``."""
+    return [checked_format_reward(completion_text(y)) for y in completions]
+
+
 def thai_script(completions: Sequence[Any], **kwargs: Any) -> list[float]:
     """[thai_reward(y_i)] - 0.2 when most alphabetic characters are Thai."""
     return [thai_reward(completion_text(y)) for y in completions]
@@ -261,6 +315,7 @@ REWARD_FUNCTIONS: dict[str, RewardFunction] = {
     "format": think_format,
     "format_lenient": think_format_lenient,
     "thai": thai_script,
+    "format_checked": think_format_checked,
 }
 
 # TRL logs rewards/<__name__>/mean: use the registry names (__qualname__ stays, so pickling works).

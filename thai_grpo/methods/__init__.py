@@ -15,7 +15,7 @@ from pathlib import Path
 from thai_grpo.config import OURS, ConfigError, variant_settings
 
 METHOD_NAMES = ("grpo", "rloo", "dpo", "ppo")
-GROUPS = ("method", "ablation", "pitfall")
+GROUPS = ("method", "ablation", "pitfall", "hacking")
 
 
 def variant_plan(config: dict, variant: str) -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 from thai_grpo.data import grpo_records
 from thai_grpo.io import atomic_directory, write_json
 from thai_grpo.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
-                               total_rewards, with_trl_logs)
+                               first_and_latest, total_rewards, with_trl_logs)
 from thai_grpo.rewards import completion_text, reward_functions
 from thai_grpo.training import clear_checkpoints, last_checkpoint, progress_callback, seed_everything, trainer_args
 
@@ -28,7 +28,7 @@ KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is 
 METRICS_FILE = "step_metrics.jsonl"
 EXAMPLES_FILE = "example_groups.json"
 EMPTY_THINK_FILE = "empty_think_examples.json"
-MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first ones seen)
+MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first and the latest ones seen)
 
 
 class GroupRecorder:
@@ -113,10 +113,10 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
                 if kind not in self.examples:
                     self.examples[kind] = {"step": state.global_step, **group}
                     write_json(examples_path, self.examples)
-            room = MAX_EMPTY_THINK_EXAMPLES - len(self.empty_thinks)
-            found = empty_think_examples(batch["prompts"], batch["completions"], totals, state.global_step, room)
-            if room > 0 and found:
-                self.empty_thinks += found
+            found = empty_think_examples(batch["prompts"], batch["completions"], totals, state.global_step,
+                                         MAX_EMPTY_THINK_EXAMPLES)
+            if found:
+                self.empty_thinks = first_and_latest(self.empty_thinks, found, MAX_EMPTY_THINK_EXAMPLES)
                 write_json(empty_think_path, self.empty_thinks)
 
     return StepLogger()

@@ -1,0 +1,61 @@
+# The reward-hacking experiment (`snakemake --cores 2 hacking`): an SFT adapter that sometimes thinks briefly or
+# not at all (hacking.sft), then the variants with group: hacking trained from it by the train rule under a short
+# completion budget, one per format reward; their per-step records -> results/hacking/results.json -> report.
+
+if config["sft"]["source"] == "train":
+
+    use rule sft_adapter as sft_adapter_brief with:
+        message:
+            "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "
+            "{config[hacking][sft][one_line_think_share]} one-line think blocks)"
+        output:
+            adapter=directory("results/model/sft_brief_think/adapter"),
+            history="results/model/sft_brief_think/history.json",
+        params:
+            sft=config["sft"],
+            corpus=config["corpus"],
+            brief_think=config["hacking"]["sft"],
+            seed=config["seed"],
+            system_prompt=SYSTEM,
+            checkpoints="results/checkpoints/sft_brief_think",
+        threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
+        log:
+            "results/logs/sft_adapter_brief.log",
+        benchmark:
+            "results/benchmarks/sft_adapter_brief.tsv"
+
+
+rule hacking_results:
+    message: "Collecting the reward-hacking runs into results/hacking/results.json"
+    input:
+        train=expand(rules.train.output.train, run=HACKING_VARIANTS),
+    output:
+        results="results/hacking/results.json",
+    params:
+        variants=HACKING_VARIANTS,
+        plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
+        sft_shares=config["hacking"]["sft"],
+        benchmarks="results/benchmarks",
+    log:
+        "results/logs/hacking_results.log",
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../scripts/collect_hacking.py"
+
+
+rule hacking_report:
+    message: "Drawing the reward-hacking curves and rendering results/hacking/report.html"
+    input:
+        results=rules.hacking_results.output.results,
+        template="report/hacking.html.j2",
+        assets=["report/style.css"],
+    output:
+        figures=directory("results/hacking/figures"),
+        html="results/hacking/report.html",
+    log:
+        "results/logs/hacking_report.log",
+    conda:
+        "../envs/pipeline.yaml"
+    script:
+        "../scripts/render_hacking.py"

@@ -1,0 +1,11 @@
+"""The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo.hacking)."""
+
+from thai_grpo.hacking import hacking_results
+from thai_grpo.io import log_to, read_json, write_json
+from thai_grpo.results import benchmark_seconds
+
+log_to(snakemake.log[0])
+params = snakemake.params
+trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
+write_json(snakemake.output.results,
+           hacking_results(trains, params.plans, params.sft_shares, benchmark_seconds(params.benchmarks)))
