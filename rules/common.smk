@@ -132,6 +132,13 @@ def optional_passk(wildcards):
     return {"passk": path} if os.path.exists(path) else {}
 
 
+def optional_hacking(wildcards):
+    """The reward-hacking experiment's numbers when `snakemake hacking` has built them: the main report then shows
+    its verdicts (a plain `snakemake` afterwards rerenders the report); absent, the report says how to build it."""
+    path = "results/hacking/results.json"
+    return {"hacking": path} if os.path.exists(path) else {}
+
+
 def scope_params(scope):
     """Params of one scope's results rule: the config (with this scope's variants only, so editing a variant
     the scope does not show leaves it alone), the models, and each trained variant's plan."""

@@ -23,6 +23,7 @@ rule report:
     message: "Rendering results/report.html"
     input:
         unpack(optional_passk),
+        unpack(optional_hacking),  # the reward-hacking experiment's verdicts once `snakemake hacking` has run
         # the seed study's verdicts beside each row once `snakemake seeds` has written them (then this rerenders)
         unpack(lambda wildcards: {"seeds": SEED_STUDY_RESULTS} if os.path.exists(SEED_STUDY_RESULTS) else {}),
         results=rules.results.output.results,

@@ -11,6 +11,8 @@ if snakemake.input.get("seeds"):  # results/seeds/results.json: the seed study's
     results["seed_study"] = read_json(snakemake.input.seeds)
 if snakemake.input.get("passk"):  # the large-k results, once `snakemake passk` has built them
     results["passk"] = read_json(snakemake.input.passk)
+if snakemake.input.get("hacking"):  # the reward-hacking experiment, once `snakemake hacking` has built it
+    results["hacking"] = read_json(snakemake.input.hacking)
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

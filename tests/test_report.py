@@ -425,3 +425,34 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     assert 'alt="pass@k to large k"' in html and "pass@k to k = 64: not run" not in html
     assert f"On {tokens:,} sampled tokens of {tokens} completions the exact KL" in html
     assert 'class="numbers kl-regimes"' in html
+
+
+def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_it(fixture_data):
+    """With results/hacking/results.json merged in, the main report shows each run's start -> last-third moves and the
+    run's own verdict sentences, escaped; without it, how to build the experiment."""
+    from thai_grpo.hacking import hacking_results
+
+    results, samples = copy.deepcopy(fixture_data)
+    html = render_report(results, samples, {}, TEMPLATE_DIR)
+    assert "reward-hacking experiment: not built" in html and "snakemake --cores 2 hacking" in html
+
+    def steps(format_reward, empty_start, empty_end, accuracy):
+        return [{"step": s, "reward_mean": 0.5 + 0.01 * s, "accuracy": accuracy, "empty_think_share": e,
+                 "blank_think_share": 0.0, "hollow_think_paid_share": e, "clipped_ratio": 0.0,
+                 "completion_length_mean": 20.0, "kl": 0.0,
+                 "rewards": {"correct": accuracy, format_reward: 0.3, "thai": 0.2}}
+                for s, e in zip(range(1, 13), [empty_start] + [empty_end] * 11)]
+
+    trains = {"hack_lenient": {"steps": steps("format_lenient", 0.3, 0.9, 0.2), "empty_think_examples": []},
+              "hack_strict": {"steps": steps("format", 0.3, 0.0, 0.2), "empty_think_examples": []}}
+    plans = {"hack_lenient": {"rewards": ["correct", "format_lenient", "thai"], "grpo": {"max_completion_length": 32}},
+             "hack_strict": {"rewards": ["correct", "format", "thai"], "grpo": {"max_completion_length": 32}}}
+    results["hacking"] = hacking_results(trains, plans, {"empty_think_share": 0.2, "one_line_think_share": 0.0}, {})
+    results["hacking"]["verdicts"]["hack_strict"] = PAYLOAD
+    html = render_report(results, samples, {}, TEMPLATE_DIR)
+    assert "reward-hacking experiment: not built" not in html
+    section = html[html.index('id="hacking"'):]
+    assert "<th>hack_lenient</th><td>format_lenient</td>" in section
+    assert "30.0% &rarr; 90.0%" in section  # the lenient run's paid hollow think blocks, step 1 -> last third
+    assert "hack_lenient (lenient regex &lt;think&gt;.*?&lt;/think&gt;) was flagged as reward-hacked" in section
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>alert" not in html

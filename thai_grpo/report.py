@@ -205,6 +205,25 @@ def _pairwise(results: dict) -> dict[str, list[dict]]:
     return grouped
 
 
+def _hacking(hacking: dict | None) -> dict | None:
+    """The reward-hacking experiment (results/hacking/results.json, ``thai_grpo.hacking``) for the main report: per
+    run its format reward and its start -> last-third means, with the verdict sentences the run decided."""
+    if not hacking or not hacking.get("runs"):
+        return None
+    rows = []
+    for name, run in hacking["runs"].items():
+        steps = run.get("steps") or []
+        third = steps[-max(len(steps) // 3, 1):]
+        mean = lambda key, rows_: (sum(r[key] for r in rows_) / len(rows_)) if rows_ and all(
+            isinstance(r.get(key), (int, float)) for r in rows_) else None
+        rows.append({"name": name, "format_reward": run.get("format_reward"), "steps": len(steps),
+                     "moves": {key: (steps[0].get(key) if steps else None, mean(key, third))
+                               for key in ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")},
+                     "verdict": (hacking.get("verdicts") or {}).get(name)})
+    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"),
+            "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
+
+
 def _seed_study(results: dict) -> dict | None:
     """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
     wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
@@ -294,6 +313,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "extra_sets": _extra_sets(results),
         "seed_study": _seed_study(results),
+        "hacking": _hacking(results.get("hacking")),
         "samples": _samples(samples_by_model),
     }
 
