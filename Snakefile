@@ -47,7 +47,7 @@ rule pitfalls:
         rules.report_pitfalls.output.html,
 
 
-rule passk:  # pass@k to k = 64 for base, SFT and GRPO (17 min on the shared 2-core machine); `snakemake` then shows it
+rule passk:  # pass@k to k = 64 for base, SFT and GRPO (~3 min on 2 cores); `snakemake` then shows it
     input:
         rules.passk_results.output.results,
 
