@@ -125,18 +125,16 @@ def scope_inputs(scope):
     return files
 
 
-def optional_passk(wildcards):
-    """The large-k results when `snakemake passk` has built them: the main figures and report then show them (a
-    plain `snakemake` after `snakemake passk` redraws just those two); absent, the report says how to build them."""
-    path = "results/passk/results.json"
-    return {"passk": path} if os.path.exists(path) else {}
+# The optional targets' results (snakemake passk / hacking / seeds) that the main figures and report show once built;
+# absent, the report says how to build each. Read only when present, so that `snakemake` never builds them; a plain
+# `snakemake` after one of those targets redraws or rerenders just what reads it.
+OPTIONAL_RESULTS = {"passk": "results/passk/results.json", "hacking": "results/hacking/results.json",
+                    "seeds": SEED_STUDY_RESULTS}
 
 
-def optional_hacking(wildcards):
-    """The reward-hacking experiment's numbers when `snakemake hacking` has built them: the main report then shows
-    its verdicts (a plain `snakemake` afterwards rerenders the report); absent, the report says how to build it."""
-    path = "results/hacking/results.json"
-    return {"hacking": path} if os.path.exists(path) else {}
+def optional_results(*names):
+    """An input function: the results files among ``names`` (keys of OPTIONAL_RESULTS) that exist now."""
+    return lambda wildcards: {name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(OPTIONAL_RESULTS[name])}
 
 
 def scope_params(scope):

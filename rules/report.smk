@@ -5,7 +5,7 @@
 rule figures:
     message: "Drawing the report's figures"
     input:
-        unpack(optional_passk),
+        unpack(optional_results("passk")),
         results=rules.results.output.results,
     output:
         figures=directory("results/figures"),
@@ -22,10 +22,8 @@ rule figures:
 rule report:
     message: "Rendering results/report.html"
     input:
-        unpack(optional_passk),
-        unpack(optional_hacking),  # the reward-hacking experiment's verdicts once `snakemake hacking` has run
-        # the seed study's verdicts beside each row once `snakemake seeds` has written them (then this rerenders)
-        unpack(lambda wildcards: {"seeds": SEED_STUDY_RESULTS} if os.path.exists(SEED_STUDY_RESULTS) else {}),
+        # pass@k to 64, the reward-hacking verdicts and the seed study's verdicts beside each row, once built
+        unpack(optional_results("passk", "hacking", "seeds")),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
