@@ -210,16 +210,12 @@ def _hacking(hacking: dict | None) -> dict | None:
     run its format reward and its start -> last-third means, with the verdict sentences the run decided."""
     if not hacking or not hacking.get("runs"):
         return None
-    rows = []
-    for name, run in hacking["runs"].items():
-        steps = run.get("steps") or []
-        third = steps[-max(len(steps) // 3, 1):]
-        mean = lambda key, rows_: (sum(r[key] for r in rows_) / len(rows_)) if rows_ and all(
-            isinstance(r.get(key), (int, float)) for r in rows_) else None
-        rows.append({"name": name, "format_reward": run.get("format_reward"), "steps": len(steps),
-                     "moves": {key: (steps[0].get(key) if steps else None, mean(key, third))
-                               for key in ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")},
-                     "verdict": (hacking.get("verdicts") or {}).get(name)})
+    keys = ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")
+    rows = [{"name": name, "format_reward": run.get("format_reward"), "steps": len(run.get("steps") or []),
+             "moves": {key: ((run.get("means") or {}).get(key, {}).get("start"),
+                             (run.get("means") or {}).get(key, {}).get("last_third")) for key in keys},
+             "verdict": (hacking.get("verdicts") or {}).get(name)}
+            for name, run in hacking["runs"].items()]  # the means hacking_run stored: start, last third
     return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"),
             "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
 
