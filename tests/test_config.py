@@ -57,6 +57,7 @@ def with_change(path, value):
     ("grpo.betta", 0.04, r"grpo.betta is not a field of TRL GRPOConfig"),
     ("sft.args.learning_rat", 1e-3, r"sft.args.learning_rat is not a field of TRL SFTConfig"),
     ("base.pretrain.max_step", 10, r"base.pretrain.max_step is not a field of transformers TrainingArguments"),
+    ("grpo.max_length", 256, r"grpo.max_length is not a field of TRL GRPOConfig"),
 ])
 def test_bad_values_get_a_one_line_message(path, value, message):
     config = with_change(path, value)

@@ -177,7 +177,8 @@ def check_trainer_fields(config: dict) -> None:
     sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:
-        known = {f.name for f in dataclasses.fields(cls)} | {"num_processes", "max_length"}
+        ours = {"num_processes", "max_length"} if cls is TrainingArguments else {"num_processes"}  # max_length: the cut
+        known = {f.name for f in dataclasses.fields(cls)} | ours
         unknown = sorted(set(fields) - known)
         if unknown:
             library = "transformers" if cls is TrainingArguments else "TRL"
