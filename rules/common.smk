@@ -1,4 +1,4 @@
-# Helpers shared by the rule files: config lookups, which models each report covers, input functions.
+# Helpers the rule files share (config lookups, which models each report covers, input functions).
 
 import os
 import re
@@ -36,7 +36,7 @@ SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFA
 # Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
-# The large-k experiment (rule passk): the same sampling with n = passk.num_samples on the first passk.problems.
+# The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
 PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
