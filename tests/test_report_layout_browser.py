@@ -89,7 +89,7 @@ def driver(tmp_path_factory):
 def at_width(driver, page: str, width: int) -> dict:
     """The page laid out with a viewport exactly ``width`` CSS pixels wide; the measurements of MEASURE."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
-                           {"width": width, "height": 1000, "deviceScaleFactor": 1, "mobile": False})
+                           {"width": width, "height": 2400, "deviceScaleFactor": 1, "mobile": False})
     driver.get(page)
     layout = driver.execute_script(MEASURE)
     assert layout["viewport"] == width
