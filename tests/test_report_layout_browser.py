@@ -18,18 +18,23 @@ from thai_grpo.report import write_report
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_RUN = ROOT / "tests" / "fixtures" / "results_smoke_run.json"
 WIDTHS = (1280, 800)
+MAX_LINES = 10
 
 pytestmark = pytest.mark.browser
 
 # Per table: its width against the content width of the element that holds it (a scrolling wrapper counts as the
-# container: a table that only fits by scrolling does not fit). Plus the page's own scroll width.
+# container: a table that only fits by scrolling does not fit), and its tallest body row in lines of text. Plus the
+# page's own scroll width.
 MEASURE = """
 const tables = Array.from(document.querySelectorAll("table")).map((table) => {
   const box = table.parentElement, style = getComputedStyle(box);
   const room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   const section = table.closest("section");
+  const line = parseFloat(getComputedStyle(table).fontSize) * 1.55;  // body line-height (report/style.css)
+  const lines = Math.max(0, ...Array.from(table.tBodies).flatMap((body) => Array.from(body.rows))
+                                .map((row) => row.getBoundingClientRect().height / line));
   return {section: section ? section.id : "", cls: table.className, width: table.getBoundingClientRect().width,
-          room: room, rows: table.rows.length};
+          room: room, lines: lines};
 });
 const page = document.documentElement;
 return {tables: tables, page: page.scrollWidth, room: page.clientWidth, viewport: window.innerWidth};
@@ -56,16 +61,17 @@ def with_optional_parts(results: dict) -> dict:
     return results
 
 
-@pytest.fixture(scope="module", params=["default", "optional"])
+@pytest.fixture(scope="module", params=["run", "optional"])
 def page(request, tmp_path_factory):
-    """The run's report (and once more with every optional part), rendered as the pipeline renders it; its URL."""
+    """The run's report (and once more with every optional part), rendered as the pipeline renders it: (its name, its
+    file:// URL)."""
     out = tmp_path_factory.mktemp(f"report-layout-{request.param}")
     results = json.loads(SMOKE_RUN.read_text(encoding="utf-8"))
     if request.param == "optional":
         results = with_optional_parts(results)
     _, samples = load_report_fixture()
     write_report(results, samples, draw_all(results, out / "figures"), ROOT / "report", out / "report.html")
-    return (out / "report.html").as_uri()
+    return request.param, (out / "report.html").as_uri()
 
 
 @pytest.fixture(scope="module")
@@ -96,11 +102,15 @@ def at_width(driver, page: str, width: int) -> dict:
     return layout
 
 
-def screenshots(driver, width: int, target: Path, sections=("headline", "comparison", "heldout", "pitfalls")) -> None:
-    """Sections as a reader sees them at this width, for a person to look at (results/screenshots/)."""
+def screenshots(driver, width: int, target: Path, fallback: Path,
+                sections=("headline", "comparison", "heldout", "pitfalls")) -> None:
+    """Sections as a reader sees them at this width, for a person to look at (results/screenshots/, else fallback)."""
     from selenium.webdriver.common.by import By
 
-    target.mkdir(parents=True, exist_ok=True)
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        target = fallback
     for section in sections:
         element = driver.find_element(By.ID, section)
         driver.execute_script("arguments[0].scrollIntoView();", element)
@@ -108,14 +118,17 @@ def screenshots(driver, width: int, target: Path, sections=("headline", "compari
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_no_table_is_wider_than_its_container(driver, page, width):
-    layout = at_width(driver, page, width)
-    report = [f"{t['section']}/{t['cls'] or 'table'}: {t['width']:.0f} px in {t['room']:.0f} px"
-              for t in layout["tables"]]
-    print(f"\nat {width} px (page {layout['page']} px):\n  " + "\n  ".join(report))
-    name = "default" if "layout-default" in page else "optional"
-    screenshots(driver, width, ROOT / "results" / "screenshots" / name)
+def test_no_table_is_wider_than_its_container(driver, page, width, tmp_path):
+    name, url = page
+    layout = at_width(driver, url, width)
+    report = [f"{t['section']}/{t['cls'] or 'table'}: {t['width']:.0f} px in {t['room']:.0f} px, tallest row "
+              f"{t['lines']:.1f} lines" for t in layout["tables"]]
+    print(f"\n{name} at {width} px (page {layout['page']} px):\n  " + "\n  ".join(report))
+    screenshots(driver, width, ROOT / "results" / "screenshots" / name, tmp_path)
     too_wide = [line for t, line in zip(layout["tables"], report) if t["width"] > t["room"] + 1]
     assert not too_wide, f"at {width} px these tables are wider than their container: {too_wide}"
+    # a method's row of the comparison reads as a few lines, not a column of single words
+    too_tall = [line for t, line in zip(layout["tables"], report) if "methods" in t["cls"] and t["lines"] > MAX_LINES]
+    assert not too_tall, f"at {width} px a method's row is taller than {MAX_LINES} lines: {too_tall}"
     assert layout["page"] <= layout["room"], \
         f"at {width} px the page scrolls sideways: {layout['page']} px of content in {layout['room']} px"
