@@ -21,6 +21,8 @@ def test_versus_verdict_words_the_holm_verdict_with_an_unsigned_size():
     loss = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "RLOO", "SFT")
     assert "RLOO lowered greedy accuracy below SFT by 9.5 points" in loss and "a supported loss" in loss
     assert "+9.5" not in sentence + loss and "by -" not in sentence + loss
+    compared = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "Base", "SFT", trained_from=False)
+    assert compared.startswith("Base scored 9.5 points below SFT") and compared.endswith("a supported difference.")
     assert p_text(hidden) == "p = 0.0095"
     level = versus_verdict({**hidden, "mean_diff": -0.0001, "ci_low": -0.0002, "ci_high": 0.0}, "GRPO", "SFT")
     assert level.startswith("GRPO and SFT are level in greedy accuracy (paired 95% interval [0.0, 0.0] points")

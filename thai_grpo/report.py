@@ -197,7 +197,8 @@ def _headline(results: dict, health: dict) -> dict | None:
         name = names.get(model) or model
         tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
-                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT") for t in tests.values() if t]})
+                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
+                                   for t in tests.values() if t]})
     return {"lines": lines, "health": health, "health_verdict": health_verdict(health),
             "families": [holm_family(pairwise, m) for m in ("pass@1", "greedy") if any(t["metric"] == m
                                                                                         for t in pairwise)],

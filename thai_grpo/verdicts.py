@@ -67,20 +67,21 @@ def holm_family(pairwise: list[dict], metric: str) -> str:
             f"among {', '.join(models)}")
 
 
-def versus_verdict(test: dict, after: str, before: str) -> str:
+def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
     """One paired difference (``pair_test``) in a sentence: its size in words (never a signed size), its 95% interval
-    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``)."""
+    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``). ``trained_from``:
+    ``after`` was trained from ``before`` (it raised or lowered the metric), else the two are only compared."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
     holm = p_text(test, "p_holm", "Holm-adjusted p").split(" (")[0]
     interval = f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}]"
     numbers = f"(paired 95% interval {interval} points, {p_text(test)}; {holm})"
     if _size(diff) == "0.0 points":
         return f"{after} and {before} are level in {metric} {numbers}: {holm_word(test)}."
-    if test["supported"]:
+    if test["supported"] and trained_from:
         verb, word, outcome = ("raised", "over", "gain") if diff > 0 else ("lowered", "below", "loss")
         return f"{after} {verb} {metric} {word} {before} by {_size(diff)} {numbers}: a supported {outcome}."
-    return (f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: "
-            "not distinguishable.")
+    verdict = "a supported difference" if test["supported"] else "not distinguishable"
+    return f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {verdict}."
 
 
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str | None:
