@@ -34,14 +34,17 @@ browser:
 	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-thai-tlwg) >/dev/null 2>&1 || \
 	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
-test: setup browser
+test: setup browser lint
 	$(BIN)/python -m pytest -q
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
+# Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
+# (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.
 lint: setup
 	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile rules/
 
 # On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
 # Qwen3-shaped stand-ins (thai_grpo.rehearsal), then the smoke DAG, with per-stage times (docs/real-run.md).

@@ -1,4 +1,4 @@
-# Helpers shared by the rule files: config lookups, which models each report covers, input functions.
+# Helpers the rule files share (config lookups, which models each report covers, input functions).
 
 import os
 import re
@@ -6,8 +6,14 @@ import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import (ConfigError, check_config, coerce_scalars, check_trainer_fields, eval_settings,
-                              passk_settings)
+from thai_grpo.config import (
+    ConfigError,
+    check_config,
+    coerce_scalars,
+    check_trainer_fields,
+    eval_settings,
+    passk_settings,
+)
 from thai_grpo.data import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 from thai_grpo.seeds import check_seeds, parse_run, run_pattern, seed_runs
@@ -30,7 +36,7 @@ SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFA
 # Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
-# The large-k experiment (rule passk): the same sampling with n = passk.num_samples on the first passk.problems.
+# The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
 PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
@@ -52,9 +58,10 @@ def training_temperature(variant):
 
 # Every model is scored at eval.temperature; a variant trained at another temperature (the temp0.3 pitfall) is
 # also scored at its own, so that its report shows both.
-OWN_TEMPERATURE = {scope: [m for m in models if m in VARIANTS and
-                           training_temperature(m) != EVAL_SETTINGS["temperature"]]
-                   for scope, models in SCOPE_MODELS.items()}
+OWN_TEMPERATURE = {
+    scope: [m for m in models if m in VARIANTS and training_temperature(m) != EVAL_SETTINGS["temperature"]]
+    for scope, models in SCOPE_MODELS.items()
+}
 
 
 wildcard_constraints:
@@ -108,9 +115,12 @@ def train_inputs(wildcards):
 def scope_inputs(scope):
     """Inputs of one scope's results rule: its models' scores and training records (and pair counts for DPO)."""
     models = SCOPE_MODELS[scope]
-    files = {"stats": rules.split.output.stats, "base": rules.base_model.output.model,
-             "scores": expand(rules.score.output.scores, model=models),
-             "train": expand(rules.train.output.train, run=trained(models))}
+    files = {
+        "stats": rules.split.output.stats,
+        "base": rules.base_model.output.model,
+        "scores": expand(rules.score.output.scores, model=models),
+        "train": expand(rules.train.output.train, run=trained(models)),
+    }
     if any(method_of(v) in ("dpo", "ppo") for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
     if any(uses_reward_model(v) for v in trained(models)):
@@ -128,8 +138,11 @@ def scope_inputs(scope):
 # The optional targets' results (snakemake passk / hacking / seeds) that the main figures and report show once built;
 # absent, the report says how to build each. Read only when present, so that `snakemake` never builds them; a plain
 # `snakemake` after one of those targets redraws or rerenders just what reads it.
-OPTIONAL_RESULTS = {"passk": "results/passk/results.json", "hacking": "results/hacking/results.json",
-                    "seeds": SEED_STUDY_RESULTS}
+OPTIONAL_RESULTS = {
+    "passk": "results/passk/results.json",
+    "hacking": "results/hacking/results.json",
+    "seeds": SEED_STUDY_RESULTS,
+}
 
 
 def optional_results(*names):
@@ -143,10 +156,16 @@ def scope_params(scope):
     models = SCOPE_MODELS[scope]
     variants = {v: config["variants"][v] for v in trained(models)}
     plans = {v: {**variant_plan(config, v), "overrides": variants[v]} for v in variants}
-    return {"config": {**config, "variants": variants}, "models": models, "variants": list(variants),
-            "plans": plans, "benchmarks": "results/benchmarks", "extra_sets": list(EXTRA_SETS),
-            "own_temperature": OWN_TEMPERATURE[scope],
-            "extra_models": EVAL_MODELS}
+    return {
+        "config": {**config, "variants": variants},
+        "models": models,
+        "variants": list(variants),
+        "plans": plans,
+        "benchmarks": "results/benchmarks",
+        "extra_sets": list(EXTRA_SETS),
+        "own_temperature": OWN_TEMPERATURE[scope],
+        "extra_models": EVAL_MODELS,
+    }
 
 
 # The reward-hacking experiment (rules/hacking.smk): its variants, and where every variant starts from.
@@ -158,6 +177,8 @@ def start_adapter(variant):
     if config["variants"][variant].get("start", "sft") == "sft":
         return rules.sft_adapter.output.adapter
     if config["sft"]["source"] != "train":
-        raise WorkflowError(f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
-                            "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft")
+        raise WorkflowError(
+            f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
+            "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft"
+        )
     return rules.sft_adapter_brief.output.adapter

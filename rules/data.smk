@@ -2,24 +2,24 @@
 
 
 rule dataset:
-    message: "Loading the {config[data][source]} Thai GSM8K rows"
     output:
         rows="results/data/source.jsonl",
-    params:
-        data=config["data"],
-    localrule: config["data"]["source"] == "hub"  # on a cluster: download on the login node (nodes may be offline)
     log:
         "results/logs/dataset.log",
     benchmark:
         "results/benchmarks/dataset.tsv"
+    localrule: config["data"]["source"] == "hub"  # on a cluster: download on the login node (nodes may be offline)
     conda:
         "../envs/pipeline.yaml"
+    params:
+        data=config["data"],
+    message:
+        "Loading the {config[data][source]} Thai GSM8K rows"
     script:
         "../scripts/make_dataset.py"
 
 
 rule split:
-    message: "Parsing gold answers and splitting with seed {config[data][shuffle_seed]}"
     input:
         rows=rules.dataset.output.rows,
     output:
@@ -28,14 +28,16 @@ rule split:
         sft="results/data/sft.jsonl",
         pretrain="results/data/pretrain.jsonl",
         stats="results/data/split_stats.json",
-    params:
-        data=config["data"],
-        train_sft=config["sft"]["source"] == "train",
     log:
         "results/logs/split.log",
     benchmark:
         "results/benchmarks/split.tsv"
     conda:
         "../envs/pipeline.yaml"
+    params:
+        data=config["data"],
+        train_sft=config["sft"]["source"] == "train",
+    message:
+        "Parsing gold answers and splitting with seed {config[data][shuffle_seed]}"
     script:
         "../scripts/split_data.py"

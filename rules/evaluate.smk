@@ -3,66 +3,66 @@
 
 
 rule sample:
-    message: "Sampling {config[eval][num_samples]} completions per held-out problem from {wildcards.model}"
     input:
         unpack(lambda wildcards: adapter_of(wildcards.model)),
         base=rules.base_model.output.model,
         heldout=rules.split.output.heldout,
     output:
         samples="results/eval/{model}/samples.jsonl",
-    params:
-        eval=EVAL_SETTINGS,
-        dtype=config["base"].get("dtype", "float32"),
-        system_prompt=SYSTEM,
-    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
-    resources:
-        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     log:
         "results/logs/sample-{model}.log",
     benchmark:
         "results/benchmarks/sample-{model}.tsv"
     conda:
         "../envs/training.yaml"
+    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
+    resources:
+        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
+    params:
+        eval=EVAL_SETTINGS,
+        dtype=config["base"].get("dtype", "float32"),
+        system_prompt=SYSTEM,
+    message:
+        "Sampling {config[eval][num_samples]} completions per held-out problem from {wildcards.model}"
     script:
         "../scripts/sample_heldout.py"
 
 
 rule score:
-    message: "Scoring {wildcards.model}: unbiased pass@k, Wilson and bootstrap intervals"
     input:
         samples=rules.sample.output.samples,
     output:
         scores="results/eval/{model}/scores.json",
-    params:
-        eval=EVAL_SETTINGS,
     log:
         "results/logs/score-{model}.log",
     benchmark:
         "results/benchmarks/score-{model}.tsv"
     conda:
         "../envs/pipeline.yaml"
+    params:
+        eval=EVAL_SETTINGS,
+    message:
+        "Scoring {wildcards.model}: unbiased pass@k, Wilson and bootstrap intervals"
     script:
         "../scripts/score_samples.py"
 
 
 use rule sample as sample_own_temperature with:
-    message:
-        "Sampling {wildcards.model} at the temperature it was trained at"
     output:
         samples="results/eval/{model}/own_temperature/samples.jsonl",
-    params:
-        eval=lambda wildcards: {**EVAL_SETTINGS, "temperature": training_temperature(wildcards.model)},
-        dtype=config["base"].get("dtype", "float32"),
-        system_prompt=SYSTEM,
     log:
         "results/logs/sample_own_temperature-{model}.log",
     benchmark:
         "results/benchmarks/sample_own_temperature-{model}.tsv"
+    params:
+        eval=lambda wildcards: {**EVAL_SETTINGS, "temperature": training_temperature(wildcards.model)},
+        dtype=config["base"].get("dtype", "float32"),
+        system_prompt=SYSTEM,
+    message:
+        "Sampling {wildcards.model} at the temperature it was trained at"
 
 
 use rule score as score_own_temperature with:
-    message:
-        "Scoring {wildcards.model} at the temperature it was trained at"
     input:
         samples=rules.sample_own_temperature.output.samples,
     output:
@@ -71,10 +71,11 @@ use rule score as score_own_temperature with:
         "results/logs/score_own_temperature-{model}.log",
     benchmark:
         "results/benchmarks/score_own_temperature-{model}.tsv"
+    message:
+        "Scoring {wildcards.model} at the temperature it was trained at"
 
 
 rule token_logprobs:
-    message: "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
     input:
         base=rules.base_model.output.model,
         policy="results/runs/grpo/adapter",
@@ -82,45 +83,48 @@ rule token_logprobs:
         samples="results/eval/grpo/samples.jsonl",
     output:
         logprobs="results/eval/grpo/token_logprobs.json",
-    params:
-        system_prompt=SYSTEM,
-        max_completions=256,
-        chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     log:
         "results/logs/token_logprobs.log",
     benchmark:
         "results/benchmarks/token_logprobs.tsv"
     conda:
         "../envs/training.yaml"
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    params:
+        system_prompt=SYSTEM,
+        max_completions=256,
+        chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+    message:
+        "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
     script:
         "../scripts/token_logprobs.py"
 
 
 rule results:
-    message: "Collecting every stage's numbers into results/results.json"
     input:
         unpack(lambda wildcards: scope_inputs("main")),
     output:
         results="results/results.json",
-    params:
-        **scope_params("main"),
     log:
         "results/logs/results.log",
     conda:
         "../envs/pipeline.yaml"
+    params:
+        **scope_params("main"),
+    message:
+        "Collecting every stage's numbers into results/results.json"
     script:
         "../scripts/collect_results.py"
 
 
 use rule results as results_pitfalls with:
-    message:
-        "Collecting the methods and the pitfall variants into results/pitfalls/results.json"
     input:
         unpack(lambda wildcards: scope_inputs("pitfalls")),
     output:
         results="results/pitfalls/results.json",
-    params:
-        **scope_params("pitfalls"),
     log:
         "results/logs/results-pitfalls.log",
+    params:
+        **scope_params("pitfalls"),
+    message:
+        "Collecting the methods and the pitfall variants into results/pitfalls/results.json"

@@ -8,7 +8,6 @@ wildcard_constraints:
 
 
 rule extra_heldout:
-    message: "Loading the second held-out set {wildcards.extra}, without the problems a training set holds"
     input:
         train=rules.split.output.train,
         sft=rules.split.output.sft,
@@ -16,22 +15,22 @@ rule extra_heldout:
     output:
         rows="results/data/extra/{extra}.jsonl",
         stats="results/data/extra/{extra}_stats.json",
-    params:
-        spec=lambda wildcards: EXTRA_SETS[wildcards.extra],
-    localrule: any(spec.get("source", "hub") == "hub" for spec in EXTRA_SETS.values())  # a download: login node
     log:
         "results/logs/extra_heldout-{extra}.log",
     benchmark:
         "results/benchmarks/extra_heldout-{extra}.tsv"
+    localrule: any(spec.get("source", "hub") == "hub" for spec in EXTRA_SETS.values())  # a download: login node
     conda:
         "../envs/pipeline.yaml"
+    params:
+        spec=lambda wildcards: EXTRA_SETS[wildcards.extra],
+    message:
+        "Loading the second held-out set {wildcards.extra}, without the problems a training set holds"
     script:
         "../scripts/extra_heldout.py"
 
 
 use rule sample as sample_extra with:
-    message:
-        "Sampling {config[eval][num_samples]} completions per problem of {wildcards.extra} from {wildcards.model}"
     input:
         unpack(lambda wildcards: adapter_of(wildcards.model)),
         base=rules.base_model.output.model,
@@ -42,11 +41,11 @@ use rule sample as sample_extra with:
         "results/logs/sample_extra-{extra}-{model}.log",
     benchmark:
         "results/benchmarks/sample_extra-{extra}-{model}.tsv"
+    message:
+        "Sampling {config[eval][num_samples]} completions per problem of {wildcards.extra} from {wildcards.model}"
 
 
 use rule score as score_extra with:
-    message:
-        "Scoring {wildcards.model} on {wildcards.extra}: unbiased pass@k, Wilson and bootstrap intervals"
     input:
         samples=rules.sample_extra.output.samples,
     output:
@@ -55,3 +54,5 @@ use rule score as score_extra with:
         "results/logs/score_extra-{extra}-{model}.log",
     benchmark:
         "results/benchmarks/score_extra-{extra}-{model}.tsv"
+    message:
+        "Scoring {wildcards.model} on {wildcards.extra}: unbiased pass@k, Wilson and bootstrap intervals"

@@ -5,12 +5,14 @@
 if config["sft"]["source"] == "train":
 
     use rule sft_adapter as sft_adapter_brief with:
-        message:
-            "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "
-            "{config[hacking][sft][one_line_think_share]} one-line think blocks)"
         output:
             adapter=directory("results/model/sft_brief_think/adapter"),
             history="results/model/sft_brief_think/history.json",
+        log:
+            "results/logs/sft_adapter_brief.log",
+        benchmark:
+            "results/benchmarks/sft_adapter_brief.tsv"
+        threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
         params:
             sft=config["sft"],
             corpus=config["corpus"],
@@ -18,34 +20,32 @@ if config["sft"]["source"] == "train":
             seed=config["seed"],
             system_prompt=SYSTEM,
             checkpoints="results/checkpoints/sft_brief_think",
-        threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
-        log:
-            "results/logs/sft_adapter_brief.log",
-        benchmark:
-            "results/benchmarks/sft_adapter_brief.tsv"
+        message:
+            "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "
+            "{config[hacking][sft][one_line_think_share]} one-line think blocks)"
 
 
 rule hacking_results:
-    message: "Collecting the reward-hacking runs into results/hacking/results.json"
     input:
         train=expand(rules.train.output.train, run=HACKING_VARIANTS),
     output:
         results="results/hacking/results.json",
+    log:
+        "results/logs/hacking_results.log",
+    conda:
+        "../envs/pipeline.yaml"
     params:
         variants=HACKING_VARIANTS,
         plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
         sft_shares=config["hacking"]["sft"],
         benchmarks="results/benchmarks",
-    log:
-        "results/logs/hacking_results.log",
-    conda:
-        "../envs/pipeline.yaml"
+    message:
+        "Collecting the reward-hacking runs into results/hacking/results.json"
     script:
         "../scripts/collect_hacking.py"
 
 
 rule hacking_report:
-    message: "Drawing the reward-hacking curves and rendering results/hacking/report.html"
     input:
         results=rules.hacking_results.output.results,
         template="report/hacking.html.j2",
@@ -57,5 +57,7 @@ rule hacking_report:
         "results/logs/hacking_report.log",
     conda:
         "../envs/pipeline.yaml"
+    message:
+        "Drawing the reward-hacking curves and rendering results/hacking/report.html"
     script:
         "../scripts/render_hacking.py"

@@ -4,49 +4,50 @@
 
 
 use rule sample as sample_passk with:
-    message:
-        "Sampling {params.eval[num_samples]} completions per problem on {params.eval[problems]} held-out problems "
-        "from {wildcards.model} (pass@k to large k)"
     output:
         samples="results/passk/{model}/samples.jsonl",
-    params:
-        eval=PASSK_SETTINGS,
-        dtype=config["base"].get("dtype", "float32"),
-        system_prompt=SYSTEM,
     log:
         "results/logs/sample_passk-{model}.log",
     benchmark:
         "results/benchmarks/sample_passk-{model}.tsv"
+    params:
+        eval=PASSK_SETTINGS,
+        dtype=config["base"].get("dtype", "float32"),
+        system_prompt=SYSTEM,
+    message:
+        "Sampling {params.eval[num_samples]} completions per problem on {params.eval[problems]} held-out problems "
+        "from {wildcards.model} (pass@k to large k)"
 
 
 use rule score as score_passk with:
-    message:
-        "Scoring {wildcards.model}'s large-k samples"
     input:
         samples=rules.sample_passk.output.samples,
     output:
         scores="results/passk/{model}/scores.json",
-    params:
-        eval=PASSK_SETTINGS,
     log:
         "results/logs/score_passk-{model}.log",
     benchmark:
         "results/benchmarks/score_passk-{model}.tsv"
+    params:
+        eval=PASSK_SETTINGS,
+    message:
+        "Scoring {wildcards.model}'s large-k samples"
 
 
 rule passk_results:
-    message: "pass@k to k = {params.eval[num_samples]}: bands, the SFT-GRPO crossing, problems created and lost"
     input:
         scores=expand(rules.score_passk.output.scores, model=PASSK_MODELS),
     output:
         results="results/passk/results.json",
-    params:
-        models=PASSK_MODELS,
-        eval=PASSK_SETTINGS,
-        benchmarks="results/benchmarks",
     log:
         "results/logs/passk_results.log",
     conda:
         "../envs/pipeline.yaml"
+    params:
+        models=PASSK_MODELS,
+        eval=PASSK_SETTINGS,
+        benchmarks="results/benchmarks",
+    message:
+        "pass@k to k = {params.eval[num_samples]}: bands, the SFT-GRPO crossing, problems created and lost"
     script:
         "../scripts/passk_results.py"

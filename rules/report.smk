@@ -3,7 +3,6 @@
 
 
 rule figures:
-    message: "Drawing the report's figures"
     input:
         unpack(optional_results("passk")),
         results=rules.results.output.results,
@@ -15,12 +14,13 @@ rule figures:
         "results/benchmarks/figures.tsv"
     conda:
         "../envs/pipeline.yaml"
+    message:
+        "Drawing the report's figures"
     script:
         "../scripts/make_figures.py"
 
 
 rule report:
-    message: "Rendering results/report.html"
     input:
         # pass@k to 64, the reward-hacking verdicts and the seed study's verdicts beside each row, once built
         unpack(optional_results("passk", "hacking", "seeds")),
@@ -31,19 +31,19 @@ rule report:
         assets=["report/style.css", "report/calculator.js"],
     output:
         html="results/report.html",
-    params:
-        models=SCOPE_MODELS["main"],
     log:
         "results/logs/report.log",
     conda:
         "../envs/pipeline.yaml"
+    params:
+        models=SCOPE_MODELS["main"],
+    message:
+        "Rendering results/report.html"
     script:
         "../scripts/render_report.py"
 
 
 use rule figures as figures_pitfalls with:
-    message:
-        "Drawing the figures of the pitfalls report"
     input:
         results=rules.results_pitfalls.output.results,
     output:
@@ -52,11 +52,11 @@ use rule figures as figures_pitfalls with:
         "results/logs/figures-pitfalls.log",
     benchmark:
         "results/benchmarks/figures-pitfalls.tsv"
+    message:
+        "Drawing the figures of the pitfalls report"
 
 
 use rule report as report_pitfalls with:
-    message:
-        "Rendering results/pitfalls/report.html (methods and pitfall variants)"
     input:
         results=rules.results_pitfalls.output.results,
         figures=rules.figures_pitfalls.output.figures,
@@ -65,7 +65,9 @@ use rule report as report_pitfalls with:
         assets=["report/style.css", "report/calculator.js"],
     output:
         html="results/pitfalls/report.html",
-    params:
-        models=SCOPE_MODELS["pitfalls"],
     log:
         "results/logs/report-pitfalls.log",
+    params:
+        models=SCOPE_MODELS["pitfalls"],
+    message:
+        "Rendering results/pitfalls/report.html (methods and pitfall variants)"

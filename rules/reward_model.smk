@@ -4,35 +4,35 @@
 
 
 rule reward_model:
-    message: "Training PPO's reward model (Bradley-Terry, LoRA + score head) on the preference pairs"
     input:
         base=rules.base_model.output.model,
         pairs=rules.preference_pairs.output.pairs,
     output:
         model=directory("results/model/reward_model"),
         train="results/model/reward_model.json",
+    log:
+        "results/logs/reward_model.log",
+    benchmark:
+        "results/benchmarks/reward_model.tsv"
+    priority: 2  # short, and PPO (the longest training job) waits for it: before the other train jobs
+    conda:
+        "../envs/training.yaml"
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    resources:
+        gpu=1,
     params:
         reward_model=config.get("reward_model", {}),
         lora=config.get("reward_model", {}).get("lora") or config["sft"].get("lora"),
         seed=config["seed"],
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
         checkpoints="results/checkpoints/reward_model",
-    priority: 2  # short, and PPO (the longest training job) waits for it: before the other train jobs
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
-    resources:
-        gpu=1,
-    log:
-        "results/logs/reward_model.log",
-    benchmark:
-        "results/benchmarks/reward_model.tsv"
-    conda:
-        "../envs/training.yaml"
+    message:
+        "Training PPO's reward model (Bradley-Terry, LoRA + score head) on the preference pairs"
     script:
         "../scripts/train_reward_model.py"
 
 
 rule reward_model_accuracy:
-    message: "Pairwise accuracy of the reward model on training pairs and on held-out pairs from SFT's samples"
     input:
         base=rules.base_model.output.model,
         model=rules.reward_model.output.model,
@@ -41,15 +41,17 @@ rule reward_model_accuracy:
         heldout=expand(rules.sample.output.samples, model="sft")[0],
     output:
         accuracy="results/eval/reward_model/accuracy.json",
-    params:
-        system_prompt=SYSTEM,
-        chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
-    threads: 1
     log:
         "results/logs/reward_model_accuracy.log",
     benchmark:
         "results/benchmarks/reward_model_accuracy.tsv"
     conda:
         "../envs/training.yaml"
+    threads: 1
+    params:
+        system_prompt=SYSTEM,
+        chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+    message:
+        "Pairwise accuracy of the reward model on training pairs and on held-out pairs from SFT's samples"
     script:
         "../scripts/reward_model_accuracy.py"

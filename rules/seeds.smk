@@ -3,16 +3,22 @@
 # seed is the variant's existing run), then per method the spread over seeds and per pair of methods whether
 # the difference exceeds it: results/seeds/results.json and results/seeds/report.html.
 
-SEED_STUDY = [(variant, run, parse_run(run, VARIANTS, config["seed"])[1])
-              for variant, runs in SEED_RUNS.items() for run in runs]
+SEED_STUDY = [
+    (variant, run, parse_run(run, VARIANTS, config["seed"])[1]) for variant, runs in SEED_RUNS.items() for run in runs
+]
 
 
 rule seed_results:
-    message: "Seed study: pass@1 per training seed, between-seed intervals and the two-level bootstrap per pair"
     input:
         scores=[f"results/eval/{run}/scores.json" for _, run, _ in SEED_STUDY],
     output:
         results=SEED_STUDY_RESULTS,
+    log:
+        "results/logs/seed_results.log",
+    benchmark:
+        "results/benchmarks/seed_results.tsv"
+    conda:
+        "../envs/pipeline.yaml"
     params:
         runs=SEED_STUDY,
         seeds=config.get("seeds", {}).get("training", [config["seed"]]),
@@ -20,19 +26,13 @@ rule seed_results:
         eval_seed=config["eval"]["seed"],
         n_boot=config["eval"]["bootstrap_samples"],
         benchmarks="results/benchmarks",
-    log:
-        "results/logs/seed_results.log",
-    benchmark:
-        "results/benchmarks/seed_results.tsv"
-    conda:
-        "../envs/pipeline.yaml"
+    message:
+        "Seed study: pass@1 per training seed, between-seed intervals and the two-level bootstrap per pair"
     script:
         "../scripts/seed_results.py"
 
 
 use rule report as report_seeds with:
-    message:
-        "Rendering results/seeds/report.html (the report with the seed study's verdicts)"
     input:
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
@@ -44,3 +44,5 @@ use rule report as report_seeds with:
         html="results/seeds/report.html",
     log:
         "results/logs/report-seeds.log",
+    message:
+        "Rendering results/seeds/report.html (the report with the seed study's verdicts)"

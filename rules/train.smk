@@ -6,7 +6,6 @@
 
 
 rule preference_pairs:
-    message: "Sampling the SFT policy on the training problems; pairs of a correct and a wrong answer for DPO"
     input:
         base=rules.base_model.output.model,
         adapter=rules.sft_adapter.output.adapter,
@@ -14,6 +13,16 @@ rule preference_pairs:
     output:
         pairs="results/data/preference_pairs.jsonl",
         stats="results/data/preference_pairs_stats.json",
+    log:
+        "results/logs/preference_pairs.log",
+    benchmark:
+        "results/benchmarks/preference_pairs.tsv"
+    priority: 2  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
+    conda:
+        "../envs/training.yaml"
+    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    resources:
+        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     params:
         # GRPO's rollout settings: DPO ranks the same kind of samples GRPO starts from (n = num_generations).
         sampling={
@@ -26,22 +35,13 @@ rule preference_pairs:
         },
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
-    priority: 2  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
-    resources:
-        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
-    log:
-        "results/logs/preference_pairs.log",
-    benchmark:
-        "results/benchmarks/preference_pairs.tsv"
-    conda:
-        "../envs/training.yaml"
+    message:
+        "Sampling the SFT policy on the training problems; pairs of a correct and a wrong answer for DPO"
     script:
         "../scripts/preference_pairs.py"
 
 
 rule train:
-    message: "Training run {wildcards.run} ({params.method}, seed {params.seed}) from the SFT adapter"
     input:
         unpack(train_inputs),
         base=rules.base_model.output.model,
@@ -50,23 +50,25 @@ rule train:
     output:
         adapter=directory("results/runs/{run}/adapter"),
         train="results/runs/{run}/train.json",
+    log:
+        "results/logs/train-{run}.log",
+    benchmark:
+        "results/benchmarks/train-{run}.tsv"
+    wildcard_constraints:
+        run=run_pattern(VARIANTS),
+    priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
+    conda:
+        "../envs/training.yaml"
+    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (CORE_CHAIN)
+    resources:
+        gpu=1,
     params:
         plan=lambda wildcards: variant_plan(config, variant_of(wildcards.run)),
         method=lambda wildcards: method_of(variant_of(wildcards.run)),
         seed=lambda wildcards: parse_run(wildcards.run, VARIANTS, config["seed"])[1],
         system_prompt=SYSTEM,
         checkpoints=lambda wildcards: f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}",
-    wildcard_constraints:
-        run=run_pattern(VARIANTS),
-    priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
-    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (CORE_CHAIN)
-    resources:
-        gpu=1,
-    log:
-        "results/logs/train-{run}.log",
-    benchmark:
-        "results/benchmarks/train-{run}.tsv"
-    conda:
-        "../envs/training.yaml"
+    message:
+        "Training run {wildcards.run} ({params.method}, seed {params.seed}) from the SFT adapter"
     script:
         "../scripts/train.py"

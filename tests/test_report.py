@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from html import unescape
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -97,8 +98,7 @@ def test_numbers_from_the_fixture_appear_formatted(html):
         "3,400,000", "180,224",  # base and trainable parameters
         "81,389", "262,144", "31.0%",  # generated tokens vs the seed's full-run estimate
         "4 min 0.5 s", "7 min 35.9 s",  # grpo stage, total wall time
-        "raised held-out pass@1 over SFT by +15.6 points", "[+7.3 points, +21.9 points]",  # the headline's verdict
-        "p = 0.003",  # paired test
+        "GRPO raised held-out pass@1 over SFT by 15.6 points",  # the headline's verdict, from the note's test
         "frozen copy of the SFT adapter", "trl 0.24.0", "eval = 1234",
         "+1.56", "-1.08",  # the mixed group's advantages
     ):
@@ -115,7 +115,8 @@ def test_every_pair_of_models_is_tested_with_holm_correction(html, fixture_data)
         for a in models[i + 1:]:
             assert f"<th>{a} - {b}</th>" in html
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
-    assert html.count('class="supported"') == sum(t["supported"] for t in tests) > 0
+    note = html.split('<section id="statistics">')[1].split("</section>")[0]
+    assert note.count('class="supported"') == sum(t["supported"] for t in tests) > 0
 
 
 def test_headline_comes_before_the_run_card_and_leads_with_problem_intervals(html):
@@ -166,7 +167,7 @@ def test_missing_optional_parts_render_not_run(fixture_data, figures):
     figures = {k: v for k, v in figures.items() if k != "k1_vs_k3_real"}
     html = render_report(results, samples, figures, TEMPLATE_DIR)
     assert "real per-token log-probs (kl_real): not run" in html
-    assert html.count("not run yet") == 2 * len(results["comparison"]["methods"])
+    assert html.count("not run yet") == len(results["comparison"]["methods"])  # one cell across each results row
 
 
 def test_a_nearly_empty_results_file_still_renders(tmp_path):
@@ -333,18 +334,91 @@ def test_without_pitfall_runs_the_section_says_how_to_build_them(html):
     assert "pitfall variants: not run (build them with <code>snakemake --cores 2 pitfalls</code>)" in html
 
 
-def test_comparison_shows_the_paired_test_against_sft(fixture_data, figures):
+def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(fixture_data, figures, html):
     results, samples = copy.deepcopy(fixture_data)
-    grpo_row = next(row for row in results["comparison"]["methods"] if row["method"] == "GRPO")
-    grpo_row["paired_vs_sft"] = results["comparison"]["paired_tests"]["grpo_vs_sft"]
     results["preference_pairs"] = {"problems": 128, "samples_per_problem": 8, "pairs": 41, "all_right": 12,
                                    "all_wrong": 75}
-    html = render_report(results, samples, figures, TEMPLATE_DIR)
-    comparison = html.split('<section id="comparison">')[1].split("</section>")[0]
-    assert "pass@1 vs SFT (paired)" in comparison
-    assert "+15.6 points <span class=\"ci\">[7.3, 21.9], p 0.003</span>" in comparison
+    page = render_report(results, samples, figures, TEMPLATE_DIR)
+    comparison = page.split('<section id="comparison">')[1].split("</section>")[0]
     assert "DPO can only rank answers that exist in the file" in comparison
     assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison
+    results_table = comparison.split('class="numbers methods results"')[1].split("</table>")[0]
+    costs_table = comparison.split('class="numbers methods costs"')[1].split("</table>")[0]
+    assert "pass@1 vs SFT" in results_table and "human labels" not in results_table
+    assert "human labels" in costs_table and "trainable parameters" in costs_table and "pass@1" not in costs_table
+    for method in results["comparison"]["methods"]:  # one row per method in each table
+        row = f"<th>{method['method']}</th>"
+        assert results_table.count(row) == costs_table.count(row) == 1
+    assert "n/a" in results_table.split("<th>GRPO</th>")[1].split("</tr>")[0]  # no comparison.pairwise in the fixture
+    with_tests = html.split('<section id="comparison">')[1].split("</section>")[0]
+    grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
+    note = pairwise_row(html, "grpo - sft")
+    grpo = unescape(grpo)
+    assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f"Holm p {note['holm']}" in grpo
+    assert f">{note['verdict']}</span>" in grpo
+
+
+# --------------------------------------------------------------------------- the headline agrees with the note
+def pairwise_row(html: str, pair: str, metric: str = "pass@1") -> dict:
+    """A row of the statistics note's pairwise table for ``metric``: its cells by column name."""
+    note = html.split('<section id="statistics">')[1].split("</section>")[0]
+    heading = "held-out pass@1 (per-problem solve rate)" if metric == "pass@1" else "greedy accuracy"
+    table = note.split(f"<h3>Pairwise: {heading}</h3>")[1].split("</table>")[0]
+    row = table.split(f"<th>{pair}</th>")[1].split("</tr>")[0]
+    cells = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+    return dict(zip(["difference", "interval", "p", "holm", "verdict"], cells))
+
+
+def headline_line(html: str, name: str) -> str:
+    box = html[html.index('id="headline"'):html.index('id="run-card"')]
+    return re.sub(r"\s+", " ", box.split(f"<li><strong>{name}</strong>")[1].split("</li>")[0])
+
+
+def with_pairwise(results: dict, greedy: dict) -> dict:
+    """The fixture with the statistics note's tests: pass@1 computed, greedy accuracy's grpo - sft as given."""
+    results = copy.deepcopy(results)
+    models = list(results["eval"])
+    tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
+    others = [{"a": a, "b": b, "metric": "greedy", "mean_diff": 0.01, "ci_low": -0.1, "ci_high": 0.12,
+               "p_value": 0.8, "n_resamples": 1000, "p_holm": 0.9, "supported": False,
+               "correction": "Holm over 3 pairs"} for a, b in (("sft", "base"), ("grpo", "base"))]
+    results["comparison"]["pairwise"] = tests + others + [{"a": "grpo", "b": "sft", "metric": "greedy",
+                                                           "n_resamples": 1000, **greedy}]
+    return results
+
+
+@pytest.mark.parametrize("greedy", [
+    # the interval over problems excludes 0 but Holm over the family does not: "not distinguishable", as the note
+    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.0095, "p_holm": 0.104, "supported": False},
+    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.001, "p_holm": 0.003, "supported": True},
+    {"mean_diff": 0.083, "ci_low": 0.01, "ci_high": 0.16, "p_value": 0.004, "p_holm": 0.012, "supported": True},
+])
+def test_every_headline_verdict_is_the_notes_verdict_for_the_same_pair(fixture_data, figures, greedy):
+    results, samples = fixture_data
+    html = render_report(with_pairwise(results, greedy), samples, figures, TEMPLATE_DIR)
+    box = html[html.index('id="headline"'):html.index('id="run-card"')]
+    assert "Holm over the 3 pairs of held-out pass@1 among base, sft, grpo" in box
+    assert "Holm over the 3 pairs of greedy accuracy among base, sft, grpo" in box
+    for name, model in (("Base (no adapter)", "base"), ("GRPO", "grpo")):
+        sentences = re.findall(r'<span class="versus">(.*?)</span>', headline_line(html, name))
+        for sentence, metric in zip(sentences, ("pass@1", "greedy"), strict=True):
+            word = pairwise_row(html, "sft - base" if model == "base" else f"{model} - sft", metric)["verdict"]
+            said = "supported" if "a supported" in sentence else ("not distinguishable"
+                                                                 if "not distinguishable" in sentence else None)
+            assert said == word, (name, metric, sentence)
+    grpo = headline_line(html, "GRPO")
+    size = f"{abs(100 * greedy['mean_diff']):.1f} points"
+    assert size in grpo and f"+{size}" not in grpo and f"-{size}" not in grpo
+    assert ("below SFT" if greedy["mean_diff"] < 0 else "over SFT" if greedy["supported"] else "above SFT") in grpo
+    assert f"Holm-adjusted p = {greedy['p_holm']:.3g}" in grpo
+
+
+def test_headline_has_one_line_per_evaluated_method(html, fixture_data):
+    results = fixture_data[0]
+    box = html[html.index('id="headline"'):html.index('id="run-card"')]
+    shown = re.findall(r"<li><strong>([^<]+)</strong>", box)
+    assert shown == [m["method"] for m in results["comparison"]["methods"] if m["run"]]
+    assert "The reference every other line is compared with." in headline_line(html, "SFT")
 
 
 # --------------------------------------------------------------------------- second held-out set (MGSM Thai)

@@ -206,10 +206,11 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
     assert "One training seed per method" in without and "<code>snakemake --cores 2 seeds</code>" in without
     results["seed_study"] = study = _fixture_study()
     comparison = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
-    assert "seed study (3 training seeds)" in comparison and "One training seed per method" in comparison
-    grpo_row = comparison.split("<th>GRPO</th>")[1].split("</tr>")[0]
+    assert "Seed study (3 training seeds)" in comparison and "One training seed per method" in comparison
+    table = comparison.split('class="numbers methods seed-summary"')[1].split("</table>")[0]
+    grpo_row = table.split("<th>GRPO</th>")[1].split("</tr>")[0]
     assert f"vs rloo: {SEED_VERDICTS[study['pairs'][0]['verdict']]}" in grpo_row
-    assert "not retrained (only RL methods are)" in comparison.split("<th>SFT</th>")[1].split("</tr>")[0]
+    assert "not retrained (only RL methods are)" in table.split("<th>SFT</th>")[1].split("</tr>")[0]
     assert "Training-seed variance" in comparison and "seed 2:" in comparison
 
 

@@ -1,20 +1,42 @@
 """Sentences of verdict follow the numbers: the same code says "supported", "not detectable" or "a loss"."""
 
-from thai_grpo.verdicts import (difference_verdict, health_verdict, kl_estimator_verdict, large_k_verdict, p_text,
-                                pass_at_k_verdict)
+from thai_grpo.verdicts import (health_verdict, holm_family, holm_word, kl_estimator_verdict, large_k_verdict,
+                                p_text, pair_test, pass_at_k_verdict, versus_verdict)
 
 
-def test_difference_verdict_follows_the_interval():
-    gain = {"mean_diff": 0.284, "ci_low": 0.24, "ci_high": 0.327, "p_value": 0.0, "n_resamples": 10000}
-    assert "a supported gain" in difference_verdict(gain, "GRPO", "SFT")
-    assert "+28.4 points" in difference_verdict(gain, "GRPO", "SFT")
-    assert "p < 0.0001 (10,000 resamples)" in difference_verdict(gain, "GRPO", "SFT")
-    null = {"mean_diff": -0.013, "ci_low": -0.027, "ci_high": 0.002, "p_value": 0.097, "n_resamples": 10000}
-    assert "do not differ detectably" in difference_verdict(null, "GRPO", "SFT") and "includes 0" in \
-        difference_verdict(null, "GRPO", "SFT")
-    loss = {"mean_diff": -0.05, "ci_low": -0.09, "ci_high": -0.01, "p_value": 0.01, "n_resamples": 1000}
-    assert "a supported loss" in difference_verdict(loss, "RLOO", "GRPO")
-    assert p_text(loss) == "p = 0.01"
+def _pair(a="grpo", b="sft", metric="pass@1", diff=0.284, low=0.24, high=0.327, p=0.0, holm=0.0, supported=True):
+    return {"a": a, "b": b, "metric": metric, "mean_diff": diff, "ci_low": low, "ci_high": high, "p_value": p,
+            "n_resamples": 10000, "p_holm": holm, "supported": supported, "correction": "Holm over 3 pairs"}
+
+
+def test_versus_verdict_words_the_holm_verdict_with_an_unsigned_size():
+    gain = versus_verdict(_pair(), "GRPO", "SFT")
+    assert gain.startswith("GRPO raised held-out pass@1 over SFT by 28.4 points") and "a supported gain" in gain
+    assert "[+24.0, +32.7] points" in gain and "p < 0.0001 (10,000 resamples); Holm-adjusted p < 0.0001)" in gain
+    # the case the interval alone calls a loss while Holm over the family does not: the note's word wins
+    hidden = _pair(metric="greedy", diff=-0.095, low=-0.16, high=-0.03, p=0.0095, holm=0.104, supported=False)
+    sentence = versus_verdict(hidden, "GRPO", "SFT")
+    assert sentence == ("GRPO scored 9.5 points below SFT in greedy accuracy (paired 95% interval [-16.0, -3.0] "
+                        "points, p = 0.0095; Holm-adjusted p = 0.104): not distinguishable.")
+    loss = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "RLOO", "SFT")
+    assert "RLOO lowered greedy accuracy below SFT by 9.5 points" in loss and "a supported loss" in loss
+    assert "+9.5" not in sentence + loss and "by -" not in sentence + loss
+    compared = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "Base", "SFT", trained_from=False)
+    assert compared.startswith("Base scored 9.5 points below SFT") and compared.endswith("a supported difference.")
+    assert p_text(hidden) == "p = 0.0095"
+    level = versus_verdict({**hidden, "mean_diff": -0.0001, "ci_low": -0.0002, "ci_high": 0.0}, "GRPO", "SFT")
+    assert level.startswith("GRPO and SFT are level in greedy accuracy (paired 95% interval [0.0, 0.0] points")
+
+
+def test_pair_test_reads_the_pair_either_way_round():
+    tests = [_pair(a="sft", b="base", diff=0.1, low=0.05, high=0.15, holm=0.02), _pair(), _pair(metric="greedy")]
+    base = pair_test(tests, "base", "sft")
+    assert (base["a"], base["b"], base["mean_diff"], base["ci_low"], base["ci_high"]) == ("base", "sft", -0.1, -0.15,
+                                                                                         -0.05)
+    assert base["p_holm"] == 0.02 and holm_word(base) == "supported"
+    assert pair_test(tests, "grpo", "sft", "greedy")["metric"] == "greedy"
+    assert pair_test(tests, "rloo", "sft") is None
+    assert holm_family(tests, "pass@1") == "Holm over the 2 pairs of held-out pass@1 among base, sft, grpo"
 
 
 def test_pass_at_k_verdict_says_whether_the_gap_closes():

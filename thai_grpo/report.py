@@ -23,8 +23,9 @@ from thai_grpo.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.figures_pitfalls import step_means
 from thai_grpo.health import training_health
 from thai_grpo.io import atomic_write_text, read_jsonl
-from thai_grpo.verdicts import (SEED_VERDICTS, difference_verdict, health_verdict, kl_estimator_verdict,
-                               large_k_verdict, p_text, pass_at_k_verdict, seed_pair_verdict)
+from thai_grpo.verdicts import (METRIC_NAMES, SEED_VERDICTS, health_verdict, holm_family, holm_word,
+                               kl_estimator_verdict, large_k_verdict, p_text, pair_test, pass_at_k_verdict,
+                               seed_pair_verdict, versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parent.parent / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -144,13 +145,16 @@ def _tokens(run: dict) -> dict | None:
 
 
 def _method_rows(results: dict) -> list[dict]:
-    """comparison.methods joined with their eval metrics; a row not run or not evaluated says so."""
-    evals = results.get("eval") or {}
+    """comparison.methods joined with their eval metrics and the statistics note's tests against SFT (``vs_sft``:
+    pass@1 and greedy, Holm-adjusted); a row not run or not evaluated says so."""
+    evals, comparison = results.get("eval") or {}, results.get("comparison") or {}
     rows = []
-    for method in (results.get("comparison") or {}).get("methods") or []:
+    for method in comparison.get("methods") or []:
         metrics = evals.get(method.get("model") or "") if method.get("run") else None
         status = None if metrics else ("not run yet" if not method.get("run") else "not evaluated")
-        rows.append({**method, "metrics": metrics, "status": status})
+        vs_sft = {metric: pair_test(comparison.get("pairwise") or [], method.get("model"), "sft", metric)
+                  for metric in ("pass@1", "greedy")} if metrics and method.get("model") != "sft" else {}
+        rows.append({**method, "metrics": metrics, "status": status, "vs_sft": vs_sft})
     return rows
 
 
@@ -180,28 +184,37 @@ def _pitfalls(results: dict) -> dict:
 
 
 def _headline(results: dict, health: dict) -> dict | None:
-    """What happened, first: SFT -> GRPO held-out pass@1 and pass@8 (problem-bootstrap intervals, Wilson beside),
-    the paired test, greedy accuracy's paired test, the health flags, and sentences computed from those numbers."""
-    evals, comparison = results.get("eval") or {}, results.get("comparison") or {}
-    if not {"sft", "grpo"} <= set(evals):
+    """What happened, first: one line per evaluated method, its held-out pass@1 (problem-bootstrap interval) and the
+    statistics note's own paired tests against SFT (``comparison.pairwise``, Holm over every pair of the metric), so
+    the box and the note cannot disagree; then GRPO's pass@k verdict and the health flags."""
+    evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
+    if "sft" not in evals or len(evals) < 2:
         return None
-    test = (comparison.get("paired_tests") or {}).get("grpo_vs_sft")
-    greedy = (comparison.get("greedy_tests") or {}).get("grpo")
-    keys = pass_keys(evals)
-    return {"keys": [keys[0], keys[-1]] if len(keys) > 1 else keys, "sft": evals["sft"], "grpo": evals["grpo"],
-            "test": test, "greedy_test": greedy, "health": health,
-            "verdict": difference_verdict(test, "GRPO", "SFT") if test else None,
-            "greedy_verdict": difference_verdict(greedy, "GRPO", "SFT", "greedy accuracy") if greedy else None,
-            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"]),
-            "health_verdict": health_verdict(health),
-            "problems": evals["grpo"].get("num_problems"), "samples": evals["grpo"].get("n_samples")}
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []
+             if m.get("model") in evals}  # the comparison's methods, in its order; else every evaluated model
+    lines = []
+    for model in names or evals:
+        name = names.get(model) or model
+        tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
+        lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
+                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
+                                   for t in tests.values() if t]})
+    return {"lines": lines, "health": health, "health_verdict": health_verdict(health),
+            "families": [holm_family(pairwise, m) for m in ("pass@1", "greedy") if any(t["metric"] == m
+                                                                                        for t in pairwise)],
+            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"]) if "grpo" in evals else None,
+            "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
 
 
-def _pairwise(results: dict) -> dict[str, list[dict]]:
-    """comparison.pairwise grouped by metric, each test with its p-value as text (resamples named at p = 0)."""
-    grouped: dict[str, list[dict]] = {}
-    for test in (results.get("comparison") or {}).get("pairwise") or []:
-        grouped.setdefault(test["metric"], []).append({**test, "p_text": p_text(test)})
+def _pairwise(results: dict) -> dict[str, dict]:
+    """comparison.pairwise by metric: the Holm family's name and its tests, each with its p-value as text (resamples
+    named at p = 0) and its verdict word (``holm_word``, the one the headline uses)."""
+    pairwise = (results.get("comparison") or {}).get("pairwise") or []
+    grouped: dict[str, dict] = {}
+    for test in pairwise:
+        group = grouped.setdefault(test["metric"], {"name": METRIC_NAMES.get(test["metric"], test["metric"]),
+                                                    "family": holm_family(pairwise, test["metric"]), "tests": []})
+        group["tests"].append({**test, "p_text": p_text(test), "word": holm_word(test)})
     return grouped
 
 
@@ -277,6 +290,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     return {
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
+        "pairwise_families": [group["family"] for group in _pairwise(results).values()],
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1])) if pair else None,
         "sections": SECTIONS,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
@@ -325,7 +339,7 @@ def _environment(template_dir: Path) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
-                       p_value=p_value)
+                       p_value=p_value, holm_word=holm_word)
     return env
 
 

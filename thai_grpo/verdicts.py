@@ -13,26 +13,75 @@ def _points(value: float) -> str:
     return f"{text.lstrip('-')} points" if float(text) == 0 else f"{'+' if value > 0 else ''}{text} points"
 
 
-def p_text(test: dict) -> str:
+def p_text(test: dict, key: str = "p_value", name: str = "p") -> str:
     """'p = 0.012' or 'p < 0.0001 (10,000 resamples)': a bootstrap p of 0 only bounds p by 1 / resamples."""
     resamples = test.get("n_resamples")
-    if test["p_value"] == 0 and resamples:
-        return f"p < {1 / resamples:g} ({resamples:,} resamples)"
-    return f"p = {test['p_value']:.3g}"
+    if test[key] == 0 and resamples:
+        return f"{name} < {1 / resamples:g} ({resamples:,} resamples)"
+    return f"{name} = {test[key]:.3g}"
 
 
-def difference_verdict(test: dict, after: str, before: str, metric: str = "held-out pass@1") -> str:
-    """One sentence on a paired difference: its size, its 95% interval over problems, and whether it is supported
-    (the interval excludes 0) or not."""
-    interval = f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}]"
-    if test["ci_low"] > 0:
-        return (f"{after} raised {metric} over {before} by {_points(test['mean_diff'])} (paired 95% interval over "
-                f"problems {interval}, {p_text(test)}): a supported gain.")
-    if test["ci_high"] < 0:
-        return (f"{after} lowered {metric} below {before} by {_points(-test['mean_diff'])} (paired 95% interval "
-                f"{interval}, {p_text(test)}): a supported loss.")
-    return (f"{after} and {before} do not differ detectably in {metric}: {_points(test['mean_diff'])}, paired 95% "
-            f"interval {interval} includes 0 ({p_text(test)}).")
+def _bound(value: float) -> str:
+    """0.083 -> '+8.3', -0.0001 -> '0.0': an interval bound in signed points, no sign on zero."""
+    text = f"{100 * value:+.1f}"
+    return "0.0" if float(text) == 0 else text
+
+
+METRIC_NAMES = {"pass@1": "held-out pass@1", "greedy": "greedy accuracy"}
+
+
+def _size(value: float) -> str:
+    """-0.095 -> '9.5 points': the size of a difference, its direction said in words beside it."""
+    return f"{abs(100 * value):.1f} points"
+
+
+def oriented(test: dict, model: str) -> dict:
+    """A pairwise test (``evaluation.pairwise_tests``: ``a`` - ``b``) turned to read ``model`` - the other model:
+    the difference and its interval change sign, the p-values and the verdict do not."""
+    if test["a"] == model:
+        return test
+    return {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
+            "ci_high": -test["ci_low"]}
+
+
+def pair_test(pairwise: list[dict], model: str, other: str, metric: str = "pass@1") -> dict | None:
+    """The test of ``model`` - ``other`` on ``metric`` from ``comparison.pairwise`` (the statistics note's table, Holm
+    over every pair of that metric); None when the run has no such test."""
+    for test in pairwise:
+        if test["metric"] == metric and {test["a"], test["b"]} == {model, other}:
+            return oriented(test, model)
+    return None
+
+
+def holm_word(test: dict) -> str:
+    """The statistics note's verdict on a pair: 'supported' (Holm-adjusted p < alpha) or 'not distinguishable'."""
+    return "supported" if test["supported"] else "not distinguishable"
+
+
+def holm_family(pairwise: list[dict], metric: str) -> str:
+    """The Holm family a verdict on ``metric`` belongs to, named: 'Holm over the 15 pairs of held-out pass@1 among
+    base, sft, grpo, dr_grpo, rloo, dpo'."""
+    tests = [t for t in pairwise if t["metric"] == metric]
+    models = list(dict.fromkeys(name for t in tests for name in (t["b"], t["a"])))
+    return (f"Holm over the {len(tests)} pair{'s' if len(tests) != 1 else ''} of {METRIC_NAMES.get(metric, metric)} "
+            f"among {', '.join(models)}")
+
+
+def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
+    """One paired difference (``pair_test``) in a sentence: its size in words (never a signed size), its 95% interval
+    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``). ``trained_from``:
+    ``after`` was trained from ``before`` (it raised or lowered the metric), else the two are only compared."""
+    metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
+    holm = p_text(test, "p_holm", "Holm-adjusted p").split(" (")[0]
+    interval = f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}]"
+    numbers = f"(paired 95% interval {interval} points, {p_text(test)}; {holm})"
+    if _size(diff) == "0.0 points":
+        return f"{after} and {before} are level in {metric} {numbers}: {holm_word(test)}."
+    if test["supported"] and trained_from:
+        verb, word, outcome = ("raised", "over", "gain") if diff > 0 else ("lowered", "below", "loss")
+        return f"{after} {verb} {metric} {word} {before} by {_size(diff)} {numbers}: a supported {outcome}."
+    verdict = "a supported difference" if test["supported"] else "not distinguishable"
+    return f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {verdict}."
 
 
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str | None:
