@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from thai_grpo import reference as ref
+from thai_grpo import reference_tables as rt
 from thai_grpo.io import atomic_write_text, read_json, write_json
 
 REPO = Path(__file__).resolve().parents[1]
@@ -97,14 +98,14 @@ def main() -> None:
         spreads = ref.spread(ref.chain_rows(parts, elsewhere))
         print(ref.compare_report(ref.compare(parts, own, spreads), parts, own, args.all))
         return
-    tables = ref.render_tables(parts, elsewhere)
+    tables = rt.render_tables(parts, elsewhere)
     stale = []
     for path in DOCS:
         text = path.read_text(encoding="utf-8")
         if args.command == "check":
-            stale += [f"{path.relative_to(REPO)}: table:{name}" for name in ref.stale_tables(text, tables)]
-        elif ref.replace_tables(text, tables) != text:
-            atomic_write_text(path, ref.replace_tables(text, tables))
+            stale += [f"{path.relative_to(REPO)}: table:{name}" for name in rt.stale_tables(text, tables)]
+        elif rt.replace_tables(text, tables) != text:
+            atomic_write_text(path, rt.replace_tables(text, tables))
             print(f"updated {path.relative_to(REPO)}")
     if stale:
         sys.exit("tables that differ from `make docs`:\n  " + "\n  ".join(stale))

@@ -15,7 +15,11 @@ import pytest
 from workflow import OFFLINE_ENV, REPO, copy_workflow
 
 from thai_grpo import reference as ref
+from thai_grpo import reference_tables as rt
 from thai_grpo.evaluation import pairwise_tests, score_model
+from thai_grpo.hacking import hacking_results
+from thai_grpo.large_k import large_k_results
+from thai_grpo.seed_stats import seed_study
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 REFERENCE = REPO / "docs" / "reference"
@@ -51,27 +55,27 @@ def results() -> dict:
 
 def test_generated_tables_equal_what_make_docs_writes():
     parts, elsewhere = load_reference()
-    tables = ref.render_tables(parts, elsewhere)
-    stale = {path.name: ref.stale_tables(path.read_text(encoding="utf-8"), tables) for path in DOCS}
+    tables = rt.render_tables(parts, elsewhere)
+    stale = {path.name: rt.stale_tables(path.read_text(encoding="utf-8"), tables) for path in DOCS}
     assert not any(stale.values()), f"tables differ from `make docs` (edited by hand?): {stale}"
-    used = {name for path in DOCS for name in ref.table_blocks(path.read_text(encoding="utf-8"))}
+    used = {name for path in DOCS for name in rt.table_blocks(path.read_text(encoding="utf-8"))}
     assert {"headline", "costs", "chains", "spread"} <= used
 
 
 def test_a_number_edited_by_hand_fails_the_check():
     parts, elsewhere = load_reference()
-    tables = ref.render_tables(parts, elsewhere)
+    tables = rt.render_tables(parts, elsewhere)
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    body = ref.table_blocks(readme)["headline"]
+    body = rt.table_blocks(readme)["headline"]
     edited = re.sub(r"0\.(\d)(\d)(\d)", lambda m: f"0.{m[1]}{m[2]}{(int(m[3]) + 1) % 10}", body, count=1)
     assert edited != body
-    assert ref.stale_tables(readme.replace(body, edited), tables) == ["headline"]
-    assert ref.replace_tables(readme.replace(body, edited), tables) == readme
+    assert rt.stale_tables(readme.replace(body, edited), tables) == ["headline"]
+    assert rt.replace_tables(readme.replace(body, edited), tables) == readme
 
 
 def test_a_marker_naming_no_table_is_refused():
     with pytest.raises(KeyError, match="no generated table named 'headlin'"):
-        ref.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
+        rt.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
 
 
 def test_summary_reads_the_scores_and_each_pair_either_way_round(results):
@@ -92,11 +96,37 @@ def test_summary_reads_the_scores_and_each_pair_either_way_round(results):
 def test_headline_rows_read_as_model_minus_sft(results):
     summary = {"main": {"source": ref.source("main", "abc1234", "Some CPU", 2, 600.0, 900.0, "2026-01-01"),
                         **ref.summarise_main(results)}}
-    table = ref.render_tables(summary, {})["headline"]
+    table = rt.render_tables(summary, {})["headline"]
     assert table.startswith("`make run` at commit abc1234, Some CPU (`lscpu` model name), 2 cores")
     base_row = next(line for line in table.splitlines() if line.startswith("| base"))
     assert f"{summary['main']['vs_sft']['base']['pass@1']['diff']:+.3f}" in base_row
-    assert "Not in the reference run yet" in ref.render_tables(summary, {})["passk"]
+    assert "Not in the reference run yet" in rt.render_tables(summary, {})["passk"]
+
+
+def test_optional_targets_summaries_from_the_pipelines_own_documents():
+    rng = np.random.default_rng(1)
+
+    def scores(p, n=8, m=30):
+        return score_model(records(list(rng.binomial(n, p, size=m)), n, list(rng.binomial(1, p, size=m))), [1, n],
+                           n_boot=200, seed=0)
+
+    runs = {m: [{"run": m, "seed": s, "scores": scores(p)} for s in (42, 1, 2)] for m, p in (("grpo", .5), ("ppo", .1))}
+    seeds = ref.summarise_seeds({"training_seeds": [42, 1, 2], **seed_study(runs, n_boot=200, seed=0)})
+    assert list(seeds["methods"]["grpo"]["per_seed"]) == ["42", "1", "2"]
+    assert seeds["pairs"]["ppo - grpo"]["diff"] < 0
+    passk = ref.summarise_passk(large_k_results({m: scores(p, 16, 20) for m, p in (("sft", .3), ("grpo", .5))}, 200, 0))
+    assert set(passk["comparisons"]["grpo_vs_sft"]) >= {"k=1", "k=8", "k=16", "created", "lost", "k_reversed"}
+    steps = [{"step": i + 1, "reward_mean": .4, "accuracy": .1, "empty_think_share": [0.2, 0.9, 0.1, 0.0][i],
+              "blank_think_share": 0.0, "hollow_think_paid_share": 0.0, "clipped_ratio": .3} for i in range(4)]
+    hacking = ref.summarise_hacking(hacking_results({"hack_lenient": {"steps": steps}},
+                                                    {"hack_lenient": {"rewards": ["format_lenient"]}}, {}, {}))
+    run = hacking["runs"]["hack_lenient"]
+    assert (run["empty_peak"], run["empty_peak_step"]) == (0.9, 2)  # an episode in mid-run shows in the peak
+    assert run["empty_think_share"] == {"start": 0.2, "last_third": 0.0}
+    source = ref.source("main", "abc1234", "Some CPU", 2, None, None, "2026-01-01")
+    parts = {p: {"source": source, **s} for p, s in (("seeds", seeds), ("passk", passk), ("hacking", hacking))}
+    assert "| GRPO | " in rt.table_seeds(parts) and "PPO (reward model) - GRPO" in rt.table_seeds(parts)
+    assert "k = 16" in rt.table_passk(parts) and "90% (step 2)" in rt.table_hacking(parts)
 
 
 def test_spread_is_the_range_over_chains_and_compare_checks_against_it():
@@ -121,8 +151,8 @@ def test_wall_time_from_time_output_and_from_benchmark_files():
     assert ref.wall_from_time_output("\nreal\t11m52.500s\nuser\t20m1.0s\n") == 712.5
     assert ref.wall_from_time_output("1.0user 0.1system 0:11:52elapsed 99%CPU") == 712.0
     assert ref.wall_from_time_output("nothing") is None
-    # jobs end at 100 (took 30) and 150 (took 80): from 20 to 150
-    assert ref.stage_span({"a": (100.0, 30.0), "b": (150.0, 80.0)}) == 130.0
+    # jobs end at 100 (took 80: from 20) and at 150 (took 30: from 120): from 20 to 150
+    assert ref.stage_span({"a": (100.0, 80.0), "b": (150.0, 30.0)}) == 130.0
     assert ref.target_stages("seeds", ["train-grpo", "train-grpo-seed1", "sample-rloo-seed2", "seed_results"]) == \
         ["sample-rloo-seed2", "seed_results", "train-grpo-seed1"]
 

@@ -5,8 +5,8 @@ Three steps, each a pure function of JSON documents:
 * ``summarise_*``: a run's ``results/`` JSON files (the main run, and the optional targets' where present) ->
   small summaries (a few hundred numbers, 4 decimals) stored under ``docs/reference/`` with the commit, command and
   CPU they came from (``make docs-reference``).
-* ``render_tables`` / ``replace_tables``: the summaries -> the markdown tables between ``<!-- table:NAME -->`` and
-  ``<!-- /table:NAME -->`` in README.md and docs/*.md (``make docs``); ``stale_tables`` says which differ.
+* ``thai_grpo.reference_tables``: the summaries -> the markdown tables between ``<!-- table:NAME -->`` and
+  ``<!-- /table:NAME -->`` in README.md and docs/*.md (``make docs``).
 * ``compare``: a user's own summaries against the reference: which numbers differ, by how much, and whether the
   difference lies within the spread seen between whole runs of the pipeline (``spread``, from the runs kept as
   numbers in ``docs/reference/elsewhere.json`` plus the reference itself).
@@ -27,8 +27,6 @@ PARTS = {"main": ("results.json", "make run"),
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
                  "seeds": ("seed_results",), "pitfalls": ("figures-pitfalls",)}
-LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
-          "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
 HACKING_CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
                   "clipped_ratio")
 DIGITS = 4
@@ -165,7 +163,7 @@ def summarise_seeds(seeds: dict) -> dict:
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
                                       "p_holm": _r(p["p_holm"]), "welch_p_holm": _r(p["welch_p_holm"]),
                                       "verdict": p["verdict"]} for p in seeds["pairs"]}
-    return {"seeds": seeds["training_seeds"], "methods": methods, "pairs": pairs}
+    return {"seeds": seeds["training_seeds"], "n_resamples": seeds["n_resamples"], "methods": methods, "pairs": pairs}
 
 
 def summarise_hacking(hacking: dict) -> dict:
@@ -220,112 +218,11 @@ def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | N
             "cores": cores, "wall_seconds": _r(wall_seconds), "jobs_seconds": _r(jobs_seconds), "date": date}
 
 
-# ---- rendering ------------------------------------------------------------------------------------------------
-
-def fmt(value, digits: int = 3, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
-
-
-def fmt_interval(record: dict, key: str = "estimate", signed: bool = False, digits: int = 3) -> str:
-    return (f"{fmt(record[key], digits, signed)} [{fmt(record['low'], digits, signed)}, "
-            f"{fmt(record['high'], digits, signed)}]")
-
-
-def fmt_p(p: float, n_resamples: int | None) -> str:
-    return f"< {1 / n_resamples:g}" if p == 0 and n_resamples else f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
-
-
-def fmt_seconds(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, rest = divmod(int(round(seconds)), 60)
-    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
-
-
-def label(model: str) -> str:
-    return LABELS.get(model, model)
-
+# ---- comparing a run with the reference -----------------------------------------------------------------------
 
 def provenance(src: dict) -> str:
     return (f"`{src['command']}` at commit {src['commit']}, {src['cpu']} (`lscpu` model name), {src['cores']} cores, "
             f"{src['date']}")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
-
-
-def _missing(part: str) -> str:
-    return (f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*")
-
-
-def table_headline(ref: dict) -> str:
-    main = ref["main"]
-    rows = []
-    for name, m in main["models"].items():
-        test = main["vs_sft"].get(name, {}).get("pass@1")
-        verdict = "" if not test else ("supported" if test["supported"] else "not distinguishable")
-        rows.append([label(name), fmt_interval(m["pass@1"]), fmt(m["pass@n"]["estimate"]), fmt(m["greedy"]["estimate"]),
-                     fmt_interval(test, "diff", True) if test else "", fmt_p(test["p_holm"], test["n_resamples"])
-                     if test else "", verdict])
-    k = next(iter(main["models"].values()))["pass@n"]["k"]
-    family = next((t["pass@1"]["family"] for t in main["vs_sft"].values() if t["pass@1"]), "Holm")
-    head = ["model", "pass@1 [95% over problems]", f"pass@{k}", "greedy", "pass@1 - SFT [95% paired]",
-            f"p ({family})", "verdict"]
-    return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
-
-
-def table_costs(ref: dict, elsewhere: dict) -> str:
-    """Wall time of each command on the reference run's CPU and on the CPUs of elsewhere.json's ``costs``."""
-    main = ref["main"]["source"]
-    others = list(dict.fromkeys(c["cpu"] for c in elsewhere.get("costs", {}).values()))
-    rows = []
-    for part, (_, command) in PARTS.items():
-        src = (ref.get(part) or {}).get("source")
-        own = fmt_seconds(src["wall_seconds"]) if src else "not run yet"
-        kept = [(elsewhere.get("costs", {}).get(part) or {}) for _ in others]
-        rows.append([f"`{command}`", own, *(fmt_seconds(c.get("wall_seconds")) if c.get("cpu") == cpu else "-"
-                                            for c, cpu in zip(kept, others))])
-    return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows)
-
-
-def table_pairs(ref: dict) -> str:
-    main = ref["main"]
-    rows = [[pair, fmt_interval(t["pass@1"], "diff", True), fmt_p(t["pass@1"]["p_holm"], t["pass@1"]["n_resamples"]),
-             "supported" if t["pass@1"]["supported"] else "not distinguishable"]
-            for pair, t in main["pairs"].items() if t["pass@1"] and "base" not in pair]
-    return f"{provenance(main['source'])}:\n\n" + _table(["pair (pass@1)", "difference [95% paired]", "Holm p",
-                                                         "verdict"], rows)
-
-
-def table_kl(ref: dict) -> str:
-    main, kl = ref["main"], ref["main"].get("kl_real")
-    if not kl:
-        return "*The reference run has no k1/k3 study.*"
-    rows = [[name, fmt_interval(kl[name], "mean", "minus" in name, 4),
-             fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
-            for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
-    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
-            f"k3 has the lower exact variance at {kl['share_k3_lower_variance']:.0%} of the positions:\n\n"
-            + _table(["per token", "mean [95% over completions]", "exact standard error of the mean"], rows))
-
-
-def table_ppo(ref: dict) -> str:
-    main = ref["main"]
-    rm, ppo = main.get("reward_model"), main["models"].get("ppo")
-    if not rm or not ppo:
-        return "*The reference run has no PPO row.*"
-    test = main["vs_sft"]["ppo"]["pass@1"]
-    run = main["training"].get("ppo", {})
-    rows = [["reward model: pairs ordered right (training pairs)", f"{rm['train']['accuracy']:.2f} of {rm['train']['pairs']}"],
-            ["reward model: pairs ordered right (held-out pairs)", f"{rm['heldout']['accuracy']:.2f} of {rm['heldout']['pairs']}"],
-            ["PPO rollout accuracy, first -> last third", " -> ".join(fmt(v, 2) for v in run.get("accuracy", []))],
-            ["PPO held-out pass@1 - SFT [95% paired]", f"{fmt_interval(test, 'diff', True)}, Holm p "
-                                                       f"{fmt_p(test['p_holm'], test['n_resamples'])}"]]
-    return f"{provenance(main['source'])}:\n\n" + _table(["", "value"], rows)
 
 
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
@@ -350,141 +247,6 @@ def spread(chains: list[dict]) -> dict[str, dict]:
     return out
 
 
-CHAIN_COLUMNS = {"SFT pass@1": "main.models.sft.pass@1.estimate", "GRPO pass@1": "main.models.grpo.pass@1.estimate",
-                 "GRPO - SFT": "main.vs_sft.grpo.pass@1.diff", "PPO pass@1": "main.models.ppo.pass@1.estimate"}
-
-
-def table_chains(ref: dict, elsewhere: dict) -> str:
-    chains = chain_rows(ref, elsewhere)
-    rows = [[c["cpu"], f"`{c['command']}`", c.get("note", ""),
-             *(fmt(c["values"].get(key), signed=name.endswith("SFT") and "-" in name) for name, key in
-               CHAIN_COLUMNS.items())] for c in chains]
-    widths = spread(chains)
-    rows.append(["range", "", "", *(fmt((widths.get(key) or {}).get("range")) for key in CHAIN_COLUMNS.values())])
-    return _table(["CPU", "command", "run", *CHAIN_COLUMNS], rows)
-
-
-def pretty_key(key: str) -> str:
-    """'main.models.sft.pass@1.estimate' -> 'SFT pass@1'; 'main.vs_sft.grpo.pass@1.diff' -> 'GRPO - SFT, pass@1'."""
-    parts = key.split(".")
-    if parts[1] == "models":
-        return f"{label(parts[2])} {parts[3].replace('pass@n', 'pass@8')}"
-    if parts[1] == "vs_sft":
-        return f"{label(parts[2])} - SFT, {parts[3]}"
-    return key
-
-
-def table_spread(ref: dict, elsewhere: dict) -> str:
-    rows = [[pretty_key(key), str(s["chains"]), fmt(s["min"]), fmt(s["max"]), fmt(s["range"])]
-            for key, s in spread(chain_rows(ref, elsewhere)).items()]
-    return _table(["quantity", "chains", "min", "max", "range (the spread make compare uses)"], rows)
-
-
-def table_stages(ref: dict) -> str:
-    main = ref["main"]
-    stages = main["stage_seconds"]
-    rows = [[f"`{stage}`", f"{seconds:.0f}"] for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])]
-    rows.append(["all jobs (sum)", f"{sum(stages.values()):.0f}"])
-    return f"{provenance(main['source'])}:\n\n" + _table(["stage (rule-wildcard)", "seconds"], rows)
-
-
-def table_passk(ref: dict) -> str:
-    passk = ref.get("passk")
-    if not passk:
-        return _missing("passk")
-    n = passk["n"]
-    rows = [[label(m), *(fmt_interval(v[f"k={k}"]) for k in (1, 8, n))] for m, v in passk["models"].items()]
-    for name, c in passk["comparisons"].items():
-        after, before = name.split("_vs_")
-        rows.append([f"{label(after)} - {label(before)}", *(fmt_interval(c[f"k={k}"], signed=True) for k in (1, 8, n))])
-    out = _table(["pass@k [95% over problems]", "k = 1", "k = 8", f"k = {n}"], rows)
-    c = passk["comparisons"].get("grpo_vs_sft")
-    if c:
-        out += (f"\n\nGRPO - SFT: the band first holds 0 at k = {c['first_k_includes_zero']}, the point estimates "
-                f"cross at k = {c['first_k_sign_flip'] or 'none'}, SFT ahead with the band clear of 0 at k = "
-                f"{c['k_reversed']}; problems GRPO solved and SFT never did (created) {c['created']}, the reverse "
-                f"(lost) {c['lost']}, both {c['both']}, neither {c['neither']}.")
-    return f"{provenance(passk['source'])}, {passk['problems']} problems x {n} samples:\n\n" + out
-
-
-def table_seeds(ref: dict) -> str:
-    seeds = ref.get("seeds")
-    if not seeds:
-        return _missing("seeds")
-    order = [str(s) for s in seeds["seeds"]]
-    rows = [[label(m), *(fmt(v["per_seed"].get(s)) for s in order), f"{fmt(v['mean'])} [{fmt(v['t_low'])}, "
-             f"{fmt(v['t_high'])}]", fmt(100 * v["sd"], 1), fmt(100 * v["resampling_sd"], 1),
-             fmt(100 * v["within_run_halfwidth"], 1)] for m, v in seeds["methods"].items()]
-    table = _table(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]", "seed SD (points)",
-                    "re-sampling SD", "within-run half-width"], rows)
-    pairs = _table(["pair", "difference [two-level 95%]", "Holm p (bootstrap)", "Holm p (Welch)", "verdict"],
-                   [[p, fmt_interval(v, "diff", True), fmt(v["p_holm"], 3), fmt(v["welch_p_holm"], 3), v["verdict"]]
-                    for p, v in seeds["pairs"].items()])
-    return f"{provenance(seeds['source'])}:\n\n{table}\n\n{pairs}"
-
-
-def table_hacking(ref: dict) -> str:
-    hacking = ref.get("hacking")
-    if not hacking:
-        return _missing("hacking")
-
-    def move(run, key, share=False):
-        start, last = run[key]["start"], run[key]["last_third"]
-        show = (lambda v: "-" if v is None else f"{v:.0%}") if share else (lambda v: fmt(v, 2))
-        return f"{show(start)} -> {show(last)}"
-
-    rows = [[f"`{name}`", move(r, "reward_mean"), move(r, "accuracy"), move(r, "empty_think_share", True),
-             f"{r['empty_peak']:.0%} (step {r['empty_peak_step']})", move(r, "hollow_think_paid_share", True),
-             move(r, "clipped_ratio", True), "flagged" if r["flagged"] else "quiet"] for name, r in hacking["runs"].items()]
-    return (f"{provenance(hacking['source'])}; step 1 -> mean of the last third of the steps:\n\n"
-            + _table(["run", "mean reward", "accuracy", "empty think", "empty think, peak", "paid, no reasoning",
-                      "cut at budget", "detector"], rows))
-
-
-def table_pitfalls(ref: dict) -> str:
-    pitfalls = ref.get("pitfalls")
-    if not pitfalls:
-        return _missing("pitfalls")
-    rows = [[label(m), fmt_interval(v["pass@1"]), fmt(v["greedy"]["estimate"]),
-             fmt_interval(pitfalls["vs_sft"][m]["pass@1"], "diff", True) if m in pitfalls["vs_sft"] else ""]
-            for m, v in pitfalls["models"].items()]
-    return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1", "greedy", "pass@1 - SFT"], rows)
-
-
-def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
-    """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
-    return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
-            "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
-            "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
-            "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
-            "pitfalls": table_pitfalls(ref)}
-
-
-BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(\n<!-- /table:(?P=name) -->)", re.S)
-
-
-def table_blocks(text: str) -> dict[str, str]:
-    """{name: body} of every generated block in a markdown text."""
-    return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
-
-
-def replace_tables(text: str, tables: dict[str, str]) -> str:
-    """``text`` with the body of each ``<!-- table:NAME -->`` block replaced by ``tables[NAME]``; a block naming no
-    table is an error (a typo would otherwise freeze a hand-written table)."""
-    def fill(m):
-        if m["name"] not in tables:
-            raise KeyError(f"no generated table named {m['name']!r}: one of {sorted(tables)}")
-        return m.group(1) + tables[m["name"]] + m.group(4)
-    return BLOCK.sub(fill, text)
-
-
-def stale_tables(text: str, tables: dict[str, str]) -> list[str]:
-    """Names of the blocks whose body differs from what ``render_tables`` gives (a number edited by hand, or
-    reference summaries newer than the docs)."""
-    return [name for name, body in table_blocks(text).items() if tables.get(name) != body]
-
-
-# ---- comparing a run with the reference -----------------------------------------------------------------------
 
 def flatten(tree, prefix: str = "") -> dict:
     """{"a.b.c": number} for every number (not bool) in nested dicts; the ``source`` records are left out."""
@@ -510,7 +272,7 @@ def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
         if value is None or value == ref_value:
             continue
         row = {"key": key, "reference": ref_value, "own": value, "difference": _r(value - ref_value)}
-        if re.search(r"seconds|memory_mb", key):
+        if is_cost(key):
             row["ratio"] = _r(value / ref_value) if ref_value else None
         if key in spreads:
             row["spread"] = spreads[key]
@@ -519,31 +281,42 @@ def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def is_cost(key: str) -> bool:
+    """Times and memory: they differ between machines and runs without the results differing."""
+    return bool(re.search(r"seconds|memory_mb", key))
+
+
 def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool = False) -> str:
-    """The differences as text: the sources side by side, then each differing number with a stated spread or in
-    the headline (models, vs_sft), the rest counted (all with ``show_all``)."""
+    """The differences as text: the sources side by side; each differing result number with a stated spread or in
+    the headline (models, vs_sft), the rest counted (all with ``show_all``); times and memory as one median ratio."""
     lines = []
     for part in reference:
         if part in own:
             lines.append(f"{part}: reference {provenance(reference[part]['source'])}")
             lines.append(f"{' ' * len(part)}  yours     {provenance(own[part]['source'])}")
-    compared = len(flatten({p: s for p, s in reference.items() if p in own}))
-    if not rows:
-        return "\n".join(lines + [f"all {compared} numbers identical to the reference"])
-    shown = [r for r in rows if show_all or "spread" in r or re.match(r"main\.(models|vs_sft)\.", r["key"])]
+    keys = list(flatten({p: s for p, s in reference.items() if p in own}))
+    results, costs = [r for r in rows if not is_cost(r["key"])], [r for r in rows if is_cost(r["key"])]
+    shown = [r for r in results if show_all or "spread" in r or re.match(r"main\.(models|vs_sft)\.", r["key"])]
     for r in shown:
-        text = f"  {r['key']}: {r['reference']:g} -> {r['own']:g} ({r['difference']:+g}"
-        text += f", x{r['ratio']:g})" if r.get("ratio") else ")"
+        text = f"  {r['key']}: {r['reference']:g} -> {r['own']:g} ({r['difference']:+g})"
         if "spread" in r:
             s = r["spread"]
             text += (f"  {'within' if r['within'] else 'OUTSIDE'} the spread between {s['chains']} whole runs "
                      f"({s['min']:g}-{s['max']:g}, range {s['range']:g})")
         lines.append(text)
-    outside = sum(1 for r in rows if r.get("within") is False)
-    hidden = len(rows) - len(shown)
-    lines.append(f"{len(rows)} of {compared} numbers differ; {sum('spread' in r for r in rows)} have a stated "
-                 f"run-to-run spread, {outside} of them outside it" + (f"; {hidden} more not shown (--all)" if hidden
-                                                                      else ""))
+    compared = sum(not is_cost(k) for k in keys)
+    if results:
+        outside = sum(1 for r in results if r.get("within") is False)
+        hidden = len(results) - len(shown)
+        lines.append(f"results: {len(results)} of {compared} numbers differ; {sum('spread' in r for r in results)} "
+                     f"of those have a stated run-to-run spread, {outside} outside it"
+                     + (f"; {hidden} more not shown (--all lists them)" if hidden else ""))
+    else:
+        lines.append(f"results: all {compared} numbers identical to the reference")
+    ratios = [r["ratio"] for r in costs if r.get("ratio")]
+    if ratios:
+        lines.append(f"times and memory: {len(costs)} of {len(keys) - compared} differ, median ratio yours / "
+                     f"reference x{float(np.median(ratios)):.2f}")
     return "\n".join(lines)
 
 
