@@ -55,7 +55,7 @@ def summaries(results: Path, time_file: Path | None) -> dict:
             continue
         data = read_json(results / path)
         summary = ref.SUMMARISERS[part](data)
-        stems = list(data["run"]["benchmarks"]) if part == "main" else ref.target_stages(part, list(timed))
+        stems = ref.main_stages(data) if part == "main" else ref.target_stages(part, list(timed))
         stages = {s: timed[s] for s in stems if s in timed}
         wall = ref.stage_span(stages)
         if part == "main" and time_file:

@@ -116,7 +116,7 @@ def summarise_main(results: dict) -> dict:
                             "trainable_parameters": row.get("trainable_parameters")}
              for row in results["comparison"]["methods"] if row.get("model")}
     return {**summarise_scores(results), "training": runs, "kl_real": kl, "reward_model": rm, "method_costs": costs,
-            "stage_seconds": {stage: _r(s) for stage, s in results["run"]["benchmarks"].items()}}
+            "stage_seconds": {stage: _r(results["run"]["benchmarks"][stage]) for stage in main_stages(results)}}
 
 
 def summarise_passk(passk: dict) -> dict:
@@ -208,6 +208,13 @@ def target_stages(part: str, stems: list[str]) -> list[str]:
     if part == "seeds":
         chosen += [s for s in stems if re.fullmatch(r"(train|sample|score)-.+-seed\d+", s)]
     return sorted(set(chosen))
+
+
+def main_stages(results: dict) -> list[str]:
+    """The main run's benchmark stems: results.json's ``run.benchmarks`` without an optional target's jobs that
+    ran before it (their files share the folder)."""
+    optional = tuple(prefix for prefixes in TARGET_STAGES.values() for prefix in prefixes)
+    return [stem for stem in results["run"]["benchmarks"] if not stem.startswith(optional)]
 
 
 def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | None, jobs_seconds: float | None,

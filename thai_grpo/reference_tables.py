@@ -96,7 +96,7 @@ def table_kl(ref: dict) -> str:
     main, kl = ref["main"], ref["main"].get("kl_real")
     if not kl:
         return "*The reference run has no k1/k3 study.*"
-    rows = [[name, fmt_interval(kl[name], "mean", "minus" in name, 4),
+    rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
             for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
     return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
@@ -111,8 +111,11 @@ def table_ppo(ref: dict) -> str:
         return "*The reference run has no PPO row.*"
     test = main["vs_sft"]["ppo"]["pass@1"]
     run = main["training"].get("ppo", {})
-    rows = [["reward model: pairs ordered right (training pairs)", f"{rm['train']['accuracy']:.2f} of {rm['train']['pairs']}"],
-            ["reward model: pairs ordered right (held-out pairs)", f"{rm['heldout']['accuracy']:.2f} of {rm['heldout']['pairs']}"],
+    def share(part):
+        return f"{fmt(rm[part]['accuracy'], 2)} of {rm[part]['pairs']}"
+
+    rows = [["reward model: share of its training pairs ordered right", share("train")],
+            ["reward model: share of held-out pairs ordered right", share("heldout")],
             ["PPO rollout accuracy, first -> last third", " -> ".join(fmt(v, 2) for v in run.get("accuracy", []))],
             ["PPO held-out pass@1 - SFT [95% paired]", f"{fmt_interval(test, 'diff', True)}, Holm p "
                                                        f"{fmt_p(test['p_holm'], test['n_resamples'])}"]]
