@@ -73,7 +73,12 @@ def test_a_number_edited_by_hand_fails_the_check():
     assert rt.replace_tables(readme.replace(body, edited), tables) == readme
 
 
-def test_a_marker_naming_no_table_is_refused():
+def test_markers_fill_empty_blocks_and_refuse_typos():
+    filled = rt.replace_tables("a\n<!-- table:x -->\n<!-- /table:x -->\nb", {"x": "| 1 |"})
+    assert filled == "a\n<!-- table:x -->\n| 1 |\n<!-- /table:x -->\nb"
+    assert rt.table_blocks(filled) == {"x": "| 1 |"} and rt.replace_tables(filled, {"x": "| 1 |"}) == filled
+    with pytest.raises(ValueError, match="no <!-- /table:x -->"):
+        rt.table_blocks("<!-- table:x -->\n| 1 |\n<!-- /table:y -->")
     with pytest.raises(KeyError, match="no generated table named 'headlin'"):
         rt.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
 

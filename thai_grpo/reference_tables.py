@@ -13,6 +13,7 @@ from thai_grpo.reference import PARTS, chain_rows, provenance, spread
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
           "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
 
+
 def fmt(value, digits: int = 3, signed: bool = False) -> str:
     if value is None:
         return "-"
@@ -50,7 +51,7 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _missing(part: str) -> str:
-    return (f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*")
+    return f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*"
 
 
 def table_headline(ref: dict) -> str:
@@ -225,21 +226,28 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "pitfalls": table_pitfalls(ref)}
 
 
-BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) -->\n)(?P<body>.*?)(\n<!-- /table:(?P=name) -->)", re.S)
+BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
 
 
 def table_blocks(text: str) -> dict[str, str]:
-    """{name: body} of every generated block in a markdown text."""
-    return {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+    """{name: body} of every generated block in a markdown text; an opening marker without its closing one is an
+    error (the block would silently stop being generated)."""
+    blocks = {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+    unclosed = [name for name in re.findall(r"<!-- table:([\w-]+) -->", text) if name not in blocks]
+    if unclosed:
+        raise ValueError(f"<!-- table:{unclosed[0]} --> has no <!-- /table:{unclosed[0]} --> after it: close it")
+    return blocks
 
 
 def replace_tables(text: str, tables: dict[str, str]) -> str:
     """``text`` with the body of each ``<!-- table:NAME -->`` block replaced by ``tables[NAME]``; a block naming no
     table is an error (a typo would otherwise freeze a hand-written table)."""
+    table_blocks(text)
+
     def fill(m):
         if m["name"] not in tables:
             raise KeyError(f"no generated table named {m['name']!r}: one of {sorted(tables)}")
-        return m.group(1) + tables[m["name"]] + m.group(4)
+        return f"<!-- table:{m['name']} -->\n{tables[m['name']]}\n<!-- /table:{m['name']} -->"
     return BLOCK.sub(fill, text)
 
 
