@@ -236,8 +236,8 @@ def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
     """The runs of the whole chain (base -> SFT -> methods) the docs know: those kept as numbers in elsewhere.json
     and the reference run itself, each {"cpu", "command", "values": {flat key: number}}."""
     main = ref["main"]
-    values = {key: value for key, value in flatten({"main": main}).items()
-              if any(key == k for chain in elsewhere.get("chains", []) for k in chain["values"])}
+    kept = {k for chain in elsewhere.get("chains", []) for k in chain["values"]}
+    values = {key: value for key, value in flatten(ref).items() if key in kept}
     own = {"cpu": f"{main['source']['cpu']}, {main['source']['cores']} cores", "command": main["source"]["command"],
            "note": "the reference run", "values": values}
     return [*elsewhere.get("chains", []), own]

@@ -20,6 +20,11 @@ def fmt(value, digits: int = 3, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def fmt_number(value) -> str:
+    """Counts as they are, other numbers to 3 decimals."""
+    return str(value) if isinstance(value, int) else fmt(value)
+
+
 def fmt_interval(record: dict, key: str = "estimate", signed: bool = False, digits: int = 3) -> str:
     return (f"{fmt(record[key], digits, signed)} [{fmt(record['low'], digits, signed)}, "
             f"{fmt(record['high'], digits, signed)}]")
@@ -138,7 +143,7 @@ def table_chains(ref: dict, elsewhere: dict) -> str:
 
 
 def table_spread(ref: dict, elsewhere: dict) -> str:
-    rows = [[pretty_key(key), str(s["chains"]), fmt(s["min"]), fmt(s["max"]), fmt(s["range"])]
+    rows = [[pretty_key(key), str(s["chains"]), fmt_number(s["min"]), fmt_number(s["max"]), fmt_number(s["range"])]
             for key, s in spread(chain_rows(ref, elsewhere)).items()]
     return _table(["quantity", "chains", "min", "max", "range (the spread make compare uses)"], rows)
 
@@ -258,10 +263,21 @@ def stale_tables(text: str, tables: dict[str, str]) -> list[str]:
 
 
 def pretty_key(key: str) -> str:
-    """'main.models.sft.pass@1.estimate' -> 'SFT pass@1'; 'main.vs_sft.grpo.pass@1.diff' -> 'GRPO - SFT, pass@1'."""
-    parts = key.split(".")
-    if parts[1] == "models":
-        return f"{label(parts[2])} {parts[3].replace('pass@n', 'pass@8')}"
-    if parts[1] == "vs_sft":
-        return f"{label(parts[2])} - SFT, {parts[3]}"
-    return key
+    """A flat summary key in words: 'main.models.sft.pass@1.estimate' -> 'SFT pass@1', 'main.vs_sft.grpo.pass@1.diff'
+    -> 'GRPO - SFT, pass@1', 'passk.comparisons.grpo_vs_sft.k=64.estimate' -> 'passk: GRPO - SFT at k = 64'."""
+    part, *rest = key.removesuffix(".estimate").split(".")
+    if part == "main" and rest[0] == "models":
+        return f"{label(rest[1])} {rest[2].replace('pass@n', 'pass@8')}"
+    if part == "main" and rest[0] == "vs_sft":
+        return f"{label(rest[1])} - SFT, {rest[2]}"
+    if part == "passk" and rest[0] == "comparisons":
+        after, before = rest[1].split("_vs_")
+        what = rest[2].replace("k=", "at k = ") if rest[2].startswith("k=") else rest[2]
+        return f"passk: {label(after)} - {label(before)} {what}"
+    if part == "passk" and rest[0] == "models":
+        return f"passk: {label(rest[1])} pass@{rest[2][2:]}"
+    if part == "seeds" and rest[0] == "methods":
+        return f"seeds: {label(rest[1])} {' '.join(rest[2:])} pass@1"
+    if part == "hacking" and rest[0] == "runs":
+        return f"hacking: {rest[1]} {rest[2].replace('_', ' ')}, {rest[3].replace('_', ' ')}"
+    return f"{part}: " + " ".join(r.replace("_", " ") for r in rest)
