@@ -26,6 +26,7 @@ REFERENCE = REPO / "docs" / "reference"
 
 
 def load_reference() -> tuple[dict, dict]:
+    assert (REFERENCE / "main.json").exists(), "docs/reference/main.json is missing: `make docs-reference` after `make run`"
     parts = {p: json.loads((REFERENCE / f"{p}.json").read_text()) for p in ref.PARTS if (REFERENCE / f"{p}.json").exists()}
     return parts, json.loads((REFERENCE / "elsewhere.json").read_text())
 
@@ -160,6 +161,13 @@ def test_wall_time_from_time_output_and_from_benchmark_files():
     assert ref.stage_span({"a": (100.0, 80.0), "b": (150.0, 30.0)}) == 130.0
     assert ref.target_stages("seeds", ["train-grpo", "train-grpo-seed1", "sample-rloo-seed2", "seed_results"]) == \
         ["sample-rloo-seed2", "seed_results", "train-grpo-seed1"]
+
+
+def test_summary_keys_read_as_words():
+    assert rt.pretty_key("main.models.sft.pass@1.estimate") == "SFT pass@1"
+    assert rt.pretty_key("main.vs_sft.dr_grpo.pass@1.diff") == "Dr.GRPO - SFT, pass@1"
+    assert rt.pretty_key("passk.comparisons.grpo_vs_sft.k=64.estimate") == "passk: GRPO - SFT at k = 64"
+    assert rt.pretty_key("hacking.runs.hack_lenient.accuracy.last_third") == "hacking: hack_lenient accuracy, last third"
 
 
 def test_k_ranges_read_as_spans():
