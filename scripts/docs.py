@@ -23,11 +23,14 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def cpu_name() -> str:
+    """``lscpu``'s model name and the widest vector instructions torch can use on it (two CPUs of one model name
+    with AVX2 or AVX-512 run other floating-point kernels, so other digits)."""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
+    except (OSError, subprocess.CalledProcessError):
         return "unknown CPU"
+    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
+    return ref.cpu_label(fields.get("Model name", "unknown CPU").strip(), fields.get("Flags", "").split())
 
 
 def commit_of(path: Path) -> str:
@@ -42,8 +45,9 @@ def commit_of(path: Path) -> str:
     return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
-def summaries(results: Path, time_file: Path | None) -> dict:
-    """{part: summary with its source} for every part whose results file exists under ``results``."""
+def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None) -> dict:
+    """{part: summary with its source} for every part whose results file exists under ``results``; the parts in
+    ``untimed`` get no wall or job time (a run interrupted and resumed), ``notes`` a note each."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
     commit, cpu, cores = commit_of(results.parent), cpu_name(), len(os.sched_getaffinity(0))
@@ -60,9 +64,12 @@ def summaries(results: Path, time_file: Path | None) -> dict:
         wall = ref.stage_span(stages)
         if part == "main" and time_file:
             wall = ref.wall_from_time_output(time_file.read_text()) or wall
+        jobs = sum(s for _, s in stages.values()) or None
+        if part in untimed:
+            wall = jobs = None
         date = datetime.datetime.fromtimestamp((results / path).stat().st_mtime, datetime.timezone.utc)
-        out[part] = {"source": ref.source(part, commit, cpu, cores, wall, sum(s for _, s in stages.values()) or None,
-                                          date.strftime("%Y-%m-%d")), **summary}
+        out[part] = {"source": ref.source(part, commit, cpu, cores, wall, jobs, date.strftime("%Y-%m-%d"),
+                                          (notes or {}).get(part)), **summary}
     return out
 
 
@@ -85,10 +92,15 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=REPO / "results", help="a run's results/ (default: ./results)")
     parser.add_argument("--reference", type=Path, default=REPO / "docs" / "reference")
     parser.add_argument("--time-file", type=Path, help="`time make run`'s output: the main run's wall time")
+    parser.add_argument("--untimed", action="append", default=[], choices=list(ref.PARTS),
+                        help="summarise: a part whose times are not a measurement (e.g. interrupted and resumed)")
+    parser.add_argument("--note", action="append", default=[], metavar="PART=TEXT",
+                        help="summarise: a note on how a part was run, shown beside its times")
     parser.add_argument("--all", action="store_true", help="compare: list every differing number")
     args = parser.parse_args()
     if args.command == "summarise":
-        for part, summary in summaries(args.results.resolve(), args.time_file).items():
+        notes = dict(note.split("=", 1) for note in args.note)
+        for part, summary in summaries(args.results.resolve(), args.time_file, args.untimed, notes).items():
             write_json(args.reference / f"{part}.json", summary)
             print(f"wrote {args.reference / f'{part}.json'} ({summary['source']['command']})")
         return

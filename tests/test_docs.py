@@ -21,6 +21,7 @@ from thai_grpo.hacking import hacking_results
 from thai_grpo.large_k import large_k_results
 from thai_grpo.seed_stats import seed_study
 
+SOURCE = {"command": "make run", "commit": "abc1234", "cpu": "Some CPU (AVX2)", "cores": 2, "date": "2026-01-01"}
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 REFERENCE = REPO / "docs" / "reference"
 
@@ -103,7 +104,7 @@ def test_headline_rows_read_as_model_minus_sft(results):
     summary = {"main": {"source": ref.source("main", "abc1234", "Some CPU", 2, 600.0, 900.0, "2026-01-01"),
                         **ref.summarise_main(results)}}
     table = rt.render_tables(summary, {})["headline"]
-    assert table.startswith("`make run` at commit abc1234, Some CPU (`lscpu` model name), 2 cores")
+    assert table.startswith("`make run` at commit abc1234 on Some CPU, 2 cores, 2026-01-01:")
     base_row = next(line for line in table.splitlines() if line.startswith("| base"))
     assert f"{summary['main']['vs_sft']['base']['pass@1']['diff']:+.3f}" in base_row
     assert "Not in the reference run yet" in rt.render_tables(summary, {})["passk"]
@@ -151,6 +152,17 @@ def test_spread_is_the_range_over_chains_and_compare_checks_against_it():
     near = {"main": {**own["main"], "models": {"sft": {"pass@1": {"estimate": 0.3, "low": 0.3}}}}}
     assert ref.compare(reference, near, spreads)[0]["within"] is True
     assert ref.compare(reference, reference, spreads) == []
+    report = ref.compare_report(ref.compare(reference, own, spreads), {"main": {**reference["main"], "source": SOURCE}},
+                                {"main": {**own["main"], "source": SOURCE}})
+    assert "OUTSIDE the spread between 3 whole runs" in report and "x1.90" in report
+    smaller = {"main": {**own["main"], "models": {"sft": {"problems": 8}}}}
+    assert "another config" in ref.compare_report(ref.compare({"main": {"models": {"sft": {"problems": 200}}}},
+                                                              smaller, {}), {}, {})
+
+
+def test_cpu_named_by_model_and_vector_instructions():
+    assert ref.cpu_label("AMD EPYC", ["fpu", "avx2", "avx512f"]) == "AMD EPYC (AVX-512)"
+    assert ref.cpu_label("AMD EPYC", ["fpu", "avx2"]) == "AMD EPYC (AVX2)"
 
 
 def test_wall_time_from_time_output_and_from_benchmark_files():

@@ -104,7 +104,7 @@ def summarise_main(results: dict) -> dict:
     if kl:
         kl = {"tokens": kl["tokens"], "completions": kl["completions"],
               **{name: {"mean": _r(kl["means"][name]["mean"]), "low": _r(kl["means"][name]["low"]),
-                        "high": _r(kl["means"][name]["high"])}
+                        "high": _r(kl["means"][name]["high"]), "bootstrap_se": _r(kl["means"][name].get("se"))}
                  for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")},
               "exact_se_k1": _r(kl["exact_se"]["k1"]), "exact_se_k3": _r(kl["exact_se"]["k3"]),
               "share_k3_lower_variance": _r(kl["share_k3_lower_variance"])}
@@ -218,18 +218,25 @@ def main_stages(results: dict) -> list[str]:
 
 
 def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | None, jobs_seconds: float | None,
-           date: str) -> dict:
+           date: str, note: str | None = None) -> dict:
     """Where a summary came from: the command, the commit it ran at, the CPU (``lscpu`` model name, cores) and date,
-    its wall time (``time`` or the jobs' span) and the sum of its jobs' seconds."""
+    its wall time (``time`` or the jobs' span) and the sum of its jobs' seconds (None: not measured, ``note`` says
+    why), and a note on how it was run."""
     return {"command": PARTS[part][1], "results": f"results/{PARTS[part][0]}", "commit": commit, "cpu": cpu,
-            "cores": cores, "wall_seconds": _r(wall_seconds), "jobs_seconds": _r(jobs_seconds), "date": date}
+            "cores": cores, "wall_seconds": _r(wall_seconds), "jobs_seconds": _r(jobs_seconds), "date": date,
+            "note": note}
 
 
 # ---- comparing a run with the reference -----------------------------------------------------------------------
 
+def cpu_label(model_name: str, flags: list[str]) -> str:
+    """'AMD EPYC (AVX-512)': the model name and the widest vector instruction set among ``flags`` (lscpu's)."""
+    level = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{model_name} ({level})"
+
+
 def provenance(src: dict) -> str:
-    return (f"`{src['command']}` at commit {src['commit']}, {src['cpu']} (`lscpu` model name), {src['cores']} cores, "
-            f"{src['date']}")
+    return f"`{src['command']}` at commit {src['commit']} on {src['cpu']}, {src['cores']} cores, {src['date']}"
 
 
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
@@ -301,6 +308,10 @@ def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool 
         if part in own:
             lines.append(f"{part}: reference {provenance(reference[part]['source'])}")
             lines.append(f"{' ' * len(part)}  yours     {provenance(own[part]['source'])}")
+    sizes = [r for r in rows if re.fullmatch(r"main\.models\.\w+\.(problems|samples)", r["key"])]
+    if sizes:
+        lines.append(f"another config: {sizes[0]['key']} is {sizes[0]['own']:g}, the reference's "
+                     f"{sizes[0]['reference']:g}; the numbers below are not comparable")
     keys = list(flatten({p: s for p, s in reference.items() if p in own}))
     results, costs = [r for r in rows if not is_cost(r["key"])], [r for r in rows if is_cost(r["key"])]
     shown = [r for r in results if show_all or "spread" in r or re.match(r"main\.(models|vs_sft)\.", r["key"])]

@@ -78,15 +78,17 @@ def table_headline(ref: dict) -> str:
 def table_costs(ref: dict, elsewhere: dict) -> str:
     """Wall time of each command on the reference run's CPU and on the CPUs of elsewhere.json's ``costs``."""
     main = ref["main"]["source"]
-    others = list(dict.fromkeys(c["cpu"] for c in elsewhere.get("costs", {}).values()))
+    kept = elsewhere.get("costs", [])
+    others = list(dict.fromkeys(c["cpu"] for c in kept))
     rows = []
     for part, (_, command) in PARTS.items():
         src = (ref.get(part) or {}).get("source")
-        own = fmt_seconds(src["wall_seconds"]) if src else "not run yet"
-        kept = [(elsewhere.get("costs", {}).get(part) or {}) for _ in others]
-        rows.append([f"`{command}`", own, *(fmt_seconds(c.get("wall_seconds")) if c.get("cpu") == cpu else "-"
-                                            for c, cpu in zip(kept, others))])
-    return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows)
+        own = "not run yet" if not src else fmt_seconds(src["wall_seconds"]) if src["wall_seconds"] else "not measured"
+        measured = {c["cpu"]: c["wall_seconds"] for c in kept if c["part"] == part}
+        rows.append([f"`{command}`", own, *(fmt_seconds(measured.get(cpu)) for cpu in others)])
+    notes = [f"{PARTS[part][1]}: {s['source']['note']}" for part, s in ref.items() if s["source"].get("note")]
+    return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows) + \
+        "".join(f"\n\n*{note}*" for note in notes)
 
 
 def table_pairs(ref: dict) -> str:
@@ -103,11 +105,12 @@ def table_kl(ref: dict) -> str:
     if not kl:
         return "*The reference run has no k1/k3 study.*"
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
-             fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
+             fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
             for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
     return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
             f"k3 has the lower exact variance at {kl['share_k3_lower_variance']:.0%} of the positions:\n\n"
-            + _table(["per token", "mean [95% over completions]", "exact standard error of the mean"], rows))
+            + _table(["per token", "mean [95% over completions]", "bootstrap SE", "exact SE (full distributions)"],
+                     rows))
 
 
 def table_ppo(ref: dict) -> str:
@@ -128,18 +131,19 @@ def table_ppo(ref: dict) -> str:
     return f"{provenance(main['source'])}:\n\n" + _table(["", "value"], rows)
 
 
-CHAIN_COLUMNS = {"SFT pass@1": "main.models.sft.pass@1.estimate", "GRPO pass@1": "main.models.grpo.pass@1.estimate",
-                 "GRPO - SFT": "main.vs_sft.grpo.pass@1.diff", "PPO pass@1": "main.models.ppo.pass@1.estimate"}
+CHAIN_COLUMNS = {"SFT": "main.models.sft.pass@1.estimate", "GRPO": "main.models.grpo.pass@1.estimate",
+                 "GRPO - SFT": "main.vs_sft.grpo.pass@1.diff", "Dr.GRPO - GRPO": "main.pairs.dr_grpo - grpo.pass@1.diff",
+                 "PPO - SFT": "main.vs_sft.ppo.pass@1.diff"}
 
 
 def table_chains(ref: dict, elsewhere: dict) -> str:
     chains = chain_rows(ref, elsewhere)
     rows = [[c["cpu"], f"`{c['command']}`", c.get("note", ""),
-             *(fmt(c["values"].get(key), signed=name.endswith("SFT") and "-" in name) for name, key in
-               CHAIN_COLUMNS.items())] for c in chains]
+             *(fmt(c["values"].get(key), signed=" - " in name) for name, key in CHAIN_COLUMNS.items())]
+            for c in chains]
     widths = spread(chains)
     rows.append(["range", "", "", *(fmt((widths.get(key) or {}).get("range")) for key in CHAIN_COLUMNS.values())])
-    return _table(["CPU", "command", "run", *CHAIN_COLUMNS], rows)
+    return "pass@1 on the 200 held-out problems:\n\n" + _table(["CPU", "command", "run", *CHAIN_COLUMNS], rows)
 
 
 def table_spread(ref: dict, elsewhere: dict) -> str:
@@ -151,6 +155,8 @@ def table_spread(ref: dict, elsewhere: dict) -> str:
 def table_stages(ref: dict) -> str:
     main = ref["main"]
     stages = main["stage_seconds"]
+    if main["source"]["wall_seconds"] is None:
+        return f"*Not measured in the reference run: {main['source'].get('note') or 'no wall time recorded'}.*"
     rows = [[f"`{stage}`", f"{seconds:.0f}"] for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])]
     rows.append(["all jobs (sum)", f"{sum(stages.values()):.0f}"])
     return f"{provenance(main['source'])}:\n\n" + _table(["stage (rule-wildcard)", "seconds"], rows)
@@ -270,6 +276,8 @@ def pretty_key(key: str) -> str:
         return f"{label(rest[1])} {rest[2].replace('pass@n', 'pass@8')}"
     if part == "main" and rest[0] == "vs_sft":
         return f"{label(rest[1])} - SFT, {rest[2]}"
+    if part == "main" and rest[0] == "pairs":
+        return f"{pair_label(rest[1])}, {rest[2]}"
     if part == "passk" and rest[0] == "comparisons":
         after, before = rest[1].split("_vs_")
         what = rest[2].replace("k=", "at k = ") if rest[2].startswith("k=") else rest[2]
