@@ -53,3 +53,18 @@ gpu-check:
 
 clean:
 	rm -rf results .snakemake
+
+# The README's and docs' generated tables (thai_grpo.reference, scripts/docs.py): `make docs` rewrites them from the
+# reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
+# (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
+.PHONY: docs docs-reference compare
+
+docs: setup
+	$(BIN)/python scripts/docs.py render
+
+docs-reference: setup
+	$(BIN)/python scripts/docs.py summarise $(if $(TIME),--time-file $(TIME))
+	$(BIN)/python scripts/docs.py render
+
+compare: setup
+	$(BIN)/python scripts/docs.py compare

@@ -1,0 +1,227 @@
+"""README.md and docs/: the generated tables equal what `make docs` writes from docs/reference/ (a number edited by
+hand fails), thai_grpo.reference's summaries, spread and comparison, and every command line of the README's code
+blocks works as written (as a dry-run: `make -n`, `snakemake -n` in a scratch copy of the workflow)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from workflow import OFFLINE_ENV, REPO, copy_workflow
+
+from thai_grpo import reference as ref
+from thai_grpo import reference_tables as rt
+from thai_grpo.evaluation import pairwise_tests, score_model
+from thai_grpo.hacking import hacking_results
+from thai_grpo.large_k import large_k_results
+from thai_grpo.seed_stats import seed_study
+
+SOURCE = {"command": "make run", "commit": "abc1234", "cpu": "Some CPU (AVX2)", "cores": 2, "date": "2026-01-01"}
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+REFERENCE = REPO / "docs" / "reference"
+
+
+def load_reference() -> tuple[dict, dict]:
+    assert (REFERENCE / "main.json").exists(), "docs/reference/main.json is missing: `make docs-reference` after `make run`"
+    parts = {p: json.loads((REFERENCE / f"{p}.json").read_text()) for p in ref.PARTS if (REFERENCE / f"{p}.json").exists()}
+    return parts, json.loads((REFERENCE / "elsewhere.json").read_text())
+
+
+def records(counts: list[int], n: int, greedy: list[int]) -> list[dict]:
+    """Sampled records as the sample rule writes them: c of n completions correct per problem."""
+    def completion(right):
+        return {"correct": 1.0 if right else 0.0, "num_tokens": 10, "truncated": False, "total": 1.0 if right else 0.0}
+    return [{"completions": [completion(i < c) for i in range(n)], "greedy": {"correct": float(g)}}
+            for c, g in zip(counts, greedy)]
+
+
+@pytest.fixture(scope="module")
+def results() -> dict:
+    """A results.json in miniature, built by the pipeline's own scoring and pairwise tests."""
+    rng = np.random.default_rng(0)
+    rates = {"base": 0.1, "sft": 0.4, "grpo": 0.6}
+    scores = {m: score_model(records(list(rng.binomial(8, p, size=30)), 8, list(rng.binomial(1, p, size=30))),
+                             [1, 8], n_boot=500, seed=0) for m, p in rates.items()}
+    steps = [{"step": i + 1, "accuracy": 0.1 * i, "kl": 0.01 * i} for i in range(6)]
+    return {"eval": scores, "comparison": {"pairwise": pairwise_tests(scores, list(scores), n_boot=500, seed=0),
+                                           "methods": [{"model": "grpo", "train_seconds": 73.2, "peak_memory_mb": 1500.0,
+                                                        "trainable_parameters": 1000}]},
+            "runs": {"grpo": {"steps": steps, "health": {"hacking_suspect": False, "truncation_failed": False}}},
+            "run": {"benchmarks": {"train-grpo": 73.2}}}
+
+
+def test_generated_tables_equal_what_make_docs_writes():
+    parts, elsewhere = load_reference()
+    tables = rt.render_tables(parts, elsewhere)
+    stale = {path.name: rt.stale_tables(path.read_text(encoding="utf-8"), tables) for path in DOCS}
+    assert not any(stale.values()), f"tables differ from `make docs` (edited by hand?): {stale}"
+    used = {name for path in DOCS for name in rt.table_blocks(path.read_text(encoding="utf-8"))}
+    assert {"headline", "costs", "chains", "spread"} <= used
+
+
+def test_a_number_edited_by_hand_fails_the_check():
+    parts, elsewhere = load_reference()
+    tables = rt.render_tables(parts, elsewhere)
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    body = rt.table_blocks(readme)["headline"]
+    edited = re.sub(r"0\.(\d)(\d)(\d)", lambda m: f"0.{m[1]}{m[2]}{(int(m[3]) + 1) % 10}", body, count=1)
+    assert edited != body
+    assert rt.stale_tables(readme.replace(body, edited), tables) == ["headline"]
+    assert rt.replace_tables(readme.replace(body, edited), tables) == readme
+
+
+def test_markers_fill_empty_blocks_and_refuse_typos():
+    filled = rt.replace_tables("a\n<!-- table:x -->\n<!-- /table:x -->\nb", {"x": "| 1 |"})
+    assert filled == "a\n<!-- table:x -->\n| 1 |\n<!-- /table:x -->\nb"
+    assert rt.table_blocks(filled) == {"x": "| 1 |"} and rt.replace_tables(filled, {"x": "| 1 |"}) == filled
+    with pytest.raises(ValueError, match="no <!-- /table:x -->"):
+        rt.table_blocks("<!-- table:x -->\n| 1 |\n<!-- /table:y -->")
+    with pytest.raises(KeyError, match="no generated table named 'headlin'"):
+        rt.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
+
+
+def test_summary_reads_the_scores_and_each_pair_either_way_round(results):
+    summary = ref.summarise_main(results)
+    sft = results["eval"]["sft"]
+    assert summary["models"]["sft"]["pass@1"]["estimate"] == round(np.mean(sft["per_problem_correct"]) / 8, 4)
+    assert summary["models"]["sft"]["pass@n"]["k"] == 8
+    # stored as sft - base (a listed after b); the summary reads base - sft: the sign and the interval flip
+    stored = next(t for t in results["comparison"]["pairwise"] if t["metric"] == "pass@1" and t["a"] == "sft"
+                  and t["b"] == "base")
+    base = summary["vs_sft"]["base"]["pass@1"]
+    assert base["diff"] == round(-stored["mean_diff"], 4) < 0
+    assert (base["low"], base["high"]) == (round(-stored["ci_high"], 4), round(-stored["ci_low"], 4))
+    assert summary["vs_sft"]["grpo"]["pass@1"]["diff"] > 0
+    assert summary["training"]["grpo"]["accuracy"] == [0.05, 0.45]  # means of steps 1-2 and 5-6
+
+
+def test_headline_rows_read_as_model_minus_sft(results):
+    summary = {"main": {"source": ref.source("main", "abc1234", "Some CPU", 2, 600.0, 900.0, "2026-01-01"),
+                        **ref.summarise_main(results)}}
+    table = rt.render_tables(summary, {})["headline"]
+    assert table.startswith("`make run` at commit abc1234 on Some CPU, 2 cores, 2026-01-01:")
+    base_row = next(line for line in table.splitlines() if line.startswith("| base"))
+    assert f"{summary['main']['vs_sft']['base']['pass@1']['diff']:+.3f}" in base_row
+    assert "Not in the reference run yet" in rt.render_tables(summary, {})["passk"]
+
+
+def test_optional_targets_summaries_from_the_pipelines_own_documents():
+    rng = np.random.default_rng(1)
+
+    def scores(p, n=8, m=30):
+        return score_model(records(list(rng.binomial(n, p, size=m)), n, list(rng.binomial(1, p, size=m))), [1, n],
+                           n_boot=200, seed=0)
+
+    runs = {m: [{"run": m, "seed": s, "scores": scores(p)} for s in (42, 1, 2)] for m, p in (("grpo", .5), ("ppo", .1))}
+    seeds = ref.summarise_seeds({"training_seeds": [42, 1, 2], **seed_study(runs, n_boot=200, seed=0)})
+    assert list(seeds["methods"]["grpo"]["per_seed"]) == ["42", "1", "2"]
+    assert seeds["pairs"]["ppo - grpo"]["diff"] < 0
+    passk = ref.summarise_passk(large_k_results({m: scores(p, 16, 20) for m, p in (("sft", .3), ("grpo", .5))}, 200, 0))
+    assert set(passk["comparisons"]["grpo_vs_sft"]) >= {"k=1", "k=8", "k=16", "created", "lost", "k_reversed"}
+    steps = [{"step": i + 1, "reward_mean": .4, "accuracy": .1, "empty_think_share": [0.2, 0.9, 0.1, 0.0][i],
+              "blank_think_share": 0.0, "hollow_think_paid_share": 0.0, "clipped_ratio": .3} for i in range(4)]
+    hacking = ref.summarise_hacking(hacking_results({"hack_lenient": {"steps": steps}},
+                                                    {"hack_lenient": {"rewards": ["format_lenient"]}}, {}, {}))
+    run = hacking["runs"]["hack_lenient"]
+    assert (run["empty_peak"], run["empty_peak_step"]) == (0.9, 2)  # an episode in mid-run shows in the peak
+    assert run["empty_think_share"] == {"start": 0.2, "last_third": 0.0}
+    source = ref.source("main", "abc1234", "Some CPU", 2, None, None, "2026-01-01")
+    parts = {p: {"source": source, **s} for p, s in (("seeds", seeds), ("passk", passk), ("hacking", hacking))}
+    assert "| GRPO | " in rt.table_seeds(parts) and "PPO (reward model) - GRPO" in rt.table_seeds(parts)
+    assert "k = 16" in rt.table_passk(parts) and "90% (step 2)" in rt.table_hacking(parts)
+
+
+def test_spread_is_the_range_over_chains_and_compare_checks_against_it():
+    key = "main.models.sft.pass@1.estimate"
+    chains = [{"values": {key: 0.344}}, {"values": {key: 0.321}}, {"values": {key: 0.388, "other": 1.0}}]
+    spreads = ref.spread(chains)
+    assert spreads == {key: {"chains": 3, "min": 0.321, "max": 0.388, "range": 0.067}}
+    reference = {"main": {"source": {}, "models": {"sft": {"pass@1": {"estimate": 0.344, "low": 0.3}}},
+                          "stage_seconds": {"train-grpo": 100.0}}}
+    own = {"main": {"source": {}, "models": {"sft": {"pass@1": {"estimate": 0.42, "low": 0.3}}},
+                    "stage_seconds": {"train-grpo": 190.0}}}
+    rows = {r["key"]: r for r in ref.compare(reference, own, spreads)}
+    assert rows[key]["difference"] == 0.076 and rows[key]["within"] is False
+    assert rows["main.stage_seconds.train-grpo"]["ratio"] == 1.9
+    assert "main.models.sft.pass@1.low" not in rows  # equal numbers are not listed
+    near = {"main": {**own["main"], "models": {"sft": {"pass@1": {"estimate": 0.3, "low": 0.3}}}}}
+    assert ref.compare(reference, near, spreads)[0]["within"] is True
+    assert ref.compare(reference, reference, spreads) == []
+    report = ref.compare_report(ref.compare(reference, own, spreads), {"main": {**reference["main"], "source": SOURCE}},
+                                {"main": {**own["main"], "source": SOURCE}})
+    assert "OUTSIDE the spread between 3 whole runs" in report and "x1.90" in report
+    smaller = {"main": {**own["main"], "models": {"sft": {"problems": 8}}}}
+    assert "another config" in ref.compare_report(ref.compare({"main": {"models": {"sft": {"problems": 200}}}},
+                                                              smaller, {}), {}, {})
+
+
+def test_cpu_named_by_model_and_vector_instructions():
+    assert ref.cpu_label("AMD EPYC", ["fpu", "avx2", "avx512f"]) == "AMD EPYC (AVX-512)"
+    assert ref.cpu_label("AMD EPYC", ["fpu", "avx2"]) == "AMD EPYC (AVX2)"
+
+
+def test_wall_time_from_time_output_and_from_benchmark_files():
+    assert ref.wall_from_time_output("\nreal\t11m52.500s\nuser\t20m1.0s\n") == 712.5
+    assert ref.wall_from_time_output("1.0user 0.1system 0:11:52elapsed 99%CPU") == 712.0
+    assert ref.wall_from_time_output("nothing") is None
+    # jobs end at 100 (took 80: from 20) and at 150 (took 30: from 120): from 20 to 150
+    assert ref.stage_span({"a": (100.0, 80.0), "b": (150.0, 30.0)}) == 130.0
+    assert ref.target_stages("seeds", ["train-grpo", "train-grpo-seed1", "sample-rloo-seed2", "seed_results"]) == \
+        ["sample-rloo-seed2", "seed_results", "train-grpo-seed1"]
+
+
+def test_summary_keys_read_as_words():
+    assert rt.pretty_key("main.models.sft.pass@1.estimate") == "SFT pass@1"
+    assert rt.pretty_key("main.vs_sft.dr_grpo.pass@1.diff") == "Dr.GRPO - SFT, pass@1"
+    assert rt.pretty_key("passk.comparisons.grpo_vs_sft.k=64.estimate") == "passk: GRPO - SFT at k = 64"
+    assert rt.pretty_key("hacking.runs.hack_lenient.accuracy.last_third") == "hacking: hack_lenient accuracy, last third"
+
+
+def test_k_ranges_read_as_spans():
+    assert ref._ranges([3, 4, 5, 9, 11, 12]) == "3-5, 9, 11-12"
+    assert ref._ranges([]) == "none"
+
+
+# ---- every command of the README's code blocks works as written --------------------------------------------
+
+def readme_commands() -> list[str]:
+    """Each command of README.md's ```bash blocks, comments cut, `a && b` split into a and b."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    commands = []
+    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            line = re.split(r"\s+#\s", " " + line, maxsplit=1)[0].strip()
+            commands += [part.strip() for part in line.split("&&") if part.strip()]
+    return commands
+
+
+def dry_run(command: str, workdir) -> subprocess.CompletedProcess:
+    """The command as a dry-run: `make -n TARGET` in the repository, `snakemake ... -n` in a scratch copy."""
+    words = shlex.split(command)
+    if words[0] == "make":
+        return subprocess.run(["make", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=60)
+    if words[0] == "snakemake":
+        env = {**__import__("os").environ, **OFFLINE_ENV}
+        return subprocess.run([sys.executable, "-m", "snakemake", *words[1:], "-n"], cwd=workdir, env=env,
+                              capture_output=True, text=True, timeout=300)
+    raise AssertionError(f"README command {command!r}: no dry-run known for it; teach tests/test_docs.py one")
+
+
+def test_readme_commands_work_as_written(tmp_path):
+    commands = readme_commands()
+    assert "make run" in commands and "make test" in commands
+    workdir = copy_workflow(tmp_path / "workflow")
+    checked = []
+    for command in commands:
+        if command.startswith("source "):
+            assert command == "source .venv/bin/activate" and "VENV := .venv" in (REPO / "Makefile").read_text()
+            continue
+        done = dry_run(command, workdir)
+        assert done.returncode == 0, f"{command!r} failed as a dry-run:\n{(done.stdout + done.stderr)[-2000:]}"
+        checked.append(command)
+    assert len(checked) >= 10, checked
