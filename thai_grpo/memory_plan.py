@@ -1,0 +1,172 @@
+"""Peak memory of each stage of the real run, computed from the model's shape and the config's sizes.
+
+Every stage holds, at its peak: the weights of the models it loads, the trainable LoRA parameters with their
+gradients and AdamW's two moments, what autograd saves for the backward pass (activations), the full-vocabulary
+logits of the largest chunk of rows a pass builds, and, while sampling, the KV cache. Each piece is a pure function
+of a ``Shape`` (read from a ``config.json``) and the stage's sizes; ``stage_plans`` puts them together per stage of
+the real config and gives the verdict against a card's memory.
+
+Activations are counted from the tensors autograd saves in a Qwen3 decoder layer whose base weights are frozen and
+LoRA adapters train (per token, per layer; ``saved_per_token_layer``): the two RMSNorm inputs and scales, q/k norm
+inputs, what scaled-dot-product attention keeps (q, k, v, output, log-sum-exp), the MLP's gate, activation and up
+outputs, plus each adapter's rank-r intermediate and the inputs an adapter needs that the frozen layer would not keep.
+A frozen linear layer saves no input (its weight gets no gradient). ``tests/test_memory_plan.py`` checks this count
+against autograd's own (``saved_tensors_hooks``) and the parameter counts against instantiated models;
+``scripts/memory_plan.py --check`` compares whole predicted peaks with peaks measured on CPU stand-ins.
+
+The same arithmetic sizes the chunks the code builds (``rows_per_chunk``): a pass over rows is split so that one
+chunk's largest per-row tensors stay within ``CHUNK_FLOATS`` floats. The offline default's tiny model always fits in
+one chunk, so chunking never changes its numbers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+CHUNK_FLOATS = 2 ** 28  # floats of one chunk's largest per-row tensors (1 GiB in float32)
+BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+GIB = 2 ** 30
+ADAMW_STATE_BYTES = 4 + 4 + 8  # a float32 LoRA parameter: its gradient, and AdamW's exp_avg and exp_avg_sq
+ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
+
+
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    """What memory depends on in a Qwen3 ``config.json``."""
+    vocab_size: int
+    hidden_size: int
+    intermediate_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    head_dim: int
+    tie_word_embeddings: bool = True
+
+    @classmethod
+    def from_config(cls, config) -> "Shape":
+        """From a transformers config object or a ``config.json`` dict."""
+        get = config.get if isinstance(config, dict) else lambda key, default=None: getattr(config, key, default)
+        heads = get("num_attention_heads")
+        return cls(vocab_size=get("vocab_size"), hidden_size=get("hidden_size"),
+                   intermediate_size=get("intermediate_size"), num_layers=get("num_hidden_layers"), num_heads=heads,
+                   num_kv_heads=get("num_key_value_heads"), head_dim=get("head_dim") or get("hidden_size") // heads,
+                   tie_word_embeddings=bool(get("tie_word_embeddings", True)))
+
+    @property
+    def q_dim(self) -> int:
+        return self.num_heads * self.head_dim
+
+    @property
+    def kv_dim(self) -> int:
+        return self.num_kv_heads * self.head_dim
+
+    def module_dims(self) -> dict[str, tuple[int, int]]:
+        """(in, out) features of each linear layer of a decoder layer."""
+        h, i = self.hidden_size, self.intermediate_size
+        return {"q_proj": (h, self.q_dim), "k_proj": (h, self.kv_dim), "v_proj": (h, self.kv_dim),
+                "o_proj": (self.q_dim, h), "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
+
+
+# Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
+# 128, vocabulary 151,936, tied embeddings.
+QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
+                   num_kv_heads=8, head_dim=128)
+
+
+@dataclasses.dataclass(frozen=True)
+class Lora:
+    """A LoRA adapter's rank, target modules and dropout (``adapter_config.json``)."""
+    r: int = 16
+    target_modules: tuple[str, ...] = ATTENTION_TARGETS
+    lora_dropout: float = 0.0
+
+    @classmethod
+    def from_config(cls, config: dict) -> "Lora":
+        return cls(r=int(config["r"]), target_modules=tuple(sorted(config["target_modules"])),
+                   lora_dropout=float(config.get("lora_dropout", 0.0)))
+
+
+# ----------------------------------------------------------------------------------------- parameters
+def layer_parameters(shape: Shape) -> int:
+    """One decoder layer: the seven projections (no biases), q/k norms, two RMSNorms."""
+    linear = sum(a * b for a, b in shape.module_dims().values())
+    return linear + 2 * shape.head_dim + 2 * shape.hidden_size
+
+
+def base_parameters(shape: Shape, head: str = "lm") -> int:
+    """All parameters of the model: embedding, layers, final norm, and the head: ``lm`` (a second vocab x hidden
+    matrix unless tied) or ``score`` (a sequence-classification head with one output)."""
+    body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer_parameters(shape) + shape.hidden_size
+    if head == "score":
+        return body + shape.hidden_size
+    return body + (0 if shape.tie_word_embeddings else shape.vocab_size * shape.hidden_size)
+
+
+def lora_parameters(shape: Shape, lora: Lora) -> int:
+    """r x (in + out) per targeted module per layer."""
+    dims = shape.module_dims()
+    return shape.num_layers * sum(lora.r * sum(dims[name]) for name in lora.target_modules)
+
+
+# ----------------------------------------------------------------------------------------- activations
+def saved_per_token_layer(shape: Shape, lora: Lora | None) -> int:
+    """Floats autograd saves per token in one decoder layer (frozen base, LoRA ``lora`` training; sdpa attention).
+
+    Frozen layer: input RMSNorm (input + 1 scale), q and k norms (inputs + one scale per head), attention (q, k, v,
+    output, one log-sum-exp per head), post-attention RMSNorm (input + 1), MLP (gate output, its SiLU, up output).
+    Adapters: each keeps its rank-r intermediate; the attention input is kept once when q, k or v is targeted, the
+    MLP input once when gate or up is, the down projection's input when down is; LoRA dropout > 0 keeps its output
+    (in_features) per targeted module."""
+    h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
+    frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i
+    if lora is None:
+        return frozen
+    targets = set(lora.target_modules)
+    adapters = lora.r * len(targets) + h * bool(targets & {"q_proj", "k_proj", "v_proj"}) + \
+        h * bool(targets & {"gate_proj", "up_proj"}) + i * ("down_proj" in targets)
+    dropout = sum(shape.module_dims()[name][0] for name in targets) if lora.lora_dropout > 0 else 0
+    return frozen + adapters + dropout
+
+
+def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
+    """Floats saved for the backward pass of ``tokens`` tokens through the whole model. With activation checkpointing
+    only each layer's input is kept, plus one layer's saved tensors while it is recomputed."""
+    per_layer = saved_per_token_layer(shape, lora)
+    if checkpointing:
+        return tokens * (shape.num_layers * shape.hidden_size + per_layer)
+    return tokens * shape.num_layers * per_layer
+
+
+def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
+    """Keys and values of every layer for ``sequences`` sequences of ``length`` tokens."""
+    return sequences * length * shape.num_layers * 2 * shape.kv_dim
+
+
+# ----------------------------------------------------------------------------------------- chunking
+def rows_per_chunk(floats_per_row: int, rows: int, budget: int = CHUNK_FLOATS) -> int:
+    """How many of ``rows`` rows one chunk of a pass takes so that its per-row tensors (``floats_per_row`` each) stay
+    within ``budget`` floats; at least one row, at most all of them (one chunk: the pass is not split)."""
+    return max(1, min(rows, budget // max(1, floats_per_row)))
+
+
+def logprob_pass_floats(shape: Shape, width: int) -> int:
+    """Per row, a no-grad log-prob pass: the full-vocabulary logits of ``width`` positions."""
+    return width * shape.vocab_size
+
+
+def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int) -> int:
+    """Per row, one PPO forward-backward: the policy's and the value model's saved activations and the policy's
+    full-vocabulary tensors (logits, logits / T, log-softmax: three per position)."""
+    return width * (3 * shape.vocab_size + shape.num_layers * (saved_per_token_layer(shape, lora) +
+                                                               saved_per_token_layer(shape, value_lora)))
+
+
+def generation_floats(shape: Shape, length: int) -> int:
+    """Per sampled sequence, its KV cache at full ``length`` (prompt + completion)."""
+    return kv_cache_floats(shape, 1, length)
+
+
+def chunks(rows: int, per_chunk: int) -> int:
+    return math.ceil(rows / per_chunk)
