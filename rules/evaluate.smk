@@ -86,6 +86,7 @@ rule token_logprobs:
         system_prompt=SYSTEM,
         max_completions=256,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+        temperature=EVAL_SETTINGS.get("temperature", 1.0),  # the samples' own: both distributions at the temperature drawn at
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
     log:
         "results/logs/token_logprobs.log",

@@ -9,6 +9,7 @@ set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may ru
 result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.policy, snakemake.input.reference,
                                        read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
                                        snakemake.params.max_completions,
-                                       chat_template_kwargs=snakemake.params.chat_template_kwargs)
+                                       chat_template_kwargs=snakemake.params.chat_template_kwargs,
+                                       temperature=snakemake.params.temperature)
 print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
 write_json(snakemake.output.logprobs, result)

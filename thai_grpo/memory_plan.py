@@ -111,14 +111,14 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
 
 
 # ----------------------------------------------------------------------------------------- activations
-def saved_per_token_layer(shape: Shape, lora: Lora | None) -> int:
+def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
     """Floats autograd saves per token in one decoder layer (frozen base, LoRA ``lora`` training; sdpa attention).
 
     Frozen layer: input RMSNorm (input + 1 scale), q and k norms (inputs + one scale per head), attention (q, k, v,
     output, one log-sum-exp per head), post-attention RMSNorm (input + 1), MLP (gate output, its SiLU, up output).
     Adapters: each keeps its rank-r intermediate; the attention input is kept once when q, k or v is targeted, the
-    MLP input once when gate or up is, the down projection's input when down is; LoRA dropout > 0 keeps its output
-    (in_features) per targeted module."""
+    MLP input once when gate or up is, the down projection's input when down is; LoRA dropout > 0 adds
+    ``dropout_floats``."""
     h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
     frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i
     if lora is None:
@@ -126,8 +126,18 @@ def saved_per_token_layer(shape: Shape, lora: Lora | None) -> int:
     targets = set(lora.target_modules)
     adapters = lora.r * len(targets) + h * bool(targets & {"q_proj", "k_proj", "v_proj"}) + \
         h * bool(targets & {"gate_proj", "up_proj"}) + i * ("down_proj" in targets)
-    dropout = sum(shape.module_dims()[name][0] for name in targets) if lora.lora_dropout > 0 else 0
-    return frozen + adapters + dropout
+    return frozen + adapters + (dropout_floats(shape, targets, first_layer) if lora.lora_dropout > 0 else 0)
+
+
+def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -> int:
+    """What LoRA dropout adds per token and layer, as autograd saves it (torch 2.13, counted with saved-tensor hooks):
+    each adapter's dropped-out input and its float mask (in_features each; no mask where the input needs no gradient:
+    q, k and v of the first layer, fed by the frozen embedding), less the attention input the adapters no longer
+    keep themselves."""
+    dims = shape.module_dims()
+    masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
+    return sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - \
+        shape.hidden_size * bool(targets & {"q_proj", "k_proj", "v_proj"})
 
 
 def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
@@ -136,7 +146,7 @@ def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointin
     per_layer = saved_per_token_layer(shape, lora)
     if checkpointing:
         return tokens * (shape.num_layers * shape.hidden_size + per_layer)
-    return tokens * shape.num_layers * per_layer
+    return tokens * (saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * per_layer)
 
 
 def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
@@ -156,11 +166,18 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
     return width * shape.vocab_size
 
 
-def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int) -> int:
+def ppo_logit_floats(shape: Shape, width: int, completion: int) -> int:
+    """Per row, the most full-vocabulary floats one PPO forward-backward holds at once: the logits of every position
+    with two completion-sized tensors beside them (logits / T and its log-softmax; in the backward pass, the
+    log-softmax's gradient and output, and the full-width gradient of the logits)."""
+    return (width + 2 * completion) * shape.vocab_size
+
+
+def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, completion: int) -> int:
     """Per row, one PPO forward-backward: the policy's and the value model's saved activations and the policy's
-    full-vocabulary tensors (logits, logits / T, log-softmax: three per position)."""
-    return width * (3 * shape.vocab_size + shape.num_layers * (saved_per_token_layer(shape, lora) +
-                                                               saved_per_token_layer(shape, value_lora)))
+    full-vocabulary tensors (``ppo_logit_floats``)."""
+    return ppo_logit_floats(shape, width, completion) + width * shape.num_layers * (
+        saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 
 
 def generation_floats(shape: Shape, length: int) -> int:
@@ -170,3 +187,191 @@ def generation_floats(shape: Shape, length: int) -> int:
 
 def chunks(rows: int, per_chunk: int) -> int:
     return math.ceil(rows / per_chunk)
+
+
+# ----------------------------------------------------------------------------------------- stages
+# What a 16 GB T4 leaves to tensors: 15.1 GiB visible to CUDA, ~0.5 GiB for the CUDA context and kernels, ~1 GiB of
+# allocator slack (fragmentation): a stage "fits" when its predicted peak is within CARD_GIB - RESERVE_GIB.
+CARD_GIB, RESERVE_GIB = 15.1, 1.5
+PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
+
+
+def norm_floats_per_token_layer(shape: Shape) -> int:
+    """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 even under 16-bit autocast (inputs, scales)."""
+    return 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
+
+
+def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
+                     checkpointing: bool = False) -> int:
+    """Saved activations in bytes: RMSNorm's part in float32, the rest at ``compute_bytes`` (4, or 2 under
+    float16/bfloat16 autocast)."""
+    per_layer = saved_per_token_layer(shape, lora)
+    norms = norm_floats_per_token_layer(shape)
+    layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
+    if checkpointing:
+        return tokens * (shape.num_layers * shape.hidden_size * compute_bytes + layer_bytes)
+    return tokens * shape.num_layers * layer_bytes
+
+
+def autocast_weight_bytes(shape: Shape, head: str = "lm", checkpointing: bool = False) -> int:
+    """Under 16-bit autocast every float32 weight a matmul uses is cast to a 16-bit copy, which autograd keeps for the
+    backward pass: the decoder layers' projections (with activation checkpointing, one layer's at a time) and the
+    (tied) output head."""
+    dims = shape.module_dims()
+    linear = (1 if checkpointing else shape.num_layers) * sum(a * b for a, b in dims.values())
+    out = shape.vocab_size * shape.hidden_size if head == "lm" else shape.hidden_size
+    return 2 * (linear + out)
+
+
+def lora_state_bytes(shape: Shape, lora: Lora, head_params: int = 0) -> int:
+    """Trainable float32 LoRA parameters (and a trained score head) with their gradients and AdamW states."""
+    return (lora_parameters(shape, lora) + head_params) * (4 + ADAMW_STATE_BYTES)
+
+
+def gib(value: float) -> float:
+    return round(value / GIB, 2)
+
+
+def stage(name: str, pieces: dict, note: str) -> dict:
+    """A stage's pieces (bytes), their sum and the verdict for a 16 GB T4."""
+    peak = sum(pieces.values())
+    fits = peak / GIB <= CARD_GIB - RESERVE_GIB
+    return {"stage": name, "pieces_gib": {key: gib(value) for key, value in pieces.items()}, "peak_gib": gib(peak),
+            "verdict": "fits a 16 GB T4" if fits else f"needs more: {gib(peak) + RESERVE_GIB:.0f}+ GiB card",
+            "fits_t4": fits, "note": note}
+
+
+def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
+                       note: str, head: str = "lm", checkpointing: bool = False, compute_bytes: int = 2) -> dict:
+    """A TRL trainer's forward-backward under 16-bit autocast (fp16 on a T4): float32 weights as the pipeline loads
+    them, LoRA states, autocast's 16-bit weight copies, saved activations of ``rows`` x ``width`` tokens, and (``lm``
+    head) the logits of ``logits_positions`` positions per row: 16-bit logits, their temperature-scaled copy and
+    their gradient, plus a float32 log-softmax of one row at a time."""
+    pieces = {"weights": base_parameters(shape, head) * 4,
+              "lora_and_adamw": lora_state_bytes(shape, lora, shape.hidden_size if head == "score" else 0),
+              "autocast_copies": autocast_weight_bytes(shape, head, checkpointing),
+              "activations": activation_bytes(shape, lora, rows * width, compute_bytes, checkpointing)}
+    if head == "lm":
+        pieces["logits"] = rows * logits_positions * shape.vocab_size * 3 * compute_bytes + \
+            2 * logits_positions * shape.vocab_size * 4
+    return stage(name, pieces, note)
+
+
+def sampling_stage(name: str, shape: Shape, sequences: int, width: int, weight_bytes: int, note: str,
+                   extra_weights: int = 0) -> dict:
+    """``generate`` on ``sequences`` sequences of up to ``width`` tokens: weights at ``weight_bytes``, the KV cache,
+    one layer's working set during the prompt's forward pass, and the last position's float32 logits (x 3: scores,
+    processed scores, probabilities)."""
+    prompt = sequences * PROMPT_TOKENS
+    working = prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim + 2 * shape.hidden_size)
+    return stage(name, {"weights": base_parameters(shape) * weight_bytes + extra_weights,
+                        "kv_cache": kv_cache_floats(shape, sequences, width) * weight_bytes,
+                        "prefill_layer": working * weight_bytes,
+                        "logits": 3 * sequences * shape.vocab_size * 4}, note)
+
+
+def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                chunk_floats: int = CHUNK_FLOATS) -> list[dict]:
+    """Every stage of a real-config run (its ``grpo``, ``eval``, ``reward_model`` and PPO/DPO variant sections), for
+    ``shape`` on one 16 GB GPU that trains in float16 autocast (a T4). ``sft_lora``: the SFT adapter's shape (the
+    hub adapter's is not in the config: by default the reward model's, r 16 on the attention projections, with
+    dropout 0.05 as many hub adapters have it)."""
+    grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
+    reward_lora = config.get("reward_model", {}).get("lora") or {}
+    reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
+        "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
+    sft = sft_lora or Lora(r=reward.r, target_modules=reward.target_modules, lora_dropout=0.05)
+    completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
+    plans = []
+    for variant, label in (("grpo", "GRPO full"), ("grpo_fast", "GRPO fast")):
+        if variant not in variants:
+            continue
+        args = {**grpo, **variants[variant].get("grpo", {})}
+        rows, length = int(args["per_device_train_batch_size"]), int(args["max_completion_length"])
+        generation = rows * int(args.get("gradient_accumulation_steps", 1))
+        checkpointing = bool(args.get("activation_checkpointing", False))
+        train = trl_training_stage(
+            f"{label}: train step", shape, sft, rows, PROMPT_TOKENS + length, length,
+            f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
+            f"{'on' if checkpointing else 'off'}; lora_dropout {sft.lora_dropout} (GRPOTrainer keeps dropout)",
+            checkpointing=checkpointing)
+        plans.append(train)
+        plans.append(sampling_stage(
+            f"{label}: rollouts", shape, generation, PROMPT_TOKENS + length, 2,
+            f"{generation} completions per generation batch (TRL: batch x gradient_accumulation_steps), float32 "
+            "weights sampled under fp16 autocast", extra_weights=base_parameters(shape) * 2))
+    plans.append(sampling_stage(
+        "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), PROMPT_TOKENS + completion, 2,
+        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, weights in float16 "
+        "(base.dtype auto)"))
+    width = PROMPT_TOKENS + completion
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), 32, chunk_floats)
+    plans.append(stage("token log-probs (k1 vs k3)", {
+        "weights": base_parameters(shape) * 4 + 2 * lora_parameters(shape, sft) * 4,
+        "logits": 3 * rows * width * shape.vocab_size * 4,
+        "exact_kl": 12 * completion * shape.vocab_size * 8}, f"{rows} rows per chunk of {width} tokens (two "
+                                                                "log-softmax batches held), float64 exact KL of one "
+                                                                "completion at a time"))
+    if any(v.get("method") in ("ppo", "dpo") for v in variants.values()):
+        rm = config.get("reward_model", {}).get("args", {})
+        rm_rows = 2 * int(rm.get("per_device_train_batch_size", 8))
+        checkpointing = bool(rm.get("activation_checkpointing", False))
+        plans.append(trl_training_stage(
+            "reward model: train step", shape, reward, rm_rows, PROMPT_TOKENS + completion + 1, 0,
+            f"{rm_rows // 2} pairs (chosen and rejected) of up to {PROMPT_TOKENS + completion + 1} tokens, "
+            f"sequence-classification head; activation checkpointing {'on' if checkpointing else 'off'}",
+            head="score", checkpointing=checkpointing))
+    for name, overrides in variants.items():
+        if overrides.get("method") == "dpo" and name in ev.get("models", []):
+            dpo = {**grpo, **overrides.get("grpo", {}), **overrides.get("dpo", {})}  # DPO inherits grpo's loop fields
+            pairs = int(dpo.get("per_device_train_batch_size", 8))
+            length = int(dpo.get("max_length", 1024))
+            checkpointing = bool(dpo.get("activation_checkpointing", False))
+            plans.append(trl_training_stage(
+                f"DPO ({name}): train step", shape, dataclasses.replace(sft, lora_dropout=0.0), 2 * pairs, length,
+                length, f"{pairs} pairs, chosen and rejected concatenated: {2 * pairs} rows of up to {length} tokens; "
+                f"activation checkpointing {'on' if checkpointing else 'off'}; dropout off (DPOConfig's default)",
+                checkpointing=checkpointing))
+        if overrides.get("method") == "ppo" and name in ev.get("models", []):
+            plans += ppo_stages(name, shape, sft, reward, {**overrides.get("ppo", {})}, completion, chunk_floats)
+    return plans
+
+
+def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
+               chunk_floats: int) -> list[dict]:
+    """PPO (thai_grpo.methods.ppo) on a GPU: the trained policy and value model in float32, the frozen reference and
+    reward model in 16 bits, dropout off; its rollouts and its minibatch update, each split into chunks of rows."""
+    batch, minibatches = int(settings.get("batch_size", 64)), int(settings.get("num_mini_batches", 1))
+    chunk_floats = int(settings.get("chunk_floats", chunk_floats))
+    width = PROMPT_TOKENS + completion
+    nodrop = dataclasses.replace(sft, lora_dropout=0.0)
+    value = dataclasses.replace(reward, lora_dropout=0.0)
+    weights = (base_parameters(shape) + base_parameters(shape, "score")) * 4 + \
+        (base_parameters(shape) + (base_parameters(shape, "score") if settings.get("score") != "verifier" else 0)) * 2
+    states = lora_state_bytes(shape, nodrop) + lora_state_bytes(shape, value, shape.hidden_size)
+    generate_rows = rows_per_chunk(generation_floats(shape, width), batch, chunk_floats)
+    pass_rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, chunk_floats)
+    size = batch // minibatches
+    update_rows = rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size, chunk_floats)
+    rollout = {"weights": weights, "lora_and_adamw": states,
+               "kv_cache": kv_cache_floats(shape, generate_rows, width) * 4,
+               "logprob_pass": 3 * pass_rows * width * shape.vocab_size * 4}
+    update = {"weights": weights, "lora_and_adamw": states,
+              "activations": (activation_bytes(shape, nodrop, update_rows * width, 4) +
+                              activation_bytes(shape, value, update_rows * width, 4)),
+              "logits": update_rows * ppo_logit_floats(shape, width, completion) * 4}
+    return [stage(f"PPO ({name}): rollouts", rollout,
+                  f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
+                  "the largest of generation and log-prob pass counted once each"),
+            stage(f"PPO ({name}): update", update,
+                  f"minibatches of {size} rows in {chunks(size, update_rows)} chunks of {update_rows} "
+                  "(gradients accumulated), float32")]
+
+
+def markdown_table(plans: list[dict]) -> str:
+    """The plan as a markdown table: stage, its pieces in GiB, the peak and the verdict."""
+    lines = ["| stage | pieces (GiB) | peak (GiB) | verdict |", "|---|---|---|---|"]
+    for plan in plans:
+        pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
+        lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
+    return "\n".join(lines)

@@ -292,6 +292,34 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
     return model.merge_and_unload() if merged else model
 
 
+def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str) -> dict:
+    """PPO's models on this machine's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
+    PPOTrainer): the policy (trained), the reference (the SFT adapter merged), the value model (from the reward model,
+    or fresh without one) and, scored by it, the reward model. The frozen ones in 16 bits on a GPU."""
+    import torch
+    from trl.trainer.utils import disable_dropout_in_model
+
+    from thai_grpo.accelerators import device_dtype
+    from thai_grpo.models import load_policy
+
+    frozen = device_dtype()  # 16 bits for the frozen copies on a GPU (memory_plan); float32 on a CPU
+    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
+              "reference": load_policy(base_dir, adapter_dir, merged=True, dtype=frozen).eval()}
+    if reward_dir is not None:
+        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
+        if score == "reward_model":
+            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True,
+                                                dtype=frozen).eval()
+    else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
+        sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
+        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    models = {name: model.to(device) for name, model in models.items()}
+    for model in models.values():  # a hub adapter's lora_dropout would make the first minibatch's ratio != 1
+        disable_dropout_in_model(model)
+    return models
+
+
 # ----------------------------------------------------------------------------------------- the loop
 def _trainable_state(model) -> dict:
     return {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
@@ -414,7 +442,7 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
             "entropy": masked_mean(entropy.detach(), m)}
 
 
-def update_chunk_rows(models: dict, settings: PPOSettings, width: int) -> int:
+def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
     """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
     from thai_grpo.memory_plan import Lora, Shape, ppo_update_floats, rows_per_chunk
 
@@ -424,7 +452,7 @@ def update_chunk_rows(models: dict, settings: PPOSettings, width: int) -> int:
 
     size = settings.batch_size // settings.num_mini_batches
     floats = ppo_update_floats(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
-                               lora_of(models["value"]), width)
+                               lora_of(models["value"]), width, completion)
     return rows_per_chunk(floats, size, settings.chunk_floats)
 
 
@@ -438,7 +466,8 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
     stats = {key: [] for key in (*keys, "grad_norm")}
     size = settings.batch_size // settings.num_mini_batches
     mask = rollout["mask"]
-    per_chunk = update_chunk_rows(models, settings, rollout["ids"].shape[1])
+    width = rollout["ids"].shape[1]
+    per_chunk = update_chunk_rows(models, settings, width, width - rollout["width"])
     for epoch in range(settings.num_ppo_epochs):
         order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
         for start in range(0, settings.batch_size, size):
@@ -502,12 +531,10 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     model (``reward_dir``), or without one (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT
     adapter's rank and target modules."""
     import torch
-    from trl.trainer.utils import disable_dropout_in_model
 
-    from thai_grpo.accelerators import device_dtype
     from thai_grpo.io import atomic_directory, progress
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.models import count_parameters, load_tokenizer
     from thai_grpo.sampling import stop_token_ids
     from thai_grpo.training import clear_checkpoints
 
@@ -519,21 +546,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     random.seed(seed)
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(base_dir)
-    frozen = device_dtype()  # 16 bits for the frozen copies on a GPU (memory_plan); float32 on a CPU
-    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
-              "reference": load_policy(base_dir, adapter_dir, merged=True, dtype=frozen).eval()}
-    if reward_dir is not None:
-        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
-        if settings.score == "reward_model":
-            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True,
-                                                dtype=frozen).eval()
-    else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
-        sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
-        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    models = {name: model.to(device) for name, model in models.items()}
-    for model in models.values():  # as TRL's PPOTrainer: a hub adapter's lora_dropout would make the ratio != 1
-        disable_dropout_in_model(model)
+    models = load_models(base_dir, adapter_dir, reward_dir, settings.score)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
