@@ -5,6 +5,10 @@ thai_grpo.memory_plan for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
     python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
                                                  vocabulary, 2-3 sizes): PPO's forward-backward of one chunk, each
                                                  size in a fresh process, peak RSS above the level before the step
+    python scripts/memory_plan.py --compare PEAKS BASE ADAPTER TINY
+                                                 scripts/gpu_check.sh: each job's measured peak CUDA memory (PEAKS,
+                                                 written by memory_plan.record_cuda_peak) beside the plan for the
+                                                 stand-in BASE / ADAPTER at the sizes of the TINY config
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 # Stand-in sizes for the check: Qwen3-0.6B's vocabulary and ratios (head_dim = 2 x hidden / heads, KV heads =
@@ -29,14 +32,11 @@ TOLERANCE = 0.20  # measured peak within 20% of the prediction
 MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
 
 
-def merged_config() -> dict:
-    """config/config.yaml with config/qwen3-0.6b.yaml merged on top, as Snakemake merges them."""
-    def merge(base: dict, top: dict) -> dict:
-        return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
-                           else value for key, value in top.items()}}
+def merged_config(*extra: Path) -> dict:
+    """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
+    from thai_grpo.memory_plan import merged_configs
 
-    read = lambda name: yaml.safe_load((REPO / "config" / name).read_text(encoding="utf-8"))  # noqa: E731
-    return merge(read("config.yaml"), read("qwen3-0.6b.yaml"))
+    return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml", *extra])
 
 
 def write_plan(out_dir: Path) -> list[dict]:
@@ -119,7 +119,26 @@ def check() -> bool:
     return ok
 
 
+def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
+    """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
+    from thai_grpo.memory_plan import Lora, Shape, predicted_for_job, stage_plans
+
+    config = merged_config(tiny)
+    shape = Shape.from_config(json.loads((base / "config.json").read_text(encoding="utf-8")))
+    sft = Lora.from_config(json.loads((adapter / "adapter_config.json").read_text(encoding="utf-8")))
+    plans = stage_plans(config, shape, sft)
+    print(f"{'job':<34}{'measured GiB':>13}{'planned GiB':>12}{'ratio':>7}   (planned for these stand-ins and sizes)")
+    for path in sorted(peaks.glob("*.json")):
+        record = json.loads(path.read_text())
+        planned = predicted_for_job(record["job"], plans)
+        ratio = f"{record['max_allocated_gib'] / planned:7.2f}" if planned else "      -"
+        print(f"{record['job']:<34}{record['max_allocated_gib']:>13.2f}{planned or float('nan'):>12.2f}{ratio}")
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--check"]:
         sys.exit(0 if check() else 1)
+    if sys.argv[1:2] == ["--compare"]:
+        compare(*map(Path, sys.argv[2:6]))
+        sys.exit(0)
     write_plan(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan")

@@ -270,6 +270,22 @@ def sampling_stage(name: str, shape: Shape, sequences: int, width: int, weight_b
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
+def merged_configs(paths) -> dict:
+    """YAML config files merged in order, each key by key on top of the ones before, as Snakemake merges them."""
+    from pathlib import Path
+
+    import yaml
+
+    def merge(base: dict, top: dict) -> dict:
+        return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
+                           else value for key, value in top.items()}}
+
+    config: dict = {}
+    for path in paths:
+        config = merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    return config
+
+
 def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                 chunk_floats: int = CHUNK_FLOATS) -> list[dict]:
     """Every stage of a real-config run (its ``grpo``, ``eval``, ``reward_model`` and PPO/DPO variant sections), for
@@ -375,3 +391,44 @@ def markdown_table(plans: list[dict]) -> str:
         pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
         lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
     return "\n".join(lines)
+
+
+# ----------------------------------------------------------------------------------------- measuring on a GPU
+CUDA_PEAKS_ENV = "THAI_GRPO_CUDA_PEAKS"
+# Which plan stages each job of the pipeline runs (the plan's prediction for a job is the largest of them).
+JOB_STAGES = {"train-grpo": ("GRPO full",), "train-grpo_fast": ("GRPO fast",), "sample-": ("held-out sampling",),
+              "sample_extra-": ("held-out sampling",), "token_logprobs": ("token log-probs",),
+              "reward_model": ("reward model",), "train-dpo": ("DPO (dpo)",), "train-ppo": ("PPO (ppo)",),
+              "train-ppo_verifier": ("PPO (ppo_verifier)",)}
+
+
+def record_cuda_peak(log_path: str) -> None:
+    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder (``scripts/gpu_check.sh`` sets it), write this job's peak CUDA
+    memory there when its process ends (``<log name>.json``); otherwise do nothing."""
+    import os
+
+    folder = os.environ.get(CUDA_PEAKS_ENV)
+    if not folder:
+        return
+    import atexit
+    import json
+    from pathlib import Path
+
+    def write() -> None:
+        import torch
+
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            record = {"job": Path(log_path).stem, "max_allocated_gib": torch.cuda.max_memory_allocated() / GIB,
+                      "max_reserved_gib": torch.cuda.max_memory_reserved() / GIB}
+            (Path(folder) / f"{record['job']}.json").write_text(json.dumps(record))
+
+    atexit.register(write)
+
+
+def predicted_for_job(job: str, plans: list[dict]) -> float | None:
+    """The plan's peak (GiB) for a pipeline job (its log name), the largest of the stages it runs; None if unplanned."""
+    stages = JOB_STAGES.get(job) or next((names for prefix, names in JOB_STAGES.items()
+                                          if prefix.endswith("-") and job.startswith(prefix)), None)
+    peaks = [plan["peak_gib"] for plan in plans if stages and plan["stage"].startswith(stages)]
+    return max(peaks) if peaks else None

@@ -132,5 +132,6 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                           exact["var_k1"], exact["var_k3"])):
                 result[key] += values.tolist()
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
-            "num_completions": len(pairs), "tokens": "sampled token ids, stop token included", "temperature": temperature,
+            "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
+            "temperature": temperature,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}
