@@ -90,10 +90,13 @@ def test_the_base_is_shaped_like_qwen3_0_6b(rehearsal):
     assert "pad_token_id" not in config
     assert config == {**QWEN3_0_6B_CONFIG, **STANDIN_SIZES}
     assert config["head_dim"] * config["num_attention_heads"] == 2 * config["hidden_size"]
+    added = {token["content"]: token for token in json.loads(
+        (workdir / "results/model/base/tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]}
+    assert {name: (added[name]["id"], added[name]["special"]) for name in
+            ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")} == {
+        "<|endoftext|>": (151643, True), "<|im_start|>": (151644, True), "<|im_end|>": (151645, True),
+        "<think>": (151667, False), "</think>": (151668, False)}
     tokenizer_config = json.loads((workdir / "results/model/base/tokenizer_config.json").read_text(encoding="utf-8"))
-    ids = {token["content"]: int(i) for i, token in tokenizer_config["added_tokens_decoder"].items()}
-    assert {name: ids[name] for name in ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")} == \
-        {"<|endoftext|>": 151643, "<|im_start|>": 151644, "<|im_end|>": 151645, "<think>": 151667, "</think>": 151668}
     assert tokenizer_config["pad_token"] == "<|endoftext|>" and tokenizer_config["eos_token"] == "<|im_end|>"
     generation = json.loads((workdir / "results/model/base/generation_config.json").read_text(encoding="utf-8"))
     assert generation["eos_token_id"] == [151645, 151643] and generation["pad_token_id"] == 151643

@@ -241,19 +241,23 @@ def stage(name: str, pieces: dict, note: str) -> dict:
             "fits_t4": fits, "note": note}
 
 
+# TRL 1.16's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
+# (trl.kernels.chunked_logprob) projects at most 4,096 tokens x 32,768 vocabulary entries at a time.
+TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
+
+
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, head: str = "lm", checkpointing: bool = False, compute_bytes: int = 2) -> dict:
     """A TRL trainer's forward-backward under 16-bit autocast (fp16 on a T4): float32 weights as the pipeline loads
     them, LoRA states, autocast's 16-bit weight copies, saved activations of ``rows`` x ``width`` tokens, and (``lm``
-    head) the logits of ``logits_positions`` positions per row: 16-bit logits, their temperature-scaled copy and
-    their gradient, plus a float32 log-softmax of one row at a time."""
+    head) one tile of TRL's fused log-prob head: a 16-bit projection tile and its float32 transform."""
     pieces = {"weights": base_parameters(shape, head) * 4,
               "lora_and_adamw": lora_state_bytes(shape, lora, shape.hidden_size if head == "score" else 0),
               "autocast_copies": autocast_weight_bytes(shape, head, checkpointing),
               "activations": activation_bytes(shape, lora, rows * width, compute_bytes, checkpointing)}
     if head == "lm":
-        pieces["logits"] = rows * logits_positions * shape.vocab_size * 3 * compute_bytes + \
-            2 * logits_positions * shape.vocab_size * 4
+        tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
+        pieces["logits"] = tile * (compute_bytes + 4)
     return stage(name, pieces, note)
 
 

@@ -85,7 +85,8 @@ TINY_CONFIG = {
     "grpo": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 24,
              "max_steps": 2, "save_steps": 1},
     "reward_model": {"args": {"per_device_train_batch_size": 4, "max_length": 256}},
-    "variants": {"dpo": {"dpo": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
+    "variants": {"dr_grpo": {"grpo": {"max_steps": 1}}, "rloo": {"grpo": {"max_steps": 1}},  # one step: it runs
+                 "dpo": {"dpo": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
                                  "max_length": 256}},
                  "ppo": {"ppo": PPO_TINY}, "ppo_verifier": {"ppo": PPO_TINY}},
     "eval": {"num_samples": 2, "ks": [1, 2], "max_new_tokens": 24, "batch_size": 8, "bootstrap_samples": 100},
