@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
 CORES ?= 2
 
-.PHONY: setup run test test-fast bench browser lint gpu-check clean
+.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan clean
 
 setup: $(STAMP)
 
@@ -47,9 +47,16 @@ lint: setup
 	$(BIN)/snakefmt --check Snakefile rules/
 
 # On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
-# Qwen3-shaped stand-ins (thai_grpo.rehearsal), then the smoke DAG, with per-stage times (docs/real-run.md).
+# stand-ins shaped like Qwen3-0.6B (thai_grpo.rehearsal), each job's peak CUDA memory beside the memory plan, then the
+# smoke DAG, with per-stage times (docs/real-run.md). On a machine without a GPU it stops with one line (exit 2).
 gpu-check:
 	bash scripts/gpu_check.sh
+
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.memory_plan), not
+# measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
+memory-plan: setup
+	$(BIN)/python scripts/memory_plan.py results/memory_plan
+	$(BIN)/python scripts/memory_plan.py --check
 
 clean:
 	rm -rf results .snakemake

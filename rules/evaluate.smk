@@ -94,6 +94,7 @@ rule token_logprobs:
         system_prompt=SYSTEM,
         max_completions=256,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+        temperature=EVAL_SETTINGS.get("temperature", 1.0),  # the samples' own: both distributions at the temperature drawn at
     message:
         "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
     script:

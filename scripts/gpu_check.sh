@@ -2,9 +2,12 @@
 # Device check, one command on a GPU machine (`make gpu-check`, ~10 min at most): is this GPU usable, does the real
 # config's path run on it, and how long does each stage take?
 #   1. nvidia-smi and torch's view of the GPU (dtype and attention chosen by compute capability);
-#   2. the real config (config/qwen3-0.6b.yaml) end to end on CUDA against a Hugging Face cache of Qwen3-shaped
-#      stand-ins with tiny sizes (thai_grpo.rehearsal: the same stand-ins as tests/test_real_config_rehearsal.py):
-#      the hub adapter path, the chapter's prompt, Qwen3's chat template and TRL's parsed completions, base.dtype auto;
+#   2. the real config (config/qwen3-0.6b.yaml) end to end on CUDA against a Hugging Face cache of stand-ins shaped
+#      like Qwen3-0.6B but for depth and width (thai_grpo.rehearsal, the same as tests/test_real_config_rehearsal.py:
+#      its config.json, the 151,936-token vocabulary with its special tokens, a hub adapter with dropout), tiny sizes:
+#      every method of the chapter's comparison (SFT, GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model and with the
+#      verifier); then each job's measured peak CUDA memory beside the memory plan's prediction for the same models
+#      and sizes (thai_grpo.memory_plan; `make memory-plan` gives it for Qwen3-0.6B at the real sizes);
 #   3. the smoke DAG (config/smoke.yaml) on CUDA.
 # Each DAG runs in a scratch copy of the workflow (the repository's results/ are not touched); per-stage wall
 # times and peak memory are printed from its results/benchmarks/*.tsv. Exits 2 when there is no usable GPU.
@@ -73,8 +76,12 @@ mkdir -p "$SCRATCH/real"
 (
   unset HF_HUB_CACHE HF_DATASETS_CACHE
   export HF_HOME="$HF_CACHE" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  export THAI_GRPO_CUDA_PEAKS="$SCRATCH/cuda_peaks"   # each GPU job writes its peak CUDA memory there
   run_dag real --configfile config/qwen3-0.6b.yaml "$SCRATCH/real/tiny.yaml"
 )
+echo "gpu_check: peak CUDA memory per job (torch.cuda.max_memory_allocated) beside the memory plan:"
+"$PY" "$REPO/scripts/memory_plan.py" --compare "$SCRATCH/cuda_peaks" "$SCRATCH/real/results/model/base" \
+  "$SCRATCH/real/results/model/sft_adapter" "$SCRATCH/real/tiny.yaml"
 
 # 3. The smoke DAG on CUDA.
 run_dag smoke --configfile config/smoke.yaml

@@ -3,11 +3,13 @@
 import torch
 
 from thai_grpo.io import log_to, progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.memory_plan import record_cuda_peak
 from thai_grpo.models import load_policy, load_tokenizer
 from thai_grpo.preferences import build_pairs, sample_training_problems
 from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sampling = snakemake.params.sampling
 model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype, merged=True).eval()

@@ -2,6 +2,7 @@
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
 from thai_grpo.io import log_to, read_json, read_jsonl, write_json
+from thai_grpo.memory_plan import record_cuda_peak
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.models import load_tokenizer
 from thai_grpo.preferences import build_pairs
@@ -9,6 +10,7 @@ from thai_grpo.reward_model import pairwise_accuracy
 from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)
 model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False, merged=True).eval()
 tokenizer = load_tokenizer(snakemake.input.base)

@@ -5,9 +5,11 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 """
 
 from thai_grpo.io import log_to, progress, read_jsonl, write_jsonl
+from thai_grpo.memory_plan import record_cuda_peak
 from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval
 rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)

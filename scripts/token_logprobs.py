@@ -1,14 +1,17 @@
 """Stage 6a: per-token log-probs of the GRPO policy's held-out samples under the policy and the SFT reference."""
 
 from thai_grpo.io import log_to, read_jsonl, write_json
+from thai_grpo.memory_plan import record_cuda_peak
 from thai_grpo.token_logprobs import policy_and_reference_logprobs
 from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.policy, snakemake.input.reference,
                                        read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
                                        snakemake.params.max_completions,
-                                       chat_template_kwargs=snakemake.params.chat_template_kwargs)
+                                       chat_template_kwargs=snakemake.params.chat_template_kwargs,
+                                       temperature=snakemake.params.temperature)
 print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
 write_json(snakemake.output.logprobs, result)

@@ -1,10 +1,12 @@
 """Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO, DPO or PPO (thai_grpo.methods)."""
 
 from thai_grpo.io import log_to, read_jsonl, write_json
+from thai_grpo.memory_plan import record_cuda_peak
 from thai_grpo.methods import train_variant
 from thai_grpo.training import set_threads
 
 log_to(snakemake.log[0])
+record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 pairs = read_jsonl(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.input.adapter,

@@ -132,3 +132,95 @@ def test_reward_model_data_refuses_a_pair_ranked_against_itself():
     check_pairs([different])
     with pytest.raises(ValueError, match=r"pair 2 \(id p1\) has the same chosen and rejected text"):
         check_pairs([different, same])
+
+
+def adapter_with_dropout(base_dir, target, dropout: float):
+    from peft import LoraConfig, get_peft_model
+
+    from thai_grpo.models import load_base_model
+
+    torch.manual_seed(0)
+    model = get_peft_model(load_base_model(base_dir), LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=8,
+                                                                 lora_dropout=dropout,
+                                                                 target_modules=["q_proj", "v_proj"]))
+    with torch.no_grad():  # PEFT starts lora_B at zero: make the adapter (and so its dropout) change the output
+        for name, parameter in model.named_parameters():
+            if "lora_B" in name:
+                parameter.normal_(0, 0.5)
+    model.save_pretrained(target, safe_serialization=True)
+    return target
+
+
+def test_ppo_turns_dropout_off_so_the_first_minibatch_ratio_is_one(tmp_path, tiny_model_dir):
+    """A hub adapter with lora_dropout 0.5: the policy in train mode (as PPO updates it) gives the same log-probs on
+    two passes, so the first minibatch's ratio pi / pi_old is exactly 1; the same adapter loaded as PEFT loads it
+    does not (the test can fail)."""
+    from thai_grpo.methods.ppo import load_models, sequence_logprobs
+    from thai_grpo.models import load_policy
+
+    adapter = adapter_with_dropout(tiny_model_dir, tmp_path / "adapter", 0.5)
+    ids = torch.randint(3, 100, (4, 12))
+    attention = torch.ones_like(ids)
+
+    def ratio(policy):
+        policy.train()
+        with torch.no_grad():
+            old = sequence_logprobs(policy, ids, attention, 6, 1.0)
+            new = sequence_logprobs(policy, ids, attention, 6, 1.0)
+        return torch.exp(new - old)
+
+    models = load_models(tiny_model_dir, adapter, None, "verifier")
+    assert torch.equal(ratio(models["policy"]), torch.ones(4, 6))
+    assert all(module.p == 0 for model in models.values() for module in model.modules()
+               if isinstance(module, torch.nn.Dropout))
+    assert not torch.allclose(ratio(load_policy(tiny_model_dir, adapter, trainable=True)), torch.ones(4, 6))
+
+
+def test_a_minibatch_split_into_chunks_makes_the_same_update(tmp_path, tiny_model_dir, tiny_adapter_dir):
+    """_update with every minibatch in one chunk and with one row per chunk (gradients accumulated, each chunk's loss
+    weighted by its share of real tokens): the same parameters after the step, the same statistics."""
+    from thai_grpo.methods.ppo import _update, load_models
+
+    start = []
+
+    def run(chunk_floats: int):
+        torch.manual_seed(0)
+        models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
+        settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=2, num_ppo_epochs=2,
+                               learning_rate=1e-2, chunk_floats=chunk_floats)
+        params = [p for m in (models["policy"], models["value"]) for p in m.parameters() if p.requires_grad]
+        start[:] = [p.detach().clone() for p in params]
+        optimizer = torch.optim.AdamW(params, lr=1e-2)
+        generator = torch.Generator().manual_seed(1)
+        lengths = torch.tensor([6, 3, 5, 1])
+        mask = completion_mask(lengths, 6)
+        rollout = {"ids": torch.randint(3, 100, (4, 10), generator=generator), "width": 4, "mask": mask,
+                   "attention": torch.cat([torch.ones(4, 4, dtype=torch.long), mask.long()], 1),
+                   "logprobs": -torch.rand(4, 6, generator=generator),
+                   **{key: torch.randn(4, 6, generator=generator) * mask for key in ("advantages", "values",
+                                                                                     "returns")}}
+        stats = _update(rollout, 1, settings, 42, models, optimizer, params)
+        return stats, [p.detach().clone() for p in params]
+
+    whole, whole_params = run(2 ** 28)
+    split, split_params = run(1)  # one row per chunk
+    assert whole == pytest.approx(split, rel=1e-4, abs=1e-6)
+    assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(whole_params, split_params))
+    assert any(not torch.equal(a, b) for a, b in zip(whole_params, start))  # the step did move the parameters
+
+
+def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_none(tmp_path, tiny_model_dir):
+    """Qwen3-0.6B's config.json has no pad_token_id; the reward model (and PPO's value models) read the tokenizer's,
+    as TRL's RewardTrainer does, and pool at the last non-pad token."""
+    import json
+    import shutil
+
+    from thai_grpo.models import load_tokenizer
+    from thai_grpo.reward_model import load_reward_base
+
+    base = tmp_path / "base"
+    shutil.copytree(tiny_model_dir, base)
+    config = json.loads((base / "config.json").read_text())
+    config.pop("pad_token_id", None)
+    (base / "config.json").write_text(json.dumps(config))
+    assert load_reward_base(base).config.pad_token_id == load_tokenizer(base).pad_token_id is not None

@@ -1,6 +1,8 @@
 """The real run, rehearsed: `snakemake --configfile config/qwen3-0.6b.yaml` executed end to end, offline, on CPU,
-against a Hugging Face cache of Qwen3-shaped stand-ins (thai_grpo.rehearsal), with tiny sizes from a second config
-file. Every stage runs for real; only the sizes and the weights are stand-ins."""
+against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo.rehearsal: its config.json but for depth
+and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter with
+dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
+DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins."""
 
 from __future__ import annotations
 
@@ -17,9 +19,18 @@ from thai_grpo.rewards import has_think_block
 REAL_CONFIG = yaml.safe_load((REPO / "config" / "qwen3-0.6b.yaml").read_text(encoding="utf-8"))
 CHAPTER_PROMPT = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 MODELS = REAL_CONFIG["eval"]["models"]
-EXPECTED_STAGES = ({"dataset", "split", "base_model", "sft_adapter", "train-grpo", "extra_heldout-mgsm_th",
-                    "token_logprobs", "figures"} | {f"sample-{m}" for m in MODELS} | {f"score-{m}" for m in MODELS}
+CHAPTER_COMPARISON = {"base", "sft", "grpo", "dr_grpo", "rloo", "dpo", "ppo", "ppo_verifier"}
+EXPECTED_STAGES = ({"dataset", "split", "base_model", "sft_adapter", "extra_heldout-mgsm_th", "token_logprobs",
+                    "figures", "preference_pairs", "reward_model", "reward_model_accuracy"}
+                   | {f"train-{m}" for m in MODELS if m not in ("base", "sft")}
+                   | {f"sample-{m}" for m in MODELS} | {f"score-{m}" for m in MODELS}
                    | {f"sample_extra-mgsm_th-{m}" for m in MODELS} | {f"score_extra-mgsm_th-{m}" for m in MODELS})
+
+
+def test_real_config_compares_every_method_of_the_chapter():
+    assert set(MODELS) == CHAPTER_COMPARISON
+    variants = REAL_CONFIG["variants"]
+    assert variants["ppo_verifier"]["ppo"]["score"] == "verifier" and "score" not in variants["ppo"]["ppo"]
 
 
 def test_real_config_sets_the_chapters_prompt():
@@ -65,6 +76,45 @@ def test_every_stage_ran_and_both_heldout_sets_are_reported(rehearsal):
     assert mgsm["data"]["problems"] == mgsm["data"]["source_rows"] > 0
     html = (workdir / "results" / "report.html").read_text(encoding="utf-8")
     assert "MGSM Thai" in html and "Qwen/Qwen3-0.6B" in html
+
+
+@pytest.mark.slow
+def test_the_base_is_shaped_like_qwen3_0_6b(rehearsal):
+    """config.json is Qwen3-0.6B's but for depth and width (no pad_token_id: the reward model, PPO's value models and
+    the verifier's fresh value model took it from the tokenizer); its tokenizer has Qwen3's special tokens at their
+    ids; the adapter has dropout (PPO turned it off)."""
+    from thai_grpo.rehearsal import QWEN3_0_6B_CONFIG, STANDIN_SIZES
+
+    workdir, _, _ = rehearsal
+    config = json.loads((workdir / "results/model/base/config.json").read_text(encoding="utf-8"))
+    assert "pad_token_id" not in config
+    assert config == {**QWEN3_0_6B_CONFIG, **STANDIN_SIZES}
+    assert config["head_dim"] * config["num_attention_heads"] == 2 * config["hidden_size"]
+    added = {token["content"]: token for token in json.loads(
+        (workdir / "results/model/base/tokenizer.json").read_text(encoding="utf-8"))["added_tokens"]}
+    assert {name: (added[name]["id"], added[name]["special"]) for name in
+            ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>")} == {
+        "<|endoftext|>": (151643, True), "<|im_start|>": (151644, True), "<|im_end|>": (151645, True),
+        "<think>": (151667, False), "</think>": (151668, False)}
+    tokenizer_config = json.loads((workdir / "results/model/base/tokenizer_config.json").read_text(encoding="utf-8"))
+    assert tokenizer_config["pad_token"] == "<|endoftext|>" and tokenizer_config["eos_token"] == "<|im_end|>"
+    generation = json.loads((workdir / "results/model/base/generation_config.json").read_text(encoding="utf-8"))
+    assert generation["eos_token_id"] == [151645, 151643] and generation["pad_token_id"] == 151643
+    adapter = json.loads((workdir / "results/model/sft_adapter/adapter_config.json").read_text(encoding="utf-8"))
+    assert adapter["lora_dropout"] > 0
+
+
+@pytest.mark.slow
+def test_every_method_trained_and_ppo_split_its_passes(rehearsal):
+    workdir, _, _ = rehearsal
+    results = json.loads((workdir / "results/results.json").read_text(encoding="utf-8"))
+    assert set(results["eval"]) == CHAPTER_COMPARISON
+    for variant in ("ppo", "ppo_verifier"):
+        train = json.loads((workdir / f"results/runs/{variant}/train.json").read_text(encoding="utf-8"))
+        assert [step["step"] for step in train["steps"]] == [1, 2]
+        assert train["args"]["chunk_floats"] < 151936 * 300  # the tiny config's budget: one row's logits per chunk
+    accuracy = json.loads((workdir / "results/eval/reward_model/accuracy.json").read_text(encoding="utf-8"))
+    assert accuracy  # the reward model loaded on a base whose config.json has no pad_token_id
 
 
 @pytest.mark.slow

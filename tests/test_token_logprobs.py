@@ -26,6 +26,21 @@ def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
     assert all(lp <= 0 for lp in alone)
 
 
+def test_completion_logprobs_are_taken_at_the_sampling_temperature(tiny_model_dir):
+    import torch
+
+    from thai_grpo.models import load_base_model
+
+    model = load_base_model(tiny_model_dir).eval()
+    prompt, completion = [5, 6, 7], [8, 9]
+    with torch.no_grad():
+        logits = model(torch.tensor([prompt + completion])).logits[0] / 0.5
+    expected = [torch.log_softmax(logits[2], -1)[8].item(), torch.log_softmax(logits[3], -1)[9].item()]
+    assert completion_logprobs(model, [(prompt, completion)], pad_id=0, temperature=0.5)[0] == \
+        pytest.approx(expected, abs=1e-5)
+    assert completion_logprobs(model, [(prompt, completion)], pad_id=0)[0] != pytest.approx(expected, abs=1e-3)
+
+
 def test_position_kl_matches_a_sum_over_the_vocabulary():
     import torch
 

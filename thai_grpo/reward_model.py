@@ -8,7 +8,10 @@ Model: ``AutoModelForSequenceClassification`` (``num_labels=1``) on the tiny bas
 modules with the ``score`` head trained in full (``modules_to_save``). Loss: -log sigmoid(r(x, y_w) - r(x, y_l)).
 Each sequence is tokenized as PPO's rollouts are: the chat prompt with the generation prompt, then the completion's
 tokens and its EOS, nothing after; the score is read at that last real token (where Qwen's sequence-classification
-head pools, the last non-pad token), the very position PPO reads it (``methods.ppo.last_token_scores``).
+head pools, the last non-pad token), the very position PPO reads it (``last_token_scores``).
+
+The pieces PPO shares with this module (the sequence-classification base, its LoRA, the per-token score head) live
+here; ``methods.ppo`` imports them, never the other way round.
 """
 
 from __future__ import annotations
@@ -55,26 +58,50 @@ def reward_lora(lora: dict | None = None) -> dict:
 
 
 def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
-    """The base as a sequence-classification model with one output (its ``score`` head starts random)."""
+    """The base as a sequence-classification model with one output (its ``score`` head starts random).
+
+    Its pad id comes from the config, or, when the config has none, from the tokenizer, as TRL's RewardTrainer does:
+    Qwen3-0.6B's config.json has no ``pad_token_id`` (its tokenizer pads with ``<|endoftext|>``), and the head pools
+    at the last non-pad token."""
     from transformers import AutoModelForSequenceClassification
 
-    from thai_grpo.models import require_model_dir, resolve_dtype
+    from thai_grpo.models import load_tokenizer, require_model_dir, resolve_dtype
 
     require_model_dir(base_dir, "base model")
     model = AutoModelForSequenceClassification.from_pretrained(str(base_dir), num_labels=1, dtype=resolve_dtype(dtype),
                                                                use_safetensors=True, trust_remote_code=False)
     if model.config.pad_token_id is None:
-        raise ValueError(f"base model {base_dir} has no pad_token_id: the reward head pools at the last non-pad token")
+        model.config.pad_token_id = load_tokenizer(base_dir).pad_token_id
+    if model.config.pad_token_id is None:
+        raise ValueError(f"base model {base_dir} has no pad_token_id in its config.json nor a pad token in its "
+                         "tokenizer: the reward head pools at the last non-pad token; set the tokenizer's pad_token")
     return model
+
+
+def token_scores(model, input_ids, attention_mask):
+    """The score head on every hidden state of a sequence-classification model (a PeftModel or a plain one): the
+    per-token values of a value model, or a reward model's score read at any token."""
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = getattr(core, core.base_model_prefix)
+    positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
+    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
+    return core.score(hidden).squeeze(-1).float()
+
+
+def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengths):
+    """A reward model's score of each sequence at its completion's last real token (prompt_width + length - 1)."""
+    import torch
+
+    scores = token_scores(model, input_ids, attention_mask)
+    rows = torch.arange(input_ids.shape[0], device=scores.device)
+    return scores[rows, prompt_width + torch.as_tensor(lengths, device=scores.device) - 1]
 
 
 def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
                       chat_template_kwargs: dict | None = None) -> dict:
     """Share of pairs whose chosen completion the model scores above the rejected one (ties count as wrong), with
-    the mean margin, scored exactly as PPO reads the reward (``methods.ppo.last_token_scores``)."""
+    the mean margin, scored exactly as PPO reads the reward (``last_token_scores``)."""
     import torch
-
-    from thai_grpo.methods.ppo import token_scores
 
     margins = []
     encoded = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]

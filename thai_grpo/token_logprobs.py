@@ -8,7 +8,9 @@ The tokens scored are the sampled ids themselves (``token_ids`` of the samples f
 TRL's completion mask includes it), after the prompt as the sampler encoded it (the run's chat template and its
 ``chat_template_kwargs``). Beside the two estimators, each position gets its ground truth from both full
 next-token distributions: the exact KL(pi || pi_ref) summed over the vocabulary and the exact variances of k1 and
-k3 under pi at that position (``position_kl``).
+k3 under pi at that position (``position_kl``). Both distributions are taken at the temperature the samples were
+drawn at (``eval.temperature``: logits / T, as the sampler drew them), so the KL is the one between the distributions
+that produced the tokens.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.data import chat_prompt_texts
+from thai_grpo.memory_plan import CHUNK_FLOATS, logprob_pass_floats, rows_per_chunk, Shape
 
-LOGIT_BUDGET = 2 ** 28  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
+LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
 
 
-def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int) -> list:
+def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
+                           temperature: float = 1.0) -> list:
     """For each (prompt ids, completion ids): the next-token log-distributions at the completion's positions,
-    a ``[len(completion), vocab]`` float tensor (row t predicts completion token t).
+    a ``[len(completion), vocab]`` float tensor (row t predicts completion token t), of logits / ``temperature``.
 
     One right-padded forward pass for the whole list (padding sits after every real token, so causal
     attention never lets a real token see it).
@@ -37,17 +41,20 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
         ids[row, :len(sequence)] = torch.tensor(sequence)
         mask[row, :len(sequence)] = 1
     with torch.no_grad():
-        logprobs = torch.log_softmax(model(input_ids=ids, attention_mask=mask).logits[:, :-1].float(), dim=-1)
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        logprobs = torch.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
     return [logprobs[row, len(prompt) - 1:len(prompt) - 1 + len(completion)]
             for row, (prompt, completion) in enumerate(pairs)]
 
 
-def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int) -> list[list[float]]:
-    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t)."""
+def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
+                        temperature: float = 1.0) -> list[list[float]]:
+    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t) at
+    ``temperature``."""
     import torch
 
     return [rows.gather(1, torch.tensor(completion)[:, None])[:, 0].tolist()
-            for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id), pairs)]
+            for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id, temperature), pairs)]
 
 
 def position_kl(logp_policy, logp_ref) -> dict:
@@ -89,7 +96,8 @@ def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_
 
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
                                   samples: list[dict], system_prompt: str, max_completions: int,
-                                  batch_size: int = 32, chat_template_kwargs: dict | None = None) -> dict:
+                                  batch_size: int = 32, chat_template_kwargs: dict | None = None,
+                                  temperature: float = 1.0) -> dict:
     """Per sampled token of the first ``max_completions`` completions (in file order, flattened): its log-prob
     under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
     completion its token count (``completion_lengths``, to group tokens by completion)."""
@@ -104,16 +112,19 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
     model.eval()
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
+    if temperature <= 0:
+        raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
     longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
-    batch_size = max(1, min(batch_size, LOGIT_BUDGET // (longest * len(tokenizer))))  # Qwen3's 152k vocabulary: ~4
+    shape = Shape.from_config(model.config)  # Qwen3's 152k vocabulary: ~4 rows per batch of 450 tokens
+    batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size, LOGIT_BUDGET)
     keys = ("logp_policy", "logp_ref", "kl_exact", "var_k1", "var_k3")
     result = {key: [] for key in keys}
     for start in range(0, len(pairs), batch_size):
         batch = pairs[start:start + batch_size]
         model.set_adapter("policy")
-        policy = completion_log_softmax(model, batch, tokenizer.pad_token_id)
+        policy = completion_log_softmax(model, batch, tokenizer.pad_token_id, temperature)
         model.set_adapter("reference")
-        reference = completion_log_softmax(model, batch, tokenizer.pad_token_id)
+        reference = completion_log_softmax(model, batch, tokenizer.pad_token_id, temperature)
         for lp, lq, (_, completion) in zip(policy, reference, batch):
             index = torch.tensor(completion)[:, None]
             exact = position_kl(lp, lq)
@@ -122,4 +133,5 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                 result[key] += values.tolist()
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
             "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
+            "temperature": temperature,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

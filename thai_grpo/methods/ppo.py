@@ -32,6 +32,14 @@ Departures from TRL 1.12, each on purpose:
 - Each step's randomness (prompt order, sampling, minibatch shuffles) is seeded from (seed, step), so a run
   resumed from checkpoint N redoes step N+1 exactly as an uninterrupted run: a checkpoint holds the policy and value
   weights, the optimizer and the step; no generator state needs saving.
+As TRL's: dropout is off in all four models (``disable_dropout_in_model``), so the first minibatch's ratio is 1 even
+with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions.
+Memory (``thai_grpo.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
+into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
+(gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
+update). On a GPU the two frozen models (reference, reward) are held in 16 bits (float16 on a T4, bfloat16 from
+Ampere); the trained policy and value model stay in float32. The offline default's tiny model on a CPU fits every
+pass in one chunk and keeps float32 everywhere: its numbers do not depend on either.
 """
 
 from __future__ import annotations
@@ -42,6 +50,8 @@ import random
 from pathlib import Path
 
 import numpy as np
+
+from thai_grpo.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
 
 KL_REFERENCE = ("the SFT policy, frozen (a merged copy of the SFT adapter): the same reference as GRPO's KL; "
                 "PPO subtracts kl_coef x k1 per token from the reward")
@@ -77,6 +87,7 @@ class PPOSettings:
     save_steps: int = 10
     temperature: float = 0.7
     max_completion_length: int = 53  # TRL: response_length
+    chunk_floats: int = 2 ** 28      # ours: floats one chunk of a pass may hold per row (thai_grpo.memory_plan)
 
     def __post_init__(self):
         if self.score not in SCORES:
@@ -228,26 +239,33 @@ def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, tempe
     chosen = logp.gather(-1, input_ids[:, prompt_width:].unsqueeze(-1)).squeeze(-1)
     if not with_entropy:
         return chosen
-    return chosen, -(logp.exp() * logp).sum(-1)
+    with torch.no_grad():  # a metric, never in the loss: no vocabulary-sized tensor kept for the backward pass
+        return chosen, -(logp.exp() * logp).sum(-1)
 
 
-def token_scores(model, input_ids, attention_mask):
-    """The score head on every hidden state of a sequence-classification model (a PeftModel or a plain one): the
-    per-token values of a value model, or a reward model's score read at any token."""
-    core = model.get_base_model() if hasattr(model, "get_base_model") else model
-    backbone = getattr(core, core.base_model_prefix)
-    positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
-    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
-    return core.score(hidden).squeeze(-1).float()
-
-
-def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengths):
-    """A reward model's score of each sequence at its completion's last real token (prompt_width + length - 1)."""
+def by_chunks(function, rows: int, per_chunk: int):
+    """``function(rows_slice)`` over consecutive chunks of ``per_chunk`` rows, concatenated along the rows; a single
+    call on every row when one chunk holds them all."""
     import torch
 
-    scores = token_scores(model, input_ids, attention_mask)
-    rows = torch.arange(input_ids.shape[0], device=scores.device)
-    return scores[rows, prompt_width + torch.as_tensor(lengths, device=scores.device) - 1]
+    if per_chunk >= rows:
+        return function(slice(None))
+    return torch.cat([function(slice(start, start + per_chunk)) for start in range(0, rows, per_chunk)])
+
+
+def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int):
+    """``policy.generate`` on ``per_chunk`` prompts at a time (the KV cache of one chunk within the budget), the
+    outputs right-padded with ``pad_id`` to one width."""
+    import torch
+
+    rows = encoded["input_ids"].shape[0]
+    if per_chunk >= rows:
+        return policy.generate(**encoded, generation_config=config)
+    outputs = [policy.generate(**{key: value[start:start + per_chunk] for key, value in encoded.items()},
+                               generation_config=config) for start in range(0, rows, per_chunk)]
+    width = max(output.shape[1] for output in outputs)
+    return torch.cat([torch.nn.functional.pad(output, (0, width - output.shape[1]), value=pad_id)
+                      for output in outputs])
 
 
 def fresh_value_model(base_dir: str | Path, lora: dict | None):
@@ -255,8 +273,6 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None):
     the SFT adapter's rank and targets) and a zeroed score head, so every value starts at 0."""
     import torch
     from peft import LoraConfig, get_peft_model
-
-    from thai_grpo.reward_model import load_reward_base, reward_lora
 
     model = get_peft_model(load_reward_base(base_dir), LoraConfig(**reward_lora(lora)))
     with torch.no_grad():
@@ -266,15 +282,42 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None):
     return model
 
 
-def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False):
+def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False,
+                     dtype: str = "float32"):
     """The sequence-classification base with the reward model's LoRA and score head (``thai_grpo.reward_model``)."""
     from peft import PeftModel
 
-    from thai_grpo.reward_model import load_reward_base
-
-    model = PeftModel.from_pretrained(load_reward_base(base_dir), str(reward_dir),
+    model = PeftModel.from_pretrained(load_reward_base(base_dir, dtype), str(reward_dir),
                                       is_trainable=trainable and not merged)
     return model.merge_and_unload() if merged else model
+
+
+def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str) -> dict:
+    """PPO's models on this machine's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
+    PPOTrainer): the policy (trained), the reference (the SFT adapter merged), the value model (from the reward model,
+    or fresh without one) and, scored by it, the reward model. The frozen ones in 16 bits on a GPU."""
+    import torch
+    from trl.trainer.utils import disable_dropout_in_model
+
+    from thai_grpo.accelerators import device_dtype
+    from thai_grpo.models import load_policy
+
+    frozen = device_dtype()  # 16 bits for the frozen copies on a GPU (memory_plan); float32 on a CPU
+    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
+              "reference": load_policy(base_dir, adapter_dir, merged=True, dtype=frozen).eval()}
+    if reward_dir is not None:
+        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
+        if score == "reward_model":
+            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True,
+                                                dtype=frozen).eval()
+    else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
+        sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
+        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    models = {name: model.to(device) for name, model in models.items()}
+    for model in models.values():  # a hub adapter's lora_dropout would make the first minibatch's ratio != 1
+        disable_dropout_in_model(model)
+    return models
 
 
 # ----------------------------------------------------------------------------------------- the loop
@@ -329,19 +372,23 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need."""
     import torch
 
-    from thai_grpo.rewards import reward_breakdown
+    from thai_grpo.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
+    from thai_grpo.rewards import reward_functions
     from thai_grpo.sampling import completion_length, encode_prompts, generation_config
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
     policy = models["policy"]
+    shape = Shape.from_config(policy.config)
     encoded = encode_prompts(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
     encoded = encoded.to(policy.device)
     width = encoded["input_ids"].shape[1]
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
     torch.manual_seed(int(step_rng(seed, step, 0).integers(2**31)))
+    per_generate = rows_per_chunk(generation_floats(shape, width + settings.max_completion_length), len(batch),
+                                  settings.chunk_floats)
     with torch.no_grad():
         policy.eval()
-        output = policy.generate(**encoded, generation_config=config)
+        output = generate_by_chunks(policy, encoded, config, per_generate, tokenizer.pad_token_id)
         policy.train()
     completion = output[:, width:]
     counted = [completion_length(row.tolist(), stop_ids) for row in completion]
@@ -352,12 +399,18 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     ids = torch.cat([encoded["input_ids"], completion], 1)
     attention = torch.cat([encoded["attention_mask"], mask.long()], 1)
     texts = [tokenizer.decode(row[:n].tolist(), skip_special_tokens=True) for row, n in zip(completion, lengths)]
-    breakdown = [reward_breakdown(text, row["answer"], lenient_format="format_lenient" in reward_names)
-                 for text, row in zip(texts, batch)]
-    code = {name: [b["format" if name.startswith("format") else name] for b in breakdown] for name in reward_names}
+    answers = [row["answer"] for row in batch]  # GRPO's reward functions, by name (format_checked included)
+    code = {name: [float(v) for v in function(prompts=None, completions=texts, answer=answers)]
+            for name, function in zip(reward_names, reward_functions(reward_names))}
+    per_pass = rows_per_chunk(logprob_pass_floats(shape, ids.shape[1]), len(batch), settings.chunk_floats)
+
+    def logprobs_of(model):
+        return by_chunks(lambda part: sequence_logprobs(model, ids[part], attention[part], width,
+                                                        settings.temperature), len(batch), per_pass)
+
     with torch.no_grad():
-        logprobs = sequence_logprobs(policy, ids, attention, width, settings.temperature)
-        ref_logprobs = sequence_logprobs(models["reference"], ids, attention, width, settings.temperature)
+        logprobs = logprobs_of(policy)
+        ref_logprobs = logprobs_of(models["reference"])
         values = token_scores(models["value"], ids, attention)[:, width - 1:-1] * mask
         if settings.score == "verifier":
             raw = torch.tensor(np.sum([code[name] for name in reward_names], axis=0), dtype=torch.float32,
@@ -373,34 +426,70 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
                 prompts=[r["question"] for r in batch])
 
 
+def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> dict:
+    """The losses and statistics of the rows ``index`` of a minibatch (each a mean over their real tokens)."""
+    width, m = rollout["width"], rollout["mask"][index]
+    ids, attention = rollout["ids"][index], rollout["attention"][index]
+    new_logprobs, entropy = sequence_logprobs(models["policy"], ids, attention, width, settings.temperature,
+                                              with_entropy=True)
+    new_values = token_scores(models["value"], ids, attention)[:, width - 1:-1]
+    pg_loss, clip_fraction, approx_kl = policy_loss(new_logprobs, rollout["logprobs"][index],
+                                                    rollout["advantages"][index], m, settings.cliprange)
+    vf_loss, vf_clip = value_loss(new_values, rollout["values"][index], rollout["returns"][index], m,
+                                  settings.cliprange_value)
+    return {"loss": pg_loss + settings.vf_coef * vf_loss, "policy_loss": pg_loss, "value_loss": vf_loss,
+            "clip_fraction": clip_fraction, "value_clip_fraction": vf_clip, "approx_kl": approx_kl,
+            "entropy": masked_mean(entropy.detach(), m)}
+
+
+def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
+    """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
+    from thai_grpo.memory_plan import Lora, Shape, ppo_update_floats, rows_per_chunk
+
+    def lora_of(model) -> Lora:
+        config = model.peft_config["default"]
+        return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
+
+    size = settings.batch_size // settings.num_mini_batches
+    floats = ppo_update_floats(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
+                               lora_of(models["value"]), width, completion)
+    return rows_per_chunk(floats, size, settings.chunk_floats)
+
+
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params) -> dict:
+    """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch too large for one
+    chunk (``update_chunk_rows``) accumulates its chunks' gradients, each chunk's loss weighted by its share of the
+    minibatch's real tokens: the same gradient as one pass."""
     import torch
 
-    stats = {key: [] for key in ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl",
-                                 "entropy", "grad_norm")}
+    keys = ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl", "entropy")
+    stats = {key: [] for key in (*keys, "grad_norm")}
     size = settings.batch_size // settings.num_mini_batches
-    width, mask = rollout["width"], rollout["mask"]
+    mask = rollout["mask"]
+    width = rollout["ids"].shape[1]
+    per_chunk = update_chunk_rows(models, settings, width, width - rollout["width"])
     for epoch in range(settings.num_ppo_epochs):
         order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
         for start in range(0, settings.batch_size, size):
             index = torch.as_tensor(order[start:start + size], device=mask.device)
-            ids, attention, m = rollout["ids"][index], rollout["attention"][index], mask[index]
-            new_logprobs, entropy = sequence_logprobs(models["policy"], ids, attention, width, settings.temperature,
-                                                      with_entropy=True)
-            new_values = token_scores(models["value"], ids, attention)[:, width - 1:-1]
-            pg_loss, clip_fraction, approx_kl = policy_loss(new_logprobs, rollout["logprobs"][index],
-                                                            rollout["advantages"][index], m, settings.cliprange)
-            vf_loss, vf_clip = value_loss(new_values, rollout["values"][index], rollout["returns"][index], m,
-                                          settings.cliprange_value)
-            loss = pg_loss + settings.vf_coef * vf_loss
             optimizer.zero_grad()
-            loss.backward()
+            if per_chunk >= size:
+                parts = [(index, 1.0)]
+            else:
+                total = float(mask[index].sum())
+                parts = [(index[i:i + per_chunk], float(mask[index[i:i + per_chunk]].sum()) / total)
+                         for i in range(0, size, per_chunk)]
+            sums = dict.fromkeys(keys, 0.0)
+            for part, share in parts:
+                losses = _chunk_losses(rollout, part, settings, models)
+                (losses["loss"] if share == 1.0 else losses["loss"] * share).backward()
+                for key in keys:
+                    sums[key] += float(losses[key].detach()) * share
             grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
             optimizer.step()
-            for key, value in (("policy_loss", pg_loss), ("value_loss", vf_loss), ("clip_fraction", clip_fraction),
-                               ("value_clip_fraction", vf_clip), ("approx_kl", approx_kl),
-                               ("entropy", masked_mean(entropy.detach(), m)), ("grad_norm", grad_norm)):
-                stats[key].append(float(value.detach()) if hasattr(value, "detach") else float(value))
+            for key in keys:
+                stats[key].append(sums[key])
+            stats["grad_norm"].append(float(grad_norm))
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 
@@ -445,7 +534,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
 
     from thai_grpo.io import atomic_directory, progress
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.models import count_parameters, load_tokenizer
     from thai_grpo.sampling import stop_token_ids
     from thai_grpo.training import clear_checkpoints
 
@@ -457,17 +546,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     random.seed(seed)
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(base_dir)
-    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
-              "reference": load_policy(base_dir, adapter_dir, merged=True).eval()}
-    if reward_dir is not None:
-        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
-        if settings.score == "reward_model":
-            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True).eval()
-    else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
-        sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
-        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    models = {name: model.to(device) for name, model in models.items()}
+    models = load_models(base_dir, adapter_dir, reward_dir, settings.score)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},

@@ -1,0 +1,118 @@
+"""The memory plan's pieces against brute force: parameter counts of instantiated models, the activation count
+against the tensors autograd itself saves, the chunk sizes the code uses; and the plan of the real config."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thai_grpo.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, QWEN3_0_6B, Lora, Shape, activation_floats,
+                                   base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
+                                   ppo_update_floats, rows_per_chunk, stage_plans)
+
+# Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
+SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
+                head_dim=16),
+          Shape(vocab_size=1000, hidden_size=64, intermediate_size=192, num_layers=3, num_heads=4, num_kv_heads=2,
+                head_dim=32)]
+
+
+def qwen3_config(shape: Shape, **extra):
+    from transformers import Qwen3Config
+
+    return Qwen3Config(vocab_size=shape.vocab_size, hidden_size=shape.hidden_size,
+                       intermediate_size=shape.intermediate_size, num_hidden_layers=shape.num_layers,
+                       num_attention_heads=shape.num_heads, num_key_value_heads=shape.num_kv_heads,
+                       head_dim=shape.head_dim, tie_word_embeddings=True, **extra)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_parameter_counts_match_instantiated_models(shape):
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3ForCausalLM, Qwen3ForSequenceClassification
+
+    causal = Qwen3ForCausalLM(qwen3_config(shape))
+    assert base_parameters(shape) == sum(p.numel() for p in causal.parameters())
+    assert Shape.from_config(causal.config) == shape
+    score = Qwen3ForSequenceClassification(qwen3_config(shape, num_labels=1))
+    assert base_parameters(shape, "score") == sum(p.numel() for p in score.parameters())
+    for targets in (ATTENTION_TARGETS, ATTENTION_TARGETS + MLP_TARGETS):
+        lora = Lora(r=4, target_modules=targets)
+        peft = get_peft_model(Qwen3ForCausalLM(qwen3_config(shape)), LoraConfig(r=4, target_modules=list(targets)))
+        assert lora_parameters(shape, lora) == sum(p.numel() for p in peft.parameters() if p.requires_grad)
+
+
+def test_qwen3_0_6b_has_its_published_size():
+    assert base_parameters(QWEN3_0_6B) == 596_049_920  # "0.6B", 0.44B without the tied embedding
+    assert base_parameters(QWEN3_0_6B) - QWEN3_0_6B.vocab_size * QWEN3_0_6B.hidden_size == 440_467_456
+
+
+def saved_floats_per_token(shape: Shape, lora: Lora, batch: int = 2, length: int = 24) -> float:
+    """What autograd saves in the decoder layers (parameters excluded), per token, counted by saved_tensors_hooks."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3ForCausalLM
+
+    torch.manual_seed(0)
+    model = get_peft_model(Qwen3ForCausalLM(qwen3_config(shape)),
+                           LoraConfig(r=lora.r, target_modules=list(lora.target_modules),
+                                      lora_dropout=lora.lora_dropout))
+    model.train()
+    parameters = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    saved = {}
+
+    def pack(tensor):
+        pointer = tensor.untyped_storage().data_ptr()
+        if pointer not in parameters:
+            saved[pointer] = tensor.untyped_storage().nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        model.get_base_model().model(input_ids=torch.randint(0, shape.vocab_size, (batch, length)))
+    rope = 2 * length * shape.head_dim * 4  # cos and sin, per position, shared by the layers and the batch
+    return (sum(saved.values()) - rope) / 4 / (batch * length)
+
+
+@pytest.mark.parametrize("lora", [Lora(r=8, target_modules=ATTENTION_TARGETS),
+                                  Lora(r=4, target_modules=ATTENTION_TARGETS + MLP_TARGETS),
+                                  Lora(r=8, target_modules=ATTENTION_TARGETS, lora_dropout=0.05)])
+def test_saved_activations_match_what_autograd_saves(lora):
+    shape = SHAPES[1]
+    assert saved_floats_per_token(shape, lora) == activation_floats(shape, lora, tokens=1)
+
+
+def test_chunks_split_only_what_exceeds_the_budget():
+    assert rows_per_chunk(10, rows=64, budget=1000) == 64        # all rows fit: one chunk
+    assert rows_per_chunk(100, rows=64, budget=1000) == 10
+    assert rows_per_chunk(5000, rows=64, budget=1000) == 1       # never fewer than one row
+
+
+def test_the_offline_default_keeps_every_ppo_pass_in_one_chunk():
+    """config/config.yaml's tiny Qwen3 (hidden 128, 4 layers, 1,024 tokens, SFT LoRA r 16 on all seven projections)
+    at PPO's 64 rollouts of up to 256 prompt + 80 completion tokens: no pass is split, so its numbers are unchanged."""
+    shape = Shape(vocab_size=1024, hidden_size=128, intermediate_size=512, num_layers=4, num_heads=4, num_kv_heads=2,
+                  head_dim=32)
+    sft, value = Lora(r=16, target_modules=ATTENTION_TARGETS + MLP_TARGETS), Lora(r=16)
+    width = 256 + 80
+    assert rows_per_chunk(generation_floats(shape, width), 64) == 64
+    assert rows_per_chunk(logprob_pass_floats(shape, width), 64) == 64
+    assert rows_per_chunk(ppo_update_floats(shape, sft, value, width, 80), 32) == 32
+
+
+def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
+    from workflow import REPO
+
+    from thai_grpo.memory_plan import merged_configs
+
+    def merged_config():
+        return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml"])
+
+    plans = stage_plans(merged_config())
+    names = [plan["stage"] for plan in plans]
+    for expected in ("GRPO full: train step", "GRPO fast: rollouts", "held-out sampling", "token log-probs (k1 vs k3)",
+                     "reward model: train step", "DPO (dpo): train step", "PPO (ppo): update",
+                     "PPO (ppo_verifier): rollouts"):
+        assert expected in names
+    assert all(plan["fits_t4"] for plan in plans), [(p["stage"], p["peak_gib"]) for p in plans if not p["fits_t4"]]
+    config = merged_config()
+    config["grpo"]["activation_checkpointing"] = False  # TRL's default turned off: GRPO's step no longer fits
+    assert not next(p for p in stage_plans(config) if p["stage"] == "GRPO full: train step")["fits_t4"]
