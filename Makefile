@@ -35,24 +35,27 @@ browser:
 	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
 test: setup browser lint
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q
 
 test-fast: setup
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -m "not slow and not browser"
 
 # Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
 # (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.
 lint: setup
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 
 # On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
-# stand-ins shaped like Qwen3-0.6B (thai_grpo.rehearsal), each job's peak CUDA memory beside the memory plan, then the
+# stand-ins shaped like Qwen3-0.6B (thai_grpo.models.rehearsal), each job's peak CUDA memory beside the memory plan, then the
 # smoke DAG, with per-stage times (docs/real-run.md). On a machine without a GPU it stops with one line (exit 2).
 gpu-check:
 	bash scripts/gpu_check.sh
 
-# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.memory_plan), not
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_plan), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
 memory-plan: setup
 	$(BIN)/python scripts/memory_plan.py results/memory_plan
@@ -61,7 +64,7 @@ memory-plan: setup
 clean:
 	rm -rf results .snakemake
 
-# The README's and docs' generated tables (thai_grpo.reference, scripts/docs.py): `make docs` rewrites them from the
+# The README's and docs' generated tables (thai_grpo.report.reference, scripts/docs.py): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
 .PHONY: docs docs-reference compare

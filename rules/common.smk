@@ -6,7 +6,7 @@ import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.config import (
+from thai_grpo.core.config import (
     ConfigError,
     check_config,
     coerce_scalars,
@@ -14,9 +14,9 @@ from thai_grpo.config import (
     eval_settings,
     passk_settings,
 )
-from thai_grpo.data import SYSTEM_PROMPT
+from thai_grpo.core.seeds import check_seeds, parse_run, run_pattern, seed_runs
+from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
-from thai_grpo.seeds import check_seeds, parse_run, run_pattern, seed_runs
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
@@ -33,7 +33,7 @@ PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "m
 # The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
 # variant with group: pitfall or ablation. Each scope has its own results.json, figures and report.html.
 SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
-# Sampling and scoring settings (thai_grpo.config.eval_settings): adding a model to eval.models resamples no
+# Sampling and scoring settings (thai_grpo.core.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
 # The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
@@ -68,7 +68,7 @@ wildcard_constraints:
     model="[^/]+",
 
 
-# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.seeds); the run
+# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.core.seeds); the run
 # at the config's seed is the variant's own run, the others are `<variant>-seed<N>`.
 SEED_RUNS = seed_runs(config)
 SEED_STUDY_RESULTS = "results/seeds/results.json"

@@ -1,4 +1,4 @@
-"""`make bench`: where the time goes on this machine (thai_grpo.bench), printed and written to results/bench/bench.json.
+"""`make bench`: where the time goes on this machine (thai_grpo.report.bench), printed and written to results/bench/bench.json.
 
 Needs the base model, the SFT adapter and the data of the config (make bench builds them first); times depend on
 the CPU, so the CPU's model name is recorded beside them.
@@ -14,12 +14,12 @@ from pathlib import Path
 import torch
 import yaml
 
-from thai_grpo.bench import StepTimer, sampler_throughput, stage_shares, step_split
-from thai_grpo.config import deep_merge, eval_settings
-from thai_grpo.data import SYSTEM_PROMPT
-from thai_grpo.io import read_jsonl, write_json
+from thai_grpo.core.config import deep_merge, eval_settings
+from thai_grpo.core.io import read_jsonl, write_json
+from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
-from thai_grpo.models import load_policy, load_tokenizer
+from thai_grpo.models.loading import load_policy, load_tokenizer
+from thai_grpo.report.bench import StepTimer, sampler_throughput, stage_shares, step_split
 
 
 def cpu_name() -> str:

@@ -1,11 +1,11 @@
 """Stage 3a (offline): train a byte-level BPE tokenizer and pretrain a tiny Qwen3 from scratch."""
 
-from thai_grpo.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
-from thai_grpo.data import pretraining_text, sft_target
-from thai_grpo.io import log_to, read_jsonl, write_json
-from thai_grpo.models import train_tokenizer
-from thai_grpo.sft import pretrain_base
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.data.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
+from thai_grpo.data.problems import pretraining_text, sft_target
+from thai_grpo.models.loading import train_tokenizer
+from thai_grpo.models.sft import pretrain_base
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side

@@ -1,8 +1,8 @@
-"""The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo.hacking)."""
+"""The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo.report.hacking)."""
 
-from thai_grpo.hacking import hacking_results
-from thai_grpo.io import log_to, read_json, write_json
-from thai_grpo.results import benchmark_seconds
+from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.report.hacking import hacking_results
+from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])
 params = snakemake.params

@@ -1,8 +1,8 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
-from thai_grpo.io import log_to, read_json, write_json
-from thai_grpo.models import safetensors_parameter_count
-from thai_grpo.results import assemble, benchmark_max_rss, benchmark_seconds
+from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.models.loading import safetensors_parameter_count
+from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
 
 log_to(snakemake.log[0])
 params = snakemake.params

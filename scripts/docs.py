@@ -1,4 +1,4 @@
-"""`make docs`, `make docs-reference`, `make compare`: the generated numbers of README.md and docs/ (thai_grpo.reference).
+"""`make docs`, `make docs-reference`, `make compare`: the generated numbers of README.md and docs/ (thai_grpo.report.reference).
 
   render     README.md's and docs/*.md's tables from docs/reference/ (make docs)
   summarise  results/ -> docs/reference/*.json, with the commit, command and CPU (make docs-reference)
@@ -14,9 +14,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from thai_grpo import reference as ref
-from thai_grpo import reference_tables as rt
-from thai_grpo.io import atomic_write_text, read_json, write_json
+from thai_grpo.core.io import atomic_write_text, read_json, write_json
+from thai_grpo.report import reference as ref
+from thai_grpo.report import reference_tables as rt
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

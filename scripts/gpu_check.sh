@@ -3,11 +3,11 @@
 # config's path run on it, and how long does each stage take?
 #   1. nvidia-smi and torch's view of the GPU (dtype and attention chosen by compute capability);
 #   2. the real config (config/qwen3-0.6b.yaml) end to end on CUDA against a Hugging Face cache of stand-ins shaped
-#      like Qwen3-0.6B but for depth and width (thai_grpo.rehearsal, the same as tests/test_real_config_rehearsal.py:
+#      like Qwen3-0.6B but for depth and width (thai_grpo.models.rehearsal, the same as tests/test_real_config_rehearsal.py:
 #      its config.json, the 151,936-token vocabulary with its special tokens, a hub adapter with dropout), tiny sizes:
 #      every method of the chapter's comparison (SFT, GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model and with the
 #      verifier); then each job's measured peak CUDA memory beside the memory plan's prediction for the same models
-#      and sizes (thai_grpo.memory_plan; `make memory-plan` gives it for Qwen3-0.6B at the real sizes);
+#      and sizes (thai_grpo.models.memory_plan; `make memory-plan` gives it for Qwen3-0.6B at the real sizes);
 #   3. the smoke DAG (config/smoke.yaml) on CUDA.
 # Each DAG runs in a scratch copy of the workflow (the repository's results/ are not touched); per-stage wall
 # times and peak memory are printed from its results/benchmarks/*.tsv. Exits 2 when there is no usable GPU.
@@ -33,7 +33,7 @@ PY="$REPO/.venv/bin/python"
 "$PY" - <<'PYEOF'
 import sys
 import torch
-from thai_grpo.accelerators import precision_summary
+from thai_grpo.core.accelerators import precision_summary
 if not torch.cuda.is_available():
     sys.exit(f"gpu_check: torch {torch.__version__} sees no CUDA device (a CPU-only wheel, or a driver older "
              f"than CUDA {torch.version.cuda}?)")
@@ -72,7 +72,7 @@ PYEOF
 # 2. The real config on CUDA, offline, against the stand-in cache (built on the CPU in seconds).
 HF_CACHE="$SCRATCH/hf_home"
 mkdir -p "$SCRATCH/real"
-"$PY" -m thai_grpo.rehearsal "$HF_CACHE" "$SCRATCH/real/tiny.yaml"
+"$PY" -m thai_grpo.models.rehearsal "$HF_CACHE" "$SCRATCH/real/tiny.yaml"
 (
   unset HF_HUB_CACHE HF_DATASETS_CACHE
   export HF_HOME="$HF_CACHE" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1

@@ -1,8 +1,8 @@
 """Stage 1: the source rows in the real dataset's schema (synthetic offline, hub or local otherwise)."""
 
-from thai_grpo.data import DataSource, load_source_dataset
-from thai_grpo.io import log_to, write_jsonl
-from thai_grpo.synthetic import generate_problems
+from thai_grpo.core.io import log_to, write_jsonl
+from thai_grpo.data.problems import DataSource, load_source_dataset
+from thai_grpo.data.synthetic import generate_problems
 
 log_to(snakemake.log[0])
 data = snakemake.params.data

@@ -1,7 +1,7 @@
 """Stage 7a: every figure of the report, drawn from results/results.json."""
 
-from thai_grpo.figures import draw_all
-from thai_grpo.io import log_to, read_json
+from thai_grpo.core.io import log_to, read_json
+from thai_grpo.report.figures import draw_all
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)

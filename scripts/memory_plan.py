@@ -1,5 +1,5 @@
 """The memory plan of the real config (`make memory-plan`): results/memory_plan/plan.json and plan.md, computed by
-thai_grpo.memory_plan for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
+thai_grpo.models.memory_plan for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
 
     python scripts/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
     python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
@@ -34,14 +34,14 @@ MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRE
 
 def merged_config(*extra: Path) -> dict:
     """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
-    from thai_grpo.memory_plan import merged_configs
+    from thai_grpo.models.memory_plan import merged_configs
 
     return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml", *extra])
 
 
 def write_plan(out_dir: Path) -> list[dict]:
-    from thai_grpo.io import write_json
-    from thai_grpo.memory_plan import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
+    from thai_grpo.core.io import write_json
+    from thai_grpo.models.memory_plan import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
 
     plans = stage_plans(merged_config())
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -57,9 +57,10 @@ MEASURE = r"""
 import json, sys, torch
 from peft import LoraConfig, get_peft_model
 from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification
-from thai_grpo.memory_plan import Lora, Shape, activation_floats, lora_parameters, ppo_logit_floats, ATTENTION_TARGETS
 from thai_grpo.methods.ppo import PPOSettings, _chunk_losses
-from thai_grpo.rehearsal import QWEN3_0_6B_CONFIG
+from thai_grpo.models.memory_plan import (Lora, Shape, activation_floats, lora_parameters, ppo_logit_floats,
+                                          ATTENTION_TARGETS)
+from thai_grpo.models.rehearsal import QWEN3_0_6B_CONFIG
 
 size = json.loads(sys.argv[1])
 torch.manual_seed(0); torch.set_num_threads(1)
@@ -121,7 +122,7 @@ def check() -> bool:
 
 def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
     """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
-    from thai_grpo.memory_plan import Lora, Shape, predicted_for_job, stage_plans
+    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job, stage_plans
 
     config = merged_config(tiny)
     shape = Shape.from_config(json.loads((base / "config.json").read_text(encoding="utf-8")))

@@ -2,11 +2,11 @@
 
 import torch
 
-from thai_grpo.io import log_to, progress, read_jsonl, write_json, write_jsonl
-from thai_grpo.memory_plan import record_cuda_peak
-from thai_grpo.models import load_policy, load_tokenizer
-from thai_grpo.preferences import build_pairs, sample_training_problems
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.methods.preferences import build_pairs, sample_training_problems
+from thai_grpo.models.loading import load_policy, load_tokenizer
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh

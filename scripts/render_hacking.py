@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from thai_grpo.hacking import render_hacking_report
-from thai_grpo.io import atomic_write_text, log_to, read_json
+from thai_grpo.core.io import atomic_write_text, log_to, read_json
+from thai_grpo.report.hacking import render_hacking_report
 
 log_to(snakemake.log[0])
 html = render_hacking_report(read_json(snakemake.input.results), snakemake.output.figures,

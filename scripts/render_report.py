@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from thai_grpo.io import log_to, read_json, read_jsonl
-from thai_grpo.report import write_report
+from thai_grpo.core.io import log_to, read_json, read_jsonl
+from thai_grpo.report.html import write_report
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)

@@ -1,13 +1,13 @@
 """Evaluation only: the reward model's pairwise accuracy on its training pairs and on held-out pairs built the same
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
-from thai_grpo.io import log_to, read_json, read_jsonl, write_json
-from thai_grpo.memory_plan import record_cuda_peak
+from thai_grpo.core.io import log_to, read_json, read_jsonl, write_json
 from thai_grpo.methods.ppo import load_value_model
-from thai_grpo.models import load_tokenizer
-from thai_grpo.preferences import build_pairs
-from thai_grpo.reward_model import pairwise_accuracy
-from thai_grpo.training import set_threads
+from thai_grpo.methods.preferences import build_pairs
+from thai_grpo.methods.reward_model import pairwise_accuracy
+from thai_grpo.models.loading import load_tokenizer
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh

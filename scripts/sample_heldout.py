@@ -1,12 +1,12 @@
 """Stage 5: n sampled completions (and one greedy) per held-out problem, each with its rewards.
 
 transformers' generate, on the GPU when there is one; vLLM's offline engine with ``eval.use_vllm: true``
-(thai_grpo.vllm_sampling: same sampling parameters, same records).
+(thai_grpo.evaluation.vllm_sampling: same sampling parameters, same records).
 """
 
-from thai_grpo.io import log_to, progress, read_jsonl, write_jsonl
-from thai_grpo.memory_plan import record_cuda_peak
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, progress, read_jsonl, write_jsonl
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
@@ -14,15 +14,15 @@ set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may ru
 ev = snakemake.params.eval
 rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)
 if ev.get("use_vllm", False):
-    from thai_grpo.vllm_sampling import sample_heldout_vllm
+    from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                   snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
 else:
     import torch
 
-    from thai_grpo.models import load_policy, load_tokenizer
-    from thai_grpo.sampling import sample_heldout
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.sampling import sample_heldout
 
     model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype,
                         merged=True).eval()

@@ -1,8 +1,8 @@
 """Stage 2: integer gold answers, one seeded shuffle, held-out / GRPO / SFT / pretraining sets disjoint in text
 and skeleton (rows sharing a held-out skeleton are set aside, counted as ``reserved``)."""
 
-from thai_grpo.data import assert_no_leakage, deduplicate, normalize_rows, split_rows
-from thai_grpo.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.data.problems import assert_no_leakage, deduplicate, normalize_rows, split_rows
 
 log_to(snakemake.log[0])
 data = snakemake.params.data

@@ -1,9 +1,9 @@
 """Stage 6a: per-token log-probs of the GRPO policy's held-out samples under the policy and the SFT reference."""
 
-from thai_grpo.io import log_to, read_jsonl, write_json
-from thai_grpo.memory_plan import record_cuda_peak
-from thai_grpo.token_logprobs import policy_and_reference_logprobs
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.evaluation.token_logprobs import policy_and_reference_logprobs
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh

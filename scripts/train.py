@@ -1,9 +1,9 @@
 """Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO, DPO or PPO (thai_grpo.methods)."""
 
-from thai_grpo.io import log_to, read_jsonl, write_json
-from thai_grpo.memory_plan import record_cuda_peak
+from thai_grpo.core.io import log_to, read_jsonl, write_json
 from thai_grpo.methods import train_variant
-from thai_grpo.training import set_threads
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh

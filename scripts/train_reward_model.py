@@ -1,9 +1,9 @@
 """Stage 4 (PPO only): the reward model, TRL's RewardTrainer on the verifier-ranked preference pairs."""
 
-from thai_grpo.io import log_to, read_jsonl, write_json
-from thai_grpo.memory_plan import record_cuda_peak
-from thai_grpo.reward_model import train_reward_model
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.methods.reward_model import train_reward_model
+from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh

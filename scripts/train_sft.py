@@ -1,10 +1,10 @@
 """Stage 3b (offline): the SFT LoRA adapter, trained with TRL on prompt-completion examples."""
 
-from thai_grpo.corpus import brief_thinks, noisy_solutions
-from thai_grpo.data import sft_records
-from thai_grpo.io import log_to, read_jsonl, write_json
-from thai_grpo.sft import train_sft_adapter
-from thai_grpo.training import set_threads
+from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.data.corpus import brief_thinks, noisy_solutions
+from thai_grpo.data.problems import sft_records
+from thai_grpo.models.sft import train_sft_adapter
+from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side

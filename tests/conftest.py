@@ -16,15 +16,15 @@ REPO = Path(__file__).resolve().parents[1]
 
 @pytest.fixture(scope="session")
 def synthetic_rows():
-    from thai_grpo.synthetic import generate_problems
+    from thai_grpo.data.synthetic import generate_problems
 
     return generate_problems(300, seed=7, max_operand=10)
 
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(synthetic_rows):
-    from thai_grpo.data import SYSTEM_PROMPT, sft_target
-    from thai_grpo.models import train_tokenizer
+    from thai_grpo.data.problems import SYSTEM_PROMPT, sft_target
+    from thai_grpo.models.loading import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"
              for r in synthetic_rows]
@@ -34,7 +34,7 @@ def tiny_tokenizer(synthetic_rows):
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
     """A 1-layer Qwen3 + tokenizer saved as a model folder, like a hub snapshot of the base."""
-    from thai_grpo.models import build_tiny_qwen3
+    from thai_grpo.models.loading import build_tiny_qwen3
 
     model = build_tiny_qwen3(tiny_tokenizer, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
                              intermediate_size=64, max_positions=512, seed=0)
@@ -49,7 +49,7 @@ def tiny_adapter_dir(tmp_path_factory, tiny_model_dir):
     """A freshly initialised LoRA adapter on the tiny base, saved like the hub's SFT adapter."""
     from peft import LoraConfig, get_peft_model
 
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     model = get_peft_model(load_base_model(tiny_model_dir),
                            LoraConfig(task_type="CAUSAL_LM", r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"]))

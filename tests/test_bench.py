@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from thai_grpo.bench import PARTS, max_concurrent, sampler_throughput, stage_shares, step_split
+from thai_grpo.report.bench import PARTS, max_concurrent, sampler_throughput, stage_shares, step_split
 
 
 def test_max_concurrent_matches_a_brute_force_sweep():
@@ -52,8 +52,8 @@ def test_stage_shares_mark_the_seed_studys_stages(tmp_path):
 
 
 def test_sampler_throughput_counts_generated_tokens_and_its_bound(tiny_model_dir, tiny_adapter_dir):
-    from thai_grpo.data import SYSTEM_PROMPT
-    from thai_grpo.models import load_policy, load_tokenizer
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.models.loading import load_policy, load_tokenizer
 
     model = load_policy(tiny_model_dir, tiny_adapter_dir, merged=True).eval()
     row = sampler_throughput(model, load_tokenizer(tiny_model_dir), ["สมชายมีส้ม 3 ผล", "มานีมีส้ม 4 ผล"],

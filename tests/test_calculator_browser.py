@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from workflow import load_report_fixture
 
-from thai_grpo.figures import draw_all
-from thai_grpo.report import write_report
+from thai_grpo.report.figures import draw_all
+from thai_grpo.report.html import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"

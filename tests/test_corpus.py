@@ -3,9 +3,9 @@ import re
 
 import pytest
 
-from thai_grpo.corpus import STEP, add_arithmetic_slips, arithmetic_drills, drill_texts, solution_facts
-from thai_grpo.data import parse_gold_answer
-from thai_grpo.synthetic import generate_problems
+from thai_grpo.data.corpus import STEP, add_arithmetic_slips, arithmetic_drills, drill_texts, solution_facts
+from thai_grpo.data.problems import parse_gold_answer
+from thai_grpo.data.synthetic import generate_problems
 
 
 def steps_are_consistent(text: str) -> bool:
@@ -75,8 +75,8 @@ def test_solution_facts_are_the_steps_of_the_solutions_without_annotations():
 
 
 def test_brief_thinks_have_exact_seeded_shares():
-    from thai_grpo.corpus import brief_thinks
-    from thai_grpo.data import sft_records
+    from thai_grpo.data.corpus import brief_thinks
+    from thai_grpo.data.problems import sft_records
 
     rows = [{"question": f"q{i}", "answer_text": f"ได้ {i} + 1 = {i + 1} ผล\n#### {i + 1}", "answer": i + 1}
             for i in range(50)]

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from thai_grpo.data import (DataSource, assert_no_leakage, build_prompt, deduplicate, drop_seen_in_training,
-                            extra_heldout_rows, extra_set_source, load_source_dataset, normalize_rows,
-                            number_answer_rows, parse_gold_answer, parse_gold_number, solution_steps, split_rows,
-                            sft_target, text_hash)
+from thai_grpo.data.problems import (DataSource, assert_no_leakage, build_prompt, deduplicate, drop_seen_in_training,
+                                     extra_heldout_rows, extra_set_source, load_source_dataset, normalize_rows,
+                                     number_answer_rows, parse_gold_answer, parse_gold_number, solution_steps,
+                                     split_rows, sft_target, text_hash)
 
 MGSM_STAND_IN = Path(__file__).resolve().parent / "fixtures" / "mgsm_th_small.jsonl"
 MGSM_SPEC = {"source": "local", "path": str(MGSM_STAND_IN), "split": "test", "question_column": "question",
@@ -85,7 +85,7 @@ def test_split_keeps_every_heldout_skeleton_out_of_all_training_sets():
 
 
 def test_split_of_generated_problems_is_skeleton_disjoint_by_brute_force():
-    from thai_grpo.synthetic import generate_problems
+    from thai_grpo.data.synthetic import generate_problems
 
     rows, _ = normalize_rows(generate_problems(3000, seed=0, max_operand=5), "translated_question",
                              "translated_answer")

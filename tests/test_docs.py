@@ -1,5 +1,5 @@
 """README.md and docs/: the generated tables equal what `make docs` writes from docs/reference/ (a number edited by
-hand fails), thai_grpo.reference's summaries, spread and comparison, and every command line of the README's code
+hand fails), thai_grpo.report.reference's summaries, spread and comparison, and every command line of the README's code
 blocks works as written (as a dry-run: `make -n`, `snakemake -n` in a scratch copy of the workflow)."""
 
 from __future__ import annotations
@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 from workflow import OFFLINE_ENV, REPO, copy_workflow
 
-from thai_grpo import reference as ref
-from thai_grpo import reference_tables as rt
-from thai_grpo.evaluation import pairwise_tests, score_model
-from thai_grpo.hacking import hacking_results
-from thai_grpo.large_k import large_k_results
-from thai_grpo.seed_stats import seed_study
+from thai_grpo.evaluation.large_k import large_k_results
+from thai_grpo.evaluation.scoring import pairwise_tests, score_model
+from thai_grpo.evaluation.seed_stats import seed_study
+from thai_grpo.report import reference as ref
+from thai_grpo.report import reference_tables as rt
+from thai_grpo.report.hacking import hacking_results
 
 SOURCE = {"command": "make run", "commit": "abc1234", "cpu": "Some CPU (AVX2)", "cores": 2, "date": "2026-01-01"}
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

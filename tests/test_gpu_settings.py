@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from thai_grpo.accelerators import attention_implementation, flash_attention_2_possible, precision_summary
-from thai_grpo.vllm_sampling import (
+from thai_grpo.core.accelerators import attention_implementation, flash_attention_2_possible, precision_summary
+from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
     grpo_vllm_overrides,
     problem_seeds,
@@ -50,7 +50,7 @@ def test_flash_attention_2_only_from_ampere():
 
 
 def test_precision_summary_agrees_with_choose_dtype():
-    from thai_grpo.accelerators import choose_dtype
+    from thai_grpo.core.accelerators import choose_dtype
 
     for capability in [(6, 0), T4, (8, 6), (8, 9), H100, CPU]:
         assert precision_summary(capability)["dtype"] == choose_dtype(capability)
@@ -100,7 +100,7 @@ def test_vllm_dtype(dtype, capability, expected):
 
 
 def test_records_have_the_transformers_format(tiny_tokenizer):
-    from thai_grpo.sampling import score_completion
+    from thai_grpo.models.sampling import score_completion
 
     rows = [{"id": "p1", "question": "q1", "answer": 7}, {"id": "p2", "question": "q2", "answer": -3}]
     text = "<think>คิด</think>\n7"
@@ -120,8 +120,8 @@ def test_records_have_the_transformers_format(tiny_tokenizer):
 
 
 def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
-    from thai_grpo.data import SYSTEM_PROMPT
-    from thai_grpo.sampling import encode_prompts
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.models.sampling import encode_prompts
 
     questions = ["มีแอปเปิ้ล 3 ผล ได้เพิ่ม 4 ผล มีกี่ผล", "ข้อสอง"]
     ours = prompt_token_ids(tiny_tokenizer, questions, SYSTEM_PROMPT)
@@ -160,7 +160,7 @@ def test_grpo_config_accepts_the_vllm_fields_without_vllm(tmp_path):
 def test_sample_heldout_vllm_explains_a_missing_vllm(tmp_path, monkeypatch):
     import builtins
 
-    from thai_grpo.vllm_sampling import sample_heldout_vllm
+    from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
     real_import = builtins.__import__
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from thai_grpo.hacking import hacking_results, render_hacking_report
-from thai_grpo.health import format_hacking_suspect, training_health
-from thai_grpo.metrics import batch_metrics, blank_think_share, first_and_latest, hollow_think_paid_share
-from thai_grpo.report import DEFAULT_TEMPLATE_DIR
-from thai_grpo.rewards import REWARD_FUNCTIONS
+from thai_grpo.core.rewards import REWARD_FUNCTIONS
+from thai_grpo.methods.health import format_hacking_suspect, training_health
+from thai_grpo.methods.metrics import batch_metrics, blank_think_share, first_and_latest, hollow_think_paid_share
+from thai_grpo.report.hacking import hacking_results, render_hacking_report
+from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR
 
 COMPLETIONS = ["<think></think>\n12", "<think> </think>\n12", "<think>.</think>7", "<think>\n8 + 4 = 12\n</think>\n12",
                "<think>\nนภา 8 + 4 = 1"]
@@ -125,7 +125,7 @@ def test_loophole_found_when_blank_blocks_rise_under_the_strict_regex():
     results = hand_results()
     run = results["runs"]["hack_strict"]
     run["means"]["blank_think_share"] = {"start": 0.0, "first_third": 0.2, "last_third": 0.4}
-    from thai_grpo.verdicts import loophole_verdict
+    from thai_grpo.report.verdicts import loophole_verdict
 
     assert loophole_verdict(results["runs"]).startswith("The policy found the strict regex's loophole")
 

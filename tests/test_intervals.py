@@ -1,4 +1,4 @@
-"""Tests for thai_grpo.intervals: Wilson against the textbook formula, bootstrap behaviour."""
+"""Tests for thai_grpo.evaluation.intervals: Wilson against the textbook formula, bootstrap behaviour."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from thai_grpo.intervals import (
+from thai_grpo.evaluation.intervals import (
     bootstrap_interval,
     estimate_with_interval,
     paired_bootstrap_test,
@@ -16,7 +16,7 @@ from thai_grpo.intervals import (
     wilson_interval,
     wilson_interval_fractional,
 )
-from thai_grpo.passk import mean_pass_at_k
+from thai_grpo.evaluation.passk import mean_pass_at_k
 
 
 def textbook_wilson(s: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -116,7 +116,7 @@ def test_paired_test_needs_same_problems():
 def test_holm_matches_its_definition_by_brute_force():
     from itertools import permutations
 
-    from thai_grpo.evaluation import holm_adjust
+    from thai_grpo.evaluation.scoring import holm_adjust
 
     rng = np.random.default_rng(0)
     for _ in range(50):
@@ -136,7 +136,7 @@ def _scores(correct, greedy, n=4):
 
 
 def test_pairwise_tests_cover_every_pair_and_both_metrics_with_resamples_recorded():
-    from thai_grpo.evaluation import pairwise_tests
+    from thai_grpo.evaluation.scoring import pairwise_tests
 
     scores = {"sft": _scores([0, 1, 2, 0, 1, 0], [0, 1, 1, 0, 0, 0]),
               "grpo": _scores([4, 4, 4, 4, 4, 4], [1, 1, 1, 1, 1, 1]),

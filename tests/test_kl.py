@@ -1,4 +1,4 @@
-"""Tests for thai_grpo.kl: k1/k3 estimators against the exact KL of two categoricals."""
+"""Tests for thai_grpo.methods.kl: k1/k3 estimators against the exact KL of two categoricals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from thai_grpo.kl import k1, k3, running_mean, sample_kl_estimates, true_kl
+from thai_grpo.methods.kl import k1, k3, running_mean, sample_kl_estimates, true_kl
 
 P = np.array([0.5, 0.3, 0.15, 0.05])
 Q = np.array([0.25, 0.25, 0.25, 0.25])
@@ -54,7 +54,7 @@ def test_k1_goes_negative_and_k3_has_lower_variance_when_close():
 
 
 def test_completion_bootstrap_resamples_whole_completions():
-    from thai_grpo.kl import completion_bootstrap_means
+    from thai_grpo.methods.kl import completion_bootstrap_means
 
     rng = np.random.default_rng(0)
     lengths = [3, 1, 4, 2, 5]
@@ -75,7 +75,7 @@ def test_completion_bootstrap_resamples_whole_completions():
 
 
 def test_divergence_regimes_bin_by_exact_kl():
-    from thai_grpo.kl import divergence_regimes
+    from thai_grpo.methods.kl import divergence_regimes
 
     kl_exact = np.array([1e-4, 5e-4, 0.05, 0.2, 0.3, 5.0])
     var_k1, var_k3 = np.array([1, 1, 4, 9, 9, 16.0]), np.array([0.25, 0.25, 1, 100, 100, 400.0])

@@ -6,8 +6,8 @@ from math import comb
 import numpy as np
 import pytest
 
-from thai_grpo.large_k import (bootstrap_indices, created_and_lost, crossing, curve_band, large_k_results,
-                               pass_at_k_matrix)
+from thai_grpo.evaluation.large_k import (bootstrap_indices, created_and_lost, crossing, curve_band, large_k_results,
+                                          pass_at_k_matrix)
 
 
 def test_pass_at_k_matrix_is_the_subset_enumeration():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from thai_grpo.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, QWEN3_0_6B, Lora, Shape, activation_floats,
-                                   base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
-                                   ppo_update_floats, rows_per_chunk, stage_plans)
+from thai_grpo.models.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, QWEN3_0_6B, Lora, Shape, activation_floats,
+                                          base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
+                                          ppo_update_floats, rows_per_chunk, stage_plans)
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
 SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -101,7 +101,7 @@ def test_the_offline_default_keeps_every_ppo_pass_in_one_chunk():
 def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
     from workflow import REPO
 
-    from thai_grpo.memory_plan import merged_configs
+    from thai_grpo.models.memory_plan import merged_configs
 
     def merged_config():
         return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml"])

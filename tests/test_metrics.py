@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from thai_grpo.metrics import batch_metrics, check_group_order, example_groups, with_trl_logs
+from thai_grpo.methods.metrics import batch_metrics, check_group_order, example_groups, with_trl_logs
 
 
 def hand_built_batch():

@@ -2,9 +2,10 @@ import unicodedata
 
 import pytest
 
-from thai_grpo.accelerators import choose_dtype
-from thai_grpo.models import (count_parameters, load_base_model, load_policy, load_tokenizer,
-                              require_model_dir, safetensors_parameter_count)
+from thai_grpo.core.accelerators import choose_dtype
+from thai_grpo.core.hub import require_model_dir
+from thai_grpo.models.loading import (count_parameters, load_base_model, load_policy, load_tokenizer,
+                                      safetensors_parameter_count)
 
 
 def test_think_tags_are_ordinary_tokens_that_survive_decoding(tiny_tokenizer):
@@ -21,8 +22,8 @@ def test_digits_are_split_one_token_each(tiny_tokenizer):
 
 @pytest.fixture(scope="module")
 def thai_words_tokenizer(synthetic_rows):
-    from thai_grpo.data import SYSTEM_PROMPT, sft_target
-    from thai_grpo.models import train_tokenizer
+    from thai_grpo.data.problems import SYSTEM_PROMPT, sft_target
+    from thai_grpo.models.loading import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"
              for r in synthetic_rows]
@@ -45,7 +46,7 @@ def test_thai_words_cost_fewer_tokens_than_gpt2_word_cuts(thai_words_tokenizer):
     theirs = sum(len(gpt2(t)["input_ids"]) for t in texts[:50])
     assert ours < 0.85 * theirs  # at vocab 1024 on the default corpus: 2.5x fewer (README)
     with pytest.raises(ValueError, match="use 'thai' or 'gpt2'"):
-        from thai_grpo.models import train_tokenizer
+        from thai_grpo.models.loading import train_tokenizer
 
         train_tokenizer(texts[:5], vocab_size=300, words="spaces")
 
@@ -93,7 +94,7 @@ def test_dtype_follows_compute_capability(capability, dtype):
 
 
 def test_pretraining_texts_end_with_eos_and_are_cut_at_max_length(tiny_tokenizer, synthetic_rows):
-    from thai_grpo.sft import language_modelling_dataset
+    from thai_grpo.models.sft import language_modelling_dataset
 
     texts = [row["translated_question"] for row in synthetic_rows[:4]]
     whole = language_modelling_dataset(texts, tiny_tokenizer, max_length=None)

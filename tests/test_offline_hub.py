@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from workflow import copy_workflow
 
-from thai_grpo.hub import HubUnavailable, fetch_model
+from thai_grpo.core.hub import HubUnavailable, fetch_model
 
 REPO = Path(__file__).resolve().parents[1]
 BASE_REPO, BASE_REVISION = "Qwen/Qwen3-0.6B", "c1899de289a04d12100db370d81485cdf75e47ca"
@@ -66,7 +66,7 @@ def test_fetch_model_offline_fails_fast_with_hint(offline, tmp_path):
 
 
 def test_load_hub_dataset_offline_fails_fast_with_hint(offline):
-    from thai_grpo.data import DataSource, load_source_dataset
+    from thai_grpo.data.problems import DataSource, load_source_dataset
 
     start = time.monotonic()
     with pytest.raises(HubUnavailable) as caught:
@@ -77,7 +77,7 @@ def test_load_hub_dataset_offline_fails_fast_with_hint(offline):
 
 
 def test_second_heldout_set_offline_names_its_own_config_key(offline):
-    from thai_grpo.data import extra_set_source, load_source_dataset
+    from thai_grpo.data.problems import extra_set_source, load_source_dataset
 
     with pytest.raises(HubUnavailable) as caught:
         load_source_dataset(extra_set_source({"path": "juletxara/mgsm", "name": "th"}), kind="held-out set")
@@ -87,7 +87,7 @@ def test_second_heldout_set_offline_names_its_own_config_key(offline):
 
 def test_filled_hub_cache_is_used_offline_safetensors_only(offline, tmp_path, tiny_model_dir):
     """A snapshot already in the hub cache is copied out without network, minus pickles and code."""
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     snapshot = offline / "hub" / f"models--{BASE_REPO.replace('/', '--')}" / "snapshots" / BASE_REVISION
     shutil.copytree(tiny_model_dir, snapshot)
@@ -123,6 +123,6 @@ def test_real_config_offline_fails_fast_with_hint(tmp_path, target, stage, downl
     assert elapsed < 60, f"took {elapsed:.0f} s"
     assert download in output and OFFLINE_CONFIG in output, output[-3000:]  # the profile prints the failed log
     log = (workdir / f"results/logs/{stage}.log").read_text().strip().splitlines()
-    assert log[-1].startswith("thai_grpo.hub.HubUnavailable: cannot fetch"), log[-5:]
+    assert log[-1].startswith("thai_grpo.core.hub.HubUnavailable: cannot fetch"), log[-5:]
     assert not any("site-packages" in line for line in log), "a library traceback reached the log"
     assert not (workdir / target).exists()

@@ -1,4 +1,4 @@
-"""Tests for thai_grpo.passk against brute-force enumeration of k-subsets."""
+"""Tests for thai_grpo.evaluation.passk against brute-force enumeration of k-subsets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from math import comb
 
 import pytest
 
-from thai_grpo.passk import mean_pass_at_k, naive_pass_at_k, pass_at_k, pass_at_k_curve
+from thai_grpo.evaluation.passk import mean_pass_at_k, naive_pass_at_k, pass_at_k, pass_at_k_curve
 
 
 def brute_force_pass_at_k(n: int, c: int, k: int) -> float:

@@ -10,7 +10,7 @@ import torch
 from thai_grpo.methods.ppo import (PPOSettings, completion_mask, explained_variance, gae, masked_whiten,
                                    per_token_rewards, policy_loss, ppo_settings, prompt_batch, scores_with_penalty,
                                    value_loss)
-from thai_grpo.reward_model import check_pairs
+from thai_grpo.methods.reward_model import check_pairs
 
 
 def brute_gae(rewards, values, length, gamma, lam):
@@ -137,7 +137,7 @@ def test_reward_model_data_refuses_a_pair_ranked_against_itself():
 def adapter_with_dropout(base_dir, target, dropout: float):
     from peft import LoraConfig, get_peft_model
 
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     torch.manual_seed(0)
     model = get_peft_model(load_base_model(base_dir), LoraConfig(task_type="CAUSAL_LM", r=4, lora_alpha=8,
@@ -156,7 +156,7 @@ def test_ppo_turns_dropout_off_so_the_first_minibatch_ratio_is_one(tmp_path, tin
     two passes, so the first minibatch's ratio pi / pi_old is exactly 1; the same adapter loaded as PEFT loads it
     does not (the test can fail)."""
     from thai_grpo.methods.ppo import load_models, sequence_logprobs
-    from thai_grpo.models import load_policy
+    from thai_grpo.models.loading import load_policy
 
     adapter = adapter_with_dropout(tiny_model_dir, tmp_path / "adapter", 0.5)
     ids = torch.randint(3, 100, (4, 12))
@@ -215,8 +215,8 @@ def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_no
     import json
     import shutil
 
-    from thai_grpo.models import load_tokenizer
-    from thai_grpo.reward_model import load_reward_base
+    from thai_grpo.methods.reward_model import load_reward_base
+    from thai_grpo.models.loading import load_tokenizer
 
     base = tmp_path / "base"
     shutil.copytree(tiny_model_dir, base)

@@ -18,7 +18,7 @@ MAX_STEPS, KILL_AFTER = 5, 2
 RUNNER = """
 import json, sys
 from thai_grpo.methods.ppo import train_ppo
-from thai_grpo.training import set_threads
+from thai_grpo.models.training import set_threads
 set_threads(1)
 base, adapter, reward, rows, out, checkpoints = sys.argv[1:7]
 settings = {"max_steps": %d, "batch_size": 4, "num_ppo_epochs": 2, "num_mini_batches": 2, "save_steps": 1,

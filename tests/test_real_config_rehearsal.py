@@ -1,5 +1,5 @@
 """The real run, rehearsed: `snakemake --configfile config/qwen3-0.6b.yaml` executed end to end, offline, on CPU,
-against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo.rehearsal: its config.json but for depth
+against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo.models.rehearsal: its config.json but for depth
 and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter with
 dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
 DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins."""
@@ -14,7 +14,7 @@ import pytest
 import yaml
 from workflow import REPO, copy_workflow, run_snakemake
 
-from thai_grpo.rewards import has_think_block
+from thai_grpo.core.rewards import has_think_block
 
 REAL_CONFIG = yaml.safe_load((REPO / "config" / "qwen3-0.6b.yaml").read_text(encoding="utf-8"))
 CHAPTER_PROMPT = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
@@ -49,7 +49,7 @@ def offline_env(hf_home: Path) -> dict:
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
     """The workflow copy after the real config's whole DAG ran on the stand-ins; (workdir, hf_home, tiny config)."""
-    from thai_grpo.rehearsal import fill_hub_cache
+    from thai_grpo.models.rehearsal import fill_hub_cache
 
     root = tmp_path_factory.mktemp("rehearsal")
     workdir = copy_workflow(root / "workflow")
@@ -83,7 +83,7 @@ def test_the_base_is_shaped_like_qwen3_0_6b(rehearsal):
     """config.json is Qwen3-0.6B's but for depth and width (no pad_token_id: the reward model, PPO's value models and
     the verifier's fresh value model took it from the tokenizer); its tokenizer has Qwen3's special tokens at their
     ids; the adapter has dropout (PPO turned it off)."""
-    from thai_grpo.rehearsal import QWEN3_0_6B_CONFIG, STANDIN_SIZES
+    from thai_grpo.models.rehearsal import QWEN3_0_6B_CONFIG, STANDIN_SIZES
 
     workdir, _, _ = rehearsal
     config = json.loads((workdir / "results/model/base/config.json").read_text(encoding="utf-8"))

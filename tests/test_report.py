@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from workflow import load_report_fixture
 
-from thai_grpo.evaluation import pairwise_tests
+from thai_grpo.evaluation.scoring import pairwise_tests
 
-from thai_grpo.figures import draw_all, solve_rate_transitions
-from thai_grpo.health import hacking_suspect, truncation_failed
-from thai_grpo.report import SECTIONS, render_report, write_report
+from thai_grpo.methods.health import hacking_suspect, truncation_failed
+from thai_grpo.report.figures import draw_all, solve_rate_transitions
+from thai_grpo.report.html import SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -269,7 +269,7 @@ def test_whitespace_only_completion_is_labelled(fixture_data, figures):
 def with_pitfalls(results: dict) -> dict:
     """The small fixture plus the pitfall variants' runs, their held-out pass@1 and the run-health the
     pipeline computes for each (health.training_health)."""
-    from thai_grpo.health import training_health
+    from thai_grpo.methods.health import training_health
 
     extra = json.loads((FIXTURES / "pitfall_runs.json").read_text(encoding="utf-8"))
     results = copy.deepcopy(results)
@@ -316,7 +316,7 @@ def test_lenient_run_is_flagged_and_its_hacking_completions_escaped(pitfall_repo
 
 
 def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
-    from thai_grpo.health import training_health
+    from thai_grpo.methods.health import training_health
 
     results, samples = copy.deepcopy(fixture_data)
     results = with_pitfalls(results)
@@ -476,8 +476,8 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     both verdicts and the tables; without passk it says how to build it."""
     import numpy as np
 
-    from thai_grpo.large_k import large_k_results
-    from thai_grpo.results import with_kl_summary
+    from thai_grpo.evaluation.large_k import large_k_results
+    from thai_grpo.report.results import with_kl_summary
 
     results, samples = copy.deepcopy(fixture_data)
     html = render_report(results, samples, {}, TEMPLATE_DIR)
@@ -504,7 +504,7 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
 def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_it(fixture_data):
     """With results/hacking/results.json merged in, the main report shows each run's start -> last-third moves and the
     run's own verdict sentences, escaped; without it, how to build the experiment."""
-    from thai_grpo.hacking import hacking_results
+    from thai_grpo.report.hacking import hacking_results
 
     results, samples = copy.deepcopy(fixture_data)
     html = render_report(results, samples, {}, TEMPLATE_DIR)

@@ -12,8 +12,8 @@ import pytest
 from test_calculator_browser import CHROMEDRIVER, CHROMIUM, CHROMIUM_FLAGS
 from workflow import load_report_fixture
 
-from thai_grpo.figures import draw_all
-from thai_grpo.report import write_report
+from thai_grpo.report.figures import draw_all
+from thai_grpo.report.html import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_RUN = ROOT / "tests" / "fixtures" / "results_smoke_run.json"
@@ -49,7 +49,7 @@ def with_optional_parts(results: dict) -> dict:
     from test_report import with_extra_set, with_pitfalls
     from test_seeds import _fixture_study
 
-    from thai_grpo.large_k import large_k_results
+    from thai_grpo.evaluation.large_k import large_k_results
 
     results = with_extra_set(with_pitfalls(results))
     rng = np.random.default_rng(0)

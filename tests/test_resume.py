@@ -63,7 +63,7 @@ def adapter_tensors(folder: Path) -> dict:
 
 
 def test_last_checkpoint_skips_one_cut_short_by_a_kill(tmp_path):
-    from thai_grpo.training import last_checkpoint
+    from thai_grpo.models.training import last_checkpoint
 
     assert last_checkpoint(tmp_path / "missing") is None
     for step, state in [(2, '{"global_step": 2}'), (10, '{"global_step": 10}'), (12, '{"global_st'), (14, None)]:

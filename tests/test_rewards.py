@@ -1,4 +1,4 @@
-"""Tests for thai_grpo.rewards against hand examples and the literal regex definitions."""
+"""Tests for thai_grpo.core.rewards against hand examples and the literal regex definitions."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from thai_grpo import rewards as R
-from thai_grpo.rewards import (
+from thai_grpo.core import rewards as R
+from thai_grpo.core.rewards import (
     MAX_TOTAL,
     REWARD_FUNCTIONS,
     completion_text,
@@ -267,7 +267,7 @@ def reference_think_content(text: str) -> str | None:
     ],
 )
 def test_think_content_kinds_and_checked_format(text, empty, blank, worked):
-    from thai_grpo.metrics import empty_think
+    from thai_grpo.methods.metrics import empty_think
 
     assert R.think_content(text) == reference_think_content(text)
     assert empty_think(text) == empty and R.blank_think(text) == blank and R.hollow_think(text) == (empty or blank)

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from thai_grpo.sampling import completion_record, stop_token_ids
+from thai_grpo.models.sampling import completion_record, stop_token_ids
 
 
 def test_stop_tokens_follow_trl_tokenizer_eos_first_then_generation_config(tiny_tokenizer):
@@ -32,7 +32,7 @@ def test_a_completion_ends_at_the_first_of_any_stop_token(tiny_tokenizer):
 def test_merged_adapter_gives_the_same_next_token_distribution(tiny_model_dir, tiny_adapter_dir):
     import torch
 
-    from thai_grpo.models import load_policy
+    from thai_grpo.models.loading import load_policy
 
     torch.manual_seed(0)
     unmerged = load_policy(tiny_model_dir, tiny_adapter_dir).eval()

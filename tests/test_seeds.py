@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from thai_grpo.config import ConfigError
-from thai_grpo.seed_stats import (between_seed_interval, percentile_test, resampling_sd, seed_pairwise_tests,
-                                  seed_study, seed_verdict, two_level_means)
-from thai_grpo.seeds import check_seeds, parse_run, run_id, run_pattern, seed_costs, seed_runs, seed_variants
+from thai_grpo.core.config import ConfigError
+from thai_grpo.core.seeds import check_seeds, parse_run, run_id, run_pattern, seed_costs, seed_runs, seed_variants
+from thai_grpo.evaluation.seed_stats import (between_seed_interval, percentile_test, resampling_sd, seed_pairwise_tests,
+                                             seed_study, seed_verdict, two_level_means)
 
 VARIANTS = {"grpo": {"group": "method"}, "dr_grpo": {"grpo": {"loss_type": "dr_grpo"}},
             "rloo": {"group": "method", "method": "rloo"}, "dpo": {"group": "method", "method": "dpo"},
@@ -198,8 +198,8 @@ def _fixture_study():
 def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_built():
     from workflow import load_report_fixture
 
-    from thai_grpo.report import render_report
-    from thai_grpo.verdicts import SEED_VERDICTS
+    from thai_grpo.report.html import render_report
+    from thai_grpo.report.verdicts import SEED_VERDICTS
 
     results, samples = load_report_fixture()
     without = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
@@ -215,7 +215,7 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
 
 
 def test_a_pair_sentence_bounds_a_zero_bootstrap_p_by_the_resamples():
-    from thai_grpo.verdicts import seed_pair_verdict
+    from thai_grpo.report.verdicts import seed_pair_verdict
 
     test = {"mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_holm": 0.0, "welch_p_holm": 0.0016,
             "n_resamples": 10_000, "verdict": "exceeds"}

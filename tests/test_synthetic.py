@@ -4,8 +4,8 @@ import re
 
 import pytest
 
-from thai_grpo.data import text_hash
-from thai_grpo.synthetic import TEMPLATE_IDS, generate_problems, tidy_whitespace
+from thai_grpo.data.problems import text_hash
+from thai_grpo.data.synthetic import TEMPLATE_IDS, generate_problems, tidy_whitespace
 
 STEP_RE = re.compile(r"(\d+) ([-+x/]) (\d+) = (?:<<(\d+)([-+*/])(\d+)=(\d+)>>)?(\d+)")
 OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b,

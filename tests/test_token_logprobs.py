@@ -3,8 +3,8 @@ import math
 import numpy as np
 import pytest
 
-from thai_grpo.token_logprobs import (completion_logprobs, policy_and_reference_logprobs, position_kl,
-                                      sampled_token_pairs)
+from thai_grpo.evaluation.token_logprobs import (completion_logprobs, policy_and_reference_logprobs, position_kl,
+                                                 sampled_token_pairs)
 
 SYSTEM = "ระบบ"
 
@@ -12,7 +12,7 @@ SYSTEM = "ระบบ"
 def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
     import torch
 
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     model = load_base_model(tiny_model_dir).eval()
     prompt, completion = [5, 6, 7], [8, 9]
@@ -29,7 +29,7 @@ def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
 def test_completion_logprobs_are_taken_at_the_sampling_temperature(tiny_model_dir):
     import torch
 
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     model = load_base_model(tiny_model_dir).eval()
     prompt, completion = [5, 6, 7], [8, 9]
@@ -60,7 +60,7 @@ def test_position_kl_matches_a_sum_over_the_vocabulary():
 
 
 def test_the_sampled_ids_are_scored_not_a_retokenization(tiny_model_dir):
-    from thai_grpo.models import load_tokenizer
+    from thai_grpo.models.loading import load_tokenizer
 
     tokenizer = load_tokenizer(tiny_model_dir)
     samples = [{"question": "สมชายมีส้ม 3 ผล", "completions": [{"text": "ignored", "token_ids": [9, 8, 7]},
@@ -86,7 +86,7 @@ def moved_adapter_dir(tmp_path_factory, tiny_model_dir):
     import torch
     from peft import LoraConfig, get_peft_model
 
-    from thai_grpo.models import load_base_model
+    from thai_grpo.models.loading import load_base_model
 
     torch.manual_seed(1)
     model = get_peft_model(load_base_model(tiny_model_dir),
@@ -105,9 +105,9 @@ def test_k1_and_k3_of_tokens_sampled_from_the_policy_agree_with_the_exact_kl(tin
     within 4 of their exact standard errors, and the bootstrap over completions sees those standard errors."""
     import torch
 
-    from thai_grpo.kl import real_kl_summary
-    from thai_grpo.models import load_policy, load_tokenizer
-    from thai_grpo.sampling import generate
+    from thai_grpo.methods.kl import real_kl_summary
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.sampling import generate
 
     tokenizer = load_tokenizer(tiny_model_dir)
     policy = load_policy(tiny_model_dir, moved_adapter_dir, merged=True).eval()

@@ -14,15 +14,15 @@ import yaml
 from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
-from thai_grpo.config import ConfigError, deep_merge
-from thai_grpo.methods.dpo import NOT_INHERITED, dpo_args, dpo_step
-from thai_grpo.health import format_hacking_suspect, training_health
-from thai_grpo.metrics import batch_metrics, empty_think, empty_think_share
-from thai_grpo.config import inherited_args
+from thai_grpo.core.config import ConfigError, deep_merge
+from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
-from thai_grpo.preferences import build_pairs, pair_for_problem
-from thai_grpo.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
+from thai_grpo.methods.dpo import NOT_INHERITED, dpo_args, dpo_step
+from thai_grpo.methods.health import format_hacking_suspect, training_health
+from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
+from thai_grpo.methods.preferences import build_pairs, pair_for_problem
 from thai_grpo.methods.rloo import leave_one_out_advantages, rloo_args
+from thai_grpo.report.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -284,7 +284,7 @@ def test_ppo_rows_count_the_reward_model_and_the_ablation_is_a_row_too():
 
 
 def test_benchmark_readers_take_a_column_and_skip_what_is_not_a_number(tmp_path):
-    from thai_grpo.results import benchmark_max_rss, benchmark_seconds
+    from thai_grpo.report.results import benchmark_max_rss, benchmark_seconds
 
     header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
     (tmp_path / "train-ppo.tsv").write_text(header + "10.0\t0:00:10\t2159.78\t1\t1\t1\t0\t0\t50\t9\n"
@@ -328,7 +328,7 @@ def test_extra_set_results_title_source_counts_and_paired_tests():
 # --------------------------------------------------------------------------- DPO and RLOO on a tiny model
 @pytest.mark.slow
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
-    from thai_grpo.data import SYSTEM_PROMPT, build_prompt, normalize_rows
+    from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
     from thai_grpo.methods.dpo import train_dpo
     from thai_grpo.methods.rloo import train_rloo
 

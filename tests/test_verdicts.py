@@ -1,7 +1,7 @@
 """Sentences of verdict follow the numbers: the same code says "supported", "not detectable" or "a loss"."""
 
-from thai_grpo.verdicts import (health_verdict, holm_family, holm_word, kl_estimator_verdict, large_k_verdict,
-                                p_text, pair_test, pass_at_k_verdict, versus_verdict)
+from thai_grpo.report.verdicts import (health_verdict, holm_family, holm_word, kl_estimator_verdict, large_k_verdict,
+                                       p_text, pair_test, pass_at_k_verdict, versus_verdict)
 
 
 def _pair(a="grpo", b="sft", metric="pass@1", diff=0.284, low=0.24, high=0.327, p=0.0, holm=0.0, supported=True):
@@ -79,7 +79,7 @@ def test_kl_estimator_verdict_follows_the_numbers():
 
 
 def _passk(mean, low, high, created=3, lost=1) -> dict:
-    from thai_grpo.large_k import crossing
+    from thai_grpo.evaluation.large_k import crossing
 
     difference = {"mean": mean, "low": low, "high": high}
     return {"n_samples": len(mean), "num_problems": 100,

@@ -1,4 +1,12 @@
-"""Which trainer a variant runs, and with which settings: GRPO, RLOO, DPO or PPO, all from the same SFT adapter.
+"""Methods: the trainers that turn the SFT adapter into a policy, and what only they use.
+
+One module per method (``grpo``, ``rloo``, ``dpo``, ``ppo``) with what belongs to one of them beside it: PPO's
+reward model (``reward_model``), DPO's preference pairs (``preferences``); and what the RL trainers share: group
+advantages (``advantages``), KL estimators (``kl``), per-step metrics (``metrics``) and the training-health checks
+(``health``). It may import ``models``, ``data`` and ``core``, never ``evaluation`` or ``report``. This
+``__init__`` is the dispatcher, as follows.
+
+Which trainer a variant runs, and with which settings: GRPO, RLOO, DPO or PPO, all from the same SFT adapter.
 
 A variant (``variants:`` in the config) is a named set of overrides on top of the ``grpo`` section and the
 reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` and ``dpo:`` hold fields of
@@ -12,7 +20,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.config import OURS, ConfigError, variant_settings
+from thai_grpo.core.config import OURS, ConfigError, variant_settings
 
 METHOD_NAMES = ("grpo", "rloo", "dpo", "ppo")
 GROUPS = ("method", "ablation", "pitfall", "hacking")

@@ -1,7 +1,7 @@
 """DPO (Rafailov et al. 2023) with TRL's ``DPOTrainer`` on preference pairs from the SFT policy's own samples.
 
 Same SFT adapter and the same training problems as GRPO, but no sampling while training: the pairs
-(``thai_grpo.preferences``: chosen = a correct completion, rejected = a wrong one of the same problem) are
+(``thai_grpo.methods.preferences``: chosen = a correct completion, rejected = a wrong one of the same problem) are
 built once, before training, and never refreshed. Where it departs from GRPO:
 - Loss: -log sigmoid(beta * [(log pi(y_w|x) - log pi_ref(y_w|x)) - (log pi(y_l|x) - log pi_ref(y_l|x))]),
   TRL's ``sigmoid`` loss; ``beta`` here scales the implicit reward, it is not a KL weight.
@@ -17,7 +17,7 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.config import inherited_args
+from thai_grpo.core.config import inherited_args
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): DPO's implicit reward is beta x log(pi/pi_ref)"
 # Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
@@ -78,10 +78,10 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
 
+    from thai_grpo.core.io import atomic_directory
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.io import atomic_directory
-    from thai_grpo.models import count_parameters, load_policy, load_tokenizer
-    from thai_grpo.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
+    from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.models.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
 
     args, dropped = dpo_args(grpo_args, {f.name for f in dataclasses.fields(DPOConfig)}, overrides)
     base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args,

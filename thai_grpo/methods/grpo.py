@@ -17,12 +17,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thai_grpo.data import grpo_records
-from thai_grpo.io import atomic_directory, write_json
-from thai_grpo.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
-                               first_and_latest, total_rewards, with_trl_logs)
-from thai_grpo.rewards import completion_text, reward_functions
-from thai_grpo.training import clear_checkpoints, last_checkpoint, progress_callback, seed_everything, trainer_args
+from thai_grpo.core.io import atomic_directory, write_json
+from thai_grpo.core.rewards import completion_text, reward_functions
+from thai_grpo.data.problems import grpo_records
+from thai_grpo.methods.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
+                                       first_and_latest, total_rewards, with_trl_logs)
+from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
+                                       trainer_args)
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy"
 METRICS_FILE = "step_metrics.jsonl"
@@ -222,7 +223,7 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
     returns (trainer, its step logger, the checkpoint to resume from or None, the step-metrics file)."""
     from datasets import Dataset
 
-    from thai_grpo.models import load_policy, load_tokenizer
+    from thai_grpo.models.loading import load_policy, load_tokenizer
 
     metrics_path, resume_from, examples, empty_thinks = start_step_log(checkpoint_dir)
     seed_everything(seed)
@@ -245,7 +246,7 @@ def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str |
                         advantages=None) -> dict:
     """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
     numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples."""
-    from thai_grpo.models import count_parameters
+    from thai_grpo.models.loading import count_parameters
 
     trainer, logger, resume_from, metrics_path = rollout_trainer(
         trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names, system_prompt, checkpoint_dir,

@@ -1,7 +1,7 @@
 """PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with
 PPO"), compact, following TRL 1.12.0's ``trl.experimental.ppo.PPOTrainer`` (the last TRL PPO: TRL PR #7020
 removed it) except where said. Four models: the policy (LoRA, from the SFT adapter), the reference (the SFT
-policy, frozen: the same KL reference as GRPO's), the reward model (``thai_grpo.reward_model``, frozen; or the
+policy, frozen: the same KL reference as GRPO's), the reward model (``thai_grpo.methods.reward_model``, frozen; or the
 code rewards for ``score: verifier``) and the value model (initialised from the reward model, trained).
 
 One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
@@ -34,7 +34,7 @@ Departures from TRL 1.12, each on purpose:
   weights, the optimizer and the step; no generator state needs saving.
 As TRL's: dropout is off in all four models (``disable_dropout_in_model``), so the first minibatch's ratio is 1 even
 with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions.
-Memory (``thai_grpo.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
+Memory (``thai_grpo.models.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
 into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
 (gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
 update). On a GPU the two frozen models (reference, reward) are held in 16 bits (float16 on a T4, bfloat16 from
@@ -51,7 +51,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thai_grpo.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
+from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
 
 KL_REFERENCE = ("the SFT policy, frozen (a merged copy of the SFT adapter): the same reference as GRPO's KL; "
                 "PPO subtracts kl_coef x k1 per token from the reward")
@@ -87,7 +87,7 @@ class PPOSettings:
     save_steps: int = 10
     temperature: float = 0.7
     max_completion_length: int = 53  # TRL: response_length
-    chunk_floats: int = 2 ** 28      # ours: floats one chunk of a pass may hold per row (thai_grpo.memory_plan)
+    chunk_floats: int = 2 ** 28      # ours: floats one chunk of a pass may hold per row (thai_grpo.models.memory_plan)
 
     def __post_init__(self):
         if self.score not in SCORES:
@@ -284,7 +284,7 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None):
 
 def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False,
                      dtype: str = "float32"):
-    """The sequence-classification base with the reward model's LoRA and score head (``thai_grpo.reward_model``)."""
+    """The sequence-classification base with the reward model's LoRA and score head (``thai_grpo.methods.reward_model``)."""
     from peft import PeftModel
 
     model = PeftModel.from_pretrained(load_reward_base(base_dir, dtype), str(reward_dir),
@@ -299,8 +299,8 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
     import torch
     from trl.trainer.utils import disable_dropout_in_model
 
-    from thai_grpo.accelerators import device_dtype
-    from thai_grpo.models import load_policy
+    from thai_grpo.core.accelerators import device_dtype
+    from thai_grpo.models.loading import load_policy
 
     frozen = device_dtype()  # 16 bits for the frozen copies on a GPU (memory_plan); float32 on a CPU
     models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
@@ -345,7 +345,7 @@ def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, k
 
     import torch
 
-    from thai_grpo.io import atomic_directory, write_json
+    from thai_grpo.core.io import atomic_directory, write_json
 
     with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
         torch.save({"policy": _trainable_state(policy), "value": _trainable_state(value),
@@ -372,9 +372,9 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need."""
     import torch
 
-    from thai_grpo.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
-    from thai_grpo.rewards import reward_functions
-    from thai_grpo.sampling import completion_length, encode_prompts, generation_config
+    from thai_grpo.core.rewards import reward_functions
+    from thai_grpo.models.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
+    from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
     policy = models["policy"]
@@ -444,7 +444,7 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
 
 def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
     """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
-    from thai_grpo.memory_plan import Lora, Shape, ppo_update_floats, rows_per_chunk
+    from thai_grpo.models.memory_plan import Lora, Shape, ppo_update_floats, rows_per_chunk
 
     def lora_of(model) -> Lora:
         config = model.peft_config["default"]
@@ -498,8 +498,8 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -
     rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
     PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
     this step's update), clip fractions, entropy."""
-    from thai_grpo.metrics import empty_think_share, total_rewards
-    from thai_grpo.rewards import CORRECT_REWARD
+    from thai_grpo.core.rewards import CORRECT_REWARD
+    from thai_grpo.methods.metrics import empty_think_share, total_rewards
 
     mask, lengths = rollout["mask"], rollout["lengths"]
     k1_sums = rollout["k1"].sum(1)
@@ -532,11 +532,11 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     adapter's rank and target modules."""
     import torch
 
-    from thai_grpo.io import atomic_directory, progress
+    from thai_grpo.core.io import atomic_directory, progress
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.models import count_parameters, load_tokenizer
-    from thai_grpo.sampling import stop_token_ids
-    from thai_grpo.training import clear_checkpoints
+    from thai_grpo.models.loading import count_parameters, load_tokenizer
+    from thai_grpo.models.sampling import stop_token_ids
+    from thai_grpo.models.training import clear_checkpoints
 
     settings = ppo_settings(grpo_args, overrides)
     if settings.score == "reward_model" and reward_dir is None:

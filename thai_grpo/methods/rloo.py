@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thai_grpo.config import inherited_args
+from thai_grpo.core.config import inherited_args
 
 KL_REFERENCE = ("frozen copy of the SFT adapter (TRL's 'ref' adapter); RLOO subtracts beta x the sequence's "
                 "summed k1 = log(pi/pi_ref) from its reward")

@@ -1,0 +1,186 @@
+"""Config: variants as overrides of the ``grpo`` section, and the checks a JSON schema cannot express.
+
+Every check raises ``ConfigError`` with one line that names the key, the value and the fix, before any
+stage runs (the Snakefile calls ``check_config`` right after schema validation).
+"""
+
+from __future__ import annotations
+
+import copy
+
+# TRL 1.16's GRPOConfig.loss_type values (tests/test_config.py checks this list against the installed TRL).
+TRL_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
+TRL_SCALE_REWARDS = ("group", "batch", "none")
+RESERVED_MODEL_NAMES = ("base", "sft")
+
+
+class ConfigError(ValueError):
+    """A config value the pipeline refuses, with a message that says how to fix it."""
+
+
+def coerce_scalars(value):
+    """Numbers and booleans given as strings become numbers and booleans, recursively.
+
+    ``snakemake --config 'grpo={"beta":0.05}'`` delivers nested values as strings ('0.05').
+    """
+    import yaml
+
+    if isinstance(value, dict):
+        return {key: coerce_scalars(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [coerce_scalars(item) for item in value]
+    if isinstance(value, str):
+        try:
+            parsed = yaml.safe_load(value)
+        except yaml.YAMLError:
+            return value
+        if isinstance(parsed, (bool, int, float)):
+            return parsed
+    return value
+
+
+def deep_merge(base: dict, overrides: dict) -> dict:
+    """``base`` with ``overrides`` applied recursively (dicts merge, everything else replaces)."""
+    merged = copy.deepcopy(base)
+    for key, value in overrides.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+OURS = ("num_processes",)  # our own keys (batch-divisibility check), passed through to trainer_args
+
+
+def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
+    """The entries of ``section`` (a merged ``grpo`` section) that another TRL config class also has.
+
+    kept = {k: v for k, v in section if k in fields and k not in exclude} (plus our own ``num_processes``);
+    dropped = the other keys, sorted. ``exclude`` names shared field names whose meaning differs between the
+    two methods (DPO's ``beta`` is not a KL weight), so they are not carried over.
+    """
+    fields, exclude = set(fields), set(exclude)
+    kept = {k: v for k, v in section.items() if (k in fields and k not in exclude) or k in OURS}
+    return kept, sorted(set(section) - set(kept))
+
+
+def eval_settings(config: dict) -> dict:
+    """How held-out sets are sampled and scored: the ``eval`` section without its model list and second held-out
+    sets (adding a model or a set resamples nothing else), with ``max_new_tokens`` defaulting to the training
+    budget ``grpo.max_completion_length`` (TRL's default 256 when unset)."""
+    settings = {key: value for key, value in config["eval"].items() if key not in ("models", "extra_sets")}
+    settings.setdefault("max_new_tokens", config.get("grpo", {}).get("max_completion_length", 256))
+    return settings
+
+
+PASSK_DEFAULTS = {"models": ["base", "sft", "grpo"], "num_samples": 64, "problems": 100, "batch_size": 8,
+                  "ks": [1, 8, 64]}
+
+
+def passk_settings(config: dict) -> dict:
+    """How the large-k experiment samples and scores (``passk`` section, schema defaults where absent): the eval
+    settings (temperature, budget, seed, bootstrap) with the section's n, batch, k values and problem count."""
+    passk = {**PASSK_DEFAULTS, **(config.get("passk") or {})}
+    return {**eval_settings(config), **{key: passk[key] for key in ("num_samples", "batch_size", "ks", "problems")}}
+
+
+def variant_settings(config: dict, variant: str) -> dict:
+    """The ``grpo`` section and reward list of one named variant (its overrides on top of the defaults)."""
+    overrides = config.get("variants", {}).get(variant)
+    if overrides is None:
+        raise ConfigError(f"variant {variant!r} is not defined: add it under 'variants:' or use one of "
+                          f"{sorted(config.get('variants', {}))}")
+    return {"grpo": deep_merge(config["grpo"], overrides.get("grpo", {})),
+            "rewards": list(overrides.get("rewards", config.get("rewards", ["correct", "format", "thai"])))}
+
+
+def _check_grpo(grpo: dict, where: str) -> None:
+    g = grpo.get("num_generations", 8)
+    if not isinstance(g, int) or g < 2:
+        raise ConfigError(f"{where}.num_generations={g!r}: GRPO needs at least 2 completions per prompt to "
+                          "compare them; use 4 or 8")
+    batch = grpo.get("per_device_train_batch_size", 8) * grpo.get("gradient_accumulation_steps", 1)
+    batch *= grpo.get("num_processes", 1)
+    if batch % g:
+        raise ConfigError(f"{where}: per_device_train_batch_size x gradient_accumulation_steps = {batch} is not "
+                          f"divisible by num_generations={g}: make the batch a multiple of {g}")
+    temperature = grpo.get("temperature", 1.0)
+    if temperature <= 0:
+        raise ConfigError(f"{where}.temperature={temperature!r} must be > 0: sampling at 0 makes every group "
+                          "identical (no learning signal); the chapter uses 1.0")
+    if grpo.get("loss_type", "grpo") not in TRL_LOSS_TYPES:
+        raise ConfigError(f"{where}.loss_type={grpo['loss_type']!r} is not a TRL loss type: use one of "
+                          f"{', '.join(TRL_LOSS_TYPES)}")
+    scale = grpo.get("scale_rewards", "group")
+    if scale not in TRL_SCALE_REWARDS and not isinstance(scale, bool):
+        raise ConfigError(f"{where}.scale_rewards={scale!r}: use one of {', '.join(TRL_SCALE_REWARDS)}")
+
+
+def _check_data(data: dict, sft_source: str) -> None:
+    sizes = {"train_size": data["train_size"], "heldout_size": data["heldout_size"],
+             "sft_size": data.get("sft_size", 0) if sft_source == "train" else 0}
+    if data["source"] == "synthetic":
+        available = data.get("synthetic", {}).get("num_problems", 6000)
+        if sum(sizes.values()) > available:
+            listed = " + ".join(f"{k}={v}" for k, v in sizes.items())
+            raise ConfigError(f"data: {listed} = {sum(sizes.values())} exceeds data.synthetic.num_problems="
+                              f"{available}: lower the sizes or raise num_problems")
+    if sft_source == "train" and sizes["sft_size"] < 1:
+        raise ConfigError("data.sft_size must be >= 1 when sft.source=train: the SFT adapter needs examples")
+
+
+def _check_eval(config: dict) -> None:
+    ev = config["eval"]
+    n = ev.get("num_samples", 8)
+    too_large = [k for k in ev.get("ks", [1, 8]) if k > n]
+    if too_large:
+        raise ConfigError(f"eval.ks={ev.get('ks')} has k={too_large[0]} > eval.num_samples={n}: pass@k needs "
+                          f"n >= k; raise num_samples or drop k")
+    if ev.get("temperature", 1.0) <= 0:
+        raise ConfigError(f"eval.temperature={ev['temperature']!r} must be > 0 (greedy accuracy is reported "
+                          "separately)")
+    known = set(RESERVED_MODEL_NAMES) | set(config.get("variants", {}))
+    unknown = [m for m in ev.get("models", []) if m not in known]
+    if unknown:
+        raise ConfigError(f"eval.models has {unknown[0]!r}, which is neither base, sft nor a variant: "
+                          f"use one of {sorted(known)}")
+
+
+def check_config(config: dict) -> None:
+    """Semantic checks beyond the schema; raise ``ConfigError`` on the first problem."""
+    clash = [v for v in config.get("variants", {}) if v in RESERVED_MODEL_NAMES]
+    if clash:
+        raise ConfigError(f"variants.{clash[0]}: 'base' and 'sft' name the starting models; rename the variant")
+    _check_data(config["data"], config["sft"]["source"])
+    _check_grpo(config["grpo"], "grpo")
+    for name in config.get("variants", {}):
+        _check_grpo(variant_settings(config, name)["grpo"], f"variants.{name}.grpo")
+    _check_eval(config)
+    for section in ("base", "sft"):
+        if config[section]["source"] in ("hub", "local") and not config[section].get("name_or_path"):
+            raise ConfigError(f"{section}.source={config[section]['source']} needs {section}.name_or_path "
+                              "(a hub id or a folder)")
+
+
+def check_trainer_fields(config: dict) -> None:
+    """Refuse TRL field names the installed TRL does not know (imports TRL: call once, before the jobs run)."""
+    import dataclasses
+
+    from transformers import TrainingArguments
+    from trl import GRPOConfig, RewardConfig, SFTConfig
+
+    # base.pretrain: transformers' TrainingArguments (thai_grpo.models.sft.pretrain_base), plus max_length for the cut
+    sections = [("grpo", config["grpo"], GRPOConfig), ("sft.args", config["sft"].get("args", {}), SFTConfig),
+                ("base.pretrain", config["base"].get("pretrain", {}), TrainingArguments),
+                ("reward_model.args", config.get("reward_model", {}).get("args", {}), RewardConfig)]
+    sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
+                 for name, v in config.get("variants", {}).items()]
+    for where, fields, cls in sections:
+        ours = {"num_processes", "max_length"} if cls is TrainingArguments else {"num_processes"}  # max_length: the cut
+        known = {f.name for f in dataclasses.fields(cls)} | ours
+        unknown = sorted(set(fields) - known)
+        if unknown:
+            library = "transformers" if cls is TrainingArguments else "TRL"
+            raise ConfigError(f"{where}.{unknown[0]} is not a field of {library} {cls.__name__}: check the "
+                              f"spelling against the {library} docs for the installed release")

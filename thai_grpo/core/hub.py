@@ -1,0 +1,107 @@
+"""Fetching the real run's base model and SFT adapter: pinned revisions, safetensors only, no remote code.
+
+Without network and without the files in the local hub cache, this fails at once with a message that
+says what to download and which offline config to use, instead of a stack trace from inside a library.
+The dataset loader (``thai_grpo.data.problems.load_source_dataset``) fails the same way, with the same hint.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shutil
+from pathlib import Path
+
+from thai_grpo.core.io import atomic_directory
+
+# Weights only as safetensors; pickled *.bin / *.pt are never fetched, and neither is remote code (*.py).
+ALLOWED_FILES = ["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model", "tokenizer*"]
+IGNORED_FILES = ["*.py", "*.bin", "*.pt", "*.pth", "*.pkl", "*.ckpt", "*.h5", "*.msgpack"]
+
+# The config section that names each kind of hub artifact, for the hint's `source: local` alternative.
+_LOCAL_ALTERNATIVE = {
+    "base model": "base: {{source: local, name_or_path: {dir}}}",
+    "adapter": "sft: {{source: local, name_or_path: {dir}}}",
+    "dataset": "data: {{source: local, local_path: {dir}/<the split's .parquet or .jsonl file>}}",
+    "held-out set": "eval: {{extra_sets: {{SET: {{source: local, path: {dir}/<the split's .parquet file>}}}}}}",
+}
+DATASET_KINDS = ("dataset", "held-out set")  # hub datasets, not models: `hf download --repo-type dataset`
+
+
+class HubUnavailable(RuntimeError):
+    """The hub cannot be reached (no network, or HF_HUB_OFFLINE=1) and the files are not cached."""
+
+
+def offline_hint(repo_id: str, revision: str | None, kind: str = "base model") -> str:
+    """One line: what could not be fetched, the command that downloads it, and the fully offline config.
+
+    ``kind`` is 'base model', 'adapter', 'dataset' or 'held-out set' (datasets need ``--repo-type dataset``).
+    """
+    revision = revision or "main"
+    repo_type = " --repo-type dataset" if kind in DATASET_KINDS else ""
+    local = _LOCAL_ALTERNATIVE.get(kind, "{dir}").format(dir="DIR")
+    cache = "" if kind in DATASET_KINDS else " (or copy that machine's ~/.cache/huggingface into $HF_HOME here)"
+    return (f"cannot fetch {kind} {repo_id}@{revision}: no network (or HF_HUB_OFFLINE=1) and not in the local "
+            f"hub cache. On a machine with network run `hf download {repo_id}{repo_type} --revision {revision} "
+            f"--local-dir DIR`, copy DIR here and set `{local}` in your config{cache}; or run fully offline with "
+            "the default config: `snakemake --cores 1` (config/config.yaml)")
+
+
+def unreachable_errors() -> tuple[type[BaseException], ...]:
+    """What huggingface_hub and datasets raise when the hub is unreachable and nothing is cached.
+
+    ``OfflineModeIsEnabled`` (HF_HUB_OFFLINE=1) and datasets' "Couldn't reach ..." are ``ConnectionError``s;
+    snapshot_download turns a refused connection or DNS failure into ``LocalEntryNotFoundError``.
+    Other OSErrors (a full disk, a permission error) are not offline problems and are not caught.
+    """
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    return (LocalEntryNotFoundError, ConnectionError)
+
+
+def download_snapshot(repo_id: str, revision: str | None, target: Path, kind: str = "base model") -> None:
+    """Copy ``repo_id`` at ``revision`` into ``target``, through the hub cache (so a filled cache works offline)."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        snapshot = snapshot_download(repo_id, revision=revision, allow_patterns=ALLOWED_FILES,
+                                     ignore_patterns=IGNORED_FILES)
+    except unreachable_errors():
+        # `from None`: the library's traceback says nothing more than the hint; the error stays on __context__.
+        raise HubUnavailable(offline_hint(repo_id, revision, kind)) from None
+    _copy_allowed(Path(snapshot), target)
+
+
+def _copy_allowed(snapshot: Path, target: Path) -> None:
+    """Copy the snapshot's allowed files (real files, not the cache's symlinks). Offline, snapshot_download
+    returns the cached folder whole, whatever the patterns, so they are applied again here."""
+    def matches(name: str, patterns: list[str]) -> bool:
+        return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
+
+    for path in sorted(snapshot.rglob("*")):
+        name = path.relative_to(snapshot).as_posix()
+        if path.is_file() and matches(name, ALLOWED_FILES) and not matches(name, IGNORED_FILES):
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target / name)
+
+
+def fetch_model(source: str, name_or_path: str, revision: str | None, out_dir: str | Path, kind: str) -> None:
+    """Place a base model (kind='base model') or adapter (kind='adapter') folder at ``out_dir``."""
+    with atomic_directory(out_dir) as tmp:
+        if source == "hub":
+            download_snapshot(name_or_path, revision, tmp, kind)
+        else:
+            shutil.copytree(require_model_dir(name_or_path, kind), tmp, dirs_exist_ok=True)
+        require_model_dir(tmp, kind)
+
+
+def require_model_dir(path: str | Path, kind: str) -> Path:
+    """Fail early, naming the path, when a model or adapter folder is missing or incomplete."""
+    path = Path(path)
+    config_name = "adapter_config.json" if kind == "adapter" else "config.json"
+    if not (path / config_name).is_file():
+        raise FileNotFoundError(f"{kind} folder {path} has no {config_name}: rerun the stage that writes it "
+                                f"(delete {path} and run snakemake again) or fix the path in the config")
+    if not any(path.glob("*.safetensors")):
+        raise FileNotFoundError(f"{kind} folder {path} has no .safetensors weights (only safetensors are "
+                                "loaded): rerun the stage that writes it")
+    return path

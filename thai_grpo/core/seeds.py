@@ -1,0 +1,88 @@
+"""Training-seed runs: which runs the seed study (``snakemake seeds``) trains, and how a run id names one.
+
+A run id is a variant plus an optional training seed: ``grpo`` is the variant trained at the config's ``seed``
+(the run ``snakemake`` already builds), ``grpo-seed1`` the same variant trained at seed 1 (``seed`` of
+transformers.set_seed and of TRL's data order: rollouts, dropout, prompt order). Data, base, SFT adapter and
+held-out sampling (``eval.seed``) are the same for every run, so the runs of a variant differ only by the training
+seed. The train, sample and score rules take run ids as their wildcard: no rule is copied per seed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from thai_grpo.core.config import ConfigError
+
+SEED_MARK = "-seed"
+# Methods trained on fixed data with no rollouts of their own: the seed study retrains only the RL methods
+# (every other method samples its own completions, so its training seed moves its rollouts).
+OFFLINE_METHODS = ("dpo",)
+_RUN = re.compile(rf"^(?P<variant>.+?)(?:{SEED_MARK}(?P<seed>\d+))?$")
+
+
+def default_seed(config: dict) -> int:
+    return int(config.get("seed", 42))
+
+
+def training_seeds(config: dict) -> list[int]:
+    """``seeds.training``; absent = the config's seed alone (no seed study)."""
+    return [int(s) for s in config.get("seeds", {}).get("training", [default_seed(config)])]
+
+
+def run_id(variant: str, seed: int, default: int) -> str:
+    """The run of ``variant`` trained at ``seed``: the bare variant at the default seed, else ``variant-seedN``."""
+    return variant if seed == default else f"{variant}{SEED_MARK}{seed}"
+
+
+def parse_run(run: str, variants, default: int) -> tuple[str, int]:
+    """(variant, training seed) of a run id; ValueError for a run of no known variant."""
+    match = _RUN.match(run)
+    if match["seed"] is not None and match["variant"] in variants:
+        return match["variant"], int(match["seed"])
+    if run in variants:
+        return run, default
+    raise ValueError(f"run {run!r} names no variant of the config (variants: {', '.join(variants)})")
+
+
+def run_pattern(variants) -> str:
+    """Regex of every run id of ``variants`` (a wildcard constraint): a variant, optionally ``-seedN``."""
+    return "(" + "|".join(re.escape(v) for v in variants) + rf")({re.escape(SEED_MARK)}\d+)?"
+
+
+def is_rl(config: dict, variant: str) -> bool:
+    return config["variants"][variant].get("method", "grpo") not in OFFLINE_METHODS
+
+
+def seed_variants(config: dict) -> list[str]:
+    """The variants the seed study retrains: every row of the method comparison (group: method) that is an RL
+    method, in config order; a method added later (PPO) joins without a change here."""
+    return [v for v, overrides in config.get("variants", {}).items()
+            if overrides.get("group", "method") == "method" and is_rl(config, v)]
+
+
+def seed_runs(config: dict) -> dict[str, list[str]]:
+    """Per seed-study variant, its run ids in ``seeds.training`` order (the default seed's run is the existing one)."""
+    default = default_seed(config)
+    return {v: [run_id(v, s, default) for s in training_seeds(config)] for v in seed_variants(config)}
+
+
+def check_seeds(config: dict) -> None:
+    """Refuse variant names a run id could not tell from a seeded run, and duplicate seeds."""
+    clash = [v for v in config.get("variants", {}) if _RUN.match(v)["seed"] is not None]
+    if clash:
+        raise ConfigError(f"variants.{clash[0]}: a name ending in '{SEED_MARK}<digits>' reads as a seeded run of "
+                          f"another variant; rename it")
+    seeds = training_seeds(config)
+    if len(set(seeds)) != len(seeds):
+        raise ConfigError(f"seeds.training={seeds} repeats a seed: each seed trains one run; list each once")
+
+
+def seed_costs(seconds: dict, runs: list[str], variants: list[str]) -> dict:
+    """Wall seconds (Snakemake benchmarks) of the train, sample and score stages of the runs the seed study adds
+    (not the default seed's runs, which `snakemake` builds), per stage kind and in all."""
+    added = [run for run in runs if run not in variants]
+    stages = {f"{kind}-{run}": seconds[f"{kind}-{run}"] for run in added for kind in ("train", "sample", "score")
+              if f"{kind}-{run}" in seconds}
+    per_kind = {kind: sum(s for stage, s in stages.items() if stage.split("-", 1)[0] == kind)
+                for kind in ("train", "sample", "score")}
+    return {"runs_added": added, "stages": stages, "per_kind": per_kind, "sum_seconds": sum(stages.values())}

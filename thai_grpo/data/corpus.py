@@ -1,0 +1,125 @@
+"""Training texts of the offline model: what the tiny base and its SFT adapter get to read.
+
+Two deliberate design choices, so that the SFT policy is "uncertain but capable" (the regime in which
+GRPO has something to do, see SPEC: "polish, not create"):
+
+- The base knows the arithmetic: it reads correct worked solutions and drills of every fact it needs
+  (the ``a op b = c`` table within the operand range, plus every step of its own solutions), each seen
+  ~100 times in a new order, as a pretrained LM has met arithmetic before it meets word problems.
+  Measured: a 1.1M-parameter base recalls ~93% of the held-out problems' facts after ~1,000 steps.
+- The SFT examples carry arithmetic slips: a share of the steps has a wrong result, carried through to
+  the final answer, as translated or scraped solutions do. Imitation learns the slips as probability mass
+  off the right result; the greedy answer stays mostly right while sampled answers are often wrong
+  (measured: greedy 0.60, sampled pass@1 0.27, pass@8 0.80). A verifier-graded reward is exactly what
+  removes them: the held-out and GRPO gold answers are clean.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+
+# One GSM8K step: "a op b = <<a*b=c>>c" (the annotation is optional).
+STEP = re.compile(r"(?<!\d)(\d+) ([x+\-/]) (\d+) = (?:<<[^<>]*>>)?(\d+)(?!\d)")
+FINAL = re.compile(r"####\s*(-?\d+)\s*$")
+OPERATIONS = {"x": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b: a - b,
+              "/": lambda a, b: a // b if b and a % b == 0 else None}
+
+
+def arithmetic_drills(max_operand: int) -> list[str]:
+    """Every fact ``a op b = c`` with 1 <= a, b <= max_operand (subtraction and division kept non-negative, exact)."""
+    facts = []
+    for a in range(1, max_operand + 1):
+        for b in range(1, max_operand + 1):
+            facts.append(f"{a} x {b} = {a * b}")
+            facts.append(f"{a} + {b} = {a + b}")
+            facts.append(f"{a + b} - {b} = {a}")
+            facts.append(f"{a * b} / {b} = {a}")
+    return facts
+
+
+def solution_facts(answer_texts: list[str]) -> list[str]:
+    """Every distinct step ``a op b = c`` of the given worked solutions (annotations dropped), sorted."""
+    return sorted({f"{a} {op} {b} = {c}" for text in answer_texts for a, op, b, c in STEP.findall(text)})
+
+
+def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> list[str]:
+    """The facts ``repeats`` times, each time in a new order, packed ``per_text`` facts to a text.
+
+    A new order each time matters: a fixed text of facts is learned as a sequence (the next fact
+    predicted from the previous ones), not as facts that can be recalled anywhere.
+    """
+    rng = random.Random(seed)
+    texts = []
+    for _ in range(repeats):
+        shuffled = list(facts)
+        rng.shuffle(shuffled)
+        texts += ["\n".join(shuffled[i:i + per_text]) for i in range(0, len(shuffled), per_text)]
+    return texts
+
+
+def _slip(value: int, rng: random.Random) -> int:
+    """A plausible wrong result: off by 1 to 3, or by 10 (a carry error), never negative."""
+    delta = rng.choice([-10, -3, -2, -1, 1, 2, 3, 10])
+    return value + delta if value + delta >= 0 else value - delta
+
+
+def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> str:
+    """Each step's result is wrong with probability ``rate``; later steps and ``#### N`` follow the wrong value.
+
+    Steps are rewritten in order: a first operand that was an earlier (changed) result takes its new value,
+    the result is recomputed, then slipped with probability ``rate``. A slip that would make a later step
+    impossible (a negative or inexact result) is dropped: the solution is returned unchanged.
+    """
+    changed: dict[int, int] = {}
+    impossible: list[str] = []
+
+    def rewrite(match: re.Match) -> str:
+        a, op, b, result = int(match[1]), match[2], int(match[3]), int(match[4])
+        a = changed.get(a, a)  # GSM8K steps carry the previous result as their first operand
+        new = OPERATIONS[op](a, b)
+        if new is None or new < 0:
+            impossible.append(match[0])
+            return match[0]
+        if rng.random() < rate:
+            new = _slip(new, rng)
+        if new != result:
+            changed[result] = new
+        return f"{a} {op} {b} = {new}"
+
+    lines = answer_text.split("\n")
+    body = [STEP.sub(rewrite, line) for line in lines[:-1]]
+    if impossible:
+        return answer_text
+    final = FINAL.sub(lambda m: f"#### {changed.get(int(m[1]), int(m[1]))}", lines[-1])
+    return "\n".join(body + [final])
+
+
+def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]:
+    """Copies of ``rows`` whose ``answer_text`` carries slips (``answer`` follows the text): training rows only."""
+    from thai_grpo.data.problems import parse_gold_answer
+
+    rng = random.Random(seed)
+    noisy = []
+    for row in rows:
+        text = add_arithmetic_slips(row["answer_text"], rng, slip_rate)
+        noisy.append({**row, "answer_text": text, "answer": parse_gold_answer(text)})
+    return noisy
+
+
+def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:
+    """Copies of ``rows`` of which a seeded random ``empty_share`` think not at all (``think: empty``) and
+    ``one_line_share`` write only their last step (``think: one_line``); the rest keep the full solution.
+
+    The reward-hacking experiment's SFT policy: one that sometimes skips or shortens its thinking, so that under
+    a short completion budget the shortcut is within its reach (exact shares: each row draws once).
+    """
+    if empty_share < 0 or one_line_share < 0 or empty_share + one_line_share > 1:
+        raise ValueError(f"empty_share={empty_share}, one_line_share={one_line_share}: each must be >= 0 and "
+                         "their sum <= 1 (the rest of the examples think in full)")
+    rng = random.Random(seed)
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    n_empty, n_one = round(empty_share * len(rows)), round(one_line_share * len(rows))
+    kinds = {i: "empty" for i in order[:n_empty]} | {i: "one_line" for i in order[n_empty:n_empty + n_one]}
+    return [{**row, "think": kinds.get(i, "full")} for i, row in enumerate(rows)]

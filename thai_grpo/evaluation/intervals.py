@@ -1,0 +1,155 @@
+"""Confidence intervals for accuracy and pass@k, and a paired bootstrap test.
+
+Wilson score interval for s successes in n trials, p = s/n,
+z = Phi^{-1}(1/2 + confidence/2):
+
+    center    = (p + z^2 / (2n)) / (1 + z^2 / n)
+    halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
+    interval  = [center - halfwidth, center + halfwidth], with low = 0 if s = 0, high = 1 if s = n.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+from scipy import stats
+
+from thai_grpo.evaluation.passk import mean_pass_at_k
+
+BOOTSTRAP_BATCH = 1000  # resamples held in memory at once: batch * num_problems floats
+
+
+def _check_trials(successes: float, trials: int) -> None:
+    """ValueError unless trials >= 1 and 0 <= successes <= trials."""
+    if trials <= 0:
+        raise ValueError(f"a confidence interval needs at least one trial, got trials={trials}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes={successes} must lie in [0, trials={trials}]")
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for integer counts, via scipy.stats.binomtest(...).proportion_ci."""
+    _check_trials(successes, trials)
+    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(
+        confidence_level=confidence, method="wilson"
+    )
+    return float(ci.low), float(ci.high)
+
+
+def wilson_interval_fractional(
+    successes: float, trials: float, confidence: float = 0.95
+) -> tuple[float, float]:
+    """Wilson score interval (module docstring formula) allowing non-integer successes.
+
+    Used for means of per-problem pass@k values, where estimate * trials need
+    not be an integer. Equals wilson_interval for integer successes.
+    """
+    _check_trials(successes, trials)
+    z = stats.norm.ppf(0.5 + 0.5 * confidence)
+    p = successes / trials
+    shrink = 1.0 + z**2 / trials
+    center = (p + z**2 / (2 * trials)) / shrink
+    halfwidth = z / shrink * math.sqrt(max(p * (1 - p), 0.0) / trials + z**2 / (4 * trials**2))
+    low = 0.0 if successes == 0 else max(0.0, center - halfwidth)
+    high = 1.0 if successes == trials else min(1.0, center + halfwidth)
+    return float(low), float(high)
+
+
+def estimate_with_interval(successes: int, trials: int, confidence: float = 0.95) -> dict[str, float]:
+    """{"estimate": s/n, "wilson_low", "wilson_high"} for s successes in n trials."""
+    low, high = wilson_interval(successes, trials, confidence)
+    return {"estimate": successes / trials, "wilson_low": low, "wilson_high": high}
+
+
+def pass_at_k_with_interval(
+    correct_counts: Sequence[int], n: int, k: int, confidence: float = 0.95
+) -> dict[str, float]:
+    """Mean unbiased pass@k over problems with a Wilson interval.
+
+    estimate = mean_j pass_at_k(n, c_j, k). The interval is Wilson's for
+    estimate * trials "successes" out of ``trials`` (fractional-successes
+    formula), where
+
+    * k = 1: trials = num_problems * n. Each sample is treated as an
+      independent Bernoulli trial. Samples of the same problem are correlated,
+      so this interval is known to be over-confident (too narrow); prefer
+      bootstrap_interval over problems for an honest interval.
+    * k > 1: trials = num_problems. Each problem counts as one trial with
+      success probability pass@k; the per-problem values are averaged estimates,
+      not 0/1 outcomes, so this is an approximation too.
+    """
+    estimate = mean_pass_at_k(correct_counts, n, k)
+    trials = len(correct_counts) * n if k == 1 else len(correct_counts)
+    successes = min(max(estimate * trials, 0.0), float(trials))  # guard float rounding
+    low, high = wilson_interval_fractional(successes, trials, confidence)
+    return {"estimate": estimate, "wilson_low": low, "wilson_high": high, "trials": trials}
+
+
+def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Vectorized mean statistic for scipy.stats.bootstrap."""
+    return np.mean(values, axis=axis)
+
+
+def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: int):
+    """Problem-level percentile bootstrap of the mean (resample problems with replacement)."""
+    values = np.asarray(values, dtype=float).reshape(-1)
+    if values.size < 2:
+        raise ValueError(f"bootstrap needs at least 2 problems, got {values.size}")
+    return stats.bootstrap(
+        (values,),
+        _mean,
+        n_resamples=n_boot,
+        batch=BOOTSTRAP_BATCH,
+        vectorized=True,
+        confidence_level=confidence,
+        method="percentile",
+        rng=np.random.default_rng(seed),
+    )
+
+
+def bootstrap_interval(
+    per_problem_values: Sequence[float], confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over problems.
+
+    Draw n_boot resamples of the problems with replacement, take each mean m*_b;
+    interval = [quantile(m*, a/2), quantile(m*, 1 - a/2)], a = 1 - confidence.
+    Deterministic for a given seed.
+    """
+    ci = _bootstrap_mean(per_problem_values, confidence, n_boot, seed).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def paired_bootstrap_test(
+    values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, float]:
+    """Paired bootstrap comparison of two systems scored on the same problems, same order.
+
+    d_j = a_j - b_j, mean_d = mean_j d_j. Resample problems with replacement
+    n_boot times -> bootstrap means d*_b.
+
+    * [ci_low, ci_high]: percentile interval of d* at ``confidence``.
+    * p_value (two-sided): the bootstrap distribution shifted to the null
+      (centered at 0), p = mean_b(|d*_b - mean_d| >= |mean_d|). With
+      mean_d = 0, p = 1; p = 0 means p < 1 / n_boot.
+
+    Deterministic for a given seed.
+    """
+    a = np.asarray(values_a, dtype=float).reshape(-1)
+    b = np.asarray(values_b, dtype=float).reshape(-1)
+    if a.shape != b.shape:
+        raise ValueError(f"paired test needs the same problems: {a.size} vs {b.size} values")
+    diffs = a - b
+    mean_diff = float(diffs.mean())
+    result = _bootstrap_mean(diffs, confidence, n_boot, seed)
+    shifted = result.bootstrap_distribution - mean_diff
+    p_value = float(np.mean(np.abs(shifted) >= abs(mean_diff)))
+    return {
+        "mean_diff": mean_diff,
+        "ci_low": float(result.confidence_interval.low),
+        "ci_high": float(result.confidence_interval.high),
+        "p_value": p_value,
+    }

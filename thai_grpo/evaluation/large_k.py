@@ -1,0 +1,97 @@
+"""Polish versus create at large k: pass@k curves to k = n with problem-bootstrap bands, where two models' curves
+cross, and which problems one model solves that the other never does.
+
+Yue et al. (2025) found that RL-trained models win at small k while their base models catch up or win at large k:
+RL polishes what pass@k of the base already holds rather than creating new solutions. These functions decide that
+from the numbers: each curve and each paired difference gets a 95% percentile bootstrap band over problems (the
+same resampled problems for every k and every model, so the bands of a difference are paired).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from thai_grpo.evaluation.passk import pass_at_k
+
+
+def pass_at_k_matrix(correct_counts: Sequence[int], n: int) -> np.ndarray:
+    """Per problem (rows) the unbiased pass@k for k = 1..n (columns)."""
+    return np.array([[pass_at_k(n, int(c), k) for k in range(1, n + 1)] for c in correct_counts], dtype=float)
+
+
+def bootstrap_indices(num_problems: int, n_boot: int, seed: int) -> np.ndarray:
+    """``n_boot`` resamples of ``num_problems`` problem indices with replacement, shape (n_boot, num_problems)."""
+    if num_problems < 2:
+        raise ValueError(f"a bootstrap over problems needs >= 2 problems, got {num_problems}")
+    return np.random.default_rng(seed).integers(0, num_problems, size=(n_boot, num_problems))
+
+
+def curve_band(matrix: np.ndarray, indices: np.ndarray, confidence: float = 0.95) -> dict[str, list[float]]:
+    """Mean over problems of each column (k) with its percentile band over the resamples ``indices``:
+    {mean, low, high}, one value per k."""
+    matrix = np.asarray(matrix, dtype=float)
+    means = np.stack([matrix[rows].mean(axis=0) for rows in indices])  # (n_boot, k)
+    alpha = (1 - confidence) / 2
+    low, high = np.quantile(means, [alpha, 1 - alpha], axis=0)
+    return {"mean": matrix.mean(axis=0).tolist(), "low": low.tolist(), "high": high.tolist()}
+
+
+def crossing(difference: dict[str, list[float]]) -> dict:
+    """Where a paired difference curve a - b (``curve_band`` of a's rows minus b's, k = 1..n) changes verdict,
+    relative to its sign at k = 1: ``first_k_includes_zero`` (the smallest k whose band contains 0: from there the
+    curves are not distinguishable), ``first_k_reversed`` (the smallest k whose band excludes 0 on the other side:
+    a supported crossing), ``first_k_sign_flip`` (the smallest k where the point estimate has the other sign);
+    each None when it never happens up to k = n. ``k_reversed``: every k whose band excludes 0 on the other side
+    (pointwise bands: n of them, uncorrected for multiplicity), ``includes_zero_at_n``: the band at k = n holds 0.
+    ``lead_at_1``: +1, -1 or 0, the sign of the band at k = 1 (0 when it already contains 0)."""
+    mean, low, high = (np.asarray(difference[key], dtype=float) for key in ("mean", "low", "high"))
+    lead = 1 if low[0] > 0 else -1 if high[0] < 0 else 0
+    sign = np.sign(mean[0])
+
+    def first(mask) -> int | None:
+        hits = np.flatnonzero(mask)
+        return int(hits[0]) + 1 if hits.size else None
+
+    reversed_ = (high < 0 if lead > 0 else low > 0) if lead else np.zeros(mean.size, dtype=bool)
+    return {"lead_at_1": lead,
+            "first_k_includes_zero": first((low <= 0) & (high >= 0)) if lead else 1,
+            "first_k_reversed": first(reversed_),
+            "k_reversed": (np.flatnonzero(reversed_) + 1).tolist(),
+            "includes_zero_at_n": bool(low[-1] <= 0 <= high[-1]),
+            "first_k_sign_flip": first(np.sign(mean) == -sign) if sign else None}
+
+
+def created_and_lost(counts_after: Sequence[int], counts_before: Sequence[int]) -> dict[str, int]:
+    """Per problem, from correct counts out of n samples each: ``created`` = solved at least once by `after`, never
+    by `before`; ``lost`` = the reverse; ``both`` and ``neither`` the rest."""
+    after, before = np.asarray(counts_after) > 0, np.asarray(counts_before) > 0
+    if after.shape != before.shape:
+        raise ValueError(f"created/lost needs the same problems: {after.size} vs {before.size}")
+    return {"created": int(np.sum(after & ~before)), "lost": int(np.sum(~after & before)),
+            "both": int(np.sum(after & before)), "neither": int(np.sum(~after & ~before))}
+
+
+def large_k_results(scores: dict[str, dict], n_boot: int = 10_000, seed: int = 0,
+                    pairs: Sequence[tuple[str, str]] = (("grpo", "sft"), ("grpo", "base"), ("sft", "base"))) -> dict:
+    """The large-k document: per model its curve with bands; per pair (after, before) present, the paired
+    difference curve with bands, its ``crossing`` and ``created_and_lost``. ``scores``: score_model outputs
+    (``per_problem_correct``, ``n_samples``) on the same problems."""
+    counts = {model: s["per_problem_correct"] for model, s in scores.items()}
+    sizes = {(s["n_samples"], len(s["per_problem_correct"])) for s in scores.values()}
+    if len(sizes) != 1:
+        raise ValueError(f"models differ in (samples, problems) {sorted(sizes)}: resample them with one setting")
+    ((n, problems),) = sizes
+    matrices = {model: pass_at_k_matrix(c, n) for model, c in counts.items()}
+    indices = bootstrap_indices(problems, n_boot, seed)
+    comparisons = {}
+    for after, before in pairs:
+        if after in matrices and before in matrices:
+            difference = curve_band(matrices[after] - matrices[before], indices)
+            comparisons[f"{after}_vs_{before}"] = {"after": after, "before": before, "difference": difference,
+                                                   "crossing": crossing(difference),
+                                                   **created_and_lost(counts[after], counts[before])}
+    return {"n_samples": n, "num_problems": problems, "ks": list(range(1, n + 1)), "n_resamples": n_boot,
+            "curves": {model: curve_band(m, indices) for model, m in matrices.items()},
+            "comparisons": comparisons}

@@ -1,0 +1,138 @@
+"""Per-token log-probabilities of sampled completions under the trained policy and under its reference.
+
+The raw material of the report's real k1-vs-k3 figure: for tokens x sampled from pi_theta, k1 = log pi_theta(x)
+- log pi_ref(x) and k3 = (r - 1) - log r with r = pi_ref(x) / pi_theta(x) (see thai_grpo.methods.kl). The reference
+is the SFT adapter, the policy GRPO started from (the KL TRL optimises against, see thai_grpo.methods.grpo).
+
+The tokens scored are the sampled ids themselves (``token_ids`` of the samples file, the stop token included as
+TRL's completion mask includes it), after the prompt as the sampler encoded it (the run's chat template and its
+``chat_template_kwargs``). Beside the two estimators, each position gets its ground truth from both full
+next-token distributions: the exact KL(pi || pi_ref) summed over the vocabulary and the exact variances of k1 and
+k3 under pi at that position (``position_kl``). Both distributions are taken at the temperature the samples were
+drawn at (``eval.temperature``: logits / T, as the sampler drew them), so the KL is the one between the distributions
+that produced the tokens.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from thai_grpo.data.problems import chat_prompt_texts
+from thai_grpo.models.memory_plan import CHUNK_FLOATS, logprob_pass_floats, rows_per_chunk, Shape
+
+LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
+
+
+def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
+                           temperature: float = 1.0) -> list:
+    """For each (prompt ids, completion ids): the next-token log-distributions at the completion's positions,
+    a ``[len(completion), vocab]`` float tensor (row t predicts completion token t), of logits / ``temperature``.
+
+    One right-padded forward pass for the whole list (padding sits after every real token, so causal
+    attention never lets a real token see it).
+    """
+    import torch
+
+    sequences = [prompt + completion for prompt, completion in pairs]
+    width = max(map(len, sequences))
+    ids = torch.full((len(sequences), width), pad_id)
+    mask = torch.zeros_like(ids)
+    for row, sequence in enumerate(sequences):
+        ids[row, :len(sequence)] = torch.tensor(sequence)
+        mask[row, :len(sequence)] = 1
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
+        logprobs = torch.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
+    return [logprobs[row, len(prompt) - 1:len(prompt) - 1 + len(completion)]
+            for row, (prompt, completion) in enumerate(pairs)]
+
+
+def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
+                        temperature: float = 1.0) -> list[list[float]]:
+    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t) at
+    ``temperature``."""
+    import torch
+
+    return [rows.gather(1, torch.tensor(completion)[:, None])[:, 0].tolist()
+            for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id, temperature), pairs)]
+
+
+def position_kl(logp_policy, logp_ref) -> dict:
+    """Per position (rows of two ``[..., vocab]`` log-distribution tensors): the exact KL(pi || pi_ref) =
+    sum_y pi(y) (log pi(y) - log pi_ref(y)), and the exact variances under y ~ pi of k1 = log pi(y) - log pi_ref(y)
+    and of k3 = (r - 1) - log r, r = pi_ref(y) / pi(y). Both estimators have mean KL, so Var = E[k^2] - KL^2.
+    Computed in float64; tokens with pi(y) = 0 contribute nothing."""
+    import torch
+
+    lp, lq = logp_policy.double(), logp_ref.double()
+    p = lp.exp()
+    d = lq - lp
+    k1, k3 = -d, torch.expm1(d) - d
+    weight = torch.where(p > 0, p, torch.zeros_like(p))
+    k1, k3 = torch.where(p > 0, k1, torch.zeros_like(k1)), torch.where(p > 0, k3, torch.zeros_like(k3))
+    kl = (weight * k1).sum(-1)
+    return {"kl": kl, "var_k1": ((weight * k1 ** 2).sum(-1) - kl ** 2).clamp(min=0),
+            "var_k3": ((weight * k3 ** 2).sum(-1) - kl ** 2).clamp(min=0)}
+
+
+def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
+                        chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, sampled completion ids) of the first ``max_completions`` non-empty completions in file order:
+    the prompt through the chat template as the sampler encodes it, the completion as sampled (``token_ids``)."""
+    pairs = []
+    for record in samples:
+        if len(pairs) >= max_completions:
+            break
+        (prompt,) = chat_prompt_texts(tokenizer, [record["question"]], system_prompt, chat_template_kwargs)
+        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        for completion in record["completions"]:
+            if "token_ids" not in completion:
+                raise ValueError("the samples file has no token_ids (written before the sampler kept them): "
+                                 "rerun its sample rule (snakemake --forcerun sample)")
+            if completion["token_ids"] and len(pairs) < max_completions:
+                pairs.append((prompt_ids, list(completion["token_ids"])))
+    return pairs
+
+
+def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
+                                  samples: list[dict], system_prompt: str, max_completions: int,
+                                  batch_size: int = 32, chat_template_kwargs: dict | None = None,
+                                  temperature: float = 1.0) -> dict:
+    """Per sampled token of the first ``max_completions`` completions (in file order, flattened): its log-prob
+    under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
+    completion its token count (``completion_lengths``, to group tokens by completion)."""
+    import torch
+    from peft import PeftModel
+
+    from thai_grpo.core.hub import require_model_dir
+    from thai_grpo.models.loading import load_base_model, load_tokenizer
+
+    tokenizer = load_tokenizer(base_dir)
+    model = PeftModel.from_pretrained(load_base_model(base_dir), str(require_model_dir(policy_adapter, "adapter")),
+                                      adapter_name="policy")
+    model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
+    model.eval()
+    pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
+    if temperature <= 0:
+        raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
+    longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
+    shape = Shape.from_config(model.config)  # Qwen3's 152k vocabulary: ~4 rows per batch of 450 tokens
+    batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size, LOGIT_BUDGET)
+    keys = ("logp_policy", "logp_ref", "kl_exact", "var_k1", "var_k3")
+    result = {key: [] for key in keys}
+    for start in range(0, len(pairs), batch_size):
+        batch = pairs[start:start + batch_size]
+        model.set_adapter("policy")
+        policy = completion_log_softmax(model, batch, tokenizer.pad_token_id, temperature)
+        model.set_adapter("reference")
+        reference = completion_log_softmax(model, batch, tokenizer.pad_token_id, temperature)
+        for lp, lq, (_, completion) in zip(policy, reference, batch):
+            index = torch.tensor(completion)[:, None]
+            exact = position_kl(lp, lq)
+            for key, values in zip(keys, (lp.gather(1, index)[:, 0], lq.gather(1, index)[:, 0], exact["kl"],
+                                          exact["var_k1"], exact["var_k3"])):
+                result[key] += values.tolist()
+    return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
+            "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
+            "temperature": temperature,
+            "policy": str(policy_adapter), "reference": str(reference_adapter)}

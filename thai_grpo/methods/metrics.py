@@ -1,0 +1,132 @@
+"""Per-step training metrics computed from the groups themselves (not only from what TRL logs).
+
+The key health metric of GRPO is the fraction of groups whose rewards differ: a group whose G rewards
+are all equal has zero advantage everywhere and teaches nothing.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, has_think_block, hollow_think
+from thai_grpo.methods.advantages import frac_groups_nonzero_std, group_advantages
+
+# TRL's log keys -> our names.
+TRL_LOG_KEYS = {
+    "kl": "kl",
+    "completions/clipped_ratio": "clipped_ratio",
+    "clip_ratio/region_mean": "clip_ratio",  # share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
+    "frac_reward_zero_std": "frac_reward_zero_std_trl",
+    "reward": "reward_mean_trl",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+    "entropy": "entropy",
+}
+
+
+def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
+    """Each completion's summed reward (all reward weights are 1: the scale lives in the rewards)."""
+    return np.sum([np.asarray(v, dtype=float) for v in rewards_by_name.values()], axis=0)
+
+
+def empty_think(completion: str) -> bool:
+    """The lenient format regex's loophole: ``<think>.*?</think>`` matches, ``<think>.+?</think>`` does not.
+
+    True exactly when the first ``<think>`` is closed at once (``<think></think>``): the lenient format
+    reward pays +0.3 for it, the strict one pays nothing. This is the chapter's reward hack.
+    """
+    return has_think_block(completion, lenient=True) and not has_think_block(completion)
+
+
+def empty_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block is empty (``empty_think``); 0.0 for no completions."""
+    return float(np.mean([empty_think(c) for c in completions])) if completions else 0.0
+
+
+def blank_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block holds only whitespace or one character (``blank_think``: the
+    strict regex's loophole); 0.0 for no completions."""
+    return float(np.mean([blank_think(c) for c in completions])) if completions else 0.0
+
+
+def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
+    """Share of completions paid by a format reward (any reward named ``format...``) for a think block with no
+    reasoning in it (``hollow_think``: empty, whitespace or one character): the format reward being hacked."""
+    formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
+    if not completions or not formats:
+        return 0.0
+    paid = np.sum(formats, axis=0) > 0
+    return float(np.mean([p and hollow_think(c) for p, c in zip(paid, completions)]))
+
+
+def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
+                  completions: list[str] | None = None) -> dict:
+    """Reward, per-function means, group spread, accuracy and length of one generation batch (with the
+    completions' texts also the shares of empty, ``empty_think_share``, and whitespace-or-one-character think
+    blocks, ``blank_think_share``, and of those two a format reward paid, ``hollow_think_paid_share``)."""
+    totals = total_rewards(rewards_by_name)
+    metrics = {
+        "reward_mean": float(totals.mean()),
+        "reward_std": float(totals.std(ddof=1)) if totals.size > 1 else 0.0,
+        "rewards": {name: float(np.mean(values)) for name, values in rewards_by_name.items()},
+        "frac_groups_nonzero_std": frac_groups_nonzero_std(totals, group_size),
+        "completion_length_mean": float(np.mean(completion_lengths)),
+        "generated_tokens": int(np.sum(completion_lengths)),
+    }
+    if "correct" in rewards_by_name:
+        metrics["accuracy"] = float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))
+    if completions is not None:
+        metrics["empty_think_share"] = empty_think_share(completions)
+        metrics["blank_think_share"] = blank_think_share(completions)
+        metrics["hollow_think_paid_share"] = hollow_think_paid_share(rewards_by_name, completions)
+    return metrics
+
+
+def with_trl_logs(metrics: dict, logs: dict) -> dict:
+    """Add TRL's own numbers (KL, clipped ratio, its zero-std fraction for cross-checking)."""
+    extra = {ours: float(logs[theirs]) for theirs, ours in TRL_LOG_KEYS.items() if theirs in logs}
+    return {**metrics, **extra}
+
+
+def example_groups(totals, prompts: list[str], completions: list[str], group_size: int,
+                   scale_by_std: bool = True, advantages=None) -> dict:
+    """The first group with mixed rewards and the first with all-equal rewards, with their advantages
+    (GRPO's group-relative ones unless ``advantages`` gives the method's own, e.g. RLOO's leave-one-out)."""
+    totals = np.asarray(totals, dtype=float)
+    if advantages is None:
+        advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
+    advantages = np.asarray(advantages, dtype=float)
+    found = {}
+    for start in range(0, len(totals), group_size):
+        block = slice(start, start + group_size)
+        kind = "mixed" if np.ptp(totals[block]) > 1e-8 else "all_equal"
+        found.setdefault(kind, {
+            "prompt": prompts[start], "rewards": totals[block].round(4).tolist(),
+            "advantages": advantages[block].round(4).tolist(), "completions": list(completions[block]),
+        })
+    return found
+
+
+def check_group_order(prompts: list, group_size: int) -> None:
+    """TRL puts the G completions of one prompt next to each other; our group metrics rely on it."""
+    for start in range(0, len(prompts), group_size):
+        if any(p != prompts[start] for p in prompts[start:start + group_size]):
+            raise RuntimeError(f"completions {start}..{start + group_size - 1} do not share one prompt: "
+                               "group metrics assume TRL's consecutive-group order")
+
+
+def empty_think_examples(prompts: list[str], completions: list[str], totals, step: int, limit: int) -> list[dict]:
+    """Up to ``limit`` completions of one batch whose think block is empty or blank (``hollow_think``: the
+    lenient and the strict regex's hacks), with their step and reward."""
+    found = [{"step": step, "prompt": prompt, "reward": round(float(total), 4), "completion": text}
+             for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
+             if hollow_think(text)]
+    return found[:limit]
+
+
+def first_and_latest(kept: list, found: list, limit: int) -> list:
+    """Examples to keep after a batch: the first ``limit // 2`` ever seen (what the run started from), then the
+    latest ones (what it ended with), ``limit`` in all; ``kept`` is what this returned before, in the same order."""
+    first = limit // 2
+    return (kept + found)[:first] + (kept[first:] + found)[first - limit:] if len(kept) + len(found) > limit \
+        else kept + found

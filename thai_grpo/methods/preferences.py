@@ -1,0 +1,76 @@
+"""Preference pairs for DPO, built from the SFT policy's own samples on the GRPO training problems.
+
+For each training problem: n completions sampled from the SFT policy as GRPO's rollouts are (the ``grpo``
+section's num_generations, temperature and max_completion_length), graded by the same code. A problem
+with at least one correct and one wrong completion gives one pair: chosen = its first correct completion
+(correct reward 1.0), rejected = its first wrong one. Problems the policy always or never solves give no
+pair: DPO can only rank answers that exist in the file, exactly as GRPO learns nothing from all-equal groups.
+"""
+
+from __future__ import annotations
+
+from thai_grpo.core.rewards import CORRECT_REWARD
+from thai_grpo.data.problems import build_prompt
+
+
+def _is_correct(completion: dict) -> bool:
+    return completion["correct"] >= CORRECT_REWARD
+
+
+def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
+    """(first correct completion, first wrong completion), or None when the samples are all right or all wrong."""
+    right = next((c for c in completions if _is_correct(c)), None)
+    wrong = next((c for c in completions if not _is_correct(c)), None)
+    return (right, wrong) if right is not None and wrong is not None else None
+
+
+def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
+    """DPOTrainer's conversational rows ``{prompt, chosen, rejected}`` (plus id, gold and both rewards) and
+    the counts: problems, samples, pairs, problems skipped as all right / all wrong, tokens generated.
+
+    ``records`` are ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``.
+    Deterministic: the same records give the same pairs in the same order.
+    """
+    pairs, all_right, all_wrong = [], 0, 0
+    for record in records:
+        completions = record["completions"]
+        pair = pair_for_problem(completions)
+        if pair is None:
+            if completions and all(_is_correct(c) for c in completions):
+                all_right += 1
+            else:
+                all_wrong += 1
+            continue
+        chosen, rejected = pair
+        pairs.append({"id": record["id"], "gold": record["gold"],
+                      "prompt": build_prompt(record["question"], system_prompt),
+                      "chosen": [{"role": "assistant", "content": chosen["text"]}],
+                      "rejected": [{"role": "assistant", "content": rejected["text"]}],
+                      "chosen_reward": chosen["total"], "rejected_reward": rejected["total"]})
+    samples = [c for r in records for c in r["completions"]]
+    stats = {"problems": len(records), "samples": len(samples),
+             "samples_per_problem": len(records[0]["completions"]) if records else 0,
+             "correct_samples": sum(_is_correct(c) for c in samples), "pairs": len(pairs),
+             "all_right": all_right, "all_wrong": all_wrong,
+             "generated_tokens": int(sum(c.get("num_tokens", 0) for c in samples))}
+    return pairs, stats
+
+
+def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
+                             max_new_tokens: int, temperature: float, batch_size: int, seed: int,
+                             chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
+    """``num_samples`` graded completions per training problem (batch b seeded with seed + b), as records."""
+    from thai_grpo.models.sampling import generate, score_completion
+
+    records = []
+    for batch_index, start in enumerate(range(0, len(rows), batch_size)):
+        batch = rows[start:start + batch_size]
+        sampled = generate(model, tokenizer, [r["question"] for r in batch], system_prompt, num_samples,
+                           max_new_tokens, temperature, seed=seed + batch_index,
+                           chat_template_kwargs=chat_template_kwargs)
+        records += [{"id": row["id"], "question": row["question"], "gold": row["answer"],
+                     "completions": [score_completion(c, row["answer"]) for c in samples]}
+                    for row, samples in zip(batch, sampled)]
+        if progress:
+            progress(f"sampled {len(records)}/{len(rows)} training problems")
+    return records

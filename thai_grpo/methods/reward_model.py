@@ -1,0 +1,165 @@
+"""PPO's reward model: TRL's ``RewardTrainer`` (Bradley-Terry) on the preference pairs DPO uses.
+
+The pairs (``thai_grpo.methods.preferences``) are ranked by the VERIFIER, not by people: chosen = a completion of the
+SFT policy that the code graded correct, rejected = a wrong one of the same training problem. So this reward model
+can at best learn to imitate the verifier; the chapter's PPO learns from human rankings instead.
+
+Model: ``AutoModelForSequenceClassification`` (``num_labels=1``) on the tiny base, LoRA on the SFT adapter's target
+modules with the ``score`` head trained in full (``modules_to_save``). Loss: -log sigmoid(r(x, y_w) - r(x, y_l)).
+Each sequence is tokenized as PPO's rollouts are: the chat prompt with the generation prompt, then the completion's
+tokens and its EOS, nothing after; the score is read at that last real token (where Qwen's sequence-classification
+head pools, the last non-pad token), the very position PPO reads it (``last_token_scores``).
+
+The pieces PPO shares with this module (the sequence-classification base, its LoRA, the per-token score head) live
+here; ``methods.ppo`` imports them, never the other way round.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so the reward "
+            "model learned nothing (its score head is the random initial one); PPO's score is noise")
+REWARD_LOG_KEYS = {"loss": "loss", "accuracy": "accuracy", "margin": "margin", "learning_rate": "learning_rate",
+                   "grad_norm": "grad_norm"}
+
+
+def check_pairs(pairs: list[dict]) -> None:
+    """Refuse a pair whose chosen and rejected texts are the same: it has no preference to learn."""
+    for number, pair in enumerate(pairs, 1):
+        if _completion(pair["chosen"]) == _completion(pair["rejected"]):
+            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has the same chosen and rejected text: "
+                             "a reward model cannot rank a pair against itself; rebuild the pairs (rule "
+                             "preference_pairs) or drop that pair")
+
+
+def _completion(messages) -> str:
+    return messages if isinstance(messages, str) else messages[-1]["content"]
+
+
+def pair_ids(tokenizer, pair: dict, chat_template_kwargs: dict | None = None) -> dict:
+    """``{chosen_ids, rejected_ids}`` as PPO sees a rollout: chat prompt (+ generation prompt), completion, EOS."""
+    prompt = tokenizer.apply_chat_template(pair["prompt"], tokenize=False, add_generation_prompt=True,
+                                           **(chat_template_kwargs or {}))
+    prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+    def sequence(messages) -> list[int]:
+        return prompt_ids + tokenizer(_completion(messages), add_special_tokens=False)["input_ids"] + \
+            [tokenizer.eos_token_id]
+
+    return {"chosen_ids": sequence(pair["chosen"]), "rejected_ids": sequence(pair["rejected"])}
+
+
+def reward_lora(lora: dict | None = None) -> dict:
+    """LoraConfig's arguments: the SFT adapter's rank and targets (``lora``), the score head trained in full."""
+    lora = dict(lora or {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0,
+                         "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]})
+    return {**lora, "task_type": "SEQ_CLS", "modules_to_save": ["score"]}
+
+
+def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
+    """The base as a sequence-classification model with one output (its ``score`` head starts random).
+
+    Its pad id comes from the config, or, when the config has none, from the tokenizer, as TRL's RewardTrainer does:
+    Qwen3-0.6B's config.json has no ``pad_token_id`` (its tokenizer pads with ``<|endoftext|>``), and the head pools
+    at the last non-pad token."""
+    from transformers import AutoModelForSequenceClassification
+
+    from thai_grpo.core.hub import require_model_dir
+    from thai_grpo.models.loading import load_tokenizer, resolve_dtype
+
+    require_model_dir(base_dir, "base model")
+    model = AutoModelForSequenceClassification.from_pretrained(str(base_dir), num_labels=1, dtype=resolve_dtype(dtype),
+                                                               use_safetensors=True, trust_remote_code=False)
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = load_tokenizer(base_dir).pad_token_id
+    if model.config.pad_token_id is None:
+        raise ValueError(f"base model {base_dir} has no pad_token_id in its config.json nor a pad token in its "
+                         "tokenizer: the reward head pools at the last non-pad token; set the tokenizer's pad_token")
+    return model
+
+
+def token_scores(model, input_ids, attention_mask):
+    """The score head on every hidden state of a sequence-classification model (a PeftModel or a plain one): the
+    per-token values of a value model, or a reward model's score read at any token."""
+    core = model.get_base_model() if hasattr(model, "get_base_model") else model
+    backbone = getattr(core, core.base_model_prefix)
+    positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
+    hidden = backbone(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).last_hidden_state
+    return core.score(hidden).squeeze(-1).float()
+
+
+def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengths):
+    """A reward model's score of each sequence at its completion's last real token (prompt_width + length - 1)."""
+    import torch
+
+    scores = token_scores(model, input_ids, attention_mask)
+    rows = torch.arange(input_ids.shape[0], device=scores.device)
+    return scores[rows, prompt_width + torch.as_tensor(lengths, device=scores.device) - 1]
+
+
+def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
+                      chat_template_kwargs: dict | None = None) -> dict:
+    """Share of pairs whose chosen completion the model scores above the rejected one (ties count as wrong), with
+    the mean margin, scored exactly as PPO reads the reward (``last_token_scores``)."""
+    import torch
+
+    margins = []
+    encoded = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
+    with torch.no_grad():
+        for start in range(0, len(encoded), batch_size):
+            chunk = encoded[start:start + batch_size]
+            scores = {}
+            for side in ("chosen_ids", "rejected_ids"):
+                rows = [row[side] for row in chunk]
+                width = max(map(len, rows))
+                ids = torch.full((len(rows), width), tokenizer.pad_token_id)
+                mask = torch.zeros((len(rows), width), dtype=torch.long)
+                for i, row in enumerate(rows):
+                    ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
+                per_token = token_scores(model, ids, mask)
+                scores[side] = per_token[torch.arange(len(rows)), mask.sum(1) - 1]
+            margins += (scores["chosen_ids"] - scores["rejected_ids"]).tolist()
+    return {"pairs": len(margins), "accuracy": sum(m > 0 for m in margins) / len(margins) if margins else None,
+            "mean_margin": sum(margins) / len(margins) if margins else None}
+
+
+def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
+                       checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None = None) -> dict:
+    """Train the reward model on ``pairs``; save its adapter (LoRA + score head); return steps and parameter counts."""
+    from datasets import Dataset
+    from peft import LoraConfig
+    from trl import RewardConfig, RewardTrainer
+
+    from thai_grpo.core.io import atomic_directory
+    from thai_grpo.models.loading import count_parameters, load_tokenizer
+    from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
+                                           trainer_args)
+
+    check_pairs(pairs)
+    seed_everything(seed)
+    labels = ("ranked by the verifier (code), not by people: chosen = a correct SFT sample, rejected = a wrong one of "
+              "the same training problem")
+    if not pairs:  # as DPO: the run goes on and says so; PPO then maximises an untrained (random) score
+        from peft import get_peft_model
+
+        print(NO_PAIRS, flush=True)
+        model = get_peft_model(load_reward_base(base_dir), LoraConfig(**reward_lora(lora)))
+        with atomic_directory(out_dir) as tmp:
+            model.save_pretrained(tmp, safe_serialization=True)
+        return {"pairs": 0, "steps": [], "parameters": count_parameters(model), "args": args,
+                "lora": reward_lora(lora), "labels": labels, "skipped": NO_PAIRS}
+    tokenizer = load_tokenizer(base_dir)
+    rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
+    config = RewardConfig(**trainer_args(args, checkpoint_dir, seed))
+    trainer = RewardTrainer(model=load_reward_base(base_dir), args=config, train_dataset=Dataset.from_list(rows),
+                            processing_class=tokenizer, peft_config=LoraConfig(**reward_lora(lora)),
+                            callbacks=[progress_callback(Path(checkpoint_dir).name)])
+    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoint_dir))
+    with atomic_directory(out_dir) as tmp:
+        trainer.model.save_pretrained(tmp, safe_serialization=True)
+    clear_checkpoints(checkpoint_dir)
+    steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log}}
+             for log in trainer.state.log_history if "loss" in log]  # a resumed run's history holds the earlier steps
+    return {"pairs": len(pairs), "steps": steps, "parameters": count_parameters(trainer.model), "args": args,
+            "lora": reward_lora(lora), "labels": labels}

@@ -1,0 +1,372 @@
+"""The real run, rehearsed offline: a Hugging Face cache filled with Qwen3-shaped stand-ins for what
+``config/qwen3-0.6b.yaml`` downloads, and a config of tiny sizes to merge on top of it.
+
+What the real config names, and what stands in for it here (same repo ids, same revisions, same file layout):
+- the base model (``Qwen/Qwen3-0.6B`` at its pinned commit): a Qwen3 shaped like it in everything but depth and width.
+  Its ``config.json`` is Qwen3-0.6B's own, field for field (``QWEN3_0_6B_CONFIG``), with only the layers, hidden and
+  intermediate sizes and head counts shrunk (head_dim / hidden and KV-head ratios kept): no ``pad_token_id``, bos
+  151643, eos 151645, the 151,936-row tied embedding, bfloat16 weights. Its tokenizer holds Qwen3's added tokens at
+  their real ids (``<|endoftext|>`` 151643 = pad, ``<|im_start|>`` 151644, ``<|im_end|>`` 151645 = eos, ``<think>``
+  151667 and ``</think>`` 151668 as ordinary added tokens), Qwen3's own chat template (TRL ships it,
+  ``trl/chat_templates/qwen3.jinja``: ``enable_thinking`` and all) and TRL's Qwen3 response template, so
+  GRPOTrainer decodes completions with ``parse_response`` as it would for a hub tokenizer that ships one; its
+  ``generation_config.json`` is Qwen3-0.6B's (eos [151645, 151643], pad 151643, its sampling defaults). Only the
+  ordinary vocabulary is small (a byte-level BPE learned on the problems, ids 0..~1000; the ids up to 151,642 are
+  unused fillers no text encodes to). The model is taught, in a few seconds, to open its answer with a think block
+  when the prompt leaves thinking on and to answer bare when ``enable_thinking: false`` closed the block in the
+  prompt: what it writes shows which prompt it saw;
+- the SFT adapter (``kobkrit/qwen3-0.6b-th-sft-lora``): a LoRA adapter on that model, r 16 on the attention
+  projections with ``lora_dropout`` 0.05 (dropout on, as hub adapters often have it);
+- the dataset (``VISAI-AI/gsm8k-thai``): synthetic problems in its columns, cached as ``datasets`` caches a
+  downloaded parquet;
+- MGSM Thai (``eval.extra_sets.mgsm_th``, the original TSV in data/mgsm/): its first problems, same format.
+
+``python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes the tiny config;
+tests/test_real_config_rehearsal.py and scripts/gpu_check.sh both use it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import yaml
+
+from thai_grpo.data.problems import build_prompt, read_question_answer_tsv
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_CONFIG = REPO / "config" / "qwen3-0.6b.yaml"
+FAKE_COMMIT = "0" * 39 + "1"  # what refs/<branch> points at for a revision that is not a commit hash
+# What the stand-in writes before its number: with thinking on, a think block with more Thai letters than the
+# ten Latin ones of its tags (so the Thai-script reward can pay); with thinking off, nothing.
+THINKING_ON, THINKING_OFF = "<think>\nคิดทีละขั้นตอนแล้วตอบเป็นตัวเลข\n</think>\n\n", ""
+# Qwen/Qwen3-0.6B's config.json (public, at the pinned revision), every field as published; the stand-in changes
+# only the sizes in STANDIN_SIZES. transformers reads the legacy names (torch_dtype, rope_theta) as it reads the hub's.
+QWEN3_0_6B_CONFIG = {
+    "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
+    "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
+    "initializer_range": 0.02, "intermediate_size": 3072, "max_position_embeddings": 40960, "max_window_layers": 28,
+    "model_type": "qwen3", "num_attention_heads": 16, "num_hidden_layers": 28, "num_key_value_heads": 8,
+    "rms_norm_eps": 1e-06, "rope_scaling": None, "rope_theta": 1000000, "sliding_window": None,
+    "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True,
+    "use_sliding_window": False, "vocab_size": 151936,
+}
+# Depth and width only: head_dim = 2 x hidden / heads and KV heads = heads / 2, as in Qwen3-0.6B (128 = 2 x 1024 /
+# 16, 8 = 16 / 2); intermediate = 3 x hidden, as there. Hidden 32 keeps the 151,936-row embedding at 4.9M parameters.
+STANDIN_SIZES = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                 "head_dim": 16, "intermediate_size": 96}
+# Qwen3's added tokens from id 151643 on, in order, with their "special" flag (tokenizer_config.json's
+# added_tokens_decoder): <think> and </think> are NOT special, so they survive skip_special_tokens=True.
+QWEN3_ADDED_TOKENS = (
+    [(name, True) for name in ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
+                               "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
+                               "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>",
+                               "<|video_pad|>")]
+    + [(name, False) for name in ("<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>",
+                                  "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>",
+                                  "</tool_response>", "<think>", "</think>")])
+QWEN3_FIRST_ADDED_ID = 151643
+# generation_config.json of Qwen/Qwen3-0.6B (public): the pipeline overrides the sampling fields.
+QWEN3_GENERATION_CONFIG = {"bos_token_id": 151643, "do_sample": True, "eos_token_id": [151645, 151643],
+                           "pad_token_id": 151643, "temperature": 0.6, "top_k": 20, "top_p": 0.95}
+# The hub adapter's adapter_config.json fields that matter here: the real config's LoRA shape, dropout on.
+STANDIN_ADAPTER = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
+                   "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
+# Tiny sizes merged on top of the real config: every stage of the chapter's comparison runs (SFT, GRPO, Dr.GRPO,
+# RLOO, DPO, PPO with the reward model and with the verifier). PPO's chunk budget is cut so that its passes over the
+# stand-ins' 151,936-wide logits are split into chunks (as Qwen3-0.6B's are on a T4), not done in one.
+PPO_TINY = {"batch_size": 4, "max_steps": 2, "num_ppo_epochs": 1, "num_mini_batches": 2, "save_steps": 1,
+            "chunk_floats": 40_000_000}
+TINY_CONFIG = {
+    "data": {"train_size": 4, "heldout_size": 4},
+    "grpo": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 24,
+             "max_steps": 2, "save_steps": 1},
+    "reward_model": {"args": {"per_device_train_batch_size": 4, "max_length": 256}},
+    "variants": {"dr_grpo": {"grpo": {"max_steps": 1}}, "rloo": {"grpo": {"max_steps": 1}},  # one step: it runs
+                 "dpo": {"dpo": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
+                                 "max_length": 256}},
+                 "ppo": {"ppo": PPO_TINY}, "ppo_verifier": {"ppo": PPO_TINY}},
+    "eval": {"num_samples": 2, "ks": [1, 2], "max_new_tokens": 24, "batch_size": 8, "bootstrap_samples": 100},
+}
+MGSM_PROBLEMS = 8  # the first problems of the real MGSM Thai file, as the second held-out set
+
+
+def qwen3_chat_template() -> str:
+    """Qwen3's own chat template, as TRL ships it."""
+    import trl
+
+    return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text(encoding="utf-8")
+
+
+def standin_tokenizer(texts: list[str], vocab_size: int = 1000):
+    """Qwen3's tokenizer in miniature: a byte-level BPE learned on ``texts`` (digits split one by one, as Qwen's),
+    unused filler ids up to 151,642, then Qwen3's added tokens at their real ids, its pad and eos tokens, Qwen3's chat
+    template and TRL's response template."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+    from trl.chat_template_utils import add_response_schema
+
+    cut = pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                   pre_tokenizers.ByteLevel(add_prefix_space=False)])
+    learner = Tokenizer(models.BPE())
+    learner.pre_tokenizer = cut
+    learner.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                                           initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    learned = learner.get_vocab()
+    merges = [tuple(pair.split(" ")) if isinstance(pair, str) else tuple(pair)
+              for pair in json.loads(learner.to_str())["model"]["merges"]]
+    vocab = {**learned, **{f"<|filler_{i}|>": i for i in range(len(learned), QWEN3_FIRST_ADDED_ID)}}
+    core = Tokenizer(models.BPE(vocab=vocab, merges=merges))
+    core.pre_tokenizer, core.decoder = cut, decoders.ByteLevel()
+    core.add_tokens([AddedToken(name, special=special, normalized=False) for name, special in QWEN3_ADDED_TOKENS])
+    special = [name for name, flag in QWEN3_ADDED_TOKENS if flag]
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        additional_special_tokens=special[1:], clean_up_tokenization_spaces=False,
+                                        split_special_tokens=False)
+    tokenizer.chat_template = qwen3_chat_template()
+    return add_response_schema(tokenizer)
+
+
+def standin_problems(count: int, seed: int = 3) -> list[dict]:
+    """Thai problems in VISAI-AI/gsm8k-thai's columns (``translated_question``, ``translated_answer``)."""
+    from thai_grpo.data.synthetic import generate_problems
+
+    return [{"translated_question": row["translated_question"], "translated_answer": row["translated_answer"]}
+            for row in generate_problems(count, seed=seed, max_operand=9)]
+
+
+def teaching_examples(tokenizer, questions: list[str], system_prompt: str) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, completion ids) pairs: each question with thinking on (a think block, then a number) and off
+    (the number alone), rendered by the tokenizer's chat template as the pipeline renders them."""
+    examples = []
+    for index, question in enumerate(questions):
+        for thinking, opening in ((True, THINKING_ON), (False, THINKING_OFF)):
+            prompt = tokenizer.apply_chat_template(build_prompt(question, system_prompt), tokenize=False,
+                                                   add_generation_prompt=True, enable_thinking=thinking)
+            completion = f"{opening}{index % 10}{tokenizer.eos_token}"
+            examples.append((tokenizer(prompt, add_special_tokens=False)["input_ids"],
+                             tokenizer(completion, add_special_tokens=False)["input_ids"]))
+    return examples
+
+
+def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps: int = 120, batch_size: int = 8,
+          learning_rate: float = 3e-3, seed: int = 0) -> float:
+    """A few AdamW steps of next-token loss on the completions only; returns the last batch's loss."""
+    import torch
+
+    generator = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+    model.train()
+    loss = torch.tensor(0.0)
+    for _ in range(steps):
+        batch = [examples[generator.randrange(len(examples))] for _ in range(batch_size)]
+        width = max(len(p) + len(c) for p, c in batch)
+        ids = torch.full((batch_size, width), pad_id)
+        mask = torch.zeros((batch_size, width), dtype=torch.long)
+        labels = torch.full((batch_size, width), -100)
+        for row, (prompt, completion) in enumerate(batch):
+            ids[row, :len(prompt) + len(completion)] = torch.tensor(prompt + completion)
+            mask[row, :len(prompt) + len(completion)] = 1
+            labels[row, len(prompt):len(prompt) + len(completion)] = torch.tensor(completion)
+        loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    model.eval()
+    return loss.item()
+
+
+def compact_ids(ids: list[int], learned: int) -> list[int]:
+    """Real ids -> the compact model's: ordinary tokens keep theirs, the added tokens follow them."""
+    return [i if i < learned else learned + i - QWEN3_FIRST_ADDED_ID for i in ids]
+
+
+def qwen3_shaped_config(**sizes) -> dict:
+    """Qwen3-0.6B's config.json with ``sizes`` (STANDIN_SIZES' keys) in place of its own."""
+    return {**QWEN3_0_6B_CONFIG, **sizes}
+
+
+def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eos_id: int, samples: int = 8,
+                          seed: int = 0):
+    """The final (normed) hidden states the compact model passes through: (at every position of the taught examples,
+    at every position of ``samples`` completions per prompt sampled at temperature 1, where sampling strays)."""
+    import torch
+
+    torch.manual_seed(seed)
+    taught, strayed = [], []
+    with torch.no_grad():
+        for prompt, completion in examples:
+            sequences = model.generate(torch.tensor([prompt]), do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                                       max_new_tokens=len(completion) + 8, num_return_sequences=samples,
+                                       eos_token_id=eos_id, pad_token_id=eos_id)
+            taught.append(model.model(input_ids=torch.tensor([prompt + completion])).last_hidden_state[0])
+            strayed += [model.model(input_ids=sequence[None]).last_hidden_state[0] for sequence in sequences]
+    return torch.cat(taught), torch.cat(strayed)
+
+
+def unused_row(model, taught, strayed, margin: float = 30.0):
+    """One embedding row for every unused id: against the direction the final hidden states share, scaled so that
+    at every position its logit is ``margin`` below that position's best (151,936 - ~650 such rows then hold at most
+    ~150,000 x e^-30 ~ 1e-8 of the probability there), at the positions whose states lean that way: nearly all taught
+    ones and most where sampling strayed (the count is printed). Elsewhere a sample can reach an unused id, decoded
+    as its filler text, as a real model can sample a rare token."""
+    import torch
+
+    states = torch.cat([taught, strayed])
+    common = taught.mean(0).clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([common], lr=0.05)
+    for _ in range(300):  # maximise the smallest projection over the taught positions (a soft minimum), then the rest
+        loss = torch.logsumexp(-10.0 * taught @ (common / common.norm()), 0) + \
+            0.1 * torch.logsumexp(-10.0 * strayed @ (common / common.norm()), 0)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    with torch.no_grad():
+        direction = -common / common.norm()
+        covered = states[states @ direction < 0]
+        print(f"unused ids held down at {int((taught @ direction < 0).sum())} of {len(taught)} taught positions, "
+              f"{len(covered)} of {len(states)} visited ones", flush=True)
+        best = model.lm_head(covered).max(-1).values
+        return direction * ((best + margin) / -(covered @ direction)).max()
+
+
+def widen_vocabulary(compact, learned: int, config: dict, filler_row):
+    """The taught compact model in Qwen3's 151,936-row vocabulary: every weight copied, the ordinary tokens' rows at
+    their ids, the added tokens' rows at 151,643 on, ``filler_row`` at every unused id."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    model = Qwen3ForCausalLM(Qwen3Config(**{**config, "torch_dtype": "float32"}))
+    state = {name: tensor for name, tensor in compact.state_dict().items() if "embed_tokens" not in name
+             and "lm_head" not in name}
+    model.load_state_dict(state, strict=False)
+    small = compact.get_input_embeddings().weight.detach()
+    added = len(QWEN3_ADDED_TOKENS)
+    with torch.no_grad():
+        rows = model.get_input_embeddings().weight
+        rows.copy_(filler_row.expand_as(rows))
+        rows[:learned] = small[:learned]
+        rows[QWEN3_FIRST_ADDED_ID:QWEN3_FIRST_ADDED_ID + added] = small[learned:learned + added]
+    model.tie_weights()
+    return model
+
+
+def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[str], system_prompt: str,
+                       seed: int = 0) -> float:
+    """The base model folder: Qwen3-shaped tokenizer and model (``QWEN3_0_6B_CONFIG`` at ``STANDIN_SIZES``), taught
+    the think-block habit; returns its teaching loss.
+
+    Taught in a compact vocabulary (the learned tokens and the added ones: seconds, where 151,936 logits per position
+    would take minutes), then widened to Qwen3's (``widen_vocabulary``), saved in bfloat16 as Qwen3-0.6B is."""
+    import torch
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    questions = [p["translated_question"] for p in problems]
+    texts = [system_prompt] + questions + mgsm_questions + [p["translated_answer"] for p in problems] + [THINKING_ON] * 20
+    tokenizer = standin_tokenizer(texts)
+    learned = learned_size(tokenizer)
+    config = qwen3_shaped_config(**STANDIN_SIZES)
+    torch.manual_seed(seed)
+    compact = Qwen3ForCausalLM(Qwen3Config(**{**config, "torch_dtype": "float32",
+                                              "vocab_size": learned + len(QWEN3_ADDED_TOKENS),
+                                              "bos_token_id": None, "eos_token_id": None}))
+    examples = [(compact_ids(p, learned), compact_ids(c, learned))
+                for p, c in teaching_examples(tokenizer, questions, system_prompt)]
+    # Taught on the short synthetic prompts only (seconds); the habit carries over to MGSM's longer ones.
+    # 6e-3: at hidden 32, 3e-3 left P(<think> | thinking off) at ~0.5% per sample (one stray in 8 held-out samples);
+    # 6e-3 takes it below 0.05% and the habit with thinking on to 0.99, in the same 120 steps
+    loss = teach(compact, examples, compact_ids([tokenizer.pad_token_id], learned)[0], seed=seed,
+                 learning_rate=6e-3)
+    eos = compact_ids([tokenizer.eos_token_id], learned)[0]
+    filler = unused_row(compact, *visited_hidden_states(compact, examples[::4], eos, seed=seed))
+    model = widen_vocabulary(compact, learned, config, filler)
+    model.save_pretrained(target, safe_serialization=True)  # float32: bf16 rounding would undo the tiny model's habit
+    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (target / "generation_config.json").write_text(json.dumps(QWEN3_GENERATION_CONFIG, indent=2) + "\n",
+                                                   encoding="utf-8")
+    tokenizer.save_pretrained(target)
+    return loss
+
+
+def learned_size(tokenizer) -> int:
+    """How many ordinary (learned) tokens the stand-in tokenizer has: ids below it; fillers follow."""
+    return sum(1 for token, i in tokenizer.get_vocab().items()
+               if i < QWEN3_FIRST_ADDED_ID and not token.startswith("<|filler_"))
+
+
+def build_standin_adapter(base_dir: Path, target: Path) -> None:
+    """A LoRA adapter on the stand-in base (``STANDIN_ADAPTER``: dropout on), saved as PEFT saves the hub's."""
+    from peft import LoraConfig, get_peft_model
+
+    from thai_grpo.models.loading import load_base_model
+
+    config = LoraConfig(task_type="CAUSAL_LM", **STANDIN_ADAPTER)
+    get_peft_model(load_base_model(base_dir), config).save_pretrained(target, safe_serialization=True)
+
+
+def hub_snapshot(hub_cache: Path, repo_id: str, revision: str, repo_type: str = "model") -> Path:
+    """The snapshot folder huggingface_hub reads offline for ``repo_id`` at ``revision`` (created, with a ref
+    from the branch name to a commit when ``revision`` is not a commit hash)."""
+    folder = hub_cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
+    commit = revision if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision) else FAKE_COMMIT
+    if commit != revision:
+        (folder / "refs").mkdir(parents=True, exist_ok=True)
+        (folder / "refs" / revision).write_text(commit)
+    snapshot = folder / "snapshots" / commit
+    snapshot.mkdir(parents=True, exist_ok=True)
+    return snapshot
+
+
+def cache_hub_dataset(datasets_cache: Path, repo_id: str, rows: list[dict], scratch: Path) -> None:
+    """``rows`` as ``datasets`` caches a hub dataset's parquet after a download, so that ``load_dataset(repo_id)``
+    finds it offline (its fallback reads ``<namespace>___<name>/<config>/<version>/<commit>/`` in the cache)."""
+    import datasets
+    from datasets.packaged_modules.parquet.parquet import Parquet
+
+    name = repo_id.split("/")[-1]
+    parquet = scratch / f"{name}-train.parquet"
+    datasets.Dataset.from_list(rows).to_parquet(str(parquet))
+    builder = Parquet(cache_dir=str(scratch / "prepare"), dataset_name=name, data_files={"train": str(parquet)},
+                      hash=FAKE_COMMIT)
+    builder.download_and_prepare()
+    target = datasets_cache / repo_id.replace("/", "___") / "default" / "0.0.0" / FAKE_COMMIT
+    shutil.copytree(builder.cache_dir, target)
+
+
+def write_mgsm_head(source: Path, target: Path, count: int = MGSM_PROBLEMS) -> list[str]:
+    """The first ``count`` lines of the MGSM Thai TSV, in its own format; returns their questions."""
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)[:count]
+    target.write_text("".join(lines), encoding="utf-8")
+    return read_question_answer_tsv(target)["question"]
+
+
+def fill_hub_cache(hf_home: str | Path, config_out: str | Path, real_config: str | Path = REAL_CONFIG,
+                   num_problems: int = 24) -> dict:
+    """Fill ``hf_home`` with stand-ins for everything ``real_config`` downloads and write the tiny config merged
+    on top of it (``config_out``; its MGSM file beside it). Returns the tiny config."""
+    real = yaml.safe_load(Path(real_config).read_text(encoding="utf-8"))
+    hf_home, config_out = Path(hf_home), Path(config_out)
+    scratch = hf_home / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    extra_name, extra_spec = next(iter(real["eval"]["extra_sets"].items()))
+    mgsm = config_out.with_name(f"{extra_name}_head.tsv")
+    mgsm_questions = write_mgsm_head(REPO / extra_spec["path"], mgsm)
+    problems = standin_problems(num_problems)
+    base = hub_snapshot(hf_home / "hub", real["base"]["name_or_path"], real["base"]["revision"])
+    loss = build_standin_base(base, problems, mgsm_questions, real["data"]["system_prompt"])
+    print(f"stand-in base: {base} (teaching loss {loss:.3f})")
+    build_standin_adapter(base, hub_snapshot(hf_home / "hub", real["sft"]["name_or_path"], real["sft"]["revision"]))
+    cache_hub_dataset(hf_home / "datasets", real["data"]["hub"]["path"], problems, scratch)
+    shutil.rmtree(scratch)
+    tiny = {**TINY_CONFIG, "eval": {**TINY_CONFIG["eval"], "extra_sets": {extra_name: {"path": str(mgsm)}}}}
+    config_out.write_text(yaml.safe_dump(tiny, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return tiny
+
+
+if __name__ == "__main__":
+    if len(sys.argv) not in (3, 4):
+        sys.exit("usage: python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]")
+    fill_hub_cache(*sys.argv[1:])

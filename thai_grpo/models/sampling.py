@@ -1,0 +1,113 @@
+"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
+
+Sampling follows GRPO's rollouts: no top-k/top-p truncation, the same chat template and template arguments,
+the same stop tokens (``stop_token_ids``: TRL's rule) and the same completion budget (``eval.max_new_tokens``
+defaults to ``grpo.max_completion_length``). Every model is scored at one temperature, ``eval.temperature``
+(the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
+temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every batch is seeded from
+(seed, batch index): same config, same samples.
+"""
+
+from __future__ import annotations
+
+from thai_grpo.core.rewards import reward_breakdown
+from thai_grpo.data.problems import chat_prompt_texts
+
+
+def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
+    """The chat prompts of ``questions``, left-padded into one batch (what ``generate`` continues)."""
+    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
+    tokenizer.padding_side = "left"
+    return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+
+
+def stop_token_ids(model, tokenizer) -> list[int]:
+    """The ids that end a completion, as TRL's GRPOTrainer collects them: the model's ``generation_config``
+    EOS id(s), with the tokenizer's EOS first when missing (Qwen3: ``<|im_end|>`` and ``<|endoftext|>``)."""
+    configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
+    return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
+
+
+def completion_length(ids: list[int], stop_ids: list[int]) -> tuple[int, bool]:
+    """(tokens of one generated row up to and including its first stop token, as TRL counts the EOS in the
+    completion mask; whether a stop token came at all). Without one, the whole row counts."""
+    stop = next((position for position, token in enumerate(ids) if token in stop_ids), None)
+    return (len(ids), False) if stop is None else (stop + 1, True)
+
+
+def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
+    """``{text, num_tokens, truncated, token_ids}`` of one generated row, cut at ``completion_length``.
+
+    ``token_ids`` are the sampled ids themselves, the stop token included (as TRL's completion mask counts it): the
+    k1-vs-k3 stage scores them, since re-tokenizing the decoded text need not give them back (a byte-level BPE can
+    decode a partial character to U+FFFD, which encodes to other tokens)."""
+    length, stopped = completion_length(ids, stop_ids)
+    return {"text": tokenizer.decode(ids[:length], skip_special_tokens=True), "num_tokens": length,
+            "truncated": not stopped, "token_ids": list(ids[:length])}
+
+
+def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_tokens: int,
+                      temperature: float | None):
+    """GRPO's rollout settings as a ``GenerationConfig``: plain sampling at ``temperature`` (no top-k, no top-p), or
+    greedy when it is None; ``num_samples`` sequences per prompt; ``stop_ids`` end a completion."""
+    from transformers import GenerationConfig
+
+    sampling = temperature is not None
+    return GenerationConfig(
+        do_sample=sampling, temperature=temperature if sampling else None, top_k=0 if sampling else None,
+        top_p=1.0 if sampling else None, max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
+        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id,
+    )
+
+
+def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
+             temperature: float | None, seed: int, chat_template_kwargs: dict | None = None) -> list[list[dict]]:
+    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}``; greedy when temperature
+    is None."""
+    import torch
+
+    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
+    stop_ids = stop_token_ids(model, tokenizer)
+    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        output = model.generate(**encoded.to(model.device), generation_config=config)
+    new_tokens = output[:, encoded["input_ids"].shape[1]:]
+    completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
+    return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]
+
+
+def score_completion(completion: dict, gold: int) -> dict:
+    return {**completion, **reward_breakdown(completion["text"], gold)}
+
+
+def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
+                   temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
+                   progress=None) -> list[dict]:
+    """One record per held-out problem: its sampled completions and greedy answer, each with rewards.
+
+    Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call (batch b seeded with
+    seed + b); the greedy answers take ``batch_size x num_samples`` problems per call, the same number of sequences,
+    so the per-token overhead of ``generate`` is paid as rarely for them.
+    """
+    questions = [r["question"] for r in rows]
+    sampled: list[list[dict]] = []
+    for batch_index, start in enumerate(range(0, len(rows), batch_size)):
+        sampled += generate(model, tokenizer, questions[start:start + batch_size], system_prompt, num_samples,
+                            max_new_tokens, temperature, seed=seed + batch_index,
+                            chat_template_kwargs=chat_template_kwargs)
+        if progress:
+            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
+    greedy_batch = batch_size * num_samples
+    greedy: list[dict] = []
+    for start in range(0, len(rows), greedy_batch):
+        greedy += [best[0] for best in generate(model, tokenizer, questions[start:start + greedy_batch], system_prompt,
+                                                1, max_new_tokens, None, seed=seed,
+                                                chat_template_kwargs=chat_template_kwargs)]
+    if progress:
+        progress(f"greedy answers for {len(greedy)} problems")
+    return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
+             "completions": [score_completion(c, row["answer"]) for c in samples],
+             "greedy": score_completion(best, row["answer"])}
+            for row, samples, best in zip(rows, sampled, greedy)]

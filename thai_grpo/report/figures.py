@@ -1,0 +1,443 @@
+"""Figures of the report and the run-health checks behind its flags.
+
+Every plot function takes plain data plus an output path, writes one PNG with the Agg backend at a fixed
+dpi and returns None (the solve-rate scatter also returns its transition counts). Randomness (jitter,
+resampling orders) comes from explicit seeds, so the same inputs give the same file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.patches import FancyBboxPatch
+from matplotlib.ticker import MaxNLocator
+
+from thai_grpo.methods import kl
+from thai_grpo.report.figures_pitfalls import draw_pitfalls
+from thai_grpo.report.plotting import save_figure, step_series
+REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
+POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
+
+
+def solve_rate_transitions(before, after) -> dict[str, int]:
+    """Count problems by how their number of correct samples c_i moved from `before` to `after`.
+
+    moved_up: c_after > c_before (newly_solved: the subset with c_before = 0);
+    got_worse: c_after < c_before; no_signal_ever: 0 in both (p = 0 sends GRPO no learning signal);
+    unchanged: equal and > 0. The first four counts add up to `total`.
+    """
+    b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
+    if b.shape != a.shape:
+        raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
+    return {
+        "moved_up": int((a > b).sum()),
+        "newly_solved": int(((a > 0) & (b == 0)).sum()),
+        "got_worse": int((a < b).sum()),
+        "no_signal_ever": int(((a == 0) & (b == 0)).sum()),
+        "unchanged": int(((a == b) & (a > 0)).sum()),
+        "total": int(b.size),
+    }
+
+
+
+
+# --------------------------------------------------------------------------- training
+def plot_training_curves(steps: list[dict], path) -> None:
+    """Six panels per optimizer step: reward and its parts, share of learning groups, length with
+    accuracy (DeepSeek-R1's figure in miniature), KL to the reference, clipped ratio, generated tokens."""
+    x = step_series(steps, "step")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
+    ax = axes[0, 0]
+    ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
+    for name, colour in REWARD_COLOURS.items():
+        ax.plot(x, step_series(steps, "rewards", name), color=colour, marker=".", label=name)
+    ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 1.55))
+    ax.legend(fontsize=8, loc="upper left")
+    ax = axes[0, 1]
+    ax.plot(x, step_series(steps, "frac_groups_nonzero_std"), marker="o", label="groups with std > 0")
+    ax.plot(x, 1 - step_series(steps, "frac_reward_zero_std_trl"), ls="--", color="grey",
+            label="TRL: 1 - frac_reward_zero_std")
+    ax.set(title="Groups that teach something", ylabel="fraction", ylim=(-0.02, 1.02))
+    ax.legend(fontsize=8, loc="lower left")
+    ax = axes[1, 0]
+    ax.plot(x, step_series(steps, "completion_length_mean"), color="#5f3dc4", marker=".")
+    ax.set(title="Completion length with accuracy", ylabel="mean tokens")
+    ax.yaxis.label.set_color("#5f3dc4")
+    twin = ax.twinx()
+    twin.plot(x, step_series(steps, "accuracy"), color=REWARD_COLOURS["correct"], marker="s", ms=3)
+    twin.set_ylabel("accuracy", color=REWARD_COLOURS["correct"])
+    twin.set_ylim(0, 1)
+    axes[1, 1].plot(x, step_series(steps, "kl"), color="#0c8599", marker=".")
+    axes[1, 1].set(title="KL(policy || reference), k3 estimate", ylabel="nats / token")
+    axes[2, 0].plot(x, step_series(steps, "clipped_ratio"), color=NEGATIVE, marker=".")
+    axes[2, 0].set(title="Clipped ratio (hit max_completion_length)", ylabel="fraction", ylim=(-0.02, 1.02))
+    axes[2, 1].bar(x, step_series(steps, "generated_tokens"), color=NEUTRAL)
+    axes[2, 1].set(title="Generated tokens per step", ylabel="tokens")
+    for ax in axes.flat:
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
+PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
+
+
+def plot_ppo_curves(runs: dict[str, list[dict]], path) -> None:
+    """PPO's run health beside GRPO's, per step: the code reward (the same for every run) and the score PPO
+    maximised; KL to the SFT reference (PPO: k1, GRPO: TRL's k3, both per token); the value loss and the explained
+    variance of the value model (1 - Var(R - V) / Var(R), before the step's update); the share of tokens whose ratio
+    the clip bound. ``runs``: ``{name: steps}``, GRPO's among them when it ran (no value network: no value panels)."""
+    fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
+    for name, steps in runs.items():
+        x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
+        axes[0, 0].plot(x, step_series(steps, "reward_mean"), color=colour, marker=".", label=name)
+        if "score_mean" in steps[0]:
+            axes[0, 1].plot(x, step_series(steps, "score_mean"), color=colour, marker=".", label=name)
+        axes[1, 0].plot(x, step_series(steps, "kl"), color=colour, marker=".", label=name)
+        axes[1, 1].plot(x, step_series(steps, "clip_ratio"), color=colour, marker=".", label=name)
+        if "value_loss" in steps[0]:
+            axes[2, 0].plot(x, step_series(steps, "value_loss"), color=colour, marker=".", label=name)
+            axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
+    axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
+    axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
+    axes[1, 0].set(title="KL to the SFT reference (PPO: k1, GRPO: k3)", ylabel="nats / token")
+    axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
+    axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
+    axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
+    for ax in axes.flat:
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+    save_figure(fig, path)
+
+
+def _advantage_panel(ax, group: dict | None, title: str) -> None:
+    """Bars of one group's advantages coloured by sign, each annotated with its reward."""
+    ax.set_title(title)
+    if not group:
+        ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
+        return
+    adv = np.asarray(group["advantages"], dtype=float)
+    idx = np.arange(1, len(adv) + 1)
+    colours = [POSITIVE if a > 1e-9 else NEGATIVE if a < -1e-9 else NEUTRAL for a in adv]
+    ax.bar(idx, adv, color=colours)
+    ax.axhline(0, color="black", lw=0.8)
+    for i, a, r in zip(idx, adv, group["rewards"]):
+        ax.annotate(f"r={_short(r)}", (i, a), xytext=(0, 4 if a >= 0 else -12), textcoords="offset points",
+                    ha="center", fontsize=8)
+    ax.set(xticks=idx, xlabel="completion in the group", ylabel="advantage A_i")
+
+
+def _short(value: float) -> str:
+    """1.5 -> '1.5', 0.30 -> '0.3', 0.175 -> '0.17': rewards as short labels."""
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
+def _step_of(group: dict | None) -> str:
+    """' (step 3)' when the group records its step, else ''."""
+    return f" (step {group['step']})" if group and group.get("step") is not None else ""
+
+
+def plot_group_advantages(example_groups: dict, path) -> None:
+    """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
+    mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
+    _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
+    _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
+    if equal:
+        axes[1].text(0.5, 0.8, "all advantages 0:\nthis group teaches nothing", ha="center",
+                     transform=axes[1].transAxes, color=NEUTRAL)
+    ymax = max([1.0] + [abs(a) for g in (mixed, equal) if g for a in g["advantages"]]) * 1.25
+    axes[0].set_ylim(-ymax, ymax)
+    save_figure(fig, path)
+
+
+# --------------------------------------------------------------------------- figure 5.2
+def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
+    """A rounded box with centred text; `crossed` strikes it out (a model GRPO does not need)."""
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01", fc=colour,
+                                ec="black", alpha=0.35 if crossed else 0.9, lw=1))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=8.5, zorder=3,
+            bbox=dict(fc="white", ec="none", alpha=0.85) if crossed else None)
+    if crossed:
+        ax.plot([x, x + w], [y, y + h], color=NEGATIVE, lw=1.5, alpha=0.7)
+        ax.plot([x, x + w], [y + h, y], color=NEGATIVE, lw=1.5, alpha=0.7)
+
+
+def plot_grpo_vs_ppo(path) -> None:
+    """Figure 5.2: PPO keeps four models in memory; GRPO keeps the policy and the reference only,
+    and with LoRA both share one frozen base (reference = the adapter disabled or a frozen copy)."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    trained, frozen, code = "#b2f2bb", "#d0ebff", "#fff3bf"
+    ppo = [("Policy (trained)", trained), ("Reference (frozen)", frozen),
+           ("Reward model (frozen,\nfrom preference pairs)", frozen), ("Value model / critic\n(trained, GAE)", trained)]
+    for i, (text, colour) in enumerate(ppo):
+        _box(axes[0], 0.06 + 0.5 * (i % 2), 0.6 - 0.3 * (i // 2), text, colour)
+    axes[0].set_title("PPO: 4 models in memory")
+    axes[0].text(0.5, 0.08, "advantage from the critic's value estimates", ha="center", fontsize=9)
+    ax = axes[1]
+    _box(ax, 0.06, 0.6, "Policy = base + LoRA\nadapter (trained)", trained)
+    _box(ax, 0.56, 0.6, "Reference = same base,\nadapter off / frozen", frozen)
+    _box(ax, 0.06, 0.3, "Reward model: not needed", frozen, crossed=True)
+    _box(ax, 0.56, 0.3, "Value model: not needed", trained, crossed=True)
+    _box(ax, 0.2, 0.05, "Verifier: code, `answer == gold`", code, w=0.6, h=0.1)
+    ax.add_patch(FancyBboxPatch((0.03, 0.56), 0.94, 0.27, boxstyle="round,pad=0.01", fc="none",
+                                ec="grey", ls="--", lw=1))
+    ax.text(0.5, 0.78, "one base model in memory, shared by both (LoRA)", ha="center", fontsize=8.5, color="dimgrey")
+    ax.set_title("GRPO: policy + reference only (2 models)")
+    ax.text(0.5, 0.2, "advantage = group-relative reward", ha="center", fontsize=9)
+    for ax in axes:
+        ax.set(xlim=(0, 1), ylim=(0, 0.9))
+        ax.axis("off")
+    save_figure(fig, path)
+
+
+# --------------------------------------------------------------------------- figure 5.3
+SYNTHETIC_P = np.array([0.30, 0.22, 0.15, 0.11, 0.08, 0.06, 0.04, 0.02, 0.01, 0.01])
+SYNTHETIC_Q = np.array([0.22, 0.20, 0.16, 0.12, 0.10, 0.07, 0.05, 0.04, 0.02, 0.02])
+
+
+def _k_band(ax, runs: np.ndarray, x: np.ndarray, colour: str, label: str) -> None:
+    """Draw the first run as a line and the 10-90 percentile band over all runs."""
+    lo, hi = np.percentile(runs, [10, 90], axis=0)
+    ax.fill_between(x, lo, hi, color=colour, alpha=0.2, lw=0)
+    ax.plot(x, runs[0], color=colour, lw=1.5, label=label)
+
+
+def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 30) -> None:
+    """Figure 5.3 (synthetic): running means of k1 and k3 samples from p against KL(p || q).
+
+    Both estimators are unbiased; the band (10-90 percentile over `n_seeds` seeds) shows k1 still
+    swinging at batch sizes of tens to hundreds while k3 is tight early.
+    """
+    p, q = SYNTHETIC_P / SYNTHETIC_P.sum(), SYNTHETIC_Q / SYNTHETIC_Q.sum()
+    runs = [kl.sample_kl_estimates(p, q, n, np.random.default_rng(seed + i)) for i in range(n_seeds)]
+    true_kl = float(runs[0]["true_kl"])
+    k1_runs = np.array([kl.running_mean(r["k1"]) for r in runs])
+    k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
+    neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
+    neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained",
+                             gridspec_kw={"width_ratios": [1, 2]})
+    cats = np.arange(len(p))
+    axes[0].bar(cats - 0.2, p, 0.4, label="p (policy)", color="#5f3dc4")
+    axes[0].bar(cats + 0.2, q, 0.4, label="q (reference)", color=NEUTRAL)
+    axes[0].set(title=f"Two categorical distributions\nKL(p || q) = {true_kl:.4f}", xlabel="token")
+    axes[0].legend(fontsize=8)
+    _running_panel(axes[1], k1_runs, k3_runs, true_kl, "samples drawn from p")
+    axes[1].text(0.98, 0.04, f"single samples below 0: k1 {neg_k1:.0%}, k3 {neg_k3:.0%}",
+                 transform=axes[1].transAxes, ha="right", fontsize=9)
+    for edge in (10, 500):
+        axes[1].axvline(edge, color="grey", ls=":", lw=1)
+    axes[1].text(70, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
+                 ha="center", va="top", fontsize=8, color="dimgrey")
+    save_figure(fig, path)
+
+
+def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_label="true KL") -> None:
+    """Running-mean bands of k1 and k3 on a log x-axis, with a horizontal reference line."""
+    x = np.arange(1, k1_runs.shape[1] + 1)
+    _k_band(ax, k1_runs, x, "#e8590c", "k1 = log(p/q)")
+    _k_band(ax, k3_runs, x, "#1971c2", "k3 = (x - 1) - log x,  x = q/p")
+    ax.axhline(reference, color="black", ls="--", lw=1, label=ref_label)
+    start = 9 if x.size > 10 else 0
+    bands = np.percentile(np.concatenate([k1_runs, k3_runs])[:, start:], [10, 90], axis=0)
+    lo, hi = min(bands[0].min(), reference), max(bands[1].max(), reference)
+    pad = 0.1 * max(hi - lo, 1e-4)
+    ax.set(xscale="log", xlabel=xlabel, ylabel="running mean estimate", ylim=(lo - pad, hi + pad))
+    ax.legend(fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+
+
+K1_COLOUR, K3_COLOUR = "#e8590c", "#1971c2"
+
+
+def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -> None:
+    """Figure 5.3 (real), on the run's own sampled tokens: (a) running means of k1, k3 and the exact per-position
+    KL over the tokens in `n_orders` random orders, the dashed line the exact KL's mean; with the exact KL and its
+    summary (``kl.real_kl_summary``, results.json ``kl_real.summary``) also (b) the three means with their
+    per-completion bootstrap intervals, beside k1's and k3's +-1.96 exact standard errors, and (c) per regime of
+    exact KL, the typical error of one token's k1 and k3 (exact, from the full distributions; observed, on the
+    sampled tokens). Older results without the exact KL get panel (a) against the mean of k3."""
+    logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
+    columns = {"k1": kl.k1(logp, logq), "k3": kl.k3(logp, logq)}
+    summary = kl_real.get("summary")
+    if summary:
+        columns["exact"] = np.asarray(kl_real["kl_exact"], float)
+    rng = np.random.default_rng(seed)
+    orders = [np.arange(logp.size)] + [rng.permutation(logp.size) for _ in range(n_orders - 1)]
+    runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
+    reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
+    fig, axes = plt.subplots(1, 3 if summary else 1, figsize=(15 if summary else 8, 4), layout="constrained",
+                             squeeze=False)
+    ax = axes[0, 0]
+    _running_panel(ax, runs["k1"], runs["k3"], reference, "held-out tokens (random orders)",
+                   ref_label="exact KL, mean over all tokens" if summary else "mean k3 over all tokens")
+    if summary:
+        _k_band(ax, runs["exact"], np.arange(1, logp.size + 1), "black", "exact KL at each position")
+        ax.legend(fontsize=7, loc="best")
+        _estimator_means_panel(axes[0, 1], summary)
+        _regimes_panel(axes[0, 2], summary["regimes"])
+    ax.set_title(f"(a) {logp.size} sampled tokens: k1 below 0 for {np.mean(columns['k1'] < 0):.0%}", fontsize=10)
+    save_figure(fig, path)
+
+
+def _estimator_means_panel(ax, summary: dict) -> None:
+    """Means of the exact KL, k1 and k3 with 95% per-completion bootstrap intervals (thick) and, for k1 and k3,
+    mean +- 1.96 exact standard errors (thin): where the two disagree, the sample has not seen the tail."""
+    means, exact_se = summary["means"], summary["exact_se"]
+    for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
+        m = means[name]
+        ax.errorbar([x - 0.08], [m["mean"]], yerr=[[m["mean"] - m["low"]], [m["high"] - m["mean"]]], fmt="o",
+                    color=colour, lw=3, capsize=4, label="bootstrap over completions" if x == 0 else None)
+        if name in exact_se:
+            half = 1.96 * exact_se[name]
+            ax.errorbar([x + 0.08], [m["mean"]], yerr=[[half], [half]], fmt="s", color=colour, lw=1, capsize=4,
+                        mfc="white", label="+-1.96 exact standard error" if name == "k1" else None)
+    ax.axhline(means["exact"]["mean"], color="black", ls="--", lw=1)
+    ax.set_xticks(range(3), ["exact KL", "k1", "k3"])
+    ax.set(title="(b) mean per token, 95% intervals", ylabel="nats / token")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, axis="y")
+
+
+def _regimes_panel(ax, regimes: list[dict]) -> None:
+    """Per bin of exact KL: the root mean exact variance of one token's k1 and k3 (lines) and their observed
+    root mean squared error against the exact KL (open markers); the lower line wins that regime."""
+    x = [r["mean_kl"] for r in regimes]
+    for name, colour in (("k1", K1_COLOUR), ("k3", K3_COLOUR)):
+        ax.plot(x, [r[f"sd_{name}"] for r in regimes], "-o", color=colour, label=f"{name}: exact sd per token")
+        ax.plot(x, [r[f"rmse_{name}"] for r in regimes], "s", color=colour, mfc="white",
+                label=f"{name}: observed rms error")
+    for r in regimes:
+        ax.annotate(f"{r['tokens']:,}", (r["mean_kl"], min(r["sd_k1"], r["sd_k3"], r["rmse_k1"], r["rmse_k3"])),
+                    textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color="dimgrey")
+    ax.set(xscale="log", yscale="log", xlabel="exact KL at the token's position (bin mean; tokens per bin)",
+           ylabel="error of one token's estimate", title="(c) who wins, by divergence regime")
+    ax.legend(fontsize=7, loc="best")
+    ax.grid(alpha=0.3, which="both")
+
+
+# --------------------------------------------------------------------------- held-out evaluation
+def plot_pass_at_k(eval_dict: dict, path) -> None:
+    """Unbiased pass@k for k = 1..n of every evaluated model ("polish, not create" shows as curves
+    that meet at large k)."""
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    for name, res in eval_dict.items():
+        curve = res.get("pass_at_k_curve") or []
+        ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", label=name)
+    ax.set(title="Held-out pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend()
+    save_figure(fig, path)
+
+
+def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
+                            seed: int = 0) -> dict[str, int]:
+    """Per-problem solve rate c_i / n before vs after training (jittered), with the diagonal; returns
+    `solve_rate_transitions(before_counts, after_counts)` and writes the counts on the figure."""
+    b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
+    counts = solve_rate_transitions(before_counts, after_counts)
+    rng = np.random.default_rng(seed)
+    jitter = min(0.25 / n, 0.03)
+    colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
+    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
+    ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
+               c=list(colour), alpha=0.6, s=22, edgecolors="none")
+    ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
+    ax.set(xlim=(-0.07, 1.07), ylim=(-0.07, 1.07), xlabel=f"solve rate, {labels[0]}",
+           ylabel=f"solve rate, {labels[1]}", title="Per-problem solve rate (c / n)")
+    text = (f"moved up: {counts['moved_up']} (newly solved {counts['newly_solved']})\n"
+            f"got worse: {counts['got_worse']}\nunchanged: {counts['unchanged']}\n"
+            f"p = 0 in both (no signal ever): {counts['no_signal_ever']}")
+    ax.text(0.98, 0.03, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
+            bbox=dict(fc="white", ec="#ced4da"))
+    ax.grid(alpha=0.3)
+    save_figure(fig, path)
+    return counts
+
+
+# --------------------------------------------------------------------------- all at once
+def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
+    """(before, after) model names for the solve-rate scatter: SFT (else base) vs GRPO, if both exist."""
+    scored = {name for name, e in eval_results.items() if (e or {}).get("per_problem_correct")}
+    before = next((m for m in ("sft", "base") if m in scored), None)
+    return (before, "grpo") if before and "grpo" in scored else None
+
+
+def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
+    """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
+
+    Figures whose data is missing (no kl_real, no GRPO eval, no pitfall runs, ...) are left out; the report
+    shows "not run" in their place. The Pitfalls section's figures come from ``figures_pitfalls``.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    train, evals = results.get("train") or {}, results.get("eval") or {}
+    paths: dict[str, Path] = {}
+
+    def draw(name: str, plot, *args) -> None:
+        paths[name] = out / f"{name}.png"
+        plot(*args, paths[name])
+
+    if train.get("steps"):
+        draw("training_curves", plot_training_curves, train["steps"])
+    ppo_runs = {name: run["steps"] for name, run in (results.get("runs") or {}).items()
+                if run.get("method") == "ppo" and run.get("steps")}
+    if ppo_runs:
+        grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
+        draw("ppo_curves", plot_ppo_curves, {**grpo, **ppo_runs})
+    if train.get("example_groups"):
+        draw("group_advantages", plot_group_advantages, train["example_groups"])
+    draw("grpo_vs_ppo", plot_grpo_vs_ppo)
+    draw("k1_vs_k3_synthetic", plot_k1_vs_k3_synthetic)
+    kl_real = results.get("kl_real") or {}
+    if kl_real.get("logp_policy"):
+        draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real)
+    if evals:
+        draw("pass_at_k", plot_pass_at_k, evals)
+    if (results.get("passk") or {}).get("curves"):  # built by `snakemake passk`, merged in by the figures rule
+        draw("pass_at_k_large", plot_large_k, results["passk"])
+    pair = solve_rate_pair(evals)
+    if pair:
+        before, after = evals[pair[0]], evals[pair[1]]
+        paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
+        plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
+                                after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
+    paths.update(draw_pitfalls(results, out))
+    return paths
+
+
+def plot_large_k(passk: dict, path) -> None:
+    """pass@k to k = n (results/passk/results.json): (a) each model's curve with its 95% problem-bootstrap band on a
+    log-k axis, (b) the paired difference GRPO - SFT with its band, where the band first holds 0 marked."""
+    ks = np.asarray(passk["ks"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    for model, curve in passk["curves"].items():
+        (line,) = axes[0].plot(ks, curve["mean"], lw=1.8, label=model)
+        axes[0].fill_between(ks, curve["low"], curve["high"], alpha=0.2, lw=0, color=line.get_color())
+    axes[0].set(xscale="log", xlabel="k (log scale)", ylabel="pass@k", ylim=(0, 1.02),
+                title=f"(a) pass@k, {passk['num_problems']} problems x {passk['n_samples']} samples, 95% bands")
+    axes[0].legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    comparison = (passk.get("comparisons") or {}).get("grpo_vs_sft")
+    if comparison:
+        d = comparison["difference"]
+        axes[1].fill_between(ks, d["low"], d["high"], alpha=0.25, lw=0, color="#5f3dc4")
+        axes[1].plot(ks, d["mean"], color="#5f3dc4", lw=1.8, label="GRPO - SFT (paired)")
+        axes[1].axhline(0, color="black", lw=1)
+        meet = comparison["crossing"]["first_k_includes_zero"]
+        if meet:
+            axes[1].axvline(meet, color="grey", ls=":", label=f"band first holds 0: k = {meet}")
+        axes[1].set(xscale="log", xlabel="k (log scale)", ylabel="difference in pass@k",
+                    title=f"(b) created {comparison['created']}, lost {comparison['lost']} problems in "
+                          f"{passk['n_samples']} tries")
+        axes[1].legend(fontsize=8)
+    save_figure(fig, path)

@@ -1,0 +1,103 @@
+"""The reward-hacking experiment (``snakemake --cores 2 hacking``): results/hacking/results.json and its report.
+
+Three GRPO runs from one start, an SFT adapter that sometimes thinks briefly or not at all, under a completion
+budget shorter than most full solutions; they differ only in the format reward (lenient ``<think>.*?</think>``,
+strict ``<think>.+?</think>``, content-checked ``format_checked``). Per step: the total reward, accuracy, and the
+shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.methods.health``)
+judges each run from its own step records; the verdicts are sentences computed from those numbers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+from markupsafe import Markup
+from matplotlib.ticker import MaxNLocator
+
+from thai_grpo.methods.health import (first_and_last, format_hacking_suspect, format_reward_name, start_and_last,
+                                      training_health)
+from thai_grpo.report.plotting import save_figure, step_series
+from thai_grpo.report.verdicts import hacking_verdict, loophole_verdict, payoff_verdict
+
+#: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.metrics.batch_metrics).
+CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
+          "clipped_ratio", "completion_length_mean", "kl")
+FIGURE = "hacking_curves"
+REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+
+
+def hacking_run(train: dict, plan: dict) -> dict:
+    """One run's part of the results: its format reward and budget, its per-step curves, each curve at the start
+    (step 1: the start policy's batch), over the first third and over the last third of the steps, the health
+    detector's flags from its own steps (and the format-hack flag with a first-third baseline, the detector's first
+    version, beside it), and the hacked completions the step logger kept."""
+    steps = [s for s in train.get("steps") or [] if not s.get("reused_batch")]
+    means = {}
+    for key in CURVES:
+        values = [s.get(key) for s in steps]
+        start, last = start_and_last(values)
+        means[key] = {"start": start, "first_third": first_and_last(values)[0], "last_third": last}
+    return {"format_reward": format_reward_name(steps), "rewards": list(plan.get("rewards") or []),
+            "max_completion_length": (plan.get("grpo") or {}).get("max_completion_length"),
+            "steps": [{key: s.get(key) for key in ("step", *CURVES)} for s in steps],
+            "means": means, "health": training_health(steps),
+            "flag_first_third_baseline": format_hacking_suspect(steps, start_steps=None)["suspect"],
+            "hacked_completions": train.get("empty_think_examples") or []}
+
+
+def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict) -> dict:
+    """results/hacking/results.json: the set-up (``sft_shares``: config hacking.sft), every run (``hacking_run``),
+    a verdict per run, one on the strict regex's loophole and one on whether the hack paid, and the measured
+    seconds of the experiment's stages."""
+    runs = {name: hacking_run(trains[name], plans[name]) for name in trains}
+    stages = ["sft_adapter_brief", *(f"train-{name}" for name in runs)]
+    return {"setup": {"sft": sft_shares, "runs": list(runs),
+                      "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()}},
+            "runs": runs,
+            "verdicts": {name: hacking_verdict(name, run) for name, run in runs.items()},
+            "loophole_verdict": loophole_verdict(runs),
+            "payoff_verdict": payoff_verdict(runs),
+            "seconds": {stage: seconds.get(stage) for stage in stages}}
+
+
+def _panel(ax, runs: dict, key: str, title: str, ylabel: str, ylim=None) -> None:
+    for name, run in runs.items():
+        steps = run["steps"]
+        ax.plot(step_series(steps, "step"), step_series(steps, key), marker="o", ms=2,
+                label=f"{name}: {run['format_reward']}")
+    ax.set(title=title, xlabel="step", ylabel=ylabel)
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+
+
+def plot_hacking(results: dict, path) -> None:
+    """Per step, one line per run: mean reward, accuracy, empty think blocks, whitespace-or-one-character
+    blocks, hollow blocks the format reward paid, and completions cut at the budget."""
+    runs = results["runs"]
+    fig, axes = plt.subplots(2, 3, figsize=(14, 7.5), layout="constrained")
+    share = (-0.02, 1.02)
+    _panel(axes[0, 0], runs, "reward_mean", "Mean total reward (what the optimizer sees)", "reward", (0, 1.55))
+    _panel(axes[0, 1], runs, "accuracy", "Accuracy (correct answers)", "share", share)
+    _panel(axes[0, 2], runs, "clipped_ratio", "Cut at the completion budget", "share", share)
+    _panel(axes[1, 0], runs, "empty_think_share", "Empty think blocks <think></think>", "share", share)
+    _panel(axes[1, 1], runs, "blank_think_share", "Whitespace or one character: <think> </think>", "share", share)
+    _panel(axes[1, 2], runs, "hollow_think_paid_share", "Empty or blank blocks the format reward paid", "share",
+           share)
+    axes[0, 0].legend(fontsize=8, loc="best")
+    save_figure(fig, path)
+
+
+def render_hacking_report(results: dict, figures_dir: str | Path, template_dir: str | Path) -> str:
+    """The experiment's page: set-up, curves, per-run table, health verdicts and hacked completions (escaped by
+    the report's autoescaping environment; model text never passes through ``|safe``)."""
+    from thai_grpo.report.html import _environment, data_uri
+
+    template_dir = Path(template_dir)
+    figure = Path(figures_dir) / f"{FIGURE}.png"
+    plot_hacking(results, figure)
+    style = Markup((template_dir / "style.css").read_text(encoding="utf-8"))  # our own file, not model text
+    return _environment(template_dir).get_template("hacking.html.j2").render(
+        results=results, figure=data_uri(figure), style=style, csp=REPORT_CSP)

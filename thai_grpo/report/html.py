@@ -1,0 +1,387 @@
+"""The HTML report: one self-contained file built from results.json, the sample files and the figures.
+
+Model text is untrusted. The Jinja2 environment autoescapes everything, model text never passes
+through `|safe`, and a Content-Security-Policy lets only the calculator script (pinned by its sha256)
+run, so an escaping slip still could not execute a completion. Figures are embedded as base64 data
+URIs and CSS/JS are inlined: opening the page makes no network request.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import ChainableUndefined, Environment, FileSystemLoader, select_autoescape
+from jinja2.exceptions import UndefinedError
+from markupsafe import Markup
+
+from thai_grpo.core.io import atomic_write_text, read_jsonl
+from thai_grpo.methods.health import training_health
+from thai_grpo.report import figures as fig
+from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
+from thai_grpo.report.figures_pitfalls import step_means
+from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, health_verdict, holm_family, holm_word,
+                               kl_estimator_verdict, large_k_verdict, p_text, pair_test, pass_at_k_verdict,
+                               seed_pair_verdict, versus_verdict)
+
+DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
+TEMPLATE_NAME = "template.html.j2"
+SECTIONS = [
+    ("run-card", "1. Run card"),
+    ("training", "2. Training curves"),
+    ("advantages", "3. Figure 5.1: group-relative advantages"),
+    ("calculator", "4. Interactive advantage calculator"),
+    ("grpo-vs-ppo", "5. Figure 5.2: what GRPO removes from PPO"),
+    ("kl", "6. Figure 5.3: k1 vs k3 KL estimators"),
+    ("heldout", "7. Held-out results"),
+    ("comparison", "8. Comparison across methods"),
+    ("pitfalls", "9. Pitfalls"),
+    ("statistics", "10. Statistics note"),
+    ("samples", "11. Samples"),
+]
+PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
+                  "reward_hacking": "Reward hacking: the lenient format regex",
+                  "clipping": "The clip: on-policy steps never clip"}
+HACK_EXAMPLES_SHOWN = 5
+NOT_RUN = "not run"
+SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
+
+
+# --------------------------------------------------------------------------- figures
+def figure_paths(figures: dict[str, Path] | str | Path) -> dict[str, Path]:
+    """{name: png} as given, or every `<name>.png` in a figures directory (what `draw_all` wrote)."""
+    if isinstance(figures, dict):
+        return {name: Path(p) for name, p in figures.items() if p}
+    return {p.stem: p for p in sorted(Path(figures).glob("*.png"))}
+
+
+def data_uri(path: str | Path) -> str:
+    """A PNG file as a `data:image/png;base64,...` URI."""
+    return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
+
+
+# --------------------------------------------------------------------------- formatting filters
+def _number(value: Any) -> float | None:
+    """float(value), or None for None, undefined template values and non-numbers."""
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError, UndefinedError):
+        return None
+
+
+def pct(value: Any, digits: int = 1) -> str:
+    """0.4792 -> '47.9%'; None -> 'not run'."""
+    number = _number(value)
+    return NOT_RUN if number is None else f"{100 * number:.{digits}f}%"
+
+
+def interval(metric: Any, kind: str = "wilson") -> str:
+    """'[38.2, 57.8]' (percent) from metric[kind_low], metric[kind_high]; '' when missing."""
+    if not isinstance(metric, dict):
+        return ""
+    low, high = _number(metric.get(f"{kind}_low")), _number(metric.get(f"{kind}_high"))
+    return "" if low is None or high is None else f"[{100 * low:.1f}, {100 * high:.1f}]"
+
+
+def thousands(value: Any) -> str:
+    """262144 -> '262,144'; None -> 'not run'."""
+    number = _number(value)
+    return NOT_RUN if number is None else f"{int(round(number)):,}"
+
+
+def duration(seconds: Any) -> str:
+    """240.5 -> '4 min 0.5 s'; 1.2 -> '1.2 s'; None -> 'not run'."""
+    number = _number(seconds)
+    if number is None:
+        return NOT_RUN
+    minutes, rest = divmod(number, 60)
+    hours, minutes = divmod(int(minutes), 60)
+    if hours:
+        return f"{hours} h {minutes} min {rest:.0f} s"
+    return f"{minutes} min {rest:.1f} s" if minutes else f"{rest:.1f} s"
+
+
+def p_value(value: Any) -> str:
+    """0.0032 -> '0.003'; below 0.001 -> '< 0.001' (a bootstrap p of 0 only means p < 1 / n_boot)."""
+    number = _number(value)
+    if number is None:
+        return NOT_RUN
+    return "< 0.001" if number < 0.001 else f"{number:.3f}"
+
+
+def signed(value: Any, digits: int = 2) -> str:
+    """1.5645 -> '+1.56', -0.2 -> '-0.20'; a value that rounds to zero has no sign."""
+    number = _number(value)
+    if number is None:
+        return NOT_RUN
+    text = f"{number:.{digits}f}"
+    return text.lstrip("-") if float(text) == 0 else (f"+{text}" if number > 0 else text)
+
+
+# --------------------------------------------------------------------------- context
+def _health(train: dict) -> dict:
+    """train.health if the pipeline filled it, else the flags recomputed from the steps."""
+    return train.get("health") or training_health(train.get("steps") or [])
+
+
+def pass_keys(evals: dict) -> list[str]:
+    """The 'pass@k' metrics present in any evaluated model, by increasing k."""
+    keys = {key for e in evals.values() if isinstance(e, dict) for key in e if key.startswith("pass@")}
+    return sorted(keys, key=lambda key: (not key[5:].isdigit(), int(key[5:]) if key[5:].isdigit() else 0, key))
+
+
+def _tokens(run: dict) -> dict | None:
+    """Generated-token budget: per-step summary, total, and the share of the seed's full-run estimate."""
+    tokens = run.get("generated_tokens")
+    if not tokens or not tokens.get("per_step"):
+        return None
+    per_step, estimate = tokens["per_step"], tokens.get("seed_estimate_full_real", 262144)
+    total = tokens.get("total", sum(per_step))
+    return {"per_step": per_step, "mean": sum(per_step) / len(per_step), "min": min(per_step),
+            "max": max(per_step), "total": total, "estimate": estimate, "share": total / estimate}
+
+
+def _method_rows(results: dict) -> list[dict]:
+    """comparison.methods joined with their eval metrics and the statistics note's tests against SFT (``vs_sft``:
+    pass@1 and greedy, Holm-adjusted); a row not run or not evaluated says so."""
+    evals, comparison = results.get("eval") or {}, results.get("comparison") or {}
+    rows = []
+    for method in comparison.get("methods") or []:
+        metrics = evals.get(method.get("model") or "") if method.get("run") else None
+        status = None if metrics else ("not run yet" if not method.get("run") else "not evaluated")
+        vs_sft = {metric: pair_test(comparison.get("pairwise") or [], method.get("model"), "sft", metric)
+                  for metric in ("pass@1", "greedy")} if metrics and method.get("model") != "sft" else {}
+        rows.append({**method, "metrics": metrics, "status": status, "vs_sft": vs_sft})
+    return rows
+
+
+def _pitfall_run(name: str, run: dict, evals: dict, own_temperature: dict) -> dict:
+    """One row of a pitfall table: the run's settings, held-out pass@1, and first-vs-last-third step means."""
+    steps = run.get("steps") or []
+    means = {key: step_means(steps, key) for key in ("frac_groups_nonzero_std", "accuracy", "reward_mean",
+                                                     "empty_think_share")}
+    return {"name": name, "settings": run.get("settings") or {}, "pass1": (evals.get(name) or {}).get("pass@1"),
+            "pass1_own_temperature": (own_temperature.get(name) or {}).get("pass@1"),
+            "steps": len(steps), "means": means, "health": _health(run),
+            "hacking_examples": (run.get("empty_think_examples") or [])[:HACK_EXAMPLES_SHOWN]}
+
+
+def _pitfalls(results: dict) -> dict:
+    """The Pitfalls section: per pitfall its figure name and runs (reference run first); empty when not built."""
+    runs, evals = results.get("runs") or {}, results.get("eval") or {}
+    sets = {}
+    for pitfall, names in (results.get("pitfalls") or {}).items():
+        rows = [_pitfall_run(n, runs[n], evals, results.get("eval_own_temperature") or {}) for n in names if n in runs]
+        if len(rows) > 1:
+            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall), "figure": PITFALL_FIGURES.get(pitfall),
+                             "runs": rows}
+    hacking = sets.get("reward_hacking", {}).get("runs", [])
+    lenient = [r for r in hacking if "format_lenient" in (r["settings"].get("rewards") or [])]
+    return {"sets": sets, "lenient_runs": lenient}
+
+
+def _headline(results: dict, health: dict) -> dict | None:
+    """What happened, first: one line per evaluated method, its held-out pass@1 (problem-bootstrap interval) and the
+    statistics note's own paired tests against SFT (``comparison.pairwise``, Holm over every pair of the metric), so
+    the box and the note cannot disagree; then GRPO's pass@k verdict and the health flags."""
+    evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
+    if "sft" not in evals or len(evals) < 2:
+        return None
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []
+             if m.get("model") in evals}  # the comparison's methods, in its order; else every evaluated model
+    lines = []
+    for model in names or evals:
+        name = names.get(model) or model
+        tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
+        lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
+                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
+                                   for t in tests.values() if t]})
+    return {"lines": lines, "health": health, "health_verdict": health_verdict(health),
+            "families": [holm_family(pairwise, m) for m in ("pass@1", "greedy") if any(t["metric"] == m
+                                                                                        for t in pairwise)],
+            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"]) if "grpo" in evals else None,
+            "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
+
+
+def _pairwise(results: dict) -> dict[str, dict]:
+    """comparison.pairwise by metric: the Holm family's name and its tests, each with its p-value as text (resamples
+    named at p = 0) and its verdict word (``holm_word``, the one the headline uses)."""
+    pairwise = (results.get("comparison") or {}).get("pairwise") or []
+    grouped: dict[str, dict] = {}
+    for test in pairwise:
+        group = grouped.setdefault(test["metric"], {"name": METRIC_NAMES.get(test["metric"], test["metric"]),
+                                                    "family": holm_family(pairwise, test["metric"]), "tests": []})
+        group["tests"].append({**test, "p_text": p_text(test), "word": holm_word(test)})
+    return grouped
+
+
+def _hacking(hacking: dict | None) -> dict | None:
+    """The reward-hacking experiment (results/hacking/results.json, ``thai_grpo.report.hacking``) for the main report: per
+    run its format reward and its start -> last-third means, with the verdict sentences the run decided."""
+    if not hacking or not hacking.get("runs"):
+        return None
+    keys = ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")
+    rows = [{"name": name, "format_reward": run.get("format_reward"), "steps": len(run.get("steps") or []),
+             "moves": {key: ((run.get("means") or {}).get(key, {}).get("start"),
+                             (run.get("means") or {}).get(key, {}).get("last_third")) for key in keys},
+             "verdict": (hacking.get("verdicts") or {}).get(name)}
+            for name, run in hacking["runs"].items()]  # the means hacking_run stored: start, last third
+    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"),
+            "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
+
+
+def _seed_study(results: dict) -> dict | None:
+    """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
+    wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
+    (model) its verdicts against the other methods of the study; None when the study was not built."""
+    study = results.get("seed_study")
+    if not study:
+        return None
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
+    name = lambda variant: names.get(variant) or variant  # noqa: E731
+    pairs = [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "sentence": seed_pair_verdict(
+        t, name(t["a"]), name(t["b"]))} for t in study.get("pairs") or []]
+    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {SEED_VERDICTS[t['verdict']]}"
+                        for t in pairs if variant in (t["a"], t["b"])] for variant in study.get("methods") or {}}
+    methods = [{"variant": v, "name": name(v), **m} for v, m in (study.get("methods") or {}).items()]
+    return {**study, "methods": methods, "pairs": pairs, "beside": beside}
+
+
+def _extra_sets(results: dict) -> list[dict]:
+    """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
+    counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
+    return [{"name": name, "title": x.get("title") or name, "source": x.get("source") or {},
+             "data": x.get("data") or {}, "evals": x.get("eval") or {}, "pass_keys": pass_keys(x.get("eval") or {}),
+             "paired": x.get("paired_tests") or {}}
+            for name, x in (results.get("extra_sets") or {}).items()]
+
+
+def _pick_completions(completions: list[dict]) -> list[dict]:
+    """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
+    right = [c for c in completions if c.get("correct", 0) > 0]
+    wrong = [c for c in completions if c.get("correct", 0) <= 0]
+    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
+    return picked[:SAMPLE_COMPLETIONS]
+
+
+def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions."""
+    return {model: [{**p, "shown": _pick_completions(p.get("completions") or [])}
+                    for p in problems[:SAMPLE_PROBLEMS]]
+            for model, problems in samples_by_model.items()}
+
+
+def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path] | Path) -> dict:
+    """Everything the template reads, with missing optional parts as None."""
+    run, train, evals = results.get("run") or {}, results.get("train") or {}, results.get("eval") or {}
+    pair = fig.solve_rate_pair(evals)
+    transitions = None
+    if pair:
+        transitions = fig.solve_rate_transitions(evals[pair[0]]["per_problem_correct"],
+                                                 evals[pair[1]]["per_problem_correct"])
+    benchmarks = run.get("benchmarks") or {}
+    keys = pass_keys(evals)
+    health = _health(train)
+    kl_summary = (results.get("kl_real") or {}).get("summary")
+    passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
+    return {
+        "headline": _headline(results, health),
+        "pairwise": _pairwise(results),
+        "pairwise_families": [group["family"] for group in _pairwise(results).values()],
+        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1])) if pair else None,
+        "sections": SECTIONS,
+        "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
+        "run": run,
+        "benchmarks": benchmarks,
+        "benchmark_total": sum(benchmarks.values()) if benchmarks else None,
+        "tokens": _tokens(run),
+        "steps": train.get("steps") or [],
+        "health": health,
+        "groups": train.get("example_groups") or {},
+        "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
+        "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),
+        "kl_summary": kl_summary,
+        "passk": passk,
+        "passk_verdict": large_k_verdict(passk) if passk else None,
+        "passk_ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if passk and k <= passk["n_samples"]],
+        "kl_verdict": kl_estimator_verdict(kl_summary) if kl_summary else None,
+        "evals": evals,
+        "pass_keys": keys,
+        "compare_keys": [keys[0], keys[-1]] if len(keys) > 1 else ["pass@1", "pass@8"],
+        "n_samples": next((e.get("n_samples") for e in evals.values() if isinstance(e, dict)), None),
+        "pair": pair,
+        "transitions": transitions,
+        "methods": _method_rows(results),
+        "preference_pairs": results.get("preference_pairs"),
+        "reward_model": results.get("reward_model"),
+        "ppo_health": {name: _health(run) for name, run in (results.get("runs") or {}).items()
+                       if run.get("method") == "ppo"},
+        "pitfalls": _pitfalls(results),
+        "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
+        "extra_sets": _extra_sets(results),
+        "seed_study": _seed_study(results),
+        "hacking": _hacking(results.get("hacking")),
+        "samples": _samples(samples_by_model),
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+def _environment(template_dir: Path) -> Environment:
+    """Autoescaping Jinja2 environment with the report's formatting filters."""
+    env = Environment(
+        loader=FileSystemLoader(str(template_dir)),
+        autoescape=select_autoescape(enabled_extensions=("html", "j2"), default_for_string=True, default=True),
+        undefined=ChainableUndefined,  # optional parts of results.json may be missing
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
+                       p_value=p_value, holm_word=holm_word)
+    return env
+
+
+def _csp(script: str) -> str:
+    """Content-Security-Policy: no network, data: images, inline CSS, and only this exact script."""
+    digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
+    return ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+            f"script-src 'sha256-{digest}'; base-uri 'none'; form-action 'none'")
+
+
+def render_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
+                  template_dir: Path = DEFAULT_TEMPLATE_DIR) -> str:
+    """The report as one HTML string (inline CSS, inline calculator JS, figures as data URIs).
+
+    `figures` maps figure names (see `figures.draw_all`) to PNG paths, or is the directory they were
+    drawn into; a missing figure shows as "not run".
+    """
+    template_dir = Path(template_dir)
+    script = (template_dir / "calculator.js").read_text(encoding="utf-8")
+    style = (template_dir / "style.css").read_text(encoding="utf-8")
+    context = build_context(results, samples_by_model, figures)
+    # Our own static files, not model text: the only Markup in the page.
+    context.update(script=Markup(script), style=Markup(style), csp=_csp(script))
+    return _environment(template_dir).get_template(TEMPLATE_NAME).render(**context)
+
+
+def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
+                 template_dir: Path, out_path: str | Path) -> Path:
+    """Render and write the report atomically (temporary file in the same directory, then os.replace)."""
+    out_path = Path(out_path)
+    atomic_write_text(out_path, render_report(results, samples_by_model, figures, template_dir))
+    return out_path
+
+
+def load_samples(paths_by_model: dict[str, str | Path]) -> dict[str, list[dict]]:
+    """{model: samples.jsonl path} -> {model: list of problem records}."""
+    return {model: read_jsonl(path) for model, path in paths_by_model.items()}
+
+
+def build_report(results_path: str | Path, samples_paths: dict[str, str | Path], out_path: str | Path,
+                 figures_dir: str | Path, template_dir: str | Path = DEFAULT_TEMPLATE_DIR) -> Path:
+    """The whole step for a Snakemake script: read inputs, draw figures, write the page."""
+    results = json.loads(Path(results_path).read_text(encoding="utf-8"))
+    figures = fig.draw_all(results, figures_dir)
+    return write_report(results, load_samples(samples_paths), figures, Path(template_dir), out_path)

@@ -1,0 +1,291 @@
+"""The tables of README.md and docs/ (``make docs``), rendered from the reference summaries of
+``thai_grpo.report.reference``, and the markers they live between (``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``).
+
+``render_tables`` gives every table by name; ``replace_tables`` writes them into a text; ``stale_tables`` names the
+ones a text holds that differ (a number edited by hand, or summaries newer than the docs)."""
+
+from __future__ import annotations
+
+import re
+
+from thai_grpo.report.reference import PARTS, chain_rows, provenance, spread
+
+LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
+          "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
+
+
+def fmt(value, digits: int = 3, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
+
+
+def fmt_number(value) -> str:
+    """Counts as they are, other numbers to 3 decimals."""
+    return str(value) if isinstance(value, int) else fmt(value)
+
+
+def fmt_interval(record: dict, key: str = "estimate", signed: bool = False, digits: int = 3) -> str:
+    return (f"{fmt(record[key], digits, signed)} [{fmt(record['low'], digits, signed)}, "
+            f"{fmt(record['high'], digits, signed)}]")
+
+
+def fmt_p(p: float, n_resamples: int | None) -> str:
+    return f"< {1 / n_resamples:g}" if p == 0 and n_resamples else f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
+
+
+def fmt_seconds(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    minutes, rest = divmod(int(round(seconds)), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def label(model: str) -> str:
+    return LABELS.get(model, model)
+
+
+def pair_label(pair: str) -> str:
+    """'dr_grpo - grpo' -> 'Dr.GRPO - GRPO'."""
+    return " - ".join(label(m) for m in pair.split(" - "))
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
+
+
+def _missing(part: str) -> str:
+    return f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*"
+
+
+def table_headline(ref: dict) -> str:
+    main = ref["main"]
+    rows = []
+    for name, m in main["models"].items():
+        test = main["vs_sft"].get(name, {}).get("pass@1")
+        verdict = "" if not test else ("supported" if test["supported"] else "not distinguishable")
+        rows.append([label(name), fmt_interval(m["pass@1"]), fmt(m["pass@n"]["estimate"]), fmt(m["greedy"]["estimate"]),
+                     fmt_interval(test, "diff", True) if test else "", fmt_p(test["p_holm"], test["n_resamples"])
+                     if test else "", verdict])
+    k = next(iter(main["models"].values()))["pass@n"]["k"]
+    family = next((t["pass@1"]["family"] for t in main["vs_sft"].values() if t["pass@1"]), "Holm")
+    head = ["model", "pass@1 [95% over problems]", f"pass@{k}", "greedy", "pass@1 - SFT [95% paired]",
+            f"p ({family})", "verdict"]
+    return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
+
+
+def table_costs(ref: dict, elsewhere: dict) -> str:
+    """Wall time of each command on the reference run's CPU and on the CPUs of elsewhere.json's ``costs``."""
+    main = ref["main"]["source"]
+    kept = elsewhere.get("costs", [])
+    others = list(dict.fromkeys(c["cpu"] for c in kept))
+    rows = []
+    for part, (_, command) in PARTS.items():
+        src = (ref.get(part) or {}).get("source")
+        own = "not run yet" if not src else fmt_seconds(src["wall_seconds"]) if src["wall_seconds"] else "not measured"
+        measured = {c["cpu"]: c["wall_seconds"] for c in kept if c["part"] == part}
+        rows.append([f"`{command}`", own, *(fmt_seconds(measured.get(cpu)) for cpu in others)])
+    notes = [f"{PARTS[part][1]}: {s['source']['note']}" for part, s in ref.items() if s["source"].get("note")]
+    return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows) + \
+        "".join(f"\n\n*{note}*" for note in notes)
+
+
+def table_pairs(ref: dict) -> str:
+    main = ref["main"]
+    rows = [[pair_label(pair), fmt_interval(t["pass@1"], "diff", True), fmt_p(t["pass@1"]["p_holm"], t["pass@1"]["n_resamples"]),
+             "supported" if t["pass@1"]["supported"] else "not distinguishable"]
+            for pair, t in main["pairs"].items() if t["pass@1"] and "base" not in pair]
+    return f"{provenance(main['source'])}:\n\n" + _table(["pair (pass@1)", "difference [95% paired]", "Holm p",
+                                                         "verdict"], rows)
+
+
+def table_kl(ref: dict) -> str:
+    main, kl = ref["main"], ref["main"].get("kl_real")
+    if not kl:
+        return "*The reference run has no k1/k3 study.*"
+    rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
+             fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
+            for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
+    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
+            f"k3 has the lower exact variance at {kl['share_k3_lower_variance']:.0%} of the positions:\n\n"
+            + _table(["per token", "mean [95% over completions]", "bootstrap SE", "exact SE (full distributions)"],
+                     rows))
+
+
+def table_ppo(ref: dict) -> str:
+    main = ref["main"]
+    rm, ppo = main.get("reward_model"), main["models"].get("ppo")
+    if not rm or not ppo:
+        return "*The reference run has no PPO row.*"
+    test = main["vs_sft"]["ppo"]["pass@1"]
+    run = main["training"].get("ppo", {})
+    def share(part):
+        return f"{fmt(rm[part]['accuracy'], 2)} of {rm[part]['pairs']}"
+
+    rows = [["reward model: share of its training pairs ordered right", share("train")],
+            ["reward model: share of held-out pairs ordered right", share("heldout")],
+            ["PPO rollout accuracy, first -> last third", " -> ".join(fmt(v, 2) for v in run.get("accuracy", []))],
+            ["PPO held-out pass@1 - SFT [95% paired]", f"{fmt_interval(test, 'diff', True)}, Holm p "
+                                                       f"{fmt_p(test['p_holm'], test['n_resamples'])}"]]
+    return f"{provenance(main['source'])}:\n\n" + _table(["", "value"], rows)
+
+
+CHAIN_COLUMNS = {"SFT": "main.models.sft.pass@1.estimate", "GRPO": "main.models.grpo.pass@1.estimate",
+                 "GRPO - SFT": "main.vs_sft.grpo.pass@1.diff", "Dr.GRPO - GRPO": "main.pairs.dr_grpo - grpo.pass@1.diff",
+                 "PPO - SFT": "main.vs_sft.ppo.pass@1.diff"}
+
+
+def table_chains(ref: dict, elsewhere: dict) -> str:
+    chains = chain_rows(ref, elsewhere)
+    rows = [[c["cpu"], f"`{c['command']}`", c.get("note", ""),
+             *(fmt(c["values"].get(key), signed=" - " in name) for name, key in CHAIN_COLUMNS.items())]
+            for c in chains]
+    widths = spread(chains)
+    rows.append(["range", "", "", *(fmt((widths.get(key) or {}).get("range")) for key in CHAIN_COLUMNS.values())])
+    return "pass@1 on the 200 held-out problems:\n\n" + _table(["CPU", "command", "run", *CHAIN_COLUMNS], rows)
+
+
+def table_spread(ref: dict, elsewhere: dict) -> str:
+    rows = [[pretty_key(key), str(s["chains"]), fmt_number(s["min"]), fmt_number(s["max"]), fmt_number(s["range"])]
+            for key, s in spread(chain_rows(ref, elsewhere)).items()]
+    return _table(["quantity", "chains", "min", "max", "range (the spread make compare uses)"], rows)
+
+
+def table_stages(ref: dict) -> str:
+    main = ref["main"]
+    stages = main["stage_seconds"]
+    if main["source"]["wall_seconds"] is None:
+        return f"*Not measured in the reference run: {main['source'].get('note') or 'no wall time recorded'}.*"
+    rows = [[f"`{stage}`", f"{seconds:.0f}"] for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])]
+    rows.append(["all jobs (sum)", f"{sum(stages.values()):.0f}"])
+    return f"{provenance(main['source'])}:\n\n" + _table(["stage (rule-wildcard)", "seconds"], rows)
+
+
+def table_passk(ref: dict) -> str:
+    passk = ref.get("passk")
+    if not passk:
+        return _missing("passk")
+    n = passk["n"]
+    rows = [[label(m), *(fmt_interval(v[f"k={k}"]) for k in (1, 8, n))] for m, v in passk["models"].items()]
+    for name, c in passk["comparisons"].items():
+        after, before = name.split("_vs_")
+        rows.append([f"{label(after)} - {label(before)}", *(fmt_interval(c[f"k={k}"], signed=True) for k in (1, 8, n))])
+    out = _table(["pass@k [95% over problems]", "k = 1", "k = 8", f"k = {n}"], rows)
+    c = passk["comparisons"].get("grpo_vs_sft")
+    if c:
+        def at(k):
+            return f"k = {k}" if k else f"no k up to {n}"
+        out += (f"\n\nGRPO - SFT: the band first holds 0 at {at(c['first_k_includes_zero'])}; the point estimates "
+                f"cross at {at(c['first_k_sign_flip'])}; SFT ahead with the band clear of 0 at k = {c['k_reversed']}. "
+                f"Problems GRPO solved at least once and SFT never did (created): {c['created']}; the reverse (lost): "
+                f"{c['lost']}; both: {c['both']}; neither: {c['neither']}.")
+    return f"{provenance(passk['source'])}, {passk['problems']} problems x {n} samples:\n\n" + out
+
+
+def table_seeds(ref: dict) -> str:
+    seeds = ref.get("seeds")
+    if not seeds:
+        return _missing("seeds")
+    order = [str(s) for s in seeds["seeds"]]
+    rows = [[label(m), *(fmt(v["per_seed"].get(s)) for s in order), f"{fmt(v['mean'])} [{fmt(v['t_low'])}, "
+             f"{fmt(v['t_high'])}]", fmt(100 * v["sd"], 1), fmt(100 * v["resampling_sd"], 1),
+             fmt(100 * v["within_run_halfwidth"], 1)] for m, v in seeds["methods"].items()]
+    table = _table(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]", "seed SD (points)",
+                    "re-sampling SD", "within-run half-width"], rows)
+    pairs = _table(["pair", "difference [two-level 95%]", "Holm p (bootstrap)", "Holm p (Welch)", "verdict"],
+                   [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"], seeds.get("n_resamples")),
+                     fmt_p(v["welch_p_holm"], None), v["verdict"]]
+                    for p, v in seeds["pairs"].items()])
+    return f"{provenance(seeds['source'])}:\n\n{table}\n\n{pairs}"
+
+
+def table_hacking(ref: dict) -> str:
+    hacking = ref.get("hacking")
+    if not hacking:
+        return _missing("hacking")
+
+    def move(run, key, share=False):
+        start, last = run[key]["start"], run[key]["last_third"]
+        show = (lambda v: "-" if v is None else f"{v:.0%}") if share else (lambda v: fmt(v, 2))
+        return f"{show(start)} -> {show(last)}"
+
+    rows = [[f"`{name}`", move(r, "reward_mean"), move(r, "accuracy"), move(r, "empty_think_share", True),
+             f"{r['empty_peak']:.0%} (step {r['empty_peak_step']})", move(r, "hollow_think_paid_share", True),
+             move(r, "clipped_ratio", True), "flagged" if r["flagged"] else "quiet"] for name, r in hacking["runs"].items()]
+    return (f"{provenance(hacking['source'])}; step 1 -> mean of the last third of the steps:\n\n"
+            + _table(["run", "mean reward", "accuracy", "empty think", "empty think, peak", "paid, no reasoning",
+                      "cut at budget", "detector"], rows))
+
+
+def table_pitfalls(ref: dict) -> str:
+    pitfalls = ref.get("pitfalls")
+    if not pitfalls:
+        return _missing("pitfalls")
+    rows = [[label(m), fmt_interval(v["pass@1"]), fmt(v["greedy"]["estimate"]),
+             fmt_interval(pitfalls["vs_sft"][m]["pass@1"], "diff", True) if m in pitfalls["vs_sft"] else ""]
+            for m, v in pitfalls["models"].items()]
+    return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1", "greedy", "pass@1 - SFT"], rows)
+
+
+def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
+    """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
+    return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
+            "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
+            "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
+            "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
+            "pitfalls": table_pitfalls(ref)}
+
+
+BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
+
+
+def table_blocks(text: str) -> dict[str, str]:
+    """{name: body} of every generated block in a markdown text; an opening marker without its closing one is an
+    error (the block would silently stop being generated)."""
+    blocks = {m["name"]: m["body"] for m in BLOCK.finditer(text)}
+    unclosed = [name for name in re.findall(r"<!-- table:([\w-]+) -->", text) if name not in blocks]
+    if unclosed:
+        raise ValueError(f"<!-- table:{unclosed[0]} --> has no <!-- /table:{unclosed[0]} --> after it: close it")
+    return blocks
+
+
+def replace_tables(text: str, tables: dict[str, str]) -> str:
+    """``text`` with the body of each ``<!-- table:NAME -->`` block replaced by ``tables[NAME]``; a block naming no
+    table is an error (a typo would otherwise freeze a hand-written table)."""
+    table_blocks(text)
+
+    def fill(m):
+        if m["name"] not in tables:
+            raise KeyError(f"no generated table named {m['name']!r}: one of {sorted(tables)}")
+        return f"<!-- table:{m['name']} -->\n{tables[m['name']]}\n<!-- /table:{m['name']} -->"
+    return BLOCK.sub(fill, text)
+
+
+def stale_tables(text: str, tables: dict[str, str]) -> list[str]:
+    """Names of the blocks whose body differs from what ``render_tables`` gives (a number edited by hand, or
+    reference summaries newer than the docs)."""
+    return [name for name, body in table_blocks(text).items() if tables.get(name) != body]
+
+
+def pretty_key(key: str) -> str:
+    """A flat summary key in words: 'main.models.sft.pass@1.estimate' -> 'SFT pass@1', 'main.vs_sft.grpo.pass@1.diff'
+    -> 'GRPO - SFT, pass@1', 'passk.comparisons.grpo_vs_sft.k=64.estimate' -> 'passk: GRPO - SFT at k = 64'."""
+    part, *rest = key.removesuffix(".estimate").split(".")
+    if part == "main" and rest[0] == "models":
+        return f"{label(rest[1])} {rest[2].replace('pass@n', 'pass@8')}"
+    if part == "main" and rest[0] == "vs_sft":
+        return f"{label(rest[1])} - SFT, {rest[2]}"
+    if part == "main" and rest[0] == "pairs":
+        return f"{pair_label(rest[1])}, {rest[2]}"
+    if part == "passk" and rest[0] == "comparisons":
+        after, before = rest[1].split("_vs_")
+        what = rest[2].replace("k=", "at k = ") if rest[2].startswith("k=") else rest[2]
+        return f"passk: {label(after)} - {label(before)} {what}"
+    if part == "passk" and rest[0] == "models":
+        return f"passk: {label(rest[1])} pass@{rest[2][2:]}"
+    if part == "seeds" and rest[0] == "methods":
+        return f"seeds: {label(rest[1])} {' '.join(rest[2:])} pass@1"
+    if part == "hacking" and rest[0] == "runs":
+        return f"hacking: {rest[1]} {rest[2].replace('_', ' ')}, {rest[3].replace('_', ' ')}"
+    return f"{part}: " + " ".join(r.replace("_", " ") for r in rest)

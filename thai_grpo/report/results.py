@@ -1,0 +1,319 @@
+"""Assembling ``results/results.json``: the run card, per-step training metrics, held-out scores, comparison."""
+
+from __future__ import annotations
+
+import csv
+import importlib.metadata
+import platform
+from pathlib import Path
+
+from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
+from thai_grpo.methods.health import training_health
+from thai_grpo.methods.kl import real_kl_summary
+
+SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
+VERIFIER = "none: a verifier (code) grades"
+SHARED_BASE = "2 (policy, reference; one shared base with LoRA)"
+
+# What each method needs, from the chapter's comparison (read right to left: labels go to zero).
+METHODS = {
+    "base": ("Base (no adapter)", "none", "1 (base)"),
+    "sft": ("SFT", "one reference solution per example", "1 (base + LoRA)"),
+    "ppo": ("PPO", "preference pairs -> reward model; here ranked by the verifier from the SFT model's own samples, "
+                   "so no human labels", "4 (policy, reference, reward model, value model: separate copies here)"),
+    "dpo": ("DPO", "preference pairs (chosen / rejected); here ranked by the verifier from the SFT model's own "
+                   "samples, so no human labels", SHARED_BASE),
+    "grpo": ("GRPO", VERIFIER, SHARED_BASE),
+    "dr_grpo": ("Dr.GRPO", VERIFIER, SHARED_BASE),
+    "rloo": ("RLOO", VERIFIER, SHARED_BASE),
+}
+PITFALLS = ("group_size", "temperature", "reward_hacking", "clipping")
+
+
+def package_versions() -> dict:
+    names = ["torch", "transformers", "trl", "peft", "datasets", "tokenizers", "snakemake", "scipy"]
+    versions = {"python": platform.python_version()}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
+    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
+    number (``-``: a job too short for psutil to sample) is left out."""
+    values = {}
+    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
+        with open(path, newline="") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        try:
+            numbers = [float(r[column]) for r in rows]
+        except (KeyError, ValueError):
+            continue
+        if numbers:
+            values[path.stem] = round(sum(numbers) / len(numbers), 2)
+    return values
+
+
+def benchmark_seconds(benchmark_dir: str | Path) -> dict:
+    """Wall seconds per rule from Snakemake's ``benchmark:`` files (first column ``s``)."""
+    return benchmark_column(benchmark_dir, "s")
+
+
+def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
+    """Peak resident memory (MB) of each rule's job, Snakemake's ``max_rss`` (the job's process tree)."""
+    return benchmark_column(benchmark_dir, "max_rss")
+
+
+def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
+    """The stages of one report: shared ones, the train and score stages of its models, and the
+    stages of its second held-out sets (extra_heldout-SET, sample_extra-SET-MODEL, score_extra-SET-MODEL)."""
+    def belongs(stage: str) -> bool:
+        kind, _, model = stage.partition("-")
+        if kind == "extra_heldout":
+            return model in extra_sets
+        if kind in ("sample_extra", "score_extra"):
+            extra, _, model = model.partition("-")  # set names have no '-' (config/schema.yaml)
+            return extra in extra_sets and model in models
+        return not model or (kind in ("train", "sample", "score") and model in models)
+
+    return {stage: value for stage, value in seconds.items() if belongs(stage)}
+
+
+def _kind(name: str, plan: dict | None) -> str:
+    """The METHODS row of a variant: its plan's method (dr_grpo for GRPO with the Dr.GRPO loss)."""
+    from thai_grpo.methods import method_kind
+
+    return method_kind(plan) if plan else (name if name in METHODS else "grpo")
+
+
+def _steps_tokens(train: dict) -> int | None:
+    return sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None
+
+
+def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pairs: dict | None,
+               reward_model: dict | None) -> dict:
+    """A PPO row's costs: with the learned reward model, its training (time, memory, parameters) and the pairs'
+    sampling are PPO's too; scored by the verifier, only the policy and the value model are trained."""
+    learned = train.get("score", "reward_model") == "reward_model"
+    steps = train.get("steps", [])
+    notes = [f"value loss {steps[0]['value_loss']:.4f} -> {steps[-1]['value_loss']:.4f}, explained variance "
+             f"{steps[0]['explained_variance']:.2f} -> {steps[-1]['explained_variance']:.2f} (first -> last step)"] \
+        if steps else []
+    parameters = train.get("parameters", {})
+    costs = {"models_in_memory": None if learned else "3 (policy, reference, value model; the verifier is code)",
+             "human_labels": None if learned else VERIFIER,
+             "trainable_detail": {"policy": parameters.get("policy_trainable"),
+                                  "value": parameters.get("value_trainable")}}
+    if not learned:
+        return {**costs, "notes": ["scored by the code rewards, no reward model; value model from a fresh LoRA",
+                                   *notes]}
+    rm_seconds, rm_memory = benchmarks.get("reward_model"), peak_memory.get("reward_model")
+    train_seconds = benchmarks.get(f"train-{name}")
+    heldout, trained = ((reward_model or {}).get(part) or {} for part in ("heldout", "train"))
+    if (reward_model or {}).get("skipped"):
+        notes.insert(0, reward_model["skipped"])
+    elif heldout.get("accuracy") is not None and trained.get("accuracy") is not None:
+        notes.insert(0, f"reward model: pairwise accuracy {heldout['accuracy']:.2f} on {heldout['pairs']} held-out "
+                        f"pairs ({trained['accuracy']:.2f} on its {trained['pairs']} training pairs); pairs ranked "
+                        "by the verifier, not by people")
+    tokens = (pairs or {}).get("generated_tokens")
+    if tokens:
+        notes.append("generated tokens: the rollouts plus sampling the reward model's pairs")
+    return {**costs, "notes": notes, "peak_memory_mb": max(filter(None, [peak_memory.get(f"train-{name}"), rm_memory]),
+                                                           default=None),
+            "train_seconds": None if train_seconds is None else round(train_seconds + (rm_seconds or 0.0), 2),
+            "reward_model_seconds": rm_seconds, "reward_model_peak_memory_mb": rm_memory,
+            "reward_model_trainable": ((reward_model or {}).get("parameters") or {}).get("trainable"),
+            "extra_tokens": tokens, "sampling_seconds": benchmarks.get("preference_pairs")}
+
+
+def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
+                 paired: dict, description: str = "", greedy_paired: dict | None = None,
+                 peak_memory: dict | None = None, reward_model: dict | None = None) -> dict:
+    label, labels, models = METHODS[kind]
+    tokens, notes, peak_memory = _steps_tokens(train), [], peak_memory or {}
+    if kind == "dpo":
+        if pairs:
+            tokens = pairs.get("generated_tokens") or None
+            notes.append(f"{pairs['pairs']} pairs from {pairs['problems']} training problems x "
+                         f"{pairs['samples_per_problem']} SFT samples ({pairs['all_right']} always right, "
+                         f"{pairs['all_wrong']} never right: no pair); generated tokens: sampling the pairs")
+        notes.append(train.get("skipped") or "DPO can only rank answers that exist in the pairs file")
+    if train.get("dropped_grpo_fields") and kind == "rloo":
+        notes.append("GRPO-only fields not used: " + ", ".join(train["dropped_grpo_fields"]))
+    row = {"method": label if name == kind else f"{label} ({name})", "model": name if name in scores else None,
+           "human_labels": labels, "models_in_memory": models,
+           "trainable_parameters": train.get("parameters", {}).get("trainable"),
+           "train_seconds": benchmarks.get(f"train-{name}"), "generated_tokens": tokens,
+           "peak_memory_mb": peak_memory.get(f"train-{name}"),
+           "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
+           "run": name in scores, "note": "; ".join(notes) if notes else description,
+           "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name)}
+    if kind == "ppo":
+        costs = _ppo_costs(name, train, benchmarks, peak_memory, pairs, reward_model)
+        extra = costs.pop("extra_tokens", None)
+        row.update({key: value for key, value in costs.items() if key != "notes" and value is not None})
+        row["generated_tokens"] = (tokens or 0) + (extra or 0) or None
+        row["note"] = "; ".join(costs["notes"] + ([description] if description else []))
+    return row
+
+
+def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
+                pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
+                peak_memory: dict | None = None, reward_model: dict | None = None) -> list[dict]:
+    """One comparison row per method, in the chapter's order; every run of a method (variants with
+    group: method, or ablation in the pitfalls report) is a row; methods the pipeline did not run say so. Pitfall
+    variants are not rows. ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy
+    test vs SFT}``; ``peak_memory``: max_rss (MB) per stage; ``reward_model``: PPO's reward model record."""
+    plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
+    variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
+                and (plans.get(name) or {}).get("group", "method") in ("method", "ablation")]
+    rows = []
+    for key, (label, labels, models) in METHODS.items():
+        names = [v for v in variants if _kind(v, plans.get(v)) == key]
+        rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
+                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired,
+                              peak_memory, reward_model)
+                 for v in names]
+        if names:
+            continue
+        ran = key in scores and key in ("base", "sft")
+        rows.append({"method": label, "model": key if ran else None, "human_labels": labels,
+                     "models_in_memory": models, "trainable_parameters": sft_parameters if key == "sft" else None,
+                     "train_seconds": benchmarks.get("sft_adapter") if key == "sft" else None,
+                     "peak_memory_mb": peak_memory.get("sft_adapter") if key == "sft" else None,
+                     "generated_tokens": None, "run": ran, "note": "" if ran else "not run by this config",
+                     "paired_vs_sft": None, "greedy_vs_sft": None})
+    return rows
+
+
+def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
+    """Which runs each pitfall figure overlays: the pitfall variants by what they change, after ``reference``.
+
+    reward_hacking: the rewards include format_lenient; group_size: the variant sets num_generations;
+    temperature: it sets temperature; clipping: it sets num_iterations (each batch reused, so the clip can act). What a variant sets is read from the plan's ``overrides`` (its config
+    entry); a plan without them counts what differs from the reference's grpo section.
+    """
+    ref_grpo = (plans.get(reference) or {}).get("grpo", {})
+    sets = {name: [] for name in PITFALLS}
+    for name, plan in plans.items():
+        if plan.get("group") != "pitfall":
+            continue
+        if "overrides" in plan:
+            changes = set((plan["overrides"] or {}).get("grpo", {}))
+        else:
+            changes = {key for key in ("num_generations", "temperature", "num_iterations")
+                       if plan["grpo"].get(key) != ref_grpo.get(key)}
+        if "format_lenient" in plan["rewards"]:
+            sets["reward_hacking"].append(name)
+        elif "num_generations" in changes:
+            sets["group_size"].append(name)
+        elif "temperature" in changes:
+            sets["temperature"].append(name)
+        elif "num_iterations" in changes:
+            sets["clipping"].append(name)
+    sets["group_size"].sort(key=lambda n: plans[n]["grpo"].get("num_generations", 8))
+    with_reference = [reference] if reference in plans else []
+    return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
+
+
+def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
+    args = train.get("args") or (plan or {}).get("grpo", {})  # what the trainer was given (DPO: DPOConfig's)
+    settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
+                                               "per_device_train_batch_size", "max_steps", "num_iterations")}
+    return {"method": train.get("method", (plan or {}).get("method", "grpo")),
+            "group": (plan or {}).get("group", "method"), "kind": _kind(name, plan),
+            "settings": {**settings, "rewards": None if train.get("method") == "dpo" else (plan or {}).get("rewards")},
+            "steps": train.get("steps", []), "example_groups": train.get("example_groups", {}),
+            "empty_think_examples": train.get("empty_think_examples", []), "skipped": train.get("skipped"),
+            "health": training_health(train.get("steps", []))}
+
+
+def paired_tests(scores: dict, n_boot: int, seed: int) -> dict:
+    """``{MODEL_vs_sft: test}``: the paired pass@1 bootstrap of every trained model against SFT, same problems."""
+    return {f"{m}_vs_sft": paired_pass1_test(scores[m], scores["sft"], n_boot, seed)
+            for m in scores if m not in ("sft", "base") and "sft" in scores}
+
+
+def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
+    """``{MODEL: test}``: the paired bootstrap of greedy accuracy (0/1 per problem) of every trained model vs SFT."""
+    return {m: paired_test(scores[m], scores["sft"], "greedy", n_boot, seed)
+            for m in scores if m not in ("sft", "base") and "sft" in scores}
+
+
+def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) -> dict:
+    """The ``extra_sets`` section, one entry per second held-out set (``{name: {stats, scores}}``): its title and
+    source from the config, its problem counts, every model's scores as in ``eval``, and the paired tests
+    against SFT on that set. The main held-out numbers (``eval``, ``comparison``) do not depend on it."""
+    specs = config["eval"].get("extra_sets") or {}
+    return {name: {"title": specs.get(name, {}).get("title", name),
+                   "source": {key: specs.get(name, {}).get(key) for key in ("source", "path", "name", "split",
+                                                                            "revision")},
+                   "data": parts["stats"], "eval": parts["scores"],
+                   "paired_tests": paired_tests(parts["scores"], n_boot, seed)}
+            for name, parts in extra_sets.items()}
+
+
+def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None:
+    """The token_logprobs stage's output with ``summary`` (``kl.real_kl_summary``: exact KL vs k1 and k3, their
+    intervals and regimes) when it holds the exact per-position KL (older outputs do not)."""
+    if not kl_real or "kl_exact" not in kl_real:
+        return kl_real
+    return {**kl_real, "summary": real_kl_summary(kl_real, n_boot, seed)}
+
+
+def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
+             base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
+             pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
+             own_temperature: dict | None = None, peak_memory: dict | None = None,
+             reward_model: dict | None = None) -> dict:
+    """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
+    its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
+    ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
+    ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
+    ``eval.temperature`` (``{model: scores}``), ``peak_memory`` each stage's max_rss in MB (``benchmark_max_rss``),
+    ``reward_model`` PPO's reward model record (its pairwise accuracies)."""
+    plans, extra_sets = plans or {}, extra_sets or {}
+    main = "grpo" if "grpo" in trains else next(iter(trains), None)
+    main_train = trains.get(main, {})
+    per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
+    paired, greedy = paired_tests(scores, n_boot, seed), greedy_tests(scores, n_boot, seed)
+    benchmarks = scope_benchmarks(benchmarks, list(scores), list(extra_sets))
+    peak_memory = scope_benchmarks(peak_memory or {}, list(scores), list(extra_sets))
+    return {
+        "config": config,
+        "run": {
+            "seeds": {"data": config["data"]["shuffle_seed"], "train": config["seed"], "eval": config["eval"]["seed"]},
+            "versions": package_versions(),
+            "data": {"source": config["data"]["source"], **split_stats},
+            "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch",
+                      "base_parameters": base_parameters,
+                      "trainable_parameters": main_train.get("parameters", {}).get("trainable"),
+                      "adapter": config["sft"].get("name_or_path") or
+                      f"LoRA r={config['sft'].get('lora', {}).get('r')} trained here",
+                      "kl_reference": main_train.get("kl_reference")},
+            "benchmarks": benchmarks,
+            "peak_memory_mb": peak_memory,
+            "generated_tokens": {"per_step": per_step, "total": int(sum(per_step)),
+                                 "seed_estimate_full_real": SEED_ESTIMATE_FULL_REAL_TOKENS},
+        },
+        "train": {"variant": main, "steps": main_train.get("steps", []),
+                  "example_groups": main_train.get("example_groups", {}),
+                  "health": training_health(main_train.get("steps", []))},
+        "runs": {name: _run_summary(name, t, plans.get(name)) for name, t in trains.items()},
+        "eval": scores,
+        "eval_own_temperature": own_temperature or {},
+        "preference_pairs": pairs,
+        "reward_model": reward_model,
+        "pitfalls": pitfall_sets(plans, main or "grpo"),
+        "comparison": {"paired_tests": paired, "greedy_tests": greedy,
+                       "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed),
+                       "methods": method_rows(scores, trains, benchmarks,
+                                              main_train.get("parameters", {}).get("trainable"), plans, pairs,
+                                              paired, greedy, peak_memory, reward_model)},
+        "kl_real": with_kl_summary(kl_real, n_boot, seed),
+        "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
+    }
