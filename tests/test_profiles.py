@@ -20,13 +20,11 @@ import yaml
 from workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_RULES = {"base_model", "sft_adapter", "train", "preference_pairs", "sample", "sample_extra"}
-# Declares gpu=1 for --resources, but profiles/slurm has no entry for it yet (it runs with the profile's defaults)
-UNROUTED_GPU_RULES = {"reward_model"}
+GPU_RULES = {"base_model", "sft_adapter", "train", "preference_pairs", "reward_model", "sample", "sample_extra"}
 # The second held-out set's rules run only where eval.extra_sets names one: the real config (MGSM Thai).
 EXTRA_SET_RULES = {"extra_heldout", "sample_extra", "score_extra"}
-# preference_pairs runs only when DPO or PPO is evaluated
-ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs"} - EXTRA_SET_RULES
+# preference_pairs runs only when DPO or PPO is evaluated, reward_model only when a PPO variant scores with it
+ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs", "reward_model"} - EXTRA_SET_RULES
 CPU_RULES = {"dataset", "split", "score", "results", "figures", "report", "extra_heldout", "score_extra"}
 ALWAYS_SCHEDULED_CPU = CPU_RULES - EXTRA_SET_RULES
 
@@ -84,7 +82,7 @@ def test_real_config_dry_run_with_the_default_profile(workdir):
     for rule, rule_jobs in jobs.items():
         for job in rule_jobs:  # local runs: no cluster resources; a model stage may declare gpu=1 for --resources
             assert "slurm_partition" not in job["resources"] and "gres" not in job["resources"], rule
-            if rule in GPU_RULES | UNROUTED_GPU_RULES:
+            if rule in GPU_RULES:
                 assert job["resources"].get("gpu", 1) == 1, rule
             else:
                 assert "gpu" not in job["resources"], rule
