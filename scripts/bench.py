@@ -7,7 +7,6 @@ the CPU, so the CPU's model name is recorded beside them.
 import argparse
 import json
 import platform
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -19,15 +18,11 @@ from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
-from thai_grpo.report.bench import StepTimer, sampler_throughput, stage_shares, step_split
+from thai_grpo.report.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
 
 
 def cpu_name() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or "unknown"
+    return lscpu_fields().get("Model name") or platform.processor() or "unknown"
 
 
 def load_config(paths: list[str]) -> dict:

@@ -17,6 +17,7 @@ from pathlib import Path
 from thai_grpo.core.io import atomic_write_text, read_json, write_json
 from thai_grpo.report import reference as ref
 from thai_grpo.report import reference_tables as rt
+from thai_grpo.report.bench import lscpu_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -25,12 +26,10 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 def cpu_name() -> str:
     """``lscpu``'s model name and the widest vector instructions torch can use on it (two CPUs of one model name
     with AVX2 or AVX-512 run other floating-point kernels, so other digits)."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
+    fields = lscpu_fields()
+    if not fields:
         return "unknown CPU"
-    fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
-    return ref.cpu_label(fields.get("Model name", "unknown CPU").strip(), fields.get("Flags", "").split())
+    return ref.cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
 
 
 def commit_of(path: Path) -> str:
