@@ -18,7 +18,7 @@ from jinja2 import ChainableUndefined, Environment, FileSystemLoader, select_aut
 from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
-from thai_grpo.core.io import atomic_write_text, read_jsonl
+from thai_grpo.core.io import atomic_write_text
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
@@ -372,16 +372,3 @@ def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures
     out_path = Path(out_path)
     atomic_write_text(out_path, render_report(results, samples_by_model, figures, template_dir))
     return out_path
-
-
-def load_samples(paths_by_model: dict[str, str | Path]) -> dict[str, list[dict]]:
-    """{model: samples.jsonl path} -> {model: list of problem records}."""
-    return {model: read_jsonl(path) for model, path in paths_by_model.items()}
-
-
-def build_report(results_path: str | Path, samples_paths: dict[str, str | Path], out_path: str | Path,
-                 figures_dir: str | Path, template_dir: str | Path = DEFAULT_TEMPLATE_DIR) -> Path:
-    """The whole step for a Snakemake script: read inputs, draw figures, write the page."""
-    results = json.loads(Path(results_path).read_text(encoding="utf-8"))
-    figures = fig.draw_all(results, figures_dir)
-    return write_report(results, load_samples(samples_paths), figures, Path(template_dir), out_path)
