@@ -224,3 +224,24 @@ def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_no
     config.pop("pad_token_id", None)
     (base / "config.json").write_text(json.dumps(config))
     assert load_reward_base(base).config.pad_token_id == load_tokenizer(base).pad_token_id is not None
+
+
+def test_learning_rate_decays_as_transformers_linear_schedule():
+    """PPO's learning rate per rollout batch follows transformers' linear schedule (TRL's PPOTrainer: no warmup,
+    stepped once per batch), and the optimizer has TRL's weight decay 0, not torch's 0.01."""
+    import torch
+    from transformers import get_linear_schedule_with_warmup
+
+    from thai_grpo.methods.ppo import learning_rate_factor
+
+    settings = PPOSettings(max_steps=5)
+    optimizer = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    scheduler = get_linear_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=5)
+    for step in range(1, 6):
+        assert learning_rate_factor(step, settings) == pytest.approx(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        scheduler.step()
+    assert learning_rate_factor(3, PPOSettings(max_steps=5, lr_scheduler_type="constant")) == 1.0
+    assert PPOSettings().weight_decay == 0.0
+    with pytest.raises(ValueError, match="lr_scheduler_type"):
+        PPOSettings(lr_scheduler_type="cosine")

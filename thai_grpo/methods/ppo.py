@@ -19,6 +19,7 @@ completion budget; T_i = the completion's real tokens (up to and including its f
     L_pi = mean_t max(-A_t ratio_t, -A_t clip(ratio_t, 1 - cliprange, 1 + cliprange))
     L_V  = 0.5 mean_t max((V'_t - R_t)^2, (clip(V'_t, V_t - cliprange_value, V_t + cliprange_value) - R_t)^2)
     loss = L_pi + vf_coef L_V;  gradient norm clipped at ``max_grad_norm``; AdamW (policy and value parameter groups)
+    with TRL's optimizer settings: weight decay 0 and the learning rate decayed linearly to 0 over the rollout batches
     (mean_t: over the minibatch's real tokens.)
 
 Departures from TRL 1.12, each on purpose:
@@ -84,6 +85,8 @@ class PPOSettings:
     whiten_rewards: bool = False
     missing_eos_penalty: float | None = None  # TRL's examples: 1.0
     max_grad_norm: float = 1.0
+    weight_decay: float = 0.0        # AdamW's (TRL's TrainingArguments default; torch's own default is 0.01)
+    lr_scheduler_type: str = "linear"  # TRL's: decays to 0 over the rollout batches; or constant
     save_steps: int = 10
     temperature: float = 0.7
     max_completion_length: int = 53  # TRL: response_length
@@ -94,6 +97,8 @@ class PPOSettings:
             raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(SCORES)}")
         if self.kl_estimator != "k1":
             raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
+        if self.lr_scheduler_type not in ("linear", "constant"):
+            raise ValueError(f"ppo.lr_scheduler_type={self.lr_scheduler_type!r}: use linear (TRL's) or constant")
         if self.whiten_rewards:
             raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
         if self.batch_size % self.num_mini_batches:
@@ -493,13 +498,22 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
     return {key: float(np.mean(values)) for key, values in stats.items()}
 
 
+def learning_rate_factor(step: int, settings: PPOSettings) -> float:
+    """The learning rate's share of its peak during rollout batch ``step`` (1-based): TRL's linear schedule with no
+    warmup (transformers' ``get_linear_schedule_with_warmup`` over ``max_steps`` batches, stepped once per batch),
+    or 1 for constant. A function of the step alone, so a resumed run needs no scheduler state."""
+    if settings.lr_scheduler_type == "constant":
+        return 1.0
+    return max(0.0, (settings.max_steps - (step - 1)) / settings.max_steps)
+
+
 def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -> dict:
     """One line of step_metrics.jsonl, with the keys GRPO's steps use where they mean the same (reward_mean and
     rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
     PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
     this step's update), clip fractions, entropy."""
     from thai_grpo.core.rewards import CORRECT_REWARD
-    from thai_grpo.methods.metrics import empty_think_share, total_rewards
+    from thai_grpo.methods.metrics import blank_think_share, empty_think_share, hollow_think_paid_share, total_rewards
 
     mask, lengths = rollout["mask"], rollout["lengths"]
     k1_sums = rollout["k1"].sum(1)
@@ -514,7 +528,9 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -
               "return_mean": float(masked_mean(rollout["returns"], mask)),
               "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
               "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
-              "empty_think_share": empty_think_share(rollout["texts"]), **update,
+              "empty_think_share": empty_think_share(rollout["texts"]),
+              "blank_think_share": blank_think_share(rollout["texts"]),
+              "hollow_think_paid_share": hollow_think_paid_share(rollout["code"], rollout["texts"]), **update,
               "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
               update["value_loss"]}
     if "correct" in rollout["code"]:
@@ -551,11 +567,15 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
                                    {"params": value_params,
-                                    "lr": settings.value_learning_rate or settings.learning_rate}])
+                                    "lr": settings.value_learning_rate or settings.learning_rate}],
+                                  weight_decay=settings.weight_decay)
+    peak_rates = [group["lr"] for group in optimizer.param_groups]
     start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     label = checkpoint_dir.name
     for step in range(start + 1, settings.max_steps + 1):
+        for group, peak in zip(optimizer.param_groups, peak_rates):
+            group["lr"] = peak * learning_rate_factor(step, settings)
         rollout = _rollout(step, settings, seed, models, tokenizer, rows, system_prompt, reward_names, stop_ids,
                            chat_template_kwargs or {})
         update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params)
