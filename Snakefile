@@ -24,6 +24,7 @@ include: "rules/passk.smk"
 include: "rules/report.smk"
 include: "rules/seeds.smk"
 include: "rules/hacking.smk"
+include: "rules/chains.smk"
 
 
 onstart:
@@ -62,3 +63,8 @@ rule hacking:
     input:
         rules.hacking_results.output.results,
         rules.hacking_report.output.html,
+
+
+rule chains:  # every method rebuilt at each chains.seeds seed (~12 min a chain on 2 cores); `snakemake` then shows it
+    input:
+        rules.chain_results.output.results,

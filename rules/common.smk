@@ -26,6 +26,20 @@ try:
 except ConfigError as error:
     sys.exit(f"config error: {error}")
 
+# Where this pipeline's outputs live. Rules name their files under results/; the chain study (rules/chains.smk) loads
+# the whole workflow again per chain as a Snakemake module whose replace_prefix maps results/ to the chain's folder
+# (inputs, outputs, logs, benchmarks) and whose config sets results_dir to the same folder, for the paths Snakemake
+# does not map: params (checkpoint folders, benchmarks) and existence checks, which go through results_path.
+RESULTS_DIR = config.get("results_dir", "results")
+
+
+def results_path(path):
+    """``path``, named under results/, in this pipeline's results folder (``results_dir``)."""
+    if not (path == "results" or path.startswith("results/")):
+        raise ValueError(f"results_path({path!r}): name the path under results/")
+    return RESULTS_DIR + path[len("results") :]
+
+
 SYSTEM = config["data"].get("system_prompt", SYSTEM_PROMPT)
 VARIANTS = list(config["variants"])
 EVAL_MODELS = config["eval"]["models"]
@@ -147,7 +161,7 @@ OPTIONAL_RESULTS = {
 
 def optional_results(*names):
     """An input function: the results files among ``names`` (keys of OPTIONAL_RESULTS) that exist now."""
-    return lambda wildcards: {name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(OPTIONAL_RESULTS[name])}
+    return lambda wildcards: {name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(results_path(OPTIONAL_RESULTS[name]))}
 
 
 def scope_params(scope):
@@ -161,7 +175,7 @@ def scope_params(scope):
         "models": models,
         "variants": list(variants),
         "plans": plans,
-        "benchmarks": "results/benchmarks",
+        "benchmarks": results_path("results/benchmarks"),
         "extra_sets": list(EXTRA_SETS),
         "own_temperature": OWN_TEMPERATURE[scope],
         "extra_models": EVAL_MODELS,

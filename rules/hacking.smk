@@ -19,7 +19,7 @@ if config["sft"]["source"] == "train":
             brief_think=config["hacking"]["sft"],
             seed=config["seed"],
             system_prompt=SYSTEM,
-            checkpoints="results/checkpoints/sft_brief_think",
+            checkpoints=results_path("results/checkpoints/sft_brief_think"),
         message:
             "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "
             "{config[hacking][sft][one_line_think_share]} one-line think blocks)"
@@ -38,7 +38,7 @@ rule hacking_results:
         variants=HACKING_VARIANTS,
         plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
         sft_shares=config["hacking"]["sft"],
-        benchmarks="results/benchmarks",
+        benchmarks=results_path("results/benchmarks"),
     message:
         "Collecting the reward-hacking runs into results/hacking/results.json"
     script:

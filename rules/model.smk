@@ -24,7 +24,7 @@ if config["base"]["source"] == "scratch":
             corpus=config["corpus"],
             seed=config["seed"],
             system_prompt=SYSTEM,
-            checkpoints="results/checkpoints/base",
+            checkpoints=results_path("results/checkpoints/base"),
         message:
             "Training a tokenizer and pretraining a tiny Qwen3 from scratch"
         script:
@@ -74,7 +74,7 @@ if config["sft"]["source"] == "train":
             corpus=config["corpus"],
             seed=config["seed"],
             system_prompt=SYSTEM,
-            checkpoints="results/checkpoints/sft",
+            checkpoints=results_path("results/checkpoints/sft"),
         message:
             "Training the SFT LoRA adapter on {config[data][sft_size]} examples"
         script:

@@ -46,7 +46,7 @@ rule passk_results:
     params:
         models=PASSK_MODELS,
         eval=PASSK_SETTINGS,
-        benchmarks="results/benchmarks",
+        benchmarks=results_path("results/benchmarks"),
     message:
         "pass@k to k = {params.eval[num_samples]}: bands, the SFT-GRPO crossing, problems created and lost"
     script:

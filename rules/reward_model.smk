@@ -25,7 +25,7 @@ rule reward_model:
         lora=config.get("reward_model", {}).get("lora") or config["sft"].get("lora"),
         seed=config["seed"],
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
-        checkpoints="results/checkpoints/reward_model",
+        checkpoints=results_path("results/checkpoints/reward_model"),
     message:
         "Training PPO's reward model (Bradley-Terry, LoRA + score head) on the preference pairs"
     script:

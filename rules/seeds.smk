@@ -25,7 +25,7 @@ rule seed_results:
         default_seed=config["seed"],
         eval_seed=config["eval"]["seed"],
         n_boot=config["eval"]["bootstrap_samples"],
-        benchmarks="results/benchmarks",
+        benchmarks=results_path("results/benchmarks"),
     message:
         "Seed study: pass@1 per training seed, between-seed intervals and the two-level bootstrap per pair"
     script:

@@ -67,7 +67,9 @@ rule train:
         method=lambda wildcards: method_of(variant_of(wildcards.run)),
         seed=lambda wildcards: parse_run(wildcards.run, VARIANTS, config["seed"])[1],
         system_prompt=SYSTEM,
-        checkpoints=lambda wildcards: f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}",
+        checkpoints=lambda wildcards: results_path(
+            f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}"
+        ),
     message:
         "Training run {wildcards.run} ({params.method}, seed {params.seed}) from the SFT adapter"
     script:

@@ -1,0 +1,64 @@
+# The chain study (`snakemake --cores 2 chains`): the default comparison (SFT and every method of eval.models)
+# rebuilt from whole chains, one per chains.seeds seed: base initialisation, data order, SFT and training all move
+# with it, the data and held-out problems do not. The chain at the config's own seed is the main run (results/);
+# every other chain is this workflow loaded again as a Snakemake module, config seed = the chain seed, its files
+# under results/chains/seed<N>/ (replace_prefix), its rules renamed chain_seed<N>_*. Then per method the per-chain
+# gains over SFT and the verdicts that need chain noise and problem noise both exceeded: results/chains/.
+
+CHAIN_SEEDS = [int(s) for s in config.get("chains", {}).get("seeds", [])]
+CHAINS_RESULTS = "results/chains/results.json"
+# The models compared across chains: SFT and the trained methods of eval.models (the base is the same for all rows).
+CHAIN_MODELS = ["sft"] + trained(EVAL_MODELS)
+
+
+def chain_dir(seed):
+    """The results folder of the chain at ``seed``: results/ for the config's own, else results/chains/seed<N>."""
+    return "results" if seed == config["seed"] else f"results/chains/seed{seed}"
+
+
+def chain_config(seed):
+    """The config of a chain's module: this one at another seed, with its own results folder and no chain study."""
+    member = {key: value for key, value in config.items() if key != "chains"}
+    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
+
+
+for chain_seed in CHAIN_SEEDS:
+    if chain_seed == config["seed"]:
+        continue
+    chain_module = f"chain_seed{chain_seed}"
+    chain_rules = f"chain_seed{chain_seed}_"
+
+    module:
+        name:
+            chain_module
+        snakefile:
+            "../Snakefile"
+        config:
+            chain_config(chain_seed)
+        replace_prefix:
+            {"results/": f"{chain_dir(chain_seed)}/"}
+
+    use rule * from chain_module as chain_rules*
+
+
+rule chain_results:
+    input:
+        scores=[f"{chain_dir(s)}/eval/{m}/scores.json" for s in CHAIN_SEEDS for m in CHAIN_MODELS],
+        hacking=[f"{chain_dir(s)}/hacking/results.json" for s in CHAIN_SEEDS],
+    output:
+        results=CHAINS_RESULTS,
+    log:
+        "results/logs/chain_results.log",
+    conda:
+        "../envs/pipeline.yaml"
+    params:
+        seeds=CHAIN_SEEDS,
+        models=CHAIN_MODELS,
+        default_seed=config["seed"],
+        n_boot=config["eval"]["bootstrap_samples"],
+        eval_seed=config["eval"]["seed"],
+        benchmarks={s: results_path(f"{chain_dir(s)}/benchmarks") for s in CHAIN_SEEDS},
+    message:
+        "Chain study: per method the gain over SFT in each chain, and the verdicts over chains and problems"
+    script:
+        "../scripts/chain_results.py"
