@@ -102,7 +102,8 @@ def summarise_main(results: dict) -> dict:
             for name, run in results.get("runs", {}).items()}
     kl = ((results.get("kl_real") or {}).get("summary")) or None
     if kl:
-        kl = {"tokens": kl["tokens"], "completions": kl["completions"],
+        kl = {"tokens": kl["tokens"], "completions": kl["completions"], "problems": kl.get("problems"),
+              "interval_unit": kl.get("interval_unit", "completions"),
               **{name: {"mean": _r(kl["means"][name]["mean"]), "low": _r(kl["means"][name]["low"]),
                         "high": _r(kl["means"][name]["high"]), "bootstrap_se": _r(kl["means"][name].get("se"))}
                  for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")},

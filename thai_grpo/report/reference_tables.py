@@ -107,10 +107,14 @@ def table_kl(ref: dict) -> str:
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
             for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
-    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
+    unit = kl.get("interval_unit", "completions")
+    of = f"{kl['completions']} completions" + (f" of {kl['problems']} problems" if kl.get("problems") else "")
+    caveat = ("" if unit == "problems" else "\n\n*These intervals resample completions, not problems: where the KL "
+              "varies by problem they are too narrow. `make docs-reference` on a new run gives them over problems.*")
+    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {of}; "
             f"k3 has the lower exact variance at {kl['share_k3_lower_variance']:.0%} of the positions:\n\n"
-            + _table(["per token", "mean [95% over completions]", "bootstrap SE", "exact SE (full distributions)"],
-                     rows))
+            + _table(["per token", f"mean [95% over {unit}]", "bootstrap SE", "exact SE (full distributions)"],
+                     rows) + caveat)
 
 
 def table_ppo(ref: dict) -> str:

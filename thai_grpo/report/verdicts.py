@@ -118,13 +118,14 @@ def _bracket(stat: dict, digits: int = 4) -> str:
 
 def kl_estimator_verdict(summary: dict) -> str:
     """k1 vs k3 on the run's own tokens (``kl.real_kl_summary``): whether each estimator's mean agrees with the exact
-    KL within its per-completion bootstrap interval, which one has the smaller exact standard error, whether the
+    KL within its bootstrap interval over problems, which one has the smaller exact standard error, whether the
     bootstrap saw each one's variance (its interval is honest only then), and which regimes of per-position
     KL each one wins."""
     means, exact_se = summary["means"], summary["exact_se"]
     text = [f"On {summary['tokens']:,} sampled tokens of {summary['completions']} completions the exact "
             f"KL(pi || pi_ref) per token is {_bracket(means['exact'])}; k1 estimates {_bracket(means['k1'])} and k3 "
-            f"{_bracket(means['k3'])} (95% bootstrap over completions)."]
+            f"{_bracket(means['k3'])} (95% bootstrap over problems: the {summary['problems']} problems resampled, each "
+            f"with all its completions)."]
     for name in ("k1", "k3"):
         gap = means[f"{name}_minus_exact"]
         agrees = gap["low"] <= 0 <= gap["high"]
