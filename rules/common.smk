@@ -14,7 +14,7 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
-from thai_grpo.core.seeds import check_seeds, parse_run, run_pattern, seed_runs
+from thai_grpo.core.seeds import check_seeds, parse_run, run_eval_settings, run_pattern, seed_runs
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -72,6 +72,12 @@ wildcard_constraints:
 # at the config's seed is the variant's own run, the others are `<variant>-seed<N>`.
 SEED_RUNS = seed_runs(config)
 SEED_STUDY_RESULTS = "results/seeds/results.json"
+
+
+def sample_settings(wildcards):
+    """A params function: the eval settings of the model or run being sampled (a seed-study run gets its own
+    sampling seed, thai_grpo.core.seeds.sampling_seed; every other model samples at eval.seed)."""
+    return run_eval_settings(EVAL_SETTINGS, wildcards.model, VARIANTS, config["seed"])
 
 
 def variant_of(run):
