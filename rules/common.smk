@@ -126,6 +126,9 @@ def scope_inputs(scope):
         "base": rules.base_model.output.model,
         "scores": expand(rules.score.output.scores, model=models),
         "train": expand(rules.train.output.train, run=trained(models)),
+        # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.methods.update_size)
+        "adapters": expand(rules.train.output.adapter, run=trained(models)),
+        "sft_adapter": rules.sft_adapter.output.adapter,
     }
     if any(method_of(v) in ("dpo", "ppo") for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats
