@@ -14,7 +14,7 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
-from thai_grpo.core.seeds import check_seeds, parse_run, run_pattern, seed_runs
+from thai_grpo.core.seeds import check_seeds, parse_run, run_eval_settings, run_pattern, seed_runs
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -88,6 +88,12 @@ SEED_RUNS = seed_runs(config)
 SEED_STUDY_RESULTS = "results/seeds/results.json"
 
 
+def sample_settings(wildcards):
+    """A params function: the eval settings of the model or run being sampled (a seed-study run gets its own
+    sampling seed, thai_grpo.core.seeds.sampling_seed; every other model samples at eval.seed)."""
+    return run_eval_settings(EVAL_SETTINGS, wildcards.model, VARIANTS, config["seed"])
+
+
 def variant_of(run):
     """The variant a run id (``grpo``, ``grpo-seed1``) trains."""
     return parse_run(run, VARIANTS, config["seed"])[0]
@@ -134,6 +140,9 @@ def scope_inputs(scope):
         "base": rules.base_model.output.model,
         "scores": expand(rules.score.output.scores, model=models),
         "train": expand(rules.train.output.train, run=trained(models)),
+        # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.methods.update_size)
+        "adapters": expand(rules.train.output.adapter, run=trained(models)),
+        "sft_adapter": rules.sft_adapter.output.adapter,
     }
     if any(method_of(v) in ("dpo", "ppo") for v in trained(models)):
         files["pairs"] = rules.preference_pairs.output.stats

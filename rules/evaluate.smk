@@ -19,7 +19,7 @@ rule sample:
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     params:
-        eval=EVAL_SETTINGS,
+        eval=sample_settings,  # eval.seed, or a seed-study run's own sampling seed
         dtype=config["base"].get("dtype", "float32"),
         system_prompt=SYSTEM,
     message:

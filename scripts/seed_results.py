@@ -8,8 +8,9 @@ from thai_grpo.report.results import benchmark_seconds
 log_to(snakemake.log[0])
 params = snakemake.params
 runs = {}
-for (variant, run, seed), path in zip(params.runs, snakemake.input.scores):
-    runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(path)})
+for (variant, run, seed), sampling_seed, path in zip(params.runs, params.sampling_seeds, snakemake.input.scores):
+    runs.setdefault(variant, []).append({"run": run, "seed": seed, "sampling_seed": sampling_seed,
+                                         "scores": read_json(path)})
 study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
 write_json(snakemake.output.results, {
     "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,

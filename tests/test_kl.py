@@ -85,3 +85,45 @@ def test_divergence_regimes_bin_by_exact_kl():
                                                                      (1.0, 1, "k1")]
     assert bins[2]["sd_k1"] == pytest.approx(3.0) and bins[2]["sd_k3"] == pytest.approx(10.0)
     assert bins[2]["rmse_k1"] == pytest.approx(3.0) and bins[0]["mean_kl"] == pytest.approx(3e-4)
+
+
+def test_cluster_bootstrap_draws_equal_a_plain_loop_over_problems():
+    """Each resample draws the problems with replacement (same rng as the loop) and pools the tokens of every
+    completion of every drawn problem."""
+    from thai_grpo.methods.kl import cluster_bootstrap_draws
+
+    lengths = [3, 1, 4, 2, 5, 2]
+    problems = ["b", "a", "b", "c", "a", "c"]  # labels in any order: the clusters are sorted by label
+    values = np.random.default_rng(0).normal(size=sum(lengths))
+    draws = cluster_bootstrap_draws({"v": values}, lengths, problems, n_boot=50, seed=7, batch=50)["v"]
+    pieces = np.split(values, np.cumsum(lengths)[:-1])
+    labels = sorted(set(problems))
+    rng = np.random.default_rng(7)
+    loop = []
+    for row in rng.integers(0, len(labels), size=(50, len(labels))):
+        tokens = []
+        for cluster in row:
+            for completion, problem in enumerate(problems):
+                if problem == labels[cluster]:
+                    tokens.extend(pieces[completion])
+        loop.append(sum(tokens) / len(tokens))
+    assert draws == pytest.approx(loop)
+    with pytest.raises(ValueError, match="one label per completion"):
+        cluster_bootstrap_draws({"v": values}, lengths, problems[:-1])
+
+
+def test_bootstrap_over_problems_is_wider_than_over_completions_when_kl_varies_by_problem():
+    """32 problems x 8 completions whose KL level is the problem's: the completions of one problem are nearly
+    copies, so resampling them as if independent understates the spread of the mean (about sqrt(8) here)."""
+    from thai_grpo.methods.kl import cluster_bootstrap_means, completion_bootstrap_means
+
+    rng = np.random.default_rng(1)
+    problems = np.repeat(np.arange(32), 8)
+    lengths = np.full(problems.size, 5)
+    level = rng.gamma(2.0, 0.03, size=32)[problems]  # the problem's KL
+    values = np.repeat(level, 5) + rng.normal(0, 0.002, size=lengths.sum())
+    over_problems = cluster_bootstrap_means({"kl": values}, lengths, problems, n_boot=2000, seed=0)["kl"]
+    over_completions = completion_bootstrap_means({"kl": values}, lengths, n_boot=2000, seed=0)["kl"]
+    width = {name: r["high"] - r["low"] for name, r in (("problems", over_problems), ("completions", over_completions))}
+    assert width["problems"] > 2 * width["completions"]
+    assert over_problems["se"] / over_completions["se"] == pytest.approx(np.sqrt(8), rel=0.2)

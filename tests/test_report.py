@@ -491,7 +491,8 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     results["kl_real"] = with_kl_summary({**results["kl_real"], "kl_exact": rng.uniform(0, 0.1, tokens).tolist(),
                                           "var_k1": rng.uniform(0, 0.01, tokens).tolist(),
                                           "var_k3": rng.uniform(0, 0.02, tokens).tolist(),
-                                          "completion_lengths": [1] * tokens}, 200, 0)
+                                          "completion_lengths": [1] * tokens,
+                                          "completion_problems": [i // 8 for i in range(tokens)]}, 200, 0)
     figures = draw_all({"passk": results["passk"], "kl_real": results["kl_real"]}, tmp_path)
     assert {"pass_at_k_large", "k1_vs_k3_real"} <= set(figures)
     html = render_report(results, samples, figures, TEMPLATE_DIR)

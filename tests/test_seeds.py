@@ -9,7 +9,8 @@ import pytest
 from scipy import stats
 
 from thai_grpo.core.config import ConfigError
-from thai_grpo.core.seeds import check_seeds, parse_run, run_id, run_pattern, seed_costs, seed_runs, seed_variants
+from thai_grpo.core.seeds import (check_seeds, parse_run, run_eval_settings, run_id, run_pattern, sampling_seed,
+                                  seed_costs, seed_runs, seed_variants)
 from thai_grpo.evaluation.seed_stats import (between_seed_interval, percentile_test, resampling_sd, seed_pairwise_tests,
                                              seed_study, seed_verdict, two_level_means)
 
@@ -41,6 +42,20 @@ def test_the_default_seed_is_the_existing_run_and_other_seeds_are_new_runs():
 def test_run_ids_round_trip(run, expected):
     assert parse_run(run, VARIANTS, 42) == expected
     assert run_id(*expected, 42) == run
+
+
+def test_each_seed_run_samples_with_its_own_seed_and_the_main_run_keeps_eval_seed():
+    """Runs sampled with one seed share their random numbers (similar models draw mostly the same completions), so
+    every seed-study run gets its own sampling seed; the default seed's run and base/sft keep eval.seed unchanged."""
+    settings = {"seed": 1234, "temperature": 1.0, "num_samples": 8}
+    seeds = {run: run_eval_settings(settings, run, list(VARIANTS), 42)["seed"]
+             for run in ("base", "sft", "grpo", "grpo-seed1", "grpo-seed2", "rloo-seed1")}
+    assert seeds["base"] == seeds["sft"] == seeds["grpo"] == 1234
+    assert run_eval_settings(settings, "grpo", list(VARIANTS), 42) is settings  # the main run's params: identical
+    assert len({seeds["grpo"], seeds["grpo-seed1"], seeds["grpo-seed2"]}) == 3
+    assert seeds["grpo-seed1"] == seeds["rloo-seed1"] == sampling_seed(1234, 1, 42) == 1193
+    assert run_eval_settings(settings, "grpo-seed1", list(VARIANTS), 42)["temperature"] == 1.0  # only the seed moves
+    assert sampling_seed(0, 1, 42) == 2**32 - 41  # numpy's seed range: never negative
 
 
 def test_a_run_of_no_variant_is_refused():
@@ -173,7 +188,10 @@ def test_seed_study_assembles_each_method_from_its_runs():
     grpo = study["methods"]["grpo"]
     assert [r["seed"] for r in grpo["runs"]] == [42, 1]
     assert grpo["between_seed"]["mean"] == pytest.approx((6 / 12 + 4 / 12) / 2)
-    assert grpo["within_run_halfwidth"] == pytest.approx(0.1)
+    # the within-run SE is a standard deviation (sd over problems / sqrt(P)), beside the other SDs; RMS over seeds
+    by_hand = [np.std([1, 0.5, 0], ddof=1) / np.sqrt(3), np.std([0.75, 0.25, 0], ddof=1) / np.sqrt(3)]
+    assert [r["within_run_se"] for r in grpo["runs"]] == pytest.approx(by_hand)
+    assert grpo["within_run_se"] == pytest.approx(np.sqrt(np.mean(np.square(by_hand))))
     assert [(t["a"], t["b"]) for t in study["pairs"]] == [("rloo", "grpo")]
     assert study["pairs"][0]["mean_diff"] == pytest.approx(5 / 24 - 10 / 24)
 
@@ -218,7 +236,8 @@ def test_a_pair_sentence_bounds_a_zero_bootstrap_p_by_the_resamples():
     from thai_grpo.report.verdicts import seed_pair_verdict
 
     test = {"mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_holm": 0.0, "welch_p_holm": 0.0016,
-            "n_resamples": 10_000, "verdict": "exceeds"}
+            "n_resamples": 10_000, "verdict": "exceeds", "correction": "Holm over 6 pairs"}
     assert seed_pair_verdict(test, "RLOO", "GRPO") == (
         "RLOO - GRPO: -39.6 points over seeds (two-level 95% interval [-47.7 points, -32.4 points], Holm-adjusted "
-        "bootstrap p < 0.0001 (10,000 resamples), Welch p = 0.0016): exceeds the seed noise.")
+        "bootstrap p < 0.0001 (10,000 resamples), Welch p = 0.0016, both Holm over the 6 pairs of the seed study): "
+        "exceeds the seed noise.")

@@ -72,10 +72,13 @@ def test_the_sampled_ids_are_scored_not_a_retokenization(tiny_model_dir):
 
 
 def test_same_adapter_as_policy_and_reference_gives_zero_kl(tiny_model_dir, tiny_adapter_dir):
-    samples = [{"question": "สมชายมีส้ม 3 ผล", "completions": [{"token_ids": [5, 6, 7]}, {"token_ids": [8]}]}]
-    result = policy_and_reference_logprobs(tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir, samples, SYSTEM, 10)
-    assert result["num_completions"] == 2 and result["completion_lengths"] == [3, 1]
-    assert len(result["logp_policy"]) == len(result["logp_ref"]) == len(result["kl_exact"]) == 4
+    samples = [{"id": "p1", "question": "สมชายมีส้ม 3 ผล", "completions": [{"token_ids": [5, 6, 7]}, {"token_ids": []},
+                                                                        {"token_ids": [8]}]},
+               {"id": "p2", "question": "แม่ซื้อไข่ 4 ฟอง", "completions": [{"token_ids": [9, 5]}, {"token_ids": [6]}]}]
+    result = policy_and_reference_logprobs(tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir, samples, SYSTEM, 3)
+    assert result["num_completions"] == 3 and result["completion_lengths"] == [3, 1, 2]
+    assert result["completion_problems"] == ["p1", "p1", "p2"]  # each completion's problem: the bootstrap's clusters
+    assert len(result["logp_policy"]) == len(result["logp_ref"]) == len(result["kl_exact"]) == 6
     assert all(math.isclose(p, r, abs_tol=1e-6) for p, r in zip(result["logp_policy"], result["logp_ref"]))
     assert all(abs(value) < 1e-9 for key in ("kl_exact", "var_k1", "var_k3") for value in result[key])
 
@@ -102,7 +105,7 @@ def test_k1_and_k3_of_tokens_sampled_from_the_policy_agree_with_the_exact_kl(tin
                                                                             moved_adapter_dir):
     """Many tokens sampled from pi itself (the held-out sampler at temperature 1, no truncation), scored as the
     token_logprobs stage scores them: k1's and k3's means agree with the mean exact KL of the same positions
-    within 4 of their exact standard errors, and the bootstrap over completions sees those standard errors."""
+    within 4 of their exact standard errors, and the bootstrap over problems sees those standard errors."""
     import torch
 
     from thai_grpo.methods.kl import real_kl_summary
@@ -111,10 +114,10 @@ def test_k1_and_k3_of_tokens_sampled_from_the_policy_agree_with_the_exact_kl(tin
 
     tokenizer = load_tokenizer(tiny_model_dir)
     policy = load_policy(tiny_model_dir, moved_adapter_dir, merged=True).eval()
-    questions = ["สมชายมีส้ม 3 ผล", "แม่ซื้อไข่ 4 ฟอง"]
-    completions = generate(policy, tokenizer, questions, SYSTEM, num_samples=200, max_new_tokens=6,
+    questions = [f"สมชายมีส้ม {n} ผล" for n in range(3, 13)] + [f"แม่ซื้อไข่ {n} ฟอง" for n in range(3, 13)]
+    completions = generate(policy, tokenizer, questions, SYSTEM, num_samples=20, max_new_tokens=6,
                            temperature=1.0, seed=0)
-    samples = [{"question": q, "completions": c} for q, c in zip(questions, completions)]
+    samples = [{"id": str(i), "question": q, "completions": c} for i, (q, c) in enumerate(zip(questions, completions))]
     result = policy_and_reference_logprobs(tiny_model_dir, moved_adapter_dir, tiny_adapter_dir, samples, SYSTEM, 400)
     summary = real_kl_summary(result, n_boot=500, seed=0)
     assert summary["tokens"] > 1500 and summary["means"]["exact"]["mean"] > 0.005

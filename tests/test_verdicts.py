@@ -1,7 +1,7 @@
 """Sentences of verdict follow the numbers: the same code says "supported", "not detectable" or "a loss"."""
 
-from thai_grpo.report.verdicts import (health_verdict, holm_family, holm_word, kl_estimator_verdict, large_k_verdict,
-                                       p_text, pair_test, pass_at_k_verdict, versus_verdict)
+from thai_grpo.report.verdicts import (health_verdict, holm_family, holm_family_short, holm_word, kl_estimator_verdict,
+                                       large_k_verdict, p_text, pair_test, pass_at_k_verdict, versus_verdict)
 
 
 def _pair(a="grpo", b="sft", metric="pass@1", diff=0.284, low=0.24, high=0.327, p=0.0, holm=0.0, supported=True):
@@ -39,6 +39,15 @@ def test_pair_test_reads_the_pair_either_way_round():
     assert holm_family(tests, "pass@1") == "Holm over the 2 pairs of held-out pass@1 among base, sft, grpo"
 
 
+def test_a_verdict_sentence_names_its_holm_family():
+    tests = [_pair(a="sft", b="base"), _pair(), _pair(metric="greedy")]
+    family = holm_family_short(tests, "pass@1")
+    assert family == "Holm over the 2 pairs of held-out pass@1"
+    sentence = versus_verdict(pair_test(tests, "grpo", "sft"), "GRPO", "SFT", family=family)
+    assert sentence.endswith("Holm-adjusted p < 0.0001, Holm over the 2 pairs of held-out pass@1): a supported gain.")
+    assert holm_family_short(tests, "greedy") == "Holm over the 1 pair of greedy accuracy"
+
+
 def test_pass_at_k_verdict_says_whether_the_gap_closes():
     sft = {"pass_at_k_curve": [0.36, 0.56, 0.68, 0.75, 0.80, 0.84, 0.87, 0.885]}
     polished = {"pass_at_k_curve": [0.65, 0.78, 0.83, 0.86, 0.88, 0.89, 0.89, 0.895]}
@@ -57,7 +66,7 @@ def test_health_verdict_quotes_the_flags():
 
 def _kl_summary(k3_gap: tuple[float, float, float], k3_exact_se: float) -> dict:
     stat = lambda m, lo, hi, se=0.003: {"mean": m, "low": lo, "high": hi, "se": se}  # noqa: E731
-    return {"tokens": 10488, "completions": 256, "share_k3_lower_variance": 0.74,
+    return {"tokens": 10488, "completions": 256, "problems": 32, "share_k3_lower_variance": 0.74,
             "means": {"exact": stat(0.061, 0.054, 0.068), "k1": stat(0.063, 0.055, 0.072),
                       "k3": stat(0.061 + k3_gap[0], 0.05, 0.07), "k1_minus_exact": stat(0.002, -0.003, 0.008),
                       "k3_minus_exact": stat(*k3_gap, se=0.002)},
@@ -69,6 +78,7 @@ def _kl_summary(k3_gap: tuple[float, float, float], k3_exact_se: float) -> dict:
 def test_kl_estimator_verdict_follows_the_numbers():
     heavy = kl_estimator_verdict(_kl_summary((-0.018, -0.022, -0.014), 0.037))
     assert "k1's interval holds the exact KL" in heavy and "k3's interval excludes the exact KL" in heavy
+    assert "(95% bootstrap over problems: the 32 problems resampled, each with all its completions)" in heavy
     assert "k1 is the more precise estimator here (12.8x)" in heavy and "too narrow" in heavy
     assert "k3 where the exact KL is in [0, 0.001) (5,957 tokens)" in heavy
     close = kl_estimator_verdict(_kl_summary((0.0005, -0.001, 0.002), 0.0021))

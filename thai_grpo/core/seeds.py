@@ -2,9 +2,11 @@
 
 A run id is a variant plus an optional training seed: ``grpo`` is the variant trained at the config's ``seed``
 (the run ``snakemake`` already builds), ``grpo-seed1`` the same variant trained at seed 1 (``seed`` of
-transformers.set_seed and of TRL's data order: rollouts, dropout, prompt order). Data, base, SFT adapter and
-held-out sampling (``eval.seed``) are the same for every run, so the runs of a variant differ only by the training
-seed. The train, sample and score rules take run ids as their wildcard: no rule is copied per seed.
+transformers.set_seed and of TRL's data order: rollouts, dropout, prompt order). Data, base and SFT adapter are the
+same for every run. Each run samples the held-out set with its own sampling seed (``sampling_seed``): runs sampled
+with one seed share their random numbers, so two similar models would draw mostly the same completions and the
+seed-to-seed spread would leave out most of the evaluation noise. The train, sample and score rules take run ids as
+their wildcard: no rule is copied per seed.
 """
 
 from __future__ import annotations
@@ -32,6 +34,24 @@ def training_seeds(config: dict) -> list[int]:
 def run_id(variant: str, seed: int, default: int) -> str:
     """The run of ``variant`` trained at ``seed``: the bare variant at the default seed, else ``variant-seedN``."""
     return variant if seed == default else f"{variant}{SEED_MARK}{seed}"
+
+
+def sampling_seed(eval_seed: int, training_seed: int, default: int) -> int:
+    """The held-out sampling seed of a run trained at ``training_seed``: (eval.seed + training_seed - default) mod
+    2^32. The default seed's run keeps eval.seed (the main results are unchanged); distinct training seeds get
+    distinct sampling seeds (numpy's seeds are 0 .. 2^32 - 1)."""
+    return (int(eval_seed) + int(training_seed) - int(default)) % 2**32
+
+
+def run_eval_settings(settings: dict, model: str, variants, default: int) -> dict:
+    """The eval settings (``config.eval_settings``) a model or run samples with: ``seed`` from ``sampling_seed``
+    for a seed-study run (``grpo-seed1``), the settings themselves for every other model (base, sft, variants)."""
+    try:
+        _, training_seed = parse_run(model, variants, default)
+    except ValueError:
+        return settings
+    seed = sampling_seed(settings["seed"], training_seed, default)
+    return settings if seed == settings["seed"] else {**settings, "seed": seed}
 
 
 def parse_run(run: str, variants, default: int) -> tuple[str, int]:

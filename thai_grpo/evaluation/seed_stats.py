@@ -2,7 +2,9 @@
 between two methods exceeds that noise.
 
 Data: per method, a matrix X (seeds x problems) of per-problem solve rates c/n of each training run, all runs
-scored on the same held-out problems with the same sampling seed.
+scored on the same held-out problems, each with its own sampling seed (``core.seeds.sampling_seed``: with one shared
+seed, similar models would draw mostly the same completions and the spread over seeds would miss most of the
+evaluation noise).
 
 - ``between_seed_interval``: Student's t interval of the mean over seeds, mean +- t_{(1+c)/2, s-1} sd / sqrt(s).
   With 3 seeds a percentile bootstrap over seeds cannot be used: it lies inside [min, max] of the seeds, and the
@@ -12,6 +14,9 @@ scored on the same held-out problems with the same sampling seed.
 - ``resampling_sd``: the seed-to-seed spread pure evaluation noise would give: the standard deviation of pass@1 when
   the same model is sampled again on the same problems, sqrt(sum_j p_j (1 - p_j) / n) / P, estimated without bias by
   p_j (1 - p_j) / n ~ c_j (n - c_j) / (n^2 (n - 1)).
+- ``within_run_se``: the standard error of one run's pass@1 over problems, sd_j(x_j) / sqrt(P) (the standard deviation
+  a bootstrap over problems estimates). The report sets standard deviations side by side only: seed-to-seed SD,
+  re-sampling SD and this SE, never an SD beside a 95% half-width (1.96 times larger).
 - ``two_level_means``: a two-level (hierarchical) bootstrap. Each resample draws the P problems with replacement
   once (shared by every method: the held-out set is the same, so methods stay paired by problem), then, for each
   method separately (stratified by method: its runs are its own), draws its s seeds with replacement, whole rows:
@@ -53,6 +58,14 @@ def resampling_sd(counts: Sequence[int], n: int) -> float:
     if n < 2:
         raise ValueError(f"the resampling spread needs n >= 2 samples per problem, got n={n}")
     return float(math.sqrt(np.sum(c * (n - c)) / (n * n * (n - 1))) / c.size)
+
+
+def within_run_se(values: Sequence[float]) -> float:
+    """Standard error of a mean over problems: sd(values, ddof 1) / sqrt(P)."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        raise ValueError(f"a standard error over problems needs at least 2 problems, got {x.size}")
+    return float(x.std(ddof=1) / math.sqrt(x.size))
 
 
 def two_level_means(groups: Sequence[np.ndarray], n_boot: int = 10_000, seed: int = 0) -> np.ndarray:
@@ -114,8 +127,8 @@ def seed_verdict(p_bootstrap: float, p_welch: float, alpha: float = 0.05) -> str
 def seed_study(runs: dict[str, list[dict]], n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95,
                alpha: float = 0.05) -> dict:
     """results/seeds/results.json from ``runs``: per method, its runs as {"run", "seed", "scores"} (scores.json
-    of each run, same held-out problems). Per method: pass@1 per seed with its within-run problem-bootstrap
-    interval and resampling spread, the between-seed t interval, the two-level bootstrap interval; then every
+    of each run, same held-out problems; optionally its ``sampling_seed``). Per method: pass@1 per seed with its
+    within-run problem-bootstrap interval, standard error over problems and resampling spread, the between-seed t interval, the two-level bootstrap interval; then every
     pair of methods (``seed_pairwise_tests``)."""
     from thai_grpo.evaluation.scoring import per_problem_values
 
@@ -124,16 +137,17 @@ def seed_study(runs: dict[str, list[dict]], n_boot: int = 10_000, seed: int = 0,
     alpha_ci = 1 - confidence
     methods = {}
     for index, (method, method_runs) in enumerate(runs.items()):
-        per_seed = [{"run": r["run"], "seed": r["seed"], **{key: r["scores"]["pass@1"][key] for key in
-                     ("estimate", "bootstrap_low", "bootstrap_high")},
-                     "resampling_sd": resampling_sd(r["scores"]["per_problem_correct"], r["scores"]["n_samples"])}
-                    for r in method_runs]
+        per_seed = [{"run": r["run"], "seed": r["seed"], "sampling_seed": r.get("sampling_seed"),
+                     **{key: r["scores"]["pass@1"][key] for key in ("estimate", "bootstrap_low", "bootstrap_high")},
+                     "resampling_sd": resampling_sd(r["scores"]["per_problem_correct"], r["scores"]["n_samples"]),
+                     "within_run_se": within_run_se(row)}
+                    for r, row in zip(method_runs, matrices[method])]
         low, high = np.quantile(draws[:, index], [alpha_ci / 2, 1 - alpha_ci / 2])
         methods[method] = {
             "runs": per_seed,
             "between_seed": between_seed_interval([r["estimate"] for r in per_seed], confidence),
             "two_level": {"low": float(low), "high": float(high)},
-            "within_run_halfwidth": float(np.mean([(r["bootstrap_high"] - r["bootstrap_low"]) / 2 for r in per_seed])),
+            "within_run_se": float(np.sqrt(np.mean([r["within_run_se"] ** 2 for r in per_seed]))),
             "resampling_sd": float(np.sqrt(np.mean([r["resampling_sd"] ** 2 for r in per_seed]))),
         }
     return {"methods": methods, "pairs": seed_pairwise_tests(matrices, draws, alpha), "n_resamples": n_boot,

@@ -75,22 +75,33 @@ def position_kl(logp_policy, logp_ref) -> dict:
             "var_k3": ((weight * k3 ** 2).sum(-1) - kl ** 2).clamp(min=0)}
 
 
-def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
-                        chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, sampled completion ids) of the first ``max_completions`` non-empty completions in file order:
-    the prompt through the chat template as the sampler encodes it, the completion as sampled (``token_ids``)."""
-    pairs = []
+def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[dict, dict]]:
+    """(problem record, completion) of the first ``max_completions`` non-empty completions in file order."""
+    chosen = []
     for record in samples:
-        if len(pairs) >= max_completions:
-            break
-        (prompt,) = chat_prompt_texts(tokenizer, [record["question"]], system_prompt, chat_template_kwargs)
-        prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
         for completion in record["completions"]:
+            if len(chosen) >= max_completions:
+                return chosen
             if "token_ids" not in completion:
                 raise ValueError("the samples file has no token_ids (written before the sampler kept them): "
                                  "rerun its sample rule (snakemake --forcerun sample)")
-            if completion["token_ids"] and len(pairs) < max_completions:
-                pairs.append((prompt_ids, list(completion["token_ids"])))
+            if completion["token_ids"]:
+                chosen.append((record, completion))
+    return chosen
+
+
+def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
+                        chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
+    """(prompt ids, sampled completion ids) of the first ``max_completions`` non-empty completions in file order
+    (``chosen_completions``): the prompt through the chat template as the sampler encodes it, the completion as
+    sampled (``token_ids``)."""
+    prompts: dict[int, list[int]] = {}
+    pairs = []
+    for record, completion in chosen_completions(samples, max_completions):
+        if id(record) not in prompts:
+            (prompt,) = chat_prompt_texts(tokenizer, [record["question"]], system_prompt, chat_template_kwargs)
+            prompts[id(record)] = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        pairs.append((prompts[id(record)], list(completion["token_ids"])))
     return pairs
 
 
@@ -100,7 +111,8 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                   temperature: float = 1.0) -> dict:
     """Per sampled token of the first ``max_completions`` completions (in file order, flattened): its log-prob
     under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
-    completion its token count (``completion_lengths``, to group tokens by completion)."""
+    completion its token count (``completion_lengths``, to group tokens by completion) and its problem's id
+    (``completion_problems``: the n completions of one problem are not independent, so intervals resample problems)."""
     import torch
     from peft import PeftModel
 
@@ -132,7 +144,9 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
             for key, values in zip(keys, (lp.gather(1, index)[:, 0], lq.gather(1, index)[:, 0], exact["kl"],
                                           exact["var_k1"], exact["var_k3"])):
                 result[key] += values.tolist()
+    problems = [record["id"] for record, _ in chosen_completions(samples, max_completions)]
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
+            "completion_problems": problems,
             "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
             "temperature": temperature,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

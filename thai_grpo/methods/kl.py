@@ -63,32 +63,55 @@ def sample_kl_estimates(
 REGIME_EDGES = (0.0, 1e-3, 1e-2, 1e-1, 1.0, np.inf)
 
 
-def completion_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], n_boot: int = 10_000,
-                               seed: int = 0, confidence: float = 0.95, batch: int = 1000) -> dict[str, dict]:
-    """Token means of each per-token column with a percentile bootstrap over completions (the unit sampled
-    independently; tokens of one completion are not). One resample b draws m completions with replacement and
-    takes sum(values of their tokens) / sum(their lengths); every column uses the same resamples, so a column of
-    differences gets its paired interval. Returns {name: {mean, low, high, se}} (se: the resamples' std)."""
+def cluster_bootstrap_draws(columns: dict[str, np.ndarray], lengths: list[int], clusters: list, n_boot: int = 10_000,
+                            seed: int = 0, batch: int = 1000) -> dict[str, np.ndarray]:
+    """Bootstrap draws of each per-token column's token mean, resampling whole clusters (``clusters``: one label per
+    completion, e.g. its problem id; a problem's completions share its context, so they are not independent). One
+    resample b draws the C clusters with replacement, r_b(c) = how often cluster c was drawn, and takes
+    sum_c r_b(c) S_c / sum_c r_b(c) N_c, with S_c the column's sum over cluster c's tokens and N_c its token count.
+    Every column uses the same resamples, so a column of differences gets its paired interval."""
     lengths = np.asarray(lengths, dtype=int)
     if lengths.size < 2 or np.any(lengths < 1):
         raise ValueError(f"a bootstrap over completions needs >= 2 non-empty completions, got lengths {lengths[:5]}")
+    if len(clusters) != lengths.size:
+        raise ValueError(f"{len(clusters)} cluster labels for {lengths.size} completions: give one label per "
+                         "completion (its problem id)")
+    labels, cluster_of = np.unique(np.asarray(clusters), return_inverse=True)
+    if labels.size < 2:
+        raise ValueError("a bootstrap over problems needs >= 2 problems, got 1")
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    sums = {name: np.add.reduceat(np.asarray(values, dtype=float), starts) for name, values in columns.items()}
+    tokens = np.bincount(cluster_of, weights=lengths, minlength=labels.size)
+    sums = {name: np.bincount(cluster_of, weights=np.add.reduceat(np.asarray(values, dtype=float), starts),
+                              minlength=labels.size) for name, values in columns.items()}
     rng = np.random.default_rng(seed)
     draws = {name: [] for name in columns}
     for done in range(0, n_boot, batch):
-        index = rng.integers(0, lengths.size, size=(min(batch, n_boot - done), lengths.size))
-        tokens = lengths[index].sum(axis=1)
-        for name, per_completion in sums.items():
-            draws[name].append(per_completion[index].sum(axis=1) / tokens)
+        index = rng.integers(0, labels.size, size=(min(batch, n_boot - done), labels.size))
+        drawn_tokens = tokens[index].sum(axis=1)
+        for name, per_cluster in sums.items():
+            draws[name].append(per_cluster[index].sum(axis=1) / drawn_tokens)
+    return {name: np.concatenate(parts) for name, parts in draws.items()}
+
+
+def cluster_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], clusters: list, n_boot: int = 10_000,
+                            seed: int = 0, confidence: float = 0.95, batch: int = 1000) -> dict[str, dict]:
+    """Token means of each per-token column with a percentile bootstrap over clusters (``cluster_bootstrap_draws``).
+    Returns {name: {mean, low, high, se}} (se: the resamples' std)."""
+    draws = cluster_bootstrap_draws(columns, lengths, clusters, n_boot, seed, batch)
     alpha = (1 - confidence) / 2
     result = {}
     for name, values in columns.items():
-        boot = np.concatenate(draws[name])
-        low, high = np.quantile(boot, [alpha, 1 - alpha])
+        low, high = np.quantile(draws[name], [alpha, 1 - alpha])
         result[name] = {"mean": float(np.mean(values)), "low": float(low), "high": float(high),
-                        "se": float(boot.std(ddof=1))}
+                        "se": float(draws[name].std(ddof=1))}
     return result
+
+
+def completion_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], n_boot: int = 10_000,
+                               seed: int = 0, confidence: float = 0.95, batch: int = 1000) -> dict[str, dict]:
+    """``cluster_bootstrap_means`` with every completion its own cluster: right only when completions are
+    independent (not for n samples of one problem: use the problems as clusters)."""
+    return cluster_bootstrap_means(columns, lengths, list(range(len(lengths))), n_boot, seed, confidence, batch)
 
 
 def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_EDGES) -> list[dict]:
@@ -115,18 +138,25 @@ def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_ED
 
 def real_kl_summary(kl_real: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
     """What the report says about k1 vs k3 on the run's own tokens: the means of the exact per-position KL, k1
-    and k3 with per-completion bootstrap intervals (and of k1 - exact, k3 - exact), each estimator's exact standard
+    and k3 with bootstrap intervals over problems (``completion_problems``: the n completions of one problem share
+    its context, so whole problems are resampled; the same resamples give k1 - exact and k3 - exact their paired
+    intervals, which a problem's shared context can correlate too), each estimator's exact standard
     error of the mean over these positions (sqrt(sum of per-position variances) / tokens: the sampled tokens'
     errors are uncorrelated given the contexts), the regimes (``divergence_regimes``), and the token carrying the
     largest share of the k3 sum."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     exact = np.asarray(kl_real["kl_exact"], float)
     e1, e3 = k1(logp, logq), k3(logp, logq)
-    means = completion_bootstrap_means({"exact": exact, "k1": e1, "k3": e3, "k1_minus_exact": e1 - exact,
-                                        "k3_minus_exact": e3 - exact}, kl_real["completion_lengths"], n_boot, seed)
+    if "completion_problems" not in kl_real:
+        raise ValueError("token_logprobs.json has no completion_problems (written before it kept each completion's "
+                         "problem id): rerun its rule (snakemake --forcerun token_logprobs)")
+    means = cluster_bootstrap_means({"exact": exact, "k1": e1, "k3": e3, "k1_minus_exact": e1 - exact,
+                                     "k3_minus_exact": e3 - exact}, kl_real["completion_lengths"],
+                                    kl_real["completion_problems"], n_boot, seed)
     var1, var3 = np.asarray(kl_real["var_k1"], float), np.asarray(kl_real["var_k3"], float)
     top, k3_sum = int(np.argmax(e3)), float(e3.sum())
-    return {"tokens": int(exact.size), "completions": len(kl_real["completion_lengths"]), "means": means,
+    return {"tokens": int(exact.size), "completions": len(kl_real["completion_lengths"]),
+            "problems": len(set(kl_real["completion_problems"])), "interval_unit": "problems", "means": means,
             "exact_se": {"k1": float(np.sqrt(var1.sum()) / exact.size), "k3": float(np.sqrt(var3.sum()) / exact.size)},
             "share_k3_lower_variance": float(np.mean(var3 < var1)),
             "regimes": divergence_regimes(exact, var1, var3, e1 - exact, e3 - exact),

@@ -261,7 +261,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     """Figure 5.3 (real), on the run's own sampled tokens: (a) running means of k1, k3 and the exact per-position
     KL over the tokens in `n_orders` random orders, the dashed line the exact KL's mean; with the exact KL and its
     summary (``kl.real_kl_summary``, results.json ``kl_real.summary``) also (b) the three means with their
-    per-completion bootstrap intervals, beside k1's and k3's +-1.96 exact standard errors, and (c) per regime of
+    bootstrap intervals over problems, beside k1's and k3's +-1.96 exact standard errors, and (c) per regime of
     exact KL, the typical error of one token's k1 and k3 (exact, from the full distributions; observed, on the
     sampled tokens). Older results without the exact KL get panel (a) against the mean of k3."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
@@ -288,13 +288,13 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
 
 
 def _estimator_means_panel(ax, summary: dict) -> None:
-    """Means of the exact KL, k1 and k3 with 95% per-completion bootstrap intervals (thick) and, for k1 and k3,
+    """Means of the exact KL, k1 and k3 with 95% bootstrap intervals over problems (thick) and, for k1 and k3,
     mean +- 1.96 exact standard errors (thin): where the two disagree, the sample has not seen the tail."""
     means, exact_se = summary["means"], summary["exact_se"]
     for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
         m = means[name]
         ax.errorbar([x - 0.08], [m["mean"]], yerr=[[m["mean"] - m["low"]], [m["high"] - m["mean"]]], fmt="o",
-                    color=colour, lw=3, capsize=4, label="bootstrap over completions" if x == 0 else None)
+                    color=colour, lw=3, capsize=4, label="bootstrap over problems" if x == 0 else None)
         if name in exact_se:
             half = 1.96 * exact_se[name]
             ax.errorbar([x + 0.08], [m["mean"]], yerr=[[half], [half]], fmt="s", color=colour, lw=1, capsize=4,

@@ -23,9 +23,9 @@ from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
-from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, health_verdict, holm_family, holm_word,
-                               kl_estimator_verdict, large_k_verdict, p_text, pair_test, pass_at_k_verdict,
-                               seed_pair_verdict, versus_verdict)
+from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, health_verdict, holm_family, holm_family_short,
+                                       holm_word, kl_estimator_verdict, large_k_verdict, p_text, pair_test,
+                                       pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -197,8 +197,9 @@ def _headline(results: dict, health: dict) -> dict | None:
         name = names.get(model) or model
         tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
-                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
-                                   for t in tests.values() if t]})
+                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base",
+                                                  holm_family_short(pairwise, metric))
+                                   for metric, t in tests.items() if t]})
     return {"lines": lines, "health": health, "health_verdict": health_verdict(health),
             "families": [holm_family(pairwise, m) for m in ("pass@1", "greedy") if any(t["metric"] == m
                                                                                         for t in pairwise)],

@@ -102,7 +102,8 @@ def summarise_main(results: dict) -> dict:
             for name, run in results.get("runs", {}).items()}
     kl = ((results.get("kl_real") or {}).get("summary")) or None
     if kl:
-        kl = {"tokens": kl["tokens"], "completions": kl["completions"],
+        kl = {"tokens": kl["tokens"], "completions": kl["completions"], "problems": kl.get("problems"),
+              "interval_unit": kl.get("interval_unit", "completions"),
               **{name: {"mean": _r(kl["means"][name]["mean"]), "low": _r(kl["means"][name]["low"]),
                         "high": _r(kl["means"][name]["high"]), "bootstrap_se": _r(kl["means"][name].get("se"))}
                  for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")},
@@ -154,11 +155,11 @@ def _ranges(ks: list[int]) -> str:
 
 def summarise_seeds(seeds: dict) -> dict:
     """The seed study (results/seeds/results.json): per method pass@1 per training seed, the between-seed mean, t
-    interval and SD, the re-sampling SD and the within-run half-width; per pair the two-level bootstrap and verdict."""
+    interval and SD, the re-sampling SD and the within-run SE (standard deviations side by side); per pair the two-level bootstrap and verdict."""
     methods = {m: {"per_seed": {str(r["seed"]): _r(r["estimate"]) for r in s["runs"]},
                    "mean": _r(s["between_seed"]["mean"]), "t_low": _r(s["between_seed"]["t_low"]),
                    "t_high": _r(s["between_seed"]["t_high"]), "sd": _r(s["between_seed"]["sd"]),
-                   "resampling_sd": _r(s["resampling_sd"]), "within_run_halfwidth": _r(s["within_run_halfwidth"])}
+                   "resampling_sd": _r(s["resampling_sd"]), "within_run_se": _r(s["within_run_se"])}
                for m, s in seeds["methods"].items()}
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
                                       "p_holm": _r(p["p_holm"]), "welch_p_holm": _r(p["welch_p_holm"]),

@@ -59,6 +59,13 @@ def _missing(part: str) -> str:
     return f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*"
 
 
+def pass1_family(main: dict) -> str:
+    """The Holm family every pass@1 verdict of the reference run belongs to: 'Holm over 21 pairs of pass@1'."""
+    family = next((t["pass@1"]["family"] for t in main["vs_sft"].values() if t.get("pass@1")), None) or \
+        next((t["pass@1"]["family"] for t in main["pairs"].values() if t.get("pass@1")), None) or "Holm"
+    return f"{family} of pass@1"
+
+
 def table_headline(ref: dict) -> str:
     main = ref["main"]
     rows = []
@@ -69,9 +76,9 @@ def table_headline(ref: dict) -> str:
                      fmt_interval(test, "diff", True) if test else "", fmt_p(test["p_holm"], test["n_resamples"])
                      if test else "", verdict])
     k = next(iter(main["models"].values()))["pass@n"]["k"]
-    family = next((t["pass@1"]["family"] for t in main["vs_sft"].values() if t["pass@1"]), "Holm")
+    family = pass1_family(main)
     head = ["model", "pass@1 [95% over problems]", f"pass@{k}", "greedy", "pass@1 - SFT [95% paired]",
-            f"p ({family})", "verdict"]
+            f"p ({family})", f"verdict ({family}, 5%)"]
     return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
 
 
@@ -96,8 +103,9 @@ def table_pairs(ref: dict) -> str:
     rows = [[pair_label(pair), fmt_interval(t["pass@1"], "diff", True), fmt_p(t["pass@1"]["p_holm"], t["pass@1"]["n_resamples"]),
              "supported" if t["pass@1"]["supported"] else "not distinguishable"]
             for pair, t in main["pairs"].items() if t["pass@1"] and "base" not in pair]
-    return f"{provenance(main['source'])}:\n\n" + _table(["pair (pass@1)", "difference [95% paired]", "Holm p",
-                                                         "verdict"], rows)
+    family = pass1_family(main)
+    return f"{provenance(main['source'])}:\n\n" + _table(["pair (pass@1)", "difference [95% paired]", f"p ({family})",
+                                                         f"verdict ({family}, 5%)"], rows)
 
 
 def table_kl(ref: dict) -> str:
@@ -107,10 +115,14 @@ def table_kl(ref: dict) -> str:
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
             for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
-    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {kl['completions']} completions; "
+    unit = kl.get("interval_unit", "completions")
+    of = f"{kl['completions']} completions" + (f" of {kl['problems']} problems" if kl.get("problems") else "")
+    caveat = ("" if unit == "problems" else "\n\n*These intervals resample completions, not problems: where the KL "
+              "varies by problem they are too narrow. `make docs-reference` on a new run gives them over problems.*")
+    return (f"{provenance(main['source'])}; {kl['tokens']} tokens of {of}; "
             f"k3 has the lower exact variance at {kl['share_k3_lower_variance']:.0%} of the positions:\n\n"
-            + _table(["per token", "mean [95% over completions]", "bootstrap SE", "exact SE (full distributions)"],
-                     rows))
+            + _table(["per token", f"mean [95% over {unit}]", "bootstrap SE", "exact SE (full distributions)"],
+                     rows) + caveat)
 
 
 def table_ppo(ref: dict) -> str:
@@ -190,9 +202,9 @@ def table_seeds(ref: dict) -> str:
     order = [str(s) for s in seeds["seeds"]]
     rows = [[label(m), *(fmt(v["per_seed"].get(s)) for s in order), f"{fmt(v['mean'])} [{fmt(v['t_low'])}, "
              f"{fmt(v['t_high'])}]", fmt(100 * v["sd"], 1), fmt(100 * v["resampling_sd"], 1),
-             fmt(100 * v["within_run_halfwidth"], 1)] for m, v in seeds["methods"].items()]
+             fmt(100 * v["within_run_se"], 1)] for m, v in seeds["methods"].items()]
     table = _table(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]", "seed SD (points)",
-                    "re-sampling SD", "within-run half-width"], rows)
+                    "re-sampling SD", "within-run SE"], rows)
     pairs = _table(["pair", "difference [two-level 95%]", "Holm p (bootstrap)", "Holm p (Welch)", "verdict"],
                    [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"], seeds.get("n_resamples")),
                      fmt_p(v["welch_p_holm"], None), v["verdict"]]

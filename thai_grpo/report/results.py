@@ -10,6 +10,7 @@ from pathlib import Path
 from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.methods.health import training_health
 from thai_grpo.methods.kl import real_kl_summary
+from thai_grpo.methods.update_size import mean_grad_norm
 
 SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
 VERIFIER = "none: a verifier (code) grades"
@@ -132,7 +133,8 @@ def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pair
 
 def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
                  paired: dict, description: str = "", greedy_paired: dict | None = None,
-                 peak_memory: dict | None = None, reward_model: dict | None = None) -> dict:
+                 peak_memory: dict | None = None, reward_model: dict | None = None,
+                 displacement: float | None = None) -> dict:
     label, labels, models = METHODS[kind]
     tokens, notes, peak_memory = _steps_tokens(train), [], peak_memory or {}
     if kind == "dpo":
@@ -151,7 +153,8 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
            "peak_memory_mb": peak_memory.get(f"train-{name}"),
            "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
            "run": name in scores, "note": "; ".join(notes) if notes else description,
-           "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name)}
+           "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name),
+           "update_size": {"mean_grad_norm": mean_grad_norm(train), "adapter_displacement": displacement}}
     if kind == "ppo":
         costs = _ppo_costs(name, train, benchmarks, peak_memory, pairs, reward_model)
         extra = costs.pop("extra_tokens", None)
@@ -163,11 +166,13 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
 
 def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
                 pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
-                peak_memory: dict | None = None, reward_model: dict | None = None) -> list[dict]:
+                peak_memory: dict | None = None, reward_model: dict | None = None,
+                displacements: dict | None = None) -> list[dict]:
     """One comparison row per method, in the chapter's order; every run of a method (variants with
     group: method, or ablation in the pitfalls report) is a row; methods the pipeline did not run say so. Pitfall
     variants are not rows. ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy
-    test vs SFT}``; ``peak_memory``: max_rss (MB) per stage; ``reward_model``: PPO's reward model record."""
+    test vs SFT}``; ``peak_memory``: max_rss (MB) per stage; ``reward_model``: PPO's reward model record;
+    ``displacements``: ||adapter - SFT adapter|| per run (``update_size.adapter_displacements``)."""
     plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
                 and (plans.get(name) or {}).get("group", "method") in ("method", "ablation")]
@@ -176,7 +181,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
         names = [v for v in variants if _kind(v, plans.get(v)) == key]
         rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
                               (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired,
-                              peak_memory, reward_model)
+                              peak_memory, reward_model, (displacements or {}).get(v))
                  for v in names]
         if names:
             continue
@@ -269,13 +274,14 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
              own_temperature: dict | None = None, peak_memory: dict | None = None,
-             reward_model: dict | None = None) -> dict:
+             reward_model: dict | None = None, displacements: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
     ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
     ``eval.temperature`` (``{model: scores}``), ``peak_memory`` each stage's max_rss in MB (``benchmark_max_rss``),
-    ``reward_model`` PPO's reward model record (its pairwise accuracies)."""
+    ``reward_model`` PPO's reward model record (its pairwise accuracies), ``displacements`` each run's
+    ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -313,7 +319,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                        "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed),
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
-                                              paired, greedy, peak_memory, reward_model)},
+                                              paired, greedy, peak_memory, reward_model, displacements)},
         "kl_real": with_kl_summary(kl_real, n_boot, seed),
         "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }

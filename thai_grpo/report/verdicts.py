@@ -67,14 +67,22 @@ def holm_family(pairwise: list[dict], metric: str) -> str:
             f"among {', '.join(models)}")
 
 
-def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
+def holm_family_short(pairwise: list[dict], metric: str) -> str:
+    """The Holm family of a verdict on ``metric``, short enough for a sentence: 'Holm over the 21 pairs of held-out
+    pass@1'."""
+    count = sum(t["metric"] == metric for t in pairwise)
+    return f"Holm over the {count} pair{'s' if count != 1 else ''} of {METRIC_NAMES.get(metric, metric)}"
+
+
+def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True, family: str | None = None) -> str:
     """One paired difference (``pair_test``) in a sentence: its size in words (never a signed size), its 95% interval
-    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``). ``trained_from``:
-    ``after`` was trained from ``before`` (it raised or lowered the metric), else the two are only compared."""
+    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``), naming its Holm
+    family when given (``holm_family_short``). ``trained_from``: ``after`` was trained from ``before`` (it raised or
+    lowered the metric), else the two are only compared."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
     holm = p_text(test, "p_holm", "Holm-adjusted p").split(" (")[0]
     interval = f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}]"
-    numbers = f"(paired 95% interval {interval} points, {p_text(test)}; {holm})"
+    numbers = f"(paired 95% interval {interval} points, {p_text(test)}; {holm}{', ' + family if family else ''})"
     if _size(diff) == "0.0 points":
         return f"{after} and {before} are level in {metric} {numbers}: {holm_word(test)}."
     if test["supported"] and trained_from:
@@ -118,13 +126,14 @@ def _bracket(stat: dict, digits: int = 4) -> str:
 
 def kl_estimator_verdict(summary: dict) -> str:
     """k1 vs k3 on the run's own tokens (``kl.real_kl_summary``): whether each estimator's mean agrees with the exact
-    KL within its per-completion bootstrap interval, which one has the smaller exact standard error, whether the
+    KL within its bootstrap interval over problems, which one has the smaller exact standard error, whether the
     bootstrap saw each one's variance (its interval is honest only then), and which regimes of per-position
     KL each one wins."""
     means, exact_se = summary["means"], summary["exact_se"]
     text = [f"On {summary['tokens']:,} sampled tokens of {summary['completions']} completions the exact "
             f"KL(pi || pi_ref) per token is {_bracket(means['exact'])}; k1 estimates {_bracket(means['k1'])} and k3 "
-            f"{_bracket(means['k3'])} (95% bootstrap over completions)."]
+            f"{_bracket(means['k3'])} (95% bootstrap over problems: the {summary['problems']} problems resampled, each "
+            f"with all its completions)."]
     for name in ("k1", "k3"):
         gap = means[f"{name}_minus_exact"]
         agrees = gap["low"] <= 0 <= gap["high"]
@@ -212,9 +221,11 @@ def seed_pair_verdict(test: dict, a: str, b: str) -> str:
     """One sentence on a pair of the seed study: the mean difference over seeds, its two-level 95% interval, and
     whether it exceeds the seed noise (``seed_stats.seed_verdict``)."""
     bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
+    family = f", both {test['correction'].replace('Holm over', 'Holm over the')} of the seed study" \
+        if test.get("correction") else ""
     return (f"{a} - {b}: {_points(test['mean_diff'])} over seeds (two-level 95% interval "
             f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap {bootstrap}, "
-            f"Welch p = {test['welch_p_holm']:.3g}): {SEED_VERDICTS[test['verdict']]}.")
+            f"Welch p = {test['welch_p_holm']:.3g}{family}): {SEED_VERDICTS[test['verdict']]}.")
 
 
 FORMAT_LABELS = {"format_lenient": "lenient regex <think>.*?</think>", "format": "strict regex <think>.+?</think>",

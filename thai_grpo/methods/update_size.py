@@ -1,0 +1,65 @@
+"""How large a step each method actually took: what lets a comparison read a loss's scale beside its effect.
+
+Dr.GRPO (``loss_type: dr_grpo``, no division by the group's std) divides its loss by batch x max_completion_length
+instead of by each completion's length, so at one learning rate its gradients are several times smaller than
+GRPO's. AdamW divides each step by a running RMS of the gradients, so a constant gradient scale nearly cancels;
+whether the steps differ is measured here from what each run leaves behind:
+
+- ``mean_grad_norm``: the mean over optimizer steps of the gradient's L2 norm before clipping (TRL's logged
+  ``grad_norm``; PPO's own per-step record), the scale the loss hands the optimizer;
+- ``parameter_displacement``: ||theta_final - theta_SFT||_2 over the LoRA tensors (A and B of every module, all
+  flattened into one vector): how far training moved the adapter from the SFT adapter it started from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+ADAPTER_FILE = "adapter_model.safetensors"
+
+
+def mean_grad_norm(train: dict) -> float | None:
+    """Mean of the per-step ``grad_norm`` of a train.json: its step records' (PPO) or else TRL's log history's
+    (GRPO, RLOO, DPO); None when neither logged one."""
+    values = [s["grad_norm"] for s in train.get("steps") or [] if s.get("grad_norm") is not None]
+    if not values:
+        values = [e["grad_norm"] for e in train.get("trl_log_history") or [] if e.get("grad_norm") is not None]
+    return float(np.mean(values)) if values else None
+
+
+def parameter_displacement(final: dict, start: dict) -> float:
+    """sqrt(sum_k ||final[k] - start[k]||_F^2) over the tensors both adapters hold (the same LoRA modules)."""
+    shared = sorted(set(final) & set(start))
+    if not shared:
+        raise ValueError("the two adapters share no tensor names: they are not the same LoRA modules")
+    mismatched = [k for k in shared if np.shape(final[k]) != np.shape(start[k])]
+    if mismatched:
+        raise ValueError(f"{mismatched[0]}: shape {np.shape(final[mismatched[0]])} against "
+                         f"{np.shape(start[mismatched[0]])}: the adapters have different LoRA ranks or targets")
+    return float(np.sqrt(sum(np.sum((np.asarray(final[k], float) - np.asarray(start[k], float)) ** 2)
+                             for k in shared)))
+
+
+def lora_tensors(adapter_dir: str | Path) -> dict:
+    """The LoRA A and B tensors of a saved PEFT adapter (``adapter_model.safetensors``), as float64 arrays."""
+    from safetensors.numpy import load_file
+
+    path = Path(adapter_dir) / ADAPTER_FILE
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: not a saved PEFT adapter (rerun the stage that trains it)")
+    return {k: v.astype(np.float64) for k, v in load_file(str(path)).items() if "lora_" in k}
+
+
+def adapter_displacements(adapters: dict, start_dir: str | Path) -> dict:
+    """``{run: ||adapter - start||}`` for ``{run: adapter dir}`` against the adapter in ``start_dir``; a run whose
+    adapter holds other modules (PPO's policy, saved by our own trainer, should not) gets None."""
+    start = lora_tensors(start_dir)
+    out = {}
+    for run, path in adapters.items():
+        try:
+            out[run] = parameter_displacement(lora_tensors(path), start)
+        except (ValueError, FileNotFoundError):
+            out[run] = None
+    return out
