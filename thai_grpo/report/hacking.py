@@ -11,6 +11,7 @@ from those numbers.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -84,7 +85,7 @@ def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict, 
     stages = ["sft_adapter_brief", *(f"train-{name}" for name in runs)]
     return {"setup": {"sft": sft_shares, "runs": list(runs),
                       "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()},
-                      "detector": {**settings.__dict__, **simulation}},
+                      "detector": {**asdict(settings), **simulation}},
             "runs": runs,
             "title": hacking_title(runs),
             "outcomes": {name: hacking_outcome(run) for name, run in runs.items()},
