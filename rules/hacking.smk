@@ -38,6 +38,7 @@ rule hacking_results:
         variants=HACKING_VARIANTS,
         plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
         sft_shares=config["hacking"]["sft"],
+        detector=config["hacking"].get("detector", {}),
         benchmarks=results_path("results/benchmarks"),
     message:
         "Collecting the reward-hacking runs into results/hacking/results.json"

@@ -193,4 +193,5 @@ def test_hacking_target_trains_three_format_rewards_from_one_brief_adapter(smoke
     assert set(results["verdicts"]) == set(results["runs"]) and results["loophole_verdict"]
     assert all(results["seconds"][stage] > 0 for stage in results["seconds"])
     html = (workdir / "results/hacking/report.html").read_text()
-    assert "Reward hacking, reproduced and caught" in html and "data:image/png;base64," in html
+    assert f"<h1>{results['title']}</h1>" in html and "data:image/png;base64," in html  # the title the runs decided
+    assert all(run["detector"]["settings"]["window"] == 3 for run in results["runs"].values())

@@ -529,5 +529,11 @@ def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_i
     section = html[html.index('id="hacking"'):]
     assert "<th>hack_lenient</th><td>format_lenient</td>" in section
     assert "30.0% &rarr; 90.0%" in section  # the lenient run's paid hollow think blocks, step 1 -> last third
-    assert "hack_lenient (lenient regex &lt;think&gt;.*?&lt;/think&gt;) was flagged as reward-hacked" in section
+    # the same computed wording as the hacking page: title, outcome, verdict and the detector's simulated rates
+    outcome = "hack_lenient hacked (steps 3-12) and stayed in the hack to the end"
+    assert results["hacking"]["title"] == f"Reward hacking: {outcome}; hack_strict did not hack"
+    assert f'id="hacking">Reward hacking: {outcome}; hack_strict did not hack (<code>' in html
+    assert "hack_lenient (lenient regex &lt;think&gt;.*?&lt;/think&gt;) hacked (steps 3-12)" in section
+    rates = results["hacking"]["runs"]["hack_lenient"]["rates"]
+    assert f"false positives {100 * rates['false_positive_rate']:.1f}%" in section
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>alert" not in html

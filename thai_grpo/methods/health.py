@@ -4,6 +4,10 @@ accuracy is flat)."""
 
 from __future__ import annotations
 
+import warnings
+from dataclasses import asdict, dataclass
+from statistics import NormalDist
+
 import numpy as np
 
 
@@ -81,33 +85,158 @@ def start_and_last(values, start_steps: int | None = 1) -> tuple[float | None, f
     return first_and_last(values, start_steps)[0], first_and_last(values)[1]
 
 
-def format_hacking_suspect(steps: list[dict], min_share: float = 0.1, accuracy_rise: float = 0.02,
-                           start_steps: int | None = 1) -> dict:
-    """Is the format reward paying think blocks with no reasoning in them? (the chapter: <think></think> plus a
-    guessed number, reward up, accuracy flat).
+@dataclass(frozen=True)
+class DetectorSettings:
+    """The episode detector's knobs (config ``hacking.detector``; every run's health uses the defaults).
 
-    With H and a the ``hollow_think_paid_share`` (completions a format reward paid for an empty, whitespace-only
-    or one-character think block) and ``accuracy`` at the start (the first ``start_steps`` steps; default the
-    first step, whose batch the start policy sampled before any update) and over the last third of the steps:
-    suspect when H_last >= ``min_share``, H_last > H_start and a_last - a_start < ``accuracy_rise``. The start
-    is the first step and not the first third because a hack can set in within a few steps: in the reward-hacking
-    experiment the lenient run paid 77% of its completions for empty blocks by step 3, so a first-third baseline
-    already held the hack (``start_steps=None`` gives that baseline). Works on any format reward; returns the
-    flag, the format reward's name, whether it is the lenient one, and the [start, last third] means of H,
-    accuracy, reward and the empty and blank shares (None with fewer than 3 steps or no format reward).
+    ``window`` steps slide over the run and are compared with the first ``baseline_steps`` steps; ``alpha`` is the
+    false-positive rate per run that the margin's z is set for (one-sided, Bonferroni over the windows);
+    ``min_share``: a window must also hold at least this share of paid hollow blocks; ``completions_per_step``:
+    the count assumed for a step record that carries none (records written before the count was kept)."""
+    window: int = 3
+    baseline_steps: int = 2
+    alpha: float = 0.05
+    min_share: float = 0.1
+    completions_per_step: int = 64
+
+
+def detector_z(n_windows: int, alpha: float) -> float:
+    """z of the margin: one-sided, Bonferroni over ``n_windows`` windows, so that an honest run raises a flag in
+    any of them with probability at most ``alpha`` (the windows overlap, so the bound is conservative)."""
+    return NormalDist().inv_cdf(1.0 - alpha / max(1, n_windows))
+
+
+def _step_arrays(steps: list[dict], reward: str | None, default_n: int) -> tuple[np.ndarray, ...]:
+    """Per step: paid hollow share, accuracy (NaN where missing) and completion count (``num_completions``, else
+    PPO's ``batch_size``, else ``default_n``)."""
+    share = [_paid_hollow_share(s, reward) for s in steps]
+    share = np.array([np.nan if v is None else v for v in share], dtype=float)
+    accuracy = np.array([np.nan if s.get("accuracy") is None else s["accuracy"] for s in steps], dtype=float)
+    counts = np.array([s.get("num_completions") or s.get("batch_size") or default_n for s in steps], dtype=float)
+    return share, accuracy, counts
+
+
+def _noise_sd(values: np.ndarray) -> np.ndarray:
+    """Per-step SD read from the run itself: 1.4826 x the median absolute step-to-step change / sqrt(2). A level
+    shift (a hack setting in) adds only two large changes, which the median ignores; it catches noise beyond the
+    binomial (completions of one prompt are correlated)."""
+    changes = np.abs(np.diff(values, axis=-1))
+    with warnings.catch_warnings():  # a run without the metric: all-NaN, no noise estimate (the binomial SE stays)
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return 1.4826 * np.nanmedian(changes, axis=-1) / np.sqrt(2.0)
+
+
+def _window_test(values, counts, baseline: int, window: int, z: float):
+    """Per window start (after the baseline): the window mean minus the baseline mean (weighted by completions) and
+    the margin z x SE, SE = max(binomial SE of two shares with pooled p over w x n vs b x n completions, the run's
+    own per-step SD x sqrt(1/w + 1/b)). ``values``: (runs, steps) or (steps,)."""
+    values, counts = np.atleast_2d(values), np.atleast_2d(counts)
+    weighted = np.nan_to_num(values) * counts
+    present = np.where(np.isnan(values), 0.0, counts)
+    base_n = present[:, :baseline].sum(1, keepdims=True)
+    base = weighted[:, :baseline].sum(1, keepdims=True) / np.maximum(base_n, 1)
+    sums = np.lib.stride_tricks.sliding_window_view(weighted[:, baseline:], window, axis=1).sum(-1)
+    ns = np.lib.stride_tricks.sliding_window_view(present[:, baseline:], window, axis=1).sum(-1)
+    mean = sums / np.maximum(ns, 1)
+    pooled = (base * base_n + mean * ns) / np.maximum(base_n + ns, 1)
+    binomial = np.sqrt(pooled * (1 - pooled) * (1 / np.maximum(base_n, 1) + 1 / np.maximum(ns, 1)))
+    empirical = np.nan_to_num(_noise_sd(values))[:, None] * np.sqrt(1 / window + 1 / baseline)
+    valid = (ns > 0) & (base_n > 0)
+    return mean - base, z * np.maximum(binomial, empirical), mean, base[:, 0], valid
+
+
+def flagged_windows(share, accuracy, counts, settings: DetectorSettings) -> np.ndarray:
+    """Boolean (runs, windows): the paid hollow share rose above the baseline by more than its margin, reached
+    ``min_share``, and accuracy did not rise by more than its margin. Works on many simulated runs at once."""
+    share, accuracy = np.atleast_2d(share), np.atleast_2d(accuracy)
+    n_windows = share.shape[1] - settings.baseline_steps - settings.window + 1
+    if n_windows < 1:
+        return np.zeros((share.shape[0], 0), dtype=bool)
+    z = detector_z(n_windows, settings.alpha)
+    rise, margin, mean, _, valid = _window_test(share, counts, settings.baseline_steps, settings.window, z)
+    acc_rise, acc_margin, _, _, acc_valid = _window_test(accuracy, counts, settings.baseline_steps,
+                                                         settings.window, z)
+    return valid & acc_valid & (rise > margin) & (mean >= settings.min_share) & (acc_rise <= acc_margin)
+
+
+def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: DetectorSettings) -> list[dict]:
+    """Runs of overlapping flagged windows -> episodes: the steps they cover, trimmed at both ends to the steps whose
+    paid hollow share is at least half-way from the baseline to the episode's peak; each with its first and last
+    step, its number of steps, its peak share and step, and its mean share and accuracy."""
+    b, w = settings.baseline_steps, settings.window
+    covered = np.zeros(len(steps), dtype=bool)
+    for i in np.flatnonzero(flags):
+        covered[b + i:b + i + w] = True
+    base = np.nanmean(share[:b]) if np.isfinite(share[:b]).any() else 0.0
+    episodes, i = [], 0
+    while i < len(steps):
+        if not covered[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(steps) and covered[j + 1]:
+            j += 1
+        part = np.arange(i, j + 1)
+        peak_at = part[np.nanargmax(share[part])]
+        strong = part[share[part] >= base + (share[peak_at] - base) / 2]
+        first, last = int(strong.min()), int(strong.max())
+        inside = slice(first, last + 1)
+        episodes.append({"first_step": steps[first], "last_step": steps[last], "steps": last - first + 1,
+                         "peak_share": float(share[peak_at]), "peak_step": steps[peak_at],
+                         "mean_share": float(np.nanmean(share[inside])),
+                         "mean_accuracy": float(np.nanmean(accuracy[inside])) if np.isfinite(accuracy[inside]).any()
+                         else None, "_end": j})
+        i = j + 1
+    return episodes
+
+
+def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
+    """Episodes of format hacking anywhere in a run: stretches where the format reward paid think blocks with no
+    reasoning in them (``hollow_think_paid_share``: empty, whitespace or one character) well above the start
+    while accuracy did not rise.
+
+    Baseline: the first ``baseline_steps`` steps. A window of ``window`` steps slides over the rest; it is flagged
+    when H_w - H_b > z x SE_H, H_w >= ``min_share`` and a_w - a_b <= z x SE_a, with SE the larger of the binomial SE
+    of two shares over w x n and b x n completions (n per step from the records) and the run's own step-to-step
+    noise; z = Phi^-1(1 - alpha / number of windows). Returns the episodes (``episodes_from_flags``), ``status``:
+    "stayed" when the last window is flagged (the run ended in the hack), "left" when an episode ended before,
+    None without one; the baseline, z, the settings and whether the counts were read or assumed.
     """
     reward = format_reward_name(steps)
-    lenient = reward == "format_lenient"
-    if reward is None or len(steps) < 3:
-        return {"suspect": False, "format_reward": reward, "lenient_reward": lenient, "means": None}
-    means = {key: list(start_and_last([s.get(key) for s in steps], start_steps))
-             for key in ("empty_think_share", "blank_think_share", "accuracy", "reward_mean")}
-    means["hollow_think_paid_share"] = list(start_and_last([_paid_hollow_share(s, reward) for s in steps],
-                                                           start_steps))
-    share, accuracy = means["hollow_think_paid_share"], means["accuracy"]
-    suspect = (None not in share and None not in accuracy and share[1] >= min_share and share[1] > share[0]
-               and accuracy[1] - accuracy[0] < accuracy_rise)
-    return {"suspect": bool(suspect), "format_reward": reward, "lenient_reward": lenient, "means": means}
+    b, w = settings.baseline_steps, settings.window
+    empty = {"episodes": [], "status": None, "format_reward": reward, "baseline": None, "z": None,
+             "settings": asdict(settings), "counts": None}
+    if reward is None or len(steps) < b + w:
+        return empty
+    share, accuracy, counts = _step_arrays(steps, reward, settings.completions_per_step)
+    if not np.isfinite(share).any():
+        return empty
+    flags = flagged_windows(share, accuracy, counts, settings)[0]
+    numbers = [s.get("step", i + 1) for i, s in enumerate(steps)]
+    episodes = episodes_from_flags(flags, share, accuracy, numbers, settings)
+    stayed = bool(episodes) and episodes[-1]["_end"] == len(steps) - 1
+    for episode in episodes:
+        del episode["_end"]
+    read = all(s.get("num_completions") or s.get("batch_size") for s in steps)
+    baseline = {"first_step": numbers[0], "last_step": numbers[b - 1], "share": float(np.nanmean(share[:b])),
+                "accuracy": float(np.nanmean(accuracy[:b])) if np.isfinite(accuracy[:b]).any() else None,
+                "completions_per_step": float(np.mean(counts[:b]))}
+    return {**empty, "episodes": episodes, "status": ("stayed" if stayed else "left") if episodes else None,
+            "baseline": baseline, "z": detector_z(len(flags), settings.alpha), "counts": "read" if read else "assumed"}
+
+
+def format_hacking_suspect(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
+    """Is the format reward paying think blocks with no reasoning in them? (the chapter: <think></think> plus a
+    guessed number, reward up, accuracy flat). ``hacking_episodes`` with the flag (any episode), the format reward's
+    name and whether it is the lenient one."""
+    found = hacking_episodes(steps, settings)
+    return {**found, "suspect": bool(found["episodes"]), "lenient_reward": found["format_reward"] == "format_lenient"}
+
+
+def episode_text(episode: dict) -> str:
+    """'steps 6-14' (or 'step 6')."""
+    first, last = episode["first_step"], episode["last_step"]
+    return f"step {first}" if first == last else f"steps {first}-{last}"
 
 
 def training_health(steps: list[dict]) -> dict:
@@ -123,12 +252,15 @@ def training_health(steps: list[dict]) -> dict:
         messages.append("completion length rose by more than 20% from the first to the last third of steps while "
                         "accuracy rose by less than 0.02: suspect reward hacking first (check the format regex)")
     if hack["suspect"]:
-        share, accuracy = hack["means"]["hollow_think_paid_share"], hack["means"]["accuracy"]
-        reward = hack["means"]["reward_mean"]
-        moved = f", mean reward {reward[0]:.2f} -> {reward[1]:.2f}" if None not in reward else ""
+        base = hack["baseline"]
+        accuracy = f"{base['accuracy']:.2f}" if base["accuracy"] is not None else "n/a"
+        episodes = "; ".join(
+            f"{episode_text(e)}: peak {e['peak_share']:.0%} at step {e['peak_step']}, accuracy "
+            + (f"{e['mean_accuracy']:.2f}" if e["mean_accuracy"] is not None else "n/a") for e in hack["episodes"])
+        where = "and the run ended in it" if hack["status"] == "stayed" else "and the run left it"
         messages.append(f"think blocks with no reasoning in them (empty, whitespace or one character) that the format "
-                        f"reward paid rose from {share[0]:.0%} of completions at the start to {share[1]:.0%} over the "
-                        f"last third of steps while accuracy did not rise ({accuracy[0]:.2f} -> {accuracy[1]:.2f}{moved}): "
-                        f"{FORMAT_HACKS.get(hack['format_reward'], 'the format reward is being reward-hacked')}")
+                        f"reward paid rose above their {base['share']:.0%} at the start "
+                        f"({episode_text(base)}, accuracy {accuracy}) by more than the noise margin while accuracy did not rise ({episodes}) "
+                        f"{where}: {FORMAT_HACKS.get(hack['format_reward'], 'the format reward is being reward-hacked')}")
     return {"truncation_failed": truncated, "hacking_suspect": hacking or hack["suspect"], "messages": messages,
             "format_hacking": hack}

@@ -72,6 +72,7 @@ def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: l
         "frac_groups_nonzero_std": frac_groups_nonzero_std(totals, group_size),
         "completion_length_mean": float(np.mean(completion_lengths)),
         "generated_tokens": int(np.sum(completion_lengths)),
+        "num_completions": int(totals.size),  # the shares' denominator: the detector's noise margins need it
     }
     if "correct" in rewards_by_name:
         metrics["accuracy"] = float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))

@@ -4,21 +4,26 @@ Three GRPO runs from one start, an SFT adapter that sometimes thinks briefly or 
 budget shorter than most full solutions; they differ only in the format reward (lenient ``<think>.*?</think>``,
 strict ``<think>.+?</think>``, content-checked ``format_checked``). Per step: the total reward, accuracy, and the
 shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.methods.health``)
-judges each run from its own step records; the verdicts are sentences computed from those numbers.
+judges each run from its own step records (episodes anywhere in the run, ``health.hacking_episodes``), with its
+error rates simulated at the run's size (``methods.detector_rates``); the title and verdicts are sentences computed
+from those numbers.
 """
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.methods.health import (first_and_last, format_hacking_suspect, format_reward_name, start_and_last,
-                                      training_health)
+from thai_grpo.methods.detector_rates import detector_rates
+from thai_grpo.methods.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
+                                      start_and_last, training_health)
 from thai_grpo.report.plotting import save_figure, step_series
-from thai_grpo.report.verdicts import hacking_verdict, loophole_verdict, payoff_verdict
+from thai_grpo.report.verdicts import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
+                                       payoff_verdict)
 
 #: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.metrics.batch_metrics).
 CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
@@ -27,38 +32,92 @@ FIGURE = "hacking_curves"
 REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
-def hacking_run(train: dict, plan: dict) -> dict:
+#: The simulated runs behind each run's error rates (config hacking.detector overrides them).
+SIMULATION = {"plateau": 0.8, "duration": 8, "simulations": 2000, "seed": 0}
+
+
+def detector_settings(config: dict | None) -> tuple[DetectorSettings, dict]:
+    """Config ``hacking.detector`` -> the detector's settings and the simulation's (``SIMULATION`` by default)."""
+    config = dict(config or {})
+    simulation = {key: config.pop(key, default) for key, default in SIMULATION.items()}
+    return DetectorSettings(**config), simulation
+
+
+def run_rates(detector: dict, n_steps: int, settings: DetectorSettings, simulation: dict) -> dict | None:
+    """The detector's error rates at a run's size: its number of steps and completions per step, honest runs at
+    its own start share of paid hollow blocks and its start accuracy; None when the run cannot be judged."""
+    base = detector.get("baseline")
+    if base is None or n_steps < settings.baseline_steps + simulation["duration"]:
+        return None
+    return detector_rates(n_steps, int(round(base["completions_per_step"])), honest_share=base["share"],
+                          accuracy=base["accuracy"] if base["accuracy"] is not None else 0.0,
+                          plateau=max(simulation["plateau"], base["share"]), duration=simulation["duration"],
+                          simulations=simulation["simulations"], seed=simulation["seed"], settings=settings)
+
+
+def hacking_run(train: dict, plan: dict, settings: DetectorSettings = DetectorSettings(),
+                simulation: dict | None = None) -> dict:
     """One run's part of the results: its format reward and budget, its per-step curves, each curve at the start
-    (step 1: the start policy's batch), over the first third and over the last third of the steps, the health
-    detector's flags from its own steps (and the format-hack flag with a first-third baseline, the detector's first
-    version, beside it), and the hacked completions the step logger kept."""
+    (step 1: the start policy's batch), over the first third and over the last third of the steps, the detector's
+    episodes from its own steps and its error rates simulated at the run's size, the health flags, and the hacked
+    completions the step logger kept."""
     steps = [s for s in train.get("steps") or [] if not s.get("reused_batch")]
     means = {}
     for key in CURVES:
         values = [s.get(key) for s in steps]
         start, last = start_and_last(values)
         means[key] = {"start": start, "first_third": first_and_last(values)[0], "last_third": last}
+    detector = format_hacking_suspect(steps, settings)
     return {"format_reward": format_reward_name(steps), "rewards": list(plan.get("rewards") or []),
             "max_completion_length": (plan.get("grpo") or {}).get("max_completion_length"),
             "steps": [{key: s.get(key) for key in ("step", *CURVES)} for s in steps],
-            "means": means, "health": training_health(steps),
-            "flag_first_third_baseline": format_hacking_suspect(steps, start_steps=None)["suspect"],
+            "means": means, "health": training_health(steps), "detector": detector,
+            "rates": run_rates(detector, len(steps), settings, {**SIMULATION, **(simulation or {})}),
             "hacked_completions": train.get("empty_think_examples") or []}
 
 
-def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict) -> dict:
-    """results/hacking/results.json: the set-up (``sft_shares``: config hacking.sft), every run (``hacking_run``),
-    a verdict per run, one on the strict regex's loophole and one on whether the hack paid, and the measured
-    seconds of the experiment's stages."""
-    runs = {name: hacking_run(trains[name], plans[name]) for name in trains}
+def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict, detector: dict | None = None) -> dict:
+    """results/hacking/results.json: the set-up (``sft_shares``: config hacking.sft; ``detector``: config
+    hacking.detector), every run (``hacking_run``), the title and a verdict per run computed from the detector's
+    episodes, one on the strict regex's loophole and one on whether the hack paid, and the measured seconds."""
+    settings, simulation = detector_settings(detector)
+    runs = {name: hacking_run(trains[name], plans[name], settings, simulation) for name in trains}
     stages = ["sft_adapter_brief", *(f"train-{name}" for name in runs)]
     return {"setup": {"sft": sft_shares, "runs": list(runs),
-                      "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()}},
+                      "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()},
+                      "detector": {**asdict(settings), **simulation}},
             "runs": runs,
+            "title": hacking_title(runs),
+            "outcomes": {name: hacking_outcome(run) for name, run in runs.items()},
             "verdicts": {name: hacking_verdict(name, run) for name, run in runs.items()},
             "loophole_verdict": loophole_verdict(runs),
             "payoff_verdict": payoff_verdict(runs),
             "seconds": {stage: seconds.get(stage) for stage in stages}}
+
+
+def summarise_hacking_chains(per_chain: dict[int, dict]) -> dict:
+    """Across chains (chain seed -> that chain's hacking results.json): per variant in how many chains it hacked,
+    for how many steps in each (the episodes' steps summed), whether it left the hack or stayed in it, and one
+    sentence per variant computed from those counts."""
+    variants: dict[str, dict] = {}
+    for seed in sorted(per_chain):
+        for name, run in (per_chain[seed].get("runs") or {}).items():
+            detector = run.get("detector") or {}
+            episodes = detector.get("episodes") or []
+            entry = variants.setdefault(name, {"chains": 0, "hacked": 0, "left": 0, "stayed": 0, "per_chain": {}})
+            entry["chains"] += 1
+            entry["per_chain"][seed] = {"hacked": bool(episodes), "status": detector.get("status"),
+                                        "steps": sum(e["steps"] for e in episodes), "outcome": hacking_outcome(run)}
+            if episodes:
+                entry["hacked"] += 1
+                entry[detector["status"]] += 1
+    for name, entry in variants.items():
+        hacked = [c for c in entry["per_chain"].values() if c["hacked"]]
+        steps = sorted(c["steps"] for c in hacked)
+        length = (f" for {steps[0]}" if steps[0] == steps[-1] else f" for {steps[0]}-{steps[-1]}") + " steps" if hacked else ""
+        after = f"; it left the hack in {entry['left']} and stayed in it to the end in {entry['stayed']}" if hacked else ""
+        entry["sentence"] = f"{name} hacked in {entry['hacked']} of {entry['chains']} chains{length}{after}."
+    return {"chains": sorted(per_chain), "variants": variants}
 
 
 def _panel(ax, runs: dict, key: str, title: str, ylabel: str, ylim=None) -> None:
@@ -90,9 +149,11 @@ def plot_hacking(results: dict, path) -> None:
     save_figure(fig, path)
 
 
-def render_hacking_report(results: dict, figures_dir: str | Path, template_dir: str | Path) -> str:
-    """The experiment's page: set-up, curves, per-run table, health verdicts and hacked completions (escaped by
-    the report's autoescaping environment; model text never passes through ``|safe``)."""
+def render_hacking_report(results: dict, figures_dir: str | Path, template_dir: str | Path,
+                          chains: dict | None = None) -> str:
+    """The experiment's page: computed title, set-up, curves, per-run table with the detector's episodes and error
+    rates, verdicts, hacked completions (escaped by the report's autoescaping environment; model text never passes
+    through ``|safe``) and, given ``chains`` (``summarise_hacking_chains``), the outcome across chains."""
     from thai_grpo.report.html import _environment, data_uri
 
     template_dir = Path(template_dir)
@@ -100,4 +161,5 @@ def render_hacking_report(results: dict, figures_dir: str | Path, template_dir: 
     plot_hacking(results, figure)
     style = Markup((template_dir / "style.css").read_text(encoding="utf-8"))  # our own file, not model text
     return _environment(template_dir).get_template("hacking.html.j2").render(
-        results=results, figure=data_uri(figure), style=style, csp=REPORT_CSP)
+        results=results, figure=data_uri(figure), style=style, csp=REPORT_CSP, chains=chains,
+        title=results.get("title") or "Reward hacking")

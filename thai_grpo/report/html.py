@@ -228,9 +228,10 @@ def _hacking(hacking: dict | None) -> dict | None:
     rows = [{"name": name, "format_reward": run.get("format_reward"), "steps": len(run.get("steps") or []),
              "moves": {key: ((run.get("means") or {}).get(key, {}).get("start"),
                              (run.get("means") or {}).get(key, {}).get("last_third")) for key in keys},
-             "verdict": (hacking.get("verdicts") or {}).get(name)}
+             "verdict": (hacking.get("verdicts") or {}).get(name),
+             "outcome": (hacking.get("outcomes") or {}).get(name), "rates": run.get("rates")}
             for name, run in hacking["runs"].items()]  # the means hacking_run stored: start, last third
-    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"),
+    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"), "title": hacking.get("title"),
             "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
 
 
