@@ -6,7 +6,7 @@
 # gains over SFT and the verdicts that need chain noise and problem noise both exceeded: results/chains/.
 
 CHAIN_SEEDS = [int(s) for s in config.get("chains", {}).get("seeds", [])]
-CHAINS_RESULTS = "results/chains/results.json"
+CHAINS_RESULTS = OPTIONAL_RESULTS["chains"]
 # The models compared across chains: SFT and the trained methods of eval.models (the base is the same for all rows).
 CHAIN_MODELS = ["sft"] + trained(EVAL_MODELS)
 
@@ -45,6 +45,7 @@ rule chain_results:
     input:
         scores=[f"{chain_dir(s)}/eval/{m}/scores.json" for s in CHAIN_SEEDS for m in CHAIN_MODELS],
         hacking=[f"{chain_dir(s)}/hacking/results.json" for s in CHAIN_SEEDS],
+        heldout=[f"{chain_dir(s)}/data/heldout.jsonl" for s in CHAIN_SEEDS],
     output:
         results=CHAINS_RESULTS,
     log:

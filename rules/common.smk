@@ -165,6 +165,7 @@ OPTIONAL_RESULTS = {
     "passk": "results/passk/results.json",
     "hacking": "results/hacking/results.json",
     "seeds": SEED_STUDY_RESULTS,
+    "chains": "results/chains/results.json",
 }
 
 

@@ -48,6 +48,7 @@ rule hacking_results:
 
 rule hacking_report:
     input:
+        unpack(optional_results("chains")),  # the hacking runs at every chain seed, once `snakemake chains` built them
         results=rules.hacking_results.output.results,
         template="report/hacking.html.j2",
         assets=["report/style.css"],

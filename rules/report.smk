@@ -23,7 +23,7 @@ rule figures:
 rule report:
     input:
         # pass@k to 64, the reward-hacking verdicts and the seed study's verdicts beside each row, once built
-        unpack(optional_results("passk", "hacking", "seeds")),
+        unpack(optional_results("passk", "hacking", "seeds", "chains")),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),

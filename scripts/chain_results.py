@@ -1,1 +1,31 @@
-"""placeholder"""
+"""Chain study: results/chains/results.json from every chain's held-out scores and hacking runs
+(thai_grpo.evaluation.chain_stats, thai_grpo.report.hacking.summarise_hacking_chains)."""
+
+import sys
+from pathlib import Path
+
+from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.evaluation.chain_stats import chain_study
+from thai_grpo.report.hacking import summarise_hacking_chains
+from thai_grpo.report.results import benchmark_seconds
+
+log_to(snakemake.log[0])
+params = snakemake.params
+heldout = {seed: Path(path).read_bytes() for seed, path in zip(params.seeds, snakemake.input.heldout)}
+if len(set(heldout.values())) != 1:
+    sys.exit("chain study: the chains' held-out sets differ (data seeds must not depend on the top-level seed); "
+             "rebuild them with `snakemake --cores 2 chains --forcerun split`")
+scores = iter(snakemake.input.scores)  # chains.smk lists them chain by chain, model by model
+runs = {model: [] for model in params.models}
+for seed in params.seeds:
+    for model in params.models:
+        runs[model].append({"seed": seed, "scores": read_json(next(scores))})
+hacking = {seed: read_json(path) for seed, path in zip(params.seeds, snakemake.input.hacking)}
+study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
+seconds = {seed: benchmark_seconds(folder) for seed, folder in params.benchmarks.items()}
+write_json(snakemake.output.results, {
+    **study, "default_seed": params.default_seed,
+    "num_problems": runs["sft"][0]["scores"]["num_problems"], "n_samples": runs["sft"][0]["scores"]["n_samples"],
+    "hacking": summarise_hacking_chains(hacking),
+    "cost": {"per_chain_seconds": {seed: sum(stages.values()) for seed, stages in seconds.items()},
+             "stages": seconds}})

@@ -6,6 +6,7 @@ from thai_grpo.core.io import atomic_write_text, log_to, read_json
 from thai_grpo.report.hacking import render_hacking_report
 
 log_to(snakemake.log[0])
+chains = read_json(snakemake.input.chains)["hacking"] if snakemake.input.get("chains") else None
 html = render_hacking_report(read_json(snakemake.input.results), snakemake.output.figures,
-                             Path(snakemake.input.template).parent)
+                             Path(snakemake.input.template).parent, chains=chains)
 atomic_write_text(snakemake.output.html, html)

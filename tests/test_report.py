@@ -537,3 +537,27 @@ def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_i
     rates = results["hacking"]["runs"]["hack_lenient"]["rates"]
     assert f"false positives {100 * rates['false_positive_rate']:.1f}%" in section
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in section and "<script>alert" not in html
+
+
+def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(fixture_data, figures, html):
+    """Without results/chains the headline says its numbers come from one chain; with a chain study it gives the
+    study's GRPO - SFT sentence (per-chain differences, Holm family, verdict) and the section lists every pair."""
+    from thai_grpo.evaluation.chain_stats import chain_study
+
+    assert "One chain" in unescape(html) and "snakemake --cores 2 chains" in unescape(html)
+    results, samples = copy.deepcopy(fixture_data)
+    runs = {"sft": [], "grpo": []}
+    for seed, shift in ((42, 0), (1, 1), (2, -1)):
+        for model in runs:
+            scores = copy.deepcopy(results["eval"][model])
+            scores["per_problem_correct"] = [min(scores["n_samples"], max(0, c + shift))
+                                             for c in scores["per_problem_correct"]]
+            runs[model].append({"seed": seed, "scores": scores})
+    study = chain_study(runs, n_boot=500, seed=0, metrics=("pass@1",))
+    results["chain_study"] = {**study, "default_seed": 42, "num_problems": 10, "n_samples": 8}
+    text = unescape(render_report(results, samples, figures, TEMPLATE_DIR))
+    assert "One chain" not in text
+    headline = text.split('id="headline"')[1].split("</section>")[0]
+    assert "Across chains" in headline and "over 3 chains" in headline
+    assert "Holm over the 1 pairs of pass@1" in headline
+    assert "Across chains: does a difference survive another base and SFT adapter?" in text

@@ -527,6 +527,7 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -
               "value_mean": float(masked_mean(rollout["values"], mask)),
               "return_mean": float(masked_mean(rollout["returns"], mask)),
               "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
+              "num_completions": len(rollout["texts"]),
               "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
               "empty_think_share": empty_think_share(rollout["texts"]),
               "blank_think_share": blank_think_share(rollout["texts"]),

@@ -23,7 +23,7 @@ from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
-from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, health_verdict, holm_family, holm_family_short,
+from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, chain_pair_verdict, health_verdict, holm_family, holm_family_short,
                                        holm_word, kl_estimator_verdict, large_k_verdict, p_text, pair_test,
                                        pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
@@ -252,6 +252,25 @@ def _seed_study(results: dict) -> dict | None:
     return {**study, "methods": methods, "pairs": pairs, "beside": beside}
 
 
+def _chain_study(results: dict) -> dict | None:
+    """results.json ``chain_study`` (results/chains/results.json, added by the report rule once `snakemake chains`
+    wrote it): per model its per-chain pass@1 and gain over SFT, the pairs' sentences by metric, and the sentence on
+    GRPO's gain for the headline; None when the study was not built."""
+    study = results.get("chain_study")
+    if not study:
+        return None
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
+    name = lambda model: names.get(model) or model  # noqa: E731
+    chains = len(study.get("seeds") or [])
+    pairs = {metric: [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]),
+                       "sentence": chain_pair_verdict(t, name(t["a"]), name(t["b"]), chains)} for t in tests]
+             for metric, tests in (study.get("pairs") or {}).items()}
+    headline = next((t["sentence"] for t in pairs.get("pass@1", []) if (t["a"], t["b"]) == ("grpo", "sft")), None)
+    models = [{"model": m, "name": name(m), **entry} for m, entry in (study.get("models") or {}).items()]
+    return {**study, "chains": chains, "models": models, "pairs": pairs, "headline": headline,
+            "families": {metric: tests[0]["family"] for metric, tests in pairs.items() if tests}}
+
+
 def _extra_sets(results: dict) -> list[dict]:
     """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
     counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
@@ -325,6 +344,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "extra_sets": _extra_sets(results),
         "seed_study": _seed_study(results),
+        "chain_study": _chain_study(results),
         "hacking": _hacking(results.get("hacking")),
         "samples": _samples(samples_by_model),
     }

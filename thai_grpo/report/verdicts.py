@@ -228,6 +228,22 @@ def seed_pair_verdict(test: dict, a: str, b: str) -> str:
             f"Welch p = {test['welch_p_holm']:.3g}{family}): {SEED_VERDICTS[test['verdict']]}.")
 
 
+CHAIN_VERDICTS = {"exceeds": "survives a change of chain (exceeds the chain and the problem noise)",
+                  "within": "does not survive a change of chain (within the noise)",
+                  "unresolved": "unresolved across chains (the two-level bootstrap says exceeds, the paired t over "
+                                "chains does not)"}
+
+
+def chain_pair_verdict(test: dict, a: str, b: str, chains: int) -> str:
+    """One sentence on a pair of the chain study: the mean difference over chains and problems, the per-chain
+    differences, the crossed bootstrap's 95% interval, both Holm-adjusted p and their family (``chain_stats``)."""
+    per_chain = ", ".join(_points(d) for d in test.get("per_chain") or [])
+    bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
+    return (f"{a} - {b}: {_points(test['mean_diff'])} over {chains} chains (per chain {per_chain}; two-level 95% "
+            f"interval [{_points(test['ci_low'])}, {_points(test['ci_high'])}], bootstrap {bootstrap}, paired t over "
+            f"chains p = {test['t_p_holm']:.3g}, both {test['family']}): {CHAIN_VERDICTS[test['verdict']]}.")
+
+
 FORMAT_LABELS = {"format_lenient": "lenient regex <think>.*?</think>", "format": "strict regex <think>.+?</think>",
                  "format_checked": "content-checked format reward"}
 
