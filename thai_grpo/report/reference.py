@@ -18,15 +18,18 @@ import re
 
 import numpy as np
 
+from thai_grpo.report.verdicts import hacking_outcome
+
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
          "passk": ("passk/results.json", "snakemake --cores 2 passk"),
          "seeds": ("seeds/results.json", "snakemake --cores 2 seeds"),
          "hacking": ("hacking/results.json", "snakemake --cores 2 hacking"),
-         "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls")}
+         "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls"),
+         "chain_study": ("chains/results.json", "snakemake --cores 2 chains")}
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
-                 "seeds": ("seed_results",), "pitfalls": ("figures-pitfalls",)}
+                 "seeds": ("seed_results",), "pitfalls": ("figures-pitfalls",), "chain_study": ("chain_results",)}
 HACKING_CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
                   "clipped_ratio")
 DIGITS = 4
@@ -179,8 +182,32 @@ def summarise_hacking(hacking: dict) -> dict:
                          for key in HACKING_CURVES if key in run["means"]},
                       "empty_peak": _r(empty[peak]) if peak is not None else None,
                       "empty_peak_step": run["steps"][peak]["step"] if peak is not None else None,
-                      "flagged": bool(run["health"]["hacking_suspect"])}
-    return {"runs": runs}
+                      "flagged": bool(run["health"]["hacking_suspect"]),
+                      "outcome": hacking_outcome(run), "rates": run.get("rates")}
+    return {"runs": runs, "title": hacking.get("title")}
+
+
+def summarise_chain_study(study: dict) -> dict:
+    """The chain study (results/chains/results.json): per model pass@1 per chain and, for the methods, the gain over
+    the chain's SFT per chain, its mean with the between-chain t interval and the two-level interval; per pair of
+    pass@1 the difference, its interval, both Holm p, the family and the verdict; the hacking runs per variant."""
+    models = {}
+    for model, entry in study["models"].items():
+        row = {"pass1": {str(c["seed"]): _r(c["pass@1"]["estimate"]) for c in entry["chains"]}}
+        if "gain_over_sft" in entry:
+            gain = entry["gain_over_sft"]
+            row["gain"] = {str(c["seed"]): _r(c["gain_over_sft"]["estimate"]) for c in entry["chains"]}
+            row["gain_mean"] = {"diff": _r(gain["mean"]), "low": _r(gain["t_low"]), "high": _r(gain["t_high"]),
+                                "two_level_low": _r(gain["two_level"]["low"]),
+                                "two_level_high": _r(gain["two_level"]["high"])}
+        models[model] = row
+    pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
+                                      "p_holm": _r(p["p_holm"]), "t_p_holm": _r(p["t_p_holm"]),
+                                      "verdict": p["verdict"], "family": p["family"]}
+             for p in study["pairs"]["pass@1"]}
+    hacking = {name: v["sentence"] for name, v in ((study.get("hacking") or {}).get("variants") or {}).items()}
+    return {"seeds": study["seeds"], "n_resamples": study["n_resamples"], "models": models, "pairs": pairs,
+            "hacking": hacking}
 
 
 def summarise_pitfalls(results: dict) -> dict:
@@ -190,7 +217,7 @@ def summarise_pitfalls(results: dict) -> dict:
 
 
 SUMMARISERS = {"main": summarise_main, "passk": summarise_passk, "seeds": summarise_seeds,
-               "hacking": summarise_hacking, "pitfalls": summarise_pitfalls}
+               "hacking": summarise_hacking, "pitfalls": summarise_pitfalls, "chain_study": summarise_chain_study}
 
 
 def stage_span(stages: dict[str, tuple[float, float]]) -> float | None:

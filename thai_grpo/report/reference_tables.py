@@ -224,10 +224,33 @@ def table_hacking(ref: dict) -> str:
 
     rows = [[f"`{name}`", move(r, "reward_mean"), move(r, "accuracy"), move(r, "empty_think_share", True),
              f"{r['empty_peak']:.0%} (step {r['empty_peak_step']})", move(r, "hollow_think_paid_share", True),
-             move(r, "clipped_ratio", True), "flagged" if r["flagged"] else "quiet"] for name, r in hacking["runs"].items()]
+             move(r, "clipped_ratio", True), r.get("outcome") or ("flagged" if r["flagged"] else "quiet")]
+            for name, r in hacking["runs"].items()]
     return (f"{provenance(hacking['source'])}; step 1 -> mean of the last third of the steps:\n\n"
             + _table(["run", "mean reward", "accuracy", "empty think", "empty think, peak", "paid, no reasoning",
-                      "cut at budget", "detector"], rows))
+                      "cut at budget", "detector (sliding window)"], rows))
+
+
+def table_chain_study(ref: dict) -> str:
+    study = ref.get("chain_study")
+    if not study:
+        return _missing("chain_study")
+    order = [str(s) for s in study["seeds"]]
+    rows = [[label(m), *(f"{fmt(v['pass1'].get(s))}" + (f" ({fmt(v['gain'].get(s), signed=True)})" if "gain" in v else "")
+                         for s in order),
+             f"{fmt(v['gain_mean']['diff'], signed=True)} [{fmt(v['gain_mean']['low'], signed=True)}, "
+             f"{fmt(v['gain_mean']['high'], signed=True)}]" if "gain_mean" in v else ""]
+            for m, v in study["models"].items()]
+    table = _table(["model", *(f"chain {s}: pass@1 (- SFT)" for s in order), "mean gain over SFT [t 95% over chains]"],
+                   rows)
+    family = next(iter(study["pairs"].values()))["family"] if study["pairs"] else ""
+    pairs = _table(["pair", "difference [two-level 95%]", "Holm p (bootstrap)", "Holm p (paired t over chains)",
+                    f"verdict ({family})"],
+                   [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"], study.get("n_resamples")),
+                     fmt_p(v["t_p_holm"], None), v["verdict"]] for p, v in study["pairs"].items()])
+    hacking = "".join(f"\n- {sentence}" for sentence in study.get("hacking", {}).values())
+    return (f"{provenance(study['source'])}:\n\n{table}\n\n{pairs}"
+            + (f"\n\nReward hacking at the same chain seeds:{hacking}" if hacking else ""))
 
 
 def table_pitfalls(ref: dict) -> str:
@@ -246,7 +269,7 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
             "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
-            "pitfalls": table_pitfalls(ref)}
+            "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
