@@ -29,8 +29,7 @@ for chain_seed in CHAIN_SEEDS:
     chain_rules = f"chain_seed{chain_seed}_"
 
     module:
-        name:
-            chain_module
+        name: chain_module
         snakefile:
             "../Snakefile"
         config:

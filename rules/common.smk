@@ -171,7 +171,9 @@ OPTIONAL_RESULTS = {
 
 def optional_results(*names):
     """An input function: the results files among ``names`` (keys of OPTIONAL_RESULTS) that exist now."""
-    return lambda wildcards: {name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(results_path(OPTIONAL_RESULTS[name]))}
+    return lambda wildcards: {
+        name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(results_path(OPTIONAL_RESULTS[name]))
+    }
 
 
 def scope_params(scope):

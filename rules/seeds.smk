@@ -24,7 +24,9 @@ rule seed_results:
         seeds=config.get("seeds", {}).get("training", [config["seed"]]),
         default_seed=config["seed"],
         eval_seed=config["eval"]["seed"],
-        sampling_seeds=[run_eval_settings(EVAL_SETTINGS, run, VARIANTS, config["seed"])["seed"] for _, run, _ in SEED_STUDY],
+        sampling_seeds=[
+            run_eval_settings(EVAL_SETTINGS, run, VARIANTS, config["seed"])["seed"] for _, run, _ in SEED_STUDY
+        ],
         n_boot=config["eval"]["bootstrap_samples"],
         benchmarks=results_path("results/benchmarks"),
     message:
