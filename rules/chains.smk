@@ -5,23 +5,6 @@
 # under results/chains/seed<N>/ (replace_prefix), its rules renamed chain_seed<N>_*. Then per method the per-chain
 # gains over SFT and the verdicts that need chain noise and problem noise both exceeded: results/chains/.
 
-CHAIN_SEEDS = [int(s) for s in config.get("chains", {}).get("seeds", [])]
-CHAINS_RESULTS = OPTIONAL_RESULTS["chains"]
-# The models compared across chains: SFT and the trained methods of eval.models (the base is the same for all rows).
-CHAIN_MODELS = ["sft"] + trained(EVAL_MODELS)
-
-
-def chain_dir(seed):
-    """The results folder of the chain at ``seed``: results/ for the config's own, else results/chains/seed<N>."""
-    return "results" if seed == config["seed"] else f"results/chains/seed{seed}"
-
-
-def chain_config(seed):
-    """The config of a chain's module: this one at another seed, with its own results folder and no chain study."""
-    member = {key: value for key, value in config.items() if key != "chains"}
-    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
-
-
 for chain_seed in CHAIN_SEEDS:
     if chain_seed == config["seed"]:
         continue

@@ -208,3 +208,21 @@ def start_adapter(variant):
             "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft"
         )
     return rules.sft_adapter_brief.output.adapter
+
+
+# The chain study (rules/chains.smk): its chain seeds, where each chain lives, and the config of its module.
+CHAIN_SEEDS = [int(s) for s in config.get("chains", {}).get("seeds", [])]
+CHAINS_RESULTS = OPTIONAL_RESULTS["chains"]
+# The models compared across chains: SFT and the trained methods of eval.models (the bare base is no method).
+CHAIN_MODELS = ["sft"] + trained(EVAL_MODELS)
+
+
+def chain_dir(seed):
+    """The results folder of the chain at ``seed``: results/ for the config's own, else results/chains/seed<N>."""
+    return "results" if seed == config["seed"] else f"results/chains/seed{seed}"
+
+
+def chain_config(seed):
+    """The config of a chain's module: this one at another seed, with its own results folder and no chain study."""
+    member = {key: value for key, value in config.items() if key != "chains"}
+    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
