@@ -14,7 +14,7 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
-from thai_grpo.core.seeds import check_seeds, parse_run, run_pattern, seed_runs
+from thai_grpo.core.seeds import LOSS_BASELINE, check_seeds, loss_runs, parse_run, run_pattern, seed_runs
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -142,6 +142,7 @@ OPTIONAL_RESULTS = {
     "passk": "results/passk/results.json",
     "hacking": "results/hacking/results.json",
     "seeds": SEED_STUDY_RESULTS,
+    "losses": "results/losses/results.json",
 }
 
 

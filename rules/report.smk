@@ -22,8 +22,9 @@ rule figures:
 
 rule report:
     input:
-        # pass@k to 64, the reward-hacking verdicts and the seed study's verdicts beside each row, once built
-        unpack(optional_results("passk", "hacking", "seeds")),
+        # pass@k to 64, the reward-hacking verdicts, the seed study's verdicts beside each row and the loss-family
+        # study's verdicts, once built
+        unpack(optional_results("passk", "hacking", "seeds", "losses")),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
