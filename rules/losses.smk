@@ -4,7 +4,9 @@
 # variant against grpo with a verdict that needs the gap to exceed the seed noise: results/losses/.
 
 LOSS_STUDY = [
-    (variant, run, parse_run(run, VARIANTS, config["seed"])[1]) for variant, runs in loss_runs(config).items() for run in runs
+    (variant, run, parse_run(run, VARIANTS, config["seed"])[1])
+    for variant, runs in loss_runs(config).items()
+    for run in runs
 ]
 
 
@@ -23,8 +25,10 @@ rule loss_results:
     params:
         runs=LOSS_STUDY,
         baseline=LOSS_BASELINE,
-        plans={v: {**variant_plan(config, v), "description": config["variants"][v].get("description", "")}
-               for v in loss_runs(config)},
+        plans={
+            v: {**variant_plan(config, v), "description": config["variants"][v].get("description", "")}
+            for v in loss_runs(config)
+        },
         eval_seed=config["eval"]["seed"],
         n_boot=config["eval"]["bootstrap_samples"],
         benchmarks="results/benchmarks",
