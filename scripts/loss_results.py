@@ -1,4 +1,4 @@
-"""Loss-family study: results/losses/results.json from every run's scores and training record (thai_grpo.report.losses)."""
+"""Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo.report.losses)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.report.losses import loss_results

@@ -44,7 +44,8 @@ def changes(plan: dict, baseline: dict) -> dict:
 def run_steps(train: dict) -> list[dict]:
     """One run's per-step values of ``CURVES``: our step records, with TRL's upper and lower clip fractions from its
     log history (same step numbers); a reused generation batch (num_iterations > 1) has no length or truncation."""
-    history = {h["step"]: h for h in train.get("trl_log_history") or [] if "step" in h and ("loss" in h or "reward" in h)}
+    history = {h["step"]: h for h in train.get("trl_log_history") or []
+               if "step" in h and ("loss" in h or "reward" in h)}  # a step's log, not the run's closing summary
     rows = []
     for record in train.get("steps") or []:
         logged = history.get(record.get("step"), {})
