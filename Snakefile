@@ -4,6 +4,8 @@
 # pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built);
 # `snakemake --cores 2 seeds` retrains the RL methods at more training seeds (results/seeds/).
 # `snakemake --cores 2 hacking` the reward-hacking experiment (results/hacking/report.html).
+# `snakemake --cores 2 losses` GRPO's loss family (TRL's defaults, DAPO, GSPO, ...) against the chapter's grpo at
+# the seed study's training seeds (results/losses/report.html).
 
 from snakemake.utils import min_version
 
@@ -25,6 +27,7 @@ include: "rules/report.smk"
 include: "rules/seeds.smk"
 include: "rules/hacking.smk"
 include: "rules/chains.smk"
+include: "rules/losses.smk"
 
 
 onstart:
@@ -68,3 +71,9 @@ rule hacking:
 rule chains:  # every method rebuilt at each chains.seeds seed (~12 min a chain on 2 cores); `snakemake` then shows it
     input:
         rules.chain_results.output.results,
+
+
+rule losses:
+    input:
+        rules.loss_results.output.results,
+        rules.loss_report.output.html,

@@ -14,7 +14,15 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
-from thai_grpo.core.seeds import check_seeds, parse_run, run_eval_settings, run_pattern, seed_runs
+from thai_grpo.core.seeds import (
+    LOSS_BASELINE,
+    check_seeds,
+    loss_runs,
+    parse_run,
+    run_eval_settings,
+    run_pattern,
+    seed_runs,
+)
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
 
@@ -166,6 +174,7 @@ OPTIONAL_RESULTS = {
     "hacking": "results/hacking/results.json",
     "seeds": SEED_STUDY_RESULTS,
     "chains": "results/chains/results.json",
+    "losses": "results/losses/results.json",
 }
 
 

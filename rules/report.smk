@@ -22,8 +22,9 @@ rule figures:
 
 rule report:
     input:
-        # pass@k to 64, the reward-hacking verdicts and the seed study's verdicts beside each row, once built
-        unpack(optional_results("passk", "hacking", "seeds", "chains")),
+        # pass@k to 64, the reward-hacking verdicts, the seed study's verdicts beside each row, the loss-family
+        # study's and the chain study's verdicts, once built
+        unpack(optional_results("passk", "hacking", "seeds", "losses", "chains")),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),

@@ -8,7 +8,8 @@ from thai_grpo.report.html import write_report
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)
 # The optional targets' results, where built (rules/common.smk OPTIONAL_RESULTS): input name -> key in results.
-for name, key in (("seeds", "seed_study"), ("passk", "passk"), ("hacking", "hacking"), ("chains", "chain_study")):
+for name, key in (("seeds", "seed_study"), ("passk", "passk"), ("hacking", "hacking"), ("losses", "losses"),
+                  ("chains", "chain_study")):
     if snakemake.input.get(name):
         results[key] = read_json(snakemake.input[name])
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}

@@ -86,6 +86,26 @@ def seed_runs(config: dict) -> dict[str, list[str]]:
     return {v: [run_id(v, s, default) for s in training_seeds(config)] for v in seed_variants(config)}
 
 
+LOSS_GROUP = "losses"
+LOSS_BASELINE = "grpo"  # the chapter's loss: every loss variant is compared with it at the same seeds
+
+
+def loss_variants(config: dict) -> list[str]:
+    """The loss-family study's variants (``group: losses``), in config order."""
+    return [v for v, overrides in config.get("variants", {}).items() if overrides.get("group") == LOSS_GROUP]
+
+
+def loss_runs(config: dict) -> dict[str, list[str]]:
+    """Per variant of the loss-family study, its run ids in ``seeds.training`` order: ``grpo`` first (the
+    comparison's baseline, the same runs as the seed study's), then every ``group: losses`` variant."""
+    variants = loss_variants(config)
+    if variants and LOSS_BASELINE not in config.get("variants", {}):
+        raise ConfigError(f"variants.{LOSS_BASELINE} is missing: the loss-family study compares every group: losses "
+                          f"variant with it; add '{LOSS_BASELINE}: {{group: method}}' under variants")
+    default = default_seed(config)
+    return {v: [run_id(v, s, default) for s in training_seeds(config)] for v in [LOSS_BASELINE, *variants]}
+
+
 def check_seeds(config: dict) -> None:
     """Refuse variant names a run id could not tell from a seeded run, and duplicate seeds."""
     clash = [v for v in config.get("variants", {}) if _RUN.match(v)["seed"] is not None]

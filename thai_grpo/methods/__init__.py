@@ -13,7 +13,8 @@ reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` a
 TRL's RLOOConfig / DPOConfig that have no GRPO counterpart; ``ppo:`` the fields of ``ppo.PPOSettings`` (TRL 1.12
 PPOConfig's names: our own trainer, since TRL 1.16 has none). Its ``group`` says where the report shows it:
 ``method`` = a row of the method comparison, ``ablation`` = a row of the comparison in the pitfalls report only,
-``pitfall`` = the Pitfalls section (both built by ``snakemake pitfalls``).
+``pitfall`` = the Pitfalls section (both built by ``snakemake pitfalls``), ``hacking`` = the reward-hacking
+experiment (``snakemake hacking``), ``losses`` = the loss-family study (``snakemake losses``).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 from thai_grpo.core.config import OURS, ConfigError, variant_settings
 
 METHOD_NAMES = ("grpo", "rloo", "dpo", "ppo")
-GROUPS = ("method", "ablation", "pitfall", "hacking")
+GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
 
 
 def variant_plan(config: dict, variant: str) -> dict:

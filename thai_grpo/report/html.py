@@ -235,6 +235,21 @@ def _hacking(hacking: dict | None) -> dict | None:
             "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
 
 
+def _losses(losses: dict | None) -> dict | None:
+    """The loss-family study (results/losses/results.json, ``thai_grpo.report.losses``) for the main report: per
+    variant its first metric's mean over seeds and, but for the baseline, its difference and verdict against it."""
+    if not losses or not losses.get("variants") or not losses.get("metrics"):
+        return None
+    metric = losses["metrics"][0]
+    versus = {t["variant"]: t for t in (losses.get("versus") or {}).get(metric) or []}
+    rows = [{"name": name, "description": v.get("description") or "",
+             "mean": v["metrics"][metric]["between_seed"]["mean"], "test": versus.get(name),
+             "verdict": SEED_VERDICTS.get((versus.get(name) or {}).get("verdict"))}
+            for name, v in losses["variants"].items()]
+    return {"metric": metric, "baseline": losses.get("baseline"), "seeds": losses.get("training_seeds") or [],
+            "family": (losses.get("families") or {}).get(metric), "rows": rows}
+
+
 def _seed_study(results: dict) -> dict | None:
     """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
     wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
@@ -346,6 +361,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "seed_study": _seed_study(results),
         "chain_study": _chain_study(results),
         "hacking": _hacking(results.get("hacking")),
+        "losses": _losses(results.get("losses")),
         "samples": _samples(samples_by_model),
     }
 

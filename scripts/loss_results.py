@@ -1,0 +1,15 @@
+"""Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo.report.losses)."""
+
+from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.report.losses import loss_results
+from thai_grpo.report.results import benchmark_seconds
+
+log_to(snakemake.log[0])
+params = snakemake.params
+runs, trains = {}, {}
+for (variant, run, seed), scores, train in zip(params.runs, snakemake.input.scores, snakemake.input.train):
+    runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(scores)})
+    trains[run] = read_json(train)
+write_json(snakemake.output.results,
+           loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
+                        n_boot=params.n_boot, seed=params.eval_seed))
