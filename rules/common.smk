@@ -14,6 +14,7 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
+from thai_grpo.core.shipped import recipe
 from thai_grpo.core.seeds import check_seeds, parse_run, run_pattern, seed_runs
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
@@ -27,6 +28,10 @@ except ConfigError as error:
     sys.exit(f"config error: {error}")
 
 SYSTEM = config["data"].get("system_prompt", SYSTEM_PROMPT)
+# base.source: shipped loads the base and SFT adapter from this folder, once its built_by.json matches this recipe
+# (the seed, base:, corpus:, sft:, the system prompt) and the data (thai_grpo.core.shipped, scripts/load_shipped.py).
+SHIPPED_DIR = config["base"].get("name_or_path") or "assets/tiny-base"
+SHIPPED_RECIPE = recipe(config, SYSTEM)
 VARIANTS = list(config["variants"])
 EVAL_MODELS = config["eval"]["models"]
 PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") in ("pitfall", "ablation")]
@@ -50,6 +55,18 @@ CORE_CHAIN = ("base", "sft", "grpo")
 def threads_for(name):
     """Threads of a training or sampling job: 2 for the core chain's models, else 1."""
     return 2 if name in CORE_CHAIN else 1
+
+
+# Scheduling (Snakemake `priority:`, highest first): the headline, SFT vs GRPO (rule headline), before the other
+# methods. 4: the core chain's training (base, SFT, GRPO: the headline's longest path); 3: its held-out sampling and
+# scoring; 2: preference pairs and PPO's reward model (they unblock DPO and PPO, the longest job); 1: the other
+# training jobs; 0: the rest. Priorities only order the jobs: each job's threads, and so its numbers, stay the same.
+CHAIN_TRAINING_PRIORITY, HEADLINE_PRIORITY = 4, 3
+
+
+def priority_for(name, other=0):
+    """Priority of a training (``CHAIN_TRAINING_PRIORITY``) or a sampling / scoring job of model or run ``name``."""
+    return HEADLINE_PRIORITY if name in CORE_CHAIN else other
 
 
 def training_temperature(variant):
@@ -176,7 +193,7 @@ def start_adapter(variant):
     """The adapter a variant starts from (variants.X.start): the SFT adapter, or the brief thinkers' one."""
     if config["variants"][variant].get("start", "sft") == "sft":
         return rules.sft_adapter.output.adapter
-    if config["sft"]["source"] != "train":
+    if config["sft"]["source"] not in ("train", "shipped"):
         raise WorkflowError(
             f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
             "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft"

@@ -15,6 +15,7 @@ rule sample:
         "results/benchmarks/sample-{model}.tsv"
     conda:
         "../envs/training.yaml"
+    priority: lambda wildcards: priority_for(wildcards.model)  # base, SFT and GRPO (the headline) first
     threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
@@ -37,6 +38,7 @@ rule score:
         "results/logs/score-{model}.log",
     benchmark:
         "results/benchmarks/score-{model}.tsv"
+    priority: lambda wildcards: priority_for(wildcards.model)
     conda:
         "../envs/pipeline.yaml"
     params:
