@@ -10,25 +10,11 @@ import argparse
 import subprocess
 from pathlib import Path
 
-import yaml
-from snakemake.utils import validate
-
-from thai_grpo.core.config import coerce_scalars, deep_merge
 from thai_grpo.core.io import read_jsonl
-from thai_grpo.core.shipped import ship
+from thai_grpo.core.shipped import load_config, ship
 from thai_grpo.data.problems import SYSTEM_PROMPT
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def load_config(paths: list[str]) -> dict:
-    """The config as the workflow sees it: merged files, scalars coerced, the schema's defaults filled in."""
-    config = {}
-    for path in paths:
-        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    config = coerce_scalars(config)
-    validate(config, str(ROOT / "config/schema.yaml"))
-    return config
 
 
 def head_commit() -> str:
@@ -44,7 +30,7 @@ parser.add_argument("--commit", default=None, help="the commit that built the fi
 parser.add_argument("--out", default="assets/tiny-base")
 args = parser.parse_args()
 
-config = load_config(args.configfile)
+config = load_config(args.configfile, ROOT / "config/schema.yaml")
 data = Path(args.data)
 manifest = ship(Path(args.source) / "base", Path(args.source) / "sft_adapter", args.out, config,
                 config["data"].get("system_prompt", SYSTEM_PROMPT), read_jsonl(data / "pretrain.jsonl"),

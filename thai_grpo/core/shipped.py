@@ -100,6 +100,22 @@ def read_manifest(folder: str | Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
+def load_config(paths: list[str | Path], schema: str | Path) -> dict:
+    """A config as the workflow sees it: the files merged in order, scalars coerced, the schema's defaults filled in
+    (the recipe compares settings with their defaults, so both sides need them)."""
+    import yaml
+    from snakemake.utils import validate
+
+    from thai_grpo.core.config import coerce_scalars, deep_merge
+
+    config: dict = {}
+    for path in paths:
+        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    config = coerce_scalars(config)
+    validate(config, str(Path(schema).resolve()))
+    return config
+
+
 def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
