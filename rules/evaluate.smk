@@ -13,9 +13,9 @@ rule sample:
         "results/logs/sample-{model}.log",
     benchmark:
         "results/benchmarks/sample-{model}.tsv"
+    priority: lambda wildcards: priority_for(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
         "../envs/training.yaml"
-    priority: lambda wildcards: priority_for(wildcards.model)  # base, SFT and GRPO (the headline) first
     threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time

@@ -40,6 +40,7 @@ if BUILDS_BASE:
         script:
             "../scripts/build_base.py"
 
+
 if config["base"]["source"] == "shipped":
 
     rule base_model:
