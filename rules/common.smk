@@ -64,6 +64,12 @@ def threads_for(name):
 CHAIN_TRAINING_PRIORITY, HEADLINE_PRIORITY = 4, 3
 
 
+def training_priority(run):
+    """GRPO (the headline's longest job) first; the other runs, the longest jobs, before the sampling jobs that can
+    wait (a shorter run on 2 cores)."""
+    return CHAIN_TRAINING_PRIORITY if run == "grpo" else 1
+
+
 def priority_for(name, other=0):
     """Priority of a training (``CHAIN_TRAINING_PRIORITY``) or a sampling / scoring job of model or run ``name``."""
     return HEADLINE_PRIORITY if name in CORE_CHAIN else other
