@@ -5,9 +5,13 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1sum | cut -c1-12)
-CORES ?= 2
+# Every core by default: a job's threads are fixed per job (1 or 2, rules/common.smk), so more cores run more jobs
+# side by side and change no number; `make run CORES=2` caps it.
+CORES ?= all
+# Test workers (pytest-xdist): one per core; each test file stays on one worker (its module fixtures are built once).
+TEST_WORKERS ?= auto
 
-.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan clean
+.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan clean ship-base
 
 setup: $(STAMP)
 
@@ -22,10 +26,18 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
 # Where the time goes on this machine: sampler vs its forward-pass bound, one GRPO step split into its parts, each
-# stage's share of the last run (results/bench/bench.json). Builds the base and SFT adapter first if needed.
+# stage's share of the last run, the last run's critical path and its wall time extrapolated to 1-16 cores, and the
+# smoke DAG timed at 1 and 2 cores (results/bench/bench.json). Builds the base and SFT adapter first if needed.
 bench: setup
 	$(BIN)/snakemake --cores $(CORES) -q results/model/sft_adapter results/data/train.jsonl
 	$(BIN)/python scripts/bench.py
+
+# The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:
+# FROM=results/model after a run with base.source: scratch and sft.source: train; FROM=results/model/scratch after
+# `snakemake --cores 2 base` under base.source: shipped. Records the config, data hashes and COMMIT (default HEAD).
+FROM ?= results/model
+ship-base: setup
+	$(BIN)/python scripts/ship_base.py --from $(FROM) $(if $(COMMIT),--commit $(COMMIT))
 
 # Headless Chromium for the report's browser tests, and a Thai font (TLWG) so their screenshots show Thai glyphs,
 # not boxes; the tests skip, or the Thai-glyph test fails naming the package, where these cannot be installed.
@@ -36,11 +48,11 @@ browser:
 
 test: setup browser lint
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser"
 
 # Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
 # (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.

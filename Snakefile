@@ -24,6 +24,7 @@ include: "rules/reward_model.smk"
 include: "rules/extra_sets.smk"
 include: "rules/passk.smk"
 include: "rules/report.smk"
+include: "rules/headline.smk"
 include: "rules/seeds.smk"
 include: "rules/hacking.smk"
 include: "rules/chains.smk"
@@ -41,6 +42,7 @@ onstart:
 
 rule all:
     input:
+        HEADLINE_TARGET,  # first: SFT vs GRPO, while the other methods train
         rules.results.output.results,
         rules.report.output.html,
 

@@ -14,6 +14,7 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
+from thai_grpo.core.shipped import recipe
 from thai_grpo.core.seeds import (
     LOSS_BASELINE,
     check_seeds,
@@ -49,6 +50,10 @@ def results_path(path):
 
 
 SYSTEM = config["data"].get("system_prompt", SYSTEM_PROMPT)
+# base.source: shipped loads the base and SFT adapter from this folder, once its built_by.json matches this recipe
+# (the seed, base:, corpus:, sft:, the system prompt) and the data (thai_grpo.core.shipped, scripts/load_shipped.py).
+SHIPPED_DIR = config["base"].get("name_or_path") or "assets/tiny-base"
+SHIPPED_RECIPE = recipe(config, SYSTEM)
 VARIANTS = list(config["variants"])
 EVAL_MODELS = config["eval"]["models"]
 PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "method") in ("pitfall", "ablation")]
@@ -72,6 +77,24 @@ CORE_CHAIN = ("base", "sft", "grpo")
 def threads_for(name):
     """Threads of a training or sampling job: 2 for the core chain's models, else 1."""
     return 2 if name in CORE_CHAIN else 1
+
+
+# Scheduling (Snakemake `priority:`, highest first): the headline, SFT vs GRPO (rule headline), before the other
+# methods. 4: the core chain's training (base, SFT, GRPO: the headline's longest path); 3: its held-out sampling and
+# scoring; 2: preference pairs and PPO's reward model (they unblock DPO and PPO, the longest job); 1: the other
+# training jobs; 0: the rest. Priorities only order the jobs: each job's threads, and so its numbers, stay the same.
+CHAIN_TRAINING_PRIORITY, HEADLINE_PRIORITY = 4, 3
+
+
+def training_priority(run):
+    """GRPO (the headline's longest job) first; the other runs, the longest jobs, before the sampling jobs that can
+    wait (a shorter run on 2 cores)."""
+    return CHAIN_TRAINING_PRIORITY if run == "grpo" else 1
+
+
+def priority_for(name, other=0):
+    """Priority of a training (``CHAIN_TRAINING_PRIORITY``) or a sampling / scoring job of model or run ``name``."""
+    return HEADLINE_PRIORITY if name in CORE_CHAIN else other
 
 
 def training_temperature(variant):
@@ -211,7 +234,7 @@ def start_adapter(variant):
     """The adapter a variant starts from (variants.X.start): the SFT adapter, or the brief thinkers' one."""
     if config["variants"][variant].get("start", "sft") == "sft":
         return rules.sft_adapter.output.adapter
-    if config["sft"]["source"] != "train":
+    if config["sft"]["source"] not in ("train", "shipped"):
         raise WorkflowError(
             f"variants.{variant}.start: brief_think trains its own SFT adapter, which needs "
             "sft.source: train (a downloaded adapter cannot be retrained here); use start: sft"
@@ -232,6 +255,10 @@ def chain_dir(seed):
 
 
 def chain_config(seed):
-    """The config of a chain's module: this one at another seed, with its own results folder and no chain study."""
+    """The config of a chain's module: this one at another seed, with its own results folder and no chain study;
+    its base and SFT adapter built from scratch (a shipped pair was built at the config's own seed)."""
     member = {key: value for key, value in config.items() if key != "chains"}
-    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
+    scratch = {"base": {**config["base"], "source": "scratch"}, "sft": {**config["sft"], "source": "train"}}
+    if config["base"]["source"] != "shipped":
+        scratch = {}
+    return {**member, **scratch, "seed": seed, "results_dir": chain_dir(seed)}

@@ -36,7 +36,7 @@ rule split:
         "../envs/pipeline.yaml"
     params:
         data=config["data"],
-        train_sft=config["sft"]["source"] == "train",
+        train_sft=config["sft"]["source"] in ("train", "shipped"),  # shipped: to check the SFT set it read
     message:
         "Parsing gold answers and splitting with seed {config[data][shuffle_seed]}"
     script:

@@ -2,9 +2,12 @@
 # not at all (hacking.sft), then the variants with group: hacking trained from it by the train rule under a short
 # completion budget, one per format reward; their per-step records -> results/hacking/results.json -> report.
 
-if config["sft"]["source"] == "train":
+if config["sft"]["source"] in ("train", "shipped"):
 
-    use rule sft_adapter as sft_adapter_brief with:
+    rule sft_adapter_brief:  # the SFT adapter's recipe (scripts/train_sft.py) with hacking.sft's brief thinks
+        input:
+            base=rules.base_model.output.model,
+            sft=rules.split.output.sft,
         output:
             adapter=directory("results/model/sft_brief_think/adapter"),
             history="results/model/sft_brief_think/history.json",
@@ -12,7 +15,11 @@ if config["sft"]["source"] == "train":
             "results/logs/sft_adapter_brief.log",
         benchmark:
             "results/benchmarks/sft_adapter_brief.tsv"
+        conda:
+            "../envs/training.yaml"
         threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
+        resources:
+            gpu=1,
         params:
             sft=config["sft"],
             corpus=config["corpus"],
@@ -23,6 +30,8 @@ if config["sft"]["source"] == "train":
         message:
             "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "
             "{config[hacking][sft][one_line_think_share]} one-line think blocks)"
+        script:
+            "../scripts/train_sft.py"
 
 
 rule hacking_results:

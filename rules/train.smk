@@ -56,7 +56,7 @@ rule train:
         "results/benchmarks/train-{run}.tsv"
     wildcard_constraints:
         run=run_pattern(VARIANTS),
-    priority: 1  # the longest jobs: start them before the sampling jobs that can wait (a shorter run on 2 cores)
+    priority: lambda wildcards: training_priority(wildcards.run)  # GRPO (the headline) first, then the other runs
     conda:
         "../envs/training.yaml"
     threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (CORE_CHAIN)

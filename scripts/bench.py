@@ -6,8 +6,13 @@ the CPU, so the CPU's model name is recorded beside them.
 
 import argparse
 import json
+import os
 import platform
+import shutil
+import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
@@ -19,6 +24,9 @@ from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
 from thai_grpo.report.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
+from thai_grpo.report.speedup import extrapolate, read_benchmarks, workflow_jobs
+
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 
 
 def cpu_name() -> str:
@@ -83,18 +91,65 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int) -> di
     return split
 
 
+def bench_cores(configfiles: list[str], results: Path, cores: list[int]) -> dict:
+    """The last run's critical path and its wall time extrapolated to ``cores`` (thai_grpo.report.speedup)."""
+    jobs = workflow_jobs(".", configfiles, ("all",), cores=2)
+    measured = read_benchmarks(results / "benchmarks")
+    seconds = {name: measured[name] for name in jobs if name in measured}
+    missing = sorted(name for name, job in jobs.items() if name not in measured and job["rule"] not in
+                     ("all", "results", "report", "headline"))
+    estimate = extrapolate(seconds, {n: j["deps"] for n, j in jobs.items()},
+                           {n: j["threads"] for n, j in jobs.items()}, cores)
+    print(f"last run's DAG (rule all): {len(jobs)} jobs, {estimate['core_seconds']:.0f} core-seconds, critical path "
+          f"{estimate['critical_path_s']:.0f} s: {' -> '.join(estimate['critical_path'])}")
+    for n, row in estimate["cores"].items():
+        print(f"  {n:>2} cores: >= {row['wall_s']:6.0f} s of jobs  (x{row['speedup']:.2f}; bound: {row['bound']})")
+    if missing:
+        print(f"  (no benchmark for {len(missing)} jobs, counted 0 s: {', '.join(missing[:6])}"
+              f"{' ...' if len(missing) > 6 else ''})")
+    return {**estimate, "jobs_without_benchmark": missing}
+
+
+def bench_smoke(cores: list[int]) -> list[dict]:
+    """Measured wall seconds of the smoke config's whole DAG (toy sizes) at each core count, each from scratch."""
+    rows = []
+    for n in cores:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in WORKFLOW_FILES:
+                if Path(name).exists():
+                    (shutil.copytree if Path(name).is_dir() else shutil.copy)(name, Path(tmp) / name)
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(n), "--configfile",
+                                   "config/smoke.yaml", "-q"], cwd=tmp, capture_output=True, text=True,
+                                  env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"})
+            wall = time.perf_counter() - start
+        if done.returncode:
+            raise SystemExit(f"smoke run at --cores {n} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+        rows.append({"cores": n, "wall_s": wall})
+        print(f"smoke DAG (config/smoke.yaml) at --cores {n}: {wall:.0f} s", flush=True)
+    if len(rows) > 1:
+        print(f"  speed-up {rows[0]['cores']} -> {rows[-1]['cores']} cores: x{rows[0]['wall_s'] / rows[-1]['wall_s']:.2f}")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--configfile", nargs="+", default=["config/config.yaml"])
     parser.add_argument("--results", default="results")
     parser.add_argument("--grpo-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
+                        help="core counts of the last run's critical-path extrapolation")
+    parser.add_argument("--smoke-cores", type=int, nargs="*", default=[1, 2],
+                        help="core counts at which to time the smoke DAG (none: skip)")
     options = parser.parse_args()
     config, results = load_config(options.configfile), Path(options.results)
     report = {"cpu": cpu_name(), "cores": torch.get_num_threads(), "torch": torch.__version__,
               "sampler": bench_sampler(config, results, options.threads),
               "grpo_step": [bench_grpo_step(config, results, options.grpo_steps, t) for t in options.threads],
-              "last_run": stage_shares(results / "benchmarks")}
+              "last_run": stage_shares(results / "benchmarks"),
+              "cores": bench_cores(options.configfile, results, options.cores),
+              "smoke": bench_smoke(options.smoke_cores)}
     last = report["last_run"]
     print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "
           f"at most {last['max_jobs_at_once']} at once")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import pytest
 from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
@@ -49,6 +51,8 @@ def test_smoke_run_writes_results_and_report(smoke_run):
             assert metric["wilson_low"] <= metric["estimate"] <= metric["wilson_high"]
     html = (smoke_run / "results/report.html").read_text()
     assert "<html" in html and "pass@1" in html
+    headline = json.loads((smoke_run / "results/headline.json").read_text())  # the same numbers as results.json
+    assert headline["models"]["grpo"]["pass@1"] == results["eval"]["grpo"]["pass@1"]["estimate"]
     for stage in ["dataset", "split", "base_model", "sft_adapter", "train-grpo", "sample-grpo", "train-rloo",
                   "train-dpo", "preference_pairs", "sample-dpo"]:
         assert (smoke_run / f"results/benchmarks/{stage}.tsv").exists(), stage
@@ -133,6 +137,34 @@ def test_same_config_gives_identical_results(smoke_run, tmp_path):
     first = json.loads((smoke_run / "results/results.json").read_text())
     again = json.loads((second / "results/results.json").read_text())
     assert comparable(first) == comparable(again)
+
+
+def test_shipped_base_gives_the_same_numbers_and_is_refused_for_other_settings(smoke_run, tmp_path):
+    """The smoke run's base and adapter shipped (scripts/ship_base.py), then loaded by base.source: shipped: the
+    headline's scores are those of the run that trained them; another pretraining length is refused before training."""
+    second = copy_workflow(tmp_path)
+    made = subprocess.run([sys.executable, "scripts/ship_base.py", "--from", str(smoke_run / "results/model"),
+                           "--data", str(smoke_run / "results/data"), "--configfile", "config/config.yaml",
+                           "config/smoke.yaml", "--commit", "test", "--out", "assets/tiny-base"],
+                          cwd=second, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr[-3000:]
+    sft = 'sft={"source": "shipped"}'
+    refused = snakemake(second, "results/headline.json", "--configfile", "config/smoke.yaml", "--config",
+                        'base={"source": "shipped", "pretrain": {"max_steps": 5}}', sft)
+    out = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert "base.pretrain.max_steps: shipped 4, config 5" in out and "snakemake --cores 2 base" in out, out[-3000:]
+    assert not (second / "results/benchmarks/train-grpo.tsv").exists()
+
+    shipped = ["--config", 'base={"source": "shipped"}', sft]
+    rebuild = snakemake(second, "base", "-n", "--configfile", "config/smoke.yaml", *shipped)
+    assert scheduled_jobs(rebuild) == {"base_model_scratch": 1, "sft_adapter_scratch": 1, "base": 1}
+    done = snakemake(second, "results/headline.json", "--configfile", "config/smoke.yaml", *shipped)
+    assert done.returncode == 0, done.stderr[-4000:]
+    for model in ["base", "sft", "grpo"]:
+        assert (second / f"results/eval/{model}/scores.json").read_text() == \
+            (smoke_run / f"results/eval/{model}/scores.json").read_text(), model
+    assert (second / "results/headline.json").read_text() == (smoke_run / "results/headline.json").read_text()
 
 
 def test_second_heldout_set_is_evaluated_apart_without_retraining(smoke_run, tmp_path):

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data"]
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 FIXTURES = REPO / "tests" / "fixtures"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
 
@@ -21,6 +21,8 @@ def copy_workflow(target: Path) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     for name in WORKFLOW_FILES:
         source = REPO / name
+        if not source.exists():  # assets/: the shipped base, once `make ship-base` has made it
+            continue
         (shutil.copytree if source.is_dir() else shutil.copy)(source, target / name)
     return target
 

@@ -119,15 +119,15 @@ def _check_grpo(grpo: dict, where: str) -> None:
 
 def _check_data(data: dict, sft_source: str) -> None:
     sizes = {"train_size": data["train_size"], "heldout_size": data["heldout_size"],
-             "sft_size": data.get("sft_size", 0) if sft_source == "train" else 0}
+             "sft_size": data.get("sft_size", 0) if sft_source in ("train", "shipped") else 0}
     if data["source"] == "synthetic":
         available = data.get("synthetic", {}).get("num_problems", 6000)
         if sum(sizes.values()) > available:
             listed = " + ".join(f"{k}={v}" for k, v in sizes.items())
             raise ConfigError(f"data: {listed} = {sum(sizes.values())} exceeds data.synthetic.num_problems="
                               f"{available}: lower the sizes or raise num_problems")
-    if sft_source == "train" and sizes["sft_size"] < 1:
-        raise ConfigError("data.sft_size must be >= 1 when sft.source=train: the SFT adapter needs examples")
+    if sft_source in ("train", "shipped") and sizes["sft_size"] < 1:
+        raise ConfigError(f"data.sft_size must be >= 1 when sft.source={sft_source}: the SFT adapter needs examples")
 
 
 def _check_eval(config: dict) -> None:
@@ -157,6 +157,10 @@ def check_config(config: dict) -> None:
     for name in config.get("variants", {}):
         _check_grpo(variant_settings(config, name)["grpo"], f"variants.{name}.grpo")
     _check_eval(config)
+    if (config["base"]["source"] == "shipped") != (config["sft"]["source"] == "shipped"):
+        raise ConfigError(f"base.source={config['base']['source']} with sft.source={config['sft']['source']}: the "
+                          "shipped SFT adapter was trained on the shipped base; set both to shipped, or base.source: "
+                          "scratch with sft.source: train")
     for section in ("base", "sft"):
         if config[section]["source"] in ("hub", "local") and not config[section].get("name_or_path"):
             raise ConfigError(f"{section}.source={config[section]['source']} needs {section}.name_or_path "

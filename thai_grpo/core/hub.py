@@ -68,12 +68,13 @@ def download_snapshot(repo_id: str, revision: str | None, target: Path, kind: st
     except unreachable_errors():
         # `from None`: the library's traceback says nothing more than the hint; the error stays on __context__.
         raise HubUnavailable(offline_hint(repo_id, revision, kind)) from None
-    _copy_allowed(Path(snapshot), target)
+    copy_allowed(Path(snapshot), target)
 
 
-def _copy_allowed(snapshot: Path, target: Path) -> None:
+def copy_allowed(snapshot: Path, target: Path) -> None:
     """Copy the snapshot's allowed files (real files, not the cache's symlinks). Offline, snapshot_download
-    returns the cached folder whole, whatever the patterns, so they are applied again here."""
+    returns the cached folder whole, whatever the patterns, so they are applied again here. Also used for the
+    shipped base (thai_grpo.core.shipped), so that it holds what a hub snapshot would."""
     def matches(name: str, patterns: list[str]) -> bool:
         return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 

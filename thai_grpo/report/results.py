@@ -295,11 +295,13 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "seeds": {"data": config["data"]["shuffle_seed"], "train": config["seed"], "eval": config["eval"]["seed"]},
             "versions": package_versions(),
             "data": {"source": config["data"]["source"], **split_stats},
-            "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch",
+            "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"
+                      + (" (shipped, assets/tiny-base)" if config["base"]["source"] == "shipped" else ""),
                       "base_parameters": base_parameters,
                       "trainable_parameters": main_train.get("parameters", {}).get("trainable"),
                       "adapter": config["sft"].get("name_or_path") or
-                      f"LoRA r={config['sft'].get('lora', {}).get('r')} trained here",
+                      f"LoRA r={config['sft'].get('lora', {}).get('r')} "
+                      + ("trained here" if config["sft"]["source"] == "train" else "(shipped with the base)"),
                       "kl_reference": main_train.get("kl_reference")},
             "benchmarks": benchmarks,
             "peak_memory_mb": peak_memory,

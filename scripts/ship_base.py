@@ -1,0 +1,41 @@
+"""`make ship-base`: (re)create the shipped base and SFT adapter (assets/tiny-base/) from a scratch build.
+
+Copies the hub-style files of FROM/base and FROM/sft_adapter (safetensors weights, configs, tokenizer) and writes
+built_by.json: the seed, base:, corpus:, sft: and system prompt of the config, hashes of results/data/pretrain.jsonl
+and sft.jsonl, and the commit (thai_grpo.core.shipped). FROM is results/model after a run with base.source: scratch,
+results/model/scratch after `snakemake --cores 2 base` with base.source: shipped.
+"""
+
+import argparse
+import subprocess
+from pathlib import Path
+
+from thai_grpo.core.io import read_jsonl
+from thai_grpo.core.shipped import load_config, ship
+from thai_grpo.data.problems import SYSTEM_PROMPT
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def head_commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--from", dest="source", default="results/model", help="folder with base/ and sft_adapter/")
+parser.add_argument("--data", default="results/data", help="folder with pretrain.jsonl and sft.jsonl")
+parser.add_argument("--configfile", nargs="+", default=["config/config.yaml"])
+parser.add_argument("--commit", default=None, help="the commit that built the files (default: git HEAD)")
+parser.add_argument("--out", default="assets/tiny-base")
+args = parser.parse_args()
+
+config = load_config(args.configfile, ROOT / "config/schema.yaml")
+data = Path(args.data)
+manifest = ship(Path(args.source) / "base", Path(args.source) / "sft_adapter", args.out, config,
+                config["data"].get("system_prompt", SYSTEM_PROMPT), read_jsonl(data / "pretrain.jsonl"),
+                read_jsonl(data / "sft.jsonl"), args.commit or head_commit())
+size = sum(p.stat().st_size for p in Path(args.out).rglob("*") if p.is_file())
+print(f"wrote {args.out}: {len(manifest['files'])} files + built_by.json, {size / 1e6:.1f} MB; "
+      f"pretrain {manifest['data']['pretrain_rows']} rows, sft {manifest['data']['sft_rows']} rows, "
+      f"commit {manifest['commit']}")

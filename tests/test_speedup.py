@@ -1,0 +1,103 @@
+"""make bench's speed-up estimate (thai_grpo.report.speedup) and the schedule it rests on: the critical path of a
+hand-made DAG against brute force, the work/span bounds, and the headline's jobs ahead of the other methods."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from workflow import copy_workflow
+
+from thai_grpo.report.headline import headline, headline_line
+from thai_grpo.report.speedup import (chains_brute_force, critical_path, extrapolate, job_name, read_benchmarks,
+                                      workflow_jobs)
+
+# base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
+DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],
+        "dpo": ["pairs"], "sample-grpo": ["grpo"], "sample-rloo": ["rloo"], "sample-dpo": ["dpo"],
+        "results": ["sample-grpo", "sample-rloo", "sample-dpo"]}
+SECONDS = {"split": 1, "base": 300, "sft": 50, "grpo": 150, "rloo": 250, "pairs": 30, "dpo": 40,
+           "sample-grpo": 40, "sample-rloo": 20, "sample-dpo": 20, "results": 2}
+
+
+def test_critical_path_of_a_hand_made_dag():
+    span, path = critical_path(SECONDS, DEPS)
+    assert path == ["split", "base", "sft", "rloo", "sample-rloo", "results"]
+    assert span == 1 + 300 + 50 + 250 + 20 + 2 == chains_brute_force(SECONDS, DEPS)
+
+
+def test_critical_path_matches_brute_force_on_random_dags():
+    rng = random.Random(0)
+    for _ in range(30):
+        jobs = [f"j{i}" for i in range(8)]
+        deps = {job: [d for d in jobs[:i] if rng.random() < 0.35] for i, job in enumerate(jobs)}
+        seconds = {job: float(rng.randint(1, 100)) for job in jobs}
+        assert critical_path(seconds, deps)[0] == chains_brute_force(seconds, deps)
+        span, path = critical_path(seconds, deps)
+        assert all(a in deps[b] for a, b in itertools.pairwise(path))  # a real chain
+
+
+def test_a_cycle_is_refused():
+    with pytest.raises(ValueError, match="cycle"):
+        critical_path({"a": 1, "b": 1}, {"a": ["b"], "b": ["a"]})
+
+
+def test_extrapolation_is_work_over_cores_until_the_critical_path():
+    threads = {"base": 2, "sft": 2, "grpo": 2}
+    estimate = extrapolate(SECONDS, DEPS, threads, [1, 2, 4, 8, 16])
+    work = sum(SECONDS.values()) + 300 + 50 + 150  # the 2-thread jobs hold two cores
+    assert estimate["core_seconds"] == work
+    assert estimate["cores"]["1"]["wall_s"] == work and estimate["cores"]["2"]["wall_s"] == work / 2
+    assert estimate["cores"]["16"]["wall_s"] == estimate["critical_path_s"] == 623
+    assert estimate["cores"]["16"]["bound"] == "critical path" and estimate["cores"]["1"]["bound"] == "work"
+    speedups = [estimate["cores"][str(n)]["speedup"] for n in (1, 2, 4, 8, 16)]
+    assert speedups == sorted(speedups) and speedups[0] == 1.0
+
+
+def test_benchmark_names_and_files(tmp_path):
+    assert job_name("train", {"run": "grpo"}) == "train-grpo" and job_name("split", {}) == "split"
+    (tmp_path / "train-grpo.tsv").write_text("s\th:m:s\tmax_rss\n158.25\t0:02:38\t900\n")
+    assert read_benchmarks(tmp_path) == {"train-grpo": 158.25}
+
+
+def test_headline_is_the_paired_difference_of_grpo_and_sft():
+    def scores(correct):
+        n = len(correct)
+        return {"pass@1": {"estimate": sum(correct) / n, "bootstrap_low": 0.0, "bootstrap_high": 1.0},
+                "greedy_accuracy": {"estimate": 0.5}, "per_problem_correct": correct, "n_samples": 1,
+                "per_problem_greedy": correct}
+
+    record = headline({"sft": scores([0, 1, 0, 0]), "grpo": scores([1, 1, 1, 0])}, n_boot=200, seed=0)
+    assert record["models"]["sft"]["pass@1"] == 0.25 and record["models"]["grpo"]["pass@1"] == 0.75
+    assert record["grpo_minus_sft"]["mean_diff"] == pytest.approx(0.5)
+    line = headline_line(record)
+    assert line.startswith("Headline ready: SFT 0.250 -> GRPO 0.750") and "results/headline.json" in line
+
+
+@pytest.fixture(scope="module")
+def default_jobs(tmp_path_factory):
+    return workflow_jobs(copy_workflow(tmp_path_factory.mktemp("dag")), cores=2)
+
+
+def test_headline_jobs_come_before_the_other_methods(default_jobs):
+    jobs = default_jobs
+    headline_jobs = {"base_model", "sft_adapter", "train-grpo", "sample-base", "sample-sft", "sample-grpo",
+                     "score-base", "score-sft", "score-grpo", "headline"}
+    assert headline_jobs <= set(jobs)
+    lowest_headline = min(jobs[name]["priority"] for name in headline_jobs)
+    others = [n for n, j in jobs.items() if n not in headline_jobs and j["rule"] in
+              ("train", "sample", "score", "preference_pairs", "reward_model")]
+    assert {"train-ppo", "train-rloo", "train-dr_grpo", "train-dpo", "sample-ppo"} <= set(others)
+    assert all(jobs[n]["priority"] < lowest_headline for n in others)
+    # the headline's own training chain before its sampling: GRPO starts as soon as SFT ends
+    assert jobs["train-grpo"]["priority"] > jobs["sample-base"]["priority"]
+    assert "score-grpo" in jobs["headline"]["deps"] and "train-ppo" not in jobs["headline"]["deps"]
+
+
+def test_threads_per_job_do_not_depend_on_the_cores(tmp_path):
+    """2 threads for the core chain, 1 for the rest, at 2 cores as at 16: more cores run more jobs, same numbers."""
+    workdir = copy_workflow(tmp_path)
+    at2, at16 = workflow_jobs(workdir, cores=2), workflow_jobs(workdir, cores=16)
+    assert {n: j["threads"] for n, j in at2.items()} == {n: j["threads"] for n, j in at16.items()}
+    assert at2["train-grpo"]["threads"] == 2 and at2["train-ppo"]["threads"] == 1

@@ -1,0 +1,146 @@
+"""The shipped base and SFT adapter (``base.source: shipped``): what built them, and the check that they still fit.
+
+The offline default run loads a tiny base and SFT adapter shipped with the project (``assets/tiny-base/``) instead
+of pretraining them (the longest stage). Beside the weights, ``built_by.json`` records what built them: the seed, the
+config sections that drive the build (base:, corpus:, sft: without their source keys, and the system prompt), and
+hashes of the pretraining and SFT rows. A run whose config or data differ from that record is refused before any
+training, with one line naming the difference and the fix.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from thai_grpo.core.config import ConfigError
+from thai_grpo.core.hub import copy_allowed, require_model_dir
+from thai_grpo.core.io import atomic_directory, write_json
+
+MANIFEST = "built_by.json"
+BASE_DIR, ADAPTER_DIR = "base", "sft_adapter"
+# Keys that say where the model comes from, not how it was built: they differ between the build and the shipped run.
+SOURCE_KEYS = ("source", "name_or_path", "revision")
+REBUILD_HINT = ("rebuild it with `snakemake --cores 2 base` then `make ship-base`, or build it inside the run with "
+                "base.source: scratch and sft.source: train")
+
+
+def _plain(value):
+    """The JSON form of a value (tuples -> lists, keys -> str), so a recipe compares equal to its stored copy."""
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def recipe(config: dict, system_prompt: str) -> dict:
+    """The settings that build the base and the SFT adapter: the seed, base:, corpus:, sft: and the system prompt."""
+    def section(name):
+        return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
+
+    return _plain({"seed": config["seed"], "base": section("base"), "corpus": section("corpus"),
+                   "sft": section("sft"), "system_prompt": system_prompt})
+
+
+def rows_sha256(rows: list[dict]) -> str:
+    """A hash of rows (each as canonical JSON, one a line): independent of key order and of the file's bytes."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def data_record(pretrain_rows: list[dict], sft_rows: list[dict]) -> dict:
+    return {"pretrain_rows": len(pretrain_rows), "pretrain_sha256": rows_sha256(pretrain_rows),
+            "sft_rows": len(sft_rows), "sft_sha256": rows_sha256(sft_rows)}
+
+
+def build_manifest(config: dict, system_prompt: str, pretrain_rows: list[dict], sft_rows: list[dict],
+                   commit: str, files: dict[str, str]) -> dict:
+    """What ``built_by.json`` holds: the recipe, the data hashes, the commit that built the files, their hashes."""
+    return {"recipe": recipe(config, system_prompt), "data": data_record(pretrain_rows, sft_rows),
+            "commit": commit, "files": dict(sorted(files.items()))}
+
+
+def first_difference(built: object, wanted: object, path: str = "") -> str | None:
+    """The first key path (``base.pretrain.max_steps``) where two JSON values differ, with both values; else None."""
+    if isinstance(built, dict) and isinstance(wanted, dict):
+        for key in sorted(set(built) | set(wanted)):
+            where = f"{path}.{key}" if path else key
+            if key not in built or key not in wanted:
+                return f"{where}: shipped {built.get(key, '(absent)')!r}, config {wanted.get(key, '(absent)')!r}"
+            found = first_difference(built[key], wanted[key], where)
+            if found:
+                return found
+        return None
+    return None if built == wanted else f"{path}: shipped {built!r}, config {wanted!r}"
+
+
+def check_recipe(manifest: dict, wanted: dict) -> None:
+    """Refuse the shipped files when the config's recipe (``recipe(config, system_prompt)``) would build a different
+    base or adapter (cheap: no data read)."""
+    difference = first_difference(manifest["recipe"], _plain(wanted))
+    if difference:
+        raise ConfigError(f"base.source=shipped: the shipped base was built with other settings ({difference}); "
+                          + REBUILD_HINT)
+
+
+def check_data(manifest: dict, pretrain_rows: list[dict], sft_rows: list[dict]) -> None:
+    """Refuse the shipped files when the pretraining or SFT rows differ from those that built them."""
+    ours = data_record(pretrain_rows, sft_rows)
+    for name in ("pretrain", "sft"):
+        if ours[f"{name}_sha256"] != manifest["data"][f"{name}_sha256"]:
+            raise ConfigError(f"base.source=shipped: the {name} set ({ours[f'{name}_rows']} rows) differs from the "
+                              f"one that built the shipped base ({manifest['data'][f'{name}_rows']} rows); "
+                              + REBUILD_HINT)
+
+
+def read_manifest(folder: str | Path) -> dict:
+    path = Path(folder) / MANIFEST
+    if not path.is_file():
+        raise ConfigError(f"base.source=shipped: {path} is missing (the shipped folder is incomplete); "
+                          + REBUILD_HINT)
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def load_config(paths: list[str | Path], schema: str | Path) -> dict:
+    """A config as the workflow sees it: the files merged in order, scalars coerced, the schema's defaults filled in
+    (the recipe compares settings with their defaults, so both sides need them)."""
+    import yaml
+    from snakemake.utils import validate
+
+    from thai_grpo.core.config import coerce_scalars, deep_merge
+
+    config: dict = {}
+    for path in paths:
+        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    config = coerce_scalars(config)
+    validate(config, str(Path(schema).resolve()))
+    return config
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def ship(base_dir: str | Path, adapter_dir: str | Path, out_dir: str | Path, config: dict, system_prompt: str,
+         pretrain_rows: list[dict], sft_rows: list[dict], commit: str) -> dict:
+    """(Re)create the shipped folder: ``base/`` and ``sft_adapter/`` (the hub-style files only: safetensors weights,
+    configs, tokenizer) and ``built_by.json``. Replaces ``out_dir`` whole; returns the manifest."""
+    with atomic_directory(out_dir) as tmp:
+        for source, name, kind in ((base_dir, BASE_DIR, "base model"), (adapter_dir, ADAPTER_DIR, "adapter")):
+            copy_allowed(require_model_dir(source, kind), tmp / name)
+        files = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
+        manifest = build_manifest(config, system_prompt, pretrain_rows, sft_rows, commit, files)
+        write_json(tmp / MANIFEST, manifest)
+    return manifest
+
+
+def check_files(folder: str | Path, manifest: dict) -> None:
+    """Refuse a shipped folder whose files differ from those recorded when it was made (an edit or a bad copy)."""
+    folder = Path(folder)
+    for name, sha in manifest["files"].items():
+        if not (folder / name).is_file() or file_sha256(folder / name) != sha:
+            raise ConfigError(f"base.source=shipped: {folder / name} is missing or differs from the file shipped "
+                              f"(built_by.json); restore it (git checkout {folder}) or " + REBUILD_HINT)

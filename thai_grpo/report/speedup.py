@@ -1,0 +1,114 @@
+"""`make bench`'s speed-up estimate: the last run's jobs (Snakemake's DAG) and their measured seconds
+(results/benchmarks/*.tsv) -> the critical path and the wall time to expect on n cores.
+
+With unlimited cores a run still takes its critical path (the longest chain of dependent jobs); with n cores it takes
+at least its CPU-seconds / n. The estimate is the larger of the two bounds (work and span, as in Brent's theorem), a
+floor that a real scheduler approaches when jobs are many and short beside the path.
+"""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+
+def job_name(rule: str, wildcards: dict) -> str:
+    """A job's name as its benchmark file names it: ``train-grpo``, ``sample-base``, ``split``."""
+    return "-".join([rule, *map(str, wildcards.values())])
+
+
+def critical_path(seconds: dict[str, float], deps: dict[str, list[str]]) -> tuple[float, list[str]]:
+    """The longest chain of dependent jobs: (its seconds, its jobs in order). ``deps[job]`` are the jobs it waits for;
+    a job without measured seconds counts 0."""
+    finish: dict[str, tuple[float, list[str]]] = {}
+
+    def longest(job: str, visiting: frozenset = frozenset()) -> tuple[float, list[str]]:
+        if job in visiting:
+            raise ValueError(f"dependency cycle through {job}")
+        if job not in finish:
+            before = [longest(d, visiting | {job}) for d in deps.get(job, [])]
+            best = max(before, key=lambda item: item[0], default=(0.0, []))
+            finish[job] = (best[0] + seconds.get(job, 0.0), best[1] + [job])
+        return finish[job]
+
+    jobs = set(seconds) | set(deps)
+    return max((longest(job) for job in sorted(jobs)), key=lambda item: item[0], default=(0.0, []))
+
+
+def all_chains(deps: dict[str, list[str]]) -> list[list[str]]:
+    """Every chain of dependent jobs from a job with no dependencies to any job (for checking critical_path)."""
+    jobs = set(deps) | {d for ds in deps.values() for d in ds}
+    chains = []
+
+    def walk(chain):
+        chains.append(chain)
+        for job in sorted(jobs):
+            if chain[-1] in deps.get(job, []):
+                walk(chain + [job])
+
+    for job in sorted(jobs):
+        if not deps.get(job):
+            walk([job])
+    return chains
+
+
+def cpu_seconds(seconds: dict[str, float], threads: dict[str, int]) -> float:
+    """Core-seconds the run occupies: each job's wall seconds times the threads it holds."""
+    return sum(s * threads.get(job, 1) for job, s in seconds.items())
+
+
+def extrapolate(seconds: dict[str, float], deps: dict[str, list[str]], threads: dict[str, int],
+                cores: list[int]) -> dict:
+    """For each n in ``cores``: max(core-seconds / n, critical path), and the speed-up over the first n."""
+    span, path = critical_path(seconds, deps)
+    work = cpu_seconds(seconds, threads)
+    walls = {n: max(work / n, span) for n in cores}
+    first = walls[cores[0]]
+    return {"critical_path_s": span, "critical_path": path, "core_seconds": work,
+            "cores": {str(n): {"wall_s": walls[n], "speedup": first / walls[n],
+                               "bound": "critical path" if span >= work / n else "work"} for n in cores}}
+
+
+def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
+    """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
+    out = {}
+    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
+        with open(path, encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        if rows:
+            out[path.stem] = float(rows[0]["s"])
+    return out
+
+
+def workflow_jobs(workdir: str | Path, configfiles: list[str] = (), targets: tuple[str, ...] = ("all",),
+                  cores: int = 2) -> dict[str, dict]:
+    """Every job of ``targets`` (as if from scratch) with its rule, wildcards, threads at ``cores``, Snakemake
+    priority and the jobs it waits for, from Snakemake's own DAG (its Python API; nothing runs)."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, ResourceSettings,
+                                          StorageSettings)
+
+    workdir = Path(workdir).resolve()
+    with SnakemakeApi(OutputSettings(quiet={"all"})) as api:
+        workflow_api = api.workflow(resource_settings=ResourceSettings(cores=cores),
+                                    config_settings=ConfigSettings(configfiles=[Path(c) for c in configfiles]),
+                                    storage_settings=StorageSettings(), snakefile=workdir / "Snakefile",
+                                    workdir=workdir)
+        workflow_api.dag(DAGSettings(targets=set(targets), forceall=True))
+        workflow = workflow_api._workflow  # the DAG itself is not part of the public API
+        workflow._prepare_dag(forceall=True, ignore_incomplete=True, lock_warn_only=True)
+        workflow._build_dag()
+        dag = workflow.dag
+        dag.update_priority()
+        names = {job: job_name(job.rule.name, dict(job.wildcards_dict)) for job in dag.needrun_jobs()}
+        return {names[job]: {"rule": job.rule.name, "wildcards": dict(job.wildcards_dict), "threads": job.threads,
+                             "priority": dag.priority(job),
+                             "deps": sorted({names[d] for d in dag.dependencies[job] if d in names})}
+                for job in dag.needrun_jobs()}
+
+
+def chains_brute_force(seconds: dict[str, float], deps: dict[str, list[str]]) -> float:
+    """The longest chain's seconds by trying every chain (exponential: for tests on small DAGs)."""
+    return max((sum(seconds.get(job, 0.0) for job in chain) for chain in all_chains(deps)), default=0.0)
+
+
