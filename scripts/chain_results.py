@@ -23,6 +23,10 @@ for seed in params.seeds:
 hacking = {seed: read_json(path) for seed, path in zip(params.seeds, snakemake.input.hacking)}
 study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
 seconds = {seed: benchmark_seconds(folder) for seed, folder in params.benchmarks.items()}
+# A chain's cost: the stages an added chain runs (its own benchmarks), counted alike in the config's chain, whose
+# benchmarks folder also holds the optional targets' stages (seeds, passk, losses ...).
+chain_stages = set().union(*(stages for seed, stages in seconds.items() if seed != params.default_seed))
+seconds = {seed: {stage: s for stage, s in stages.items() if stage in chain_stages} for seed, stages in seconds.items()}
 write_json(snakemake.output.results, {
     **study, "default_seed": params.default_seed,
     "num_problems": runs["sft"][0]["scores"]["num_problems"], "n_samples": runs["sft"][0]["scores"]["n_samples"],
