@@ -116,7 +116,7 @@ def test_real_config_offline_fails_fast_with_hint(tmp_path, target, stage, downl
     # The target goes before --configfile, which takes every following word as a config file.
     done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", target,
                            "--configfile", "config/qwen3-0.6b.yaml"],
-                          cwd=workdir, env=env, capture_output=True, text=True, timeout=120)
+                          cwd=workdir, env=env, capture_output=True, text=True, timeout=600)
     elapsed = time.monotonic() - start
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-3000:]

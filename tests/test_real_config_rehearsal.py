@@ -55,7 +55,7 @@ def rehearsal(tmp_path_factory):
     workdir = copy_workflow(root / "workflow")
     fill_hub_cache(root / "hf_home", workdir / "tiny.yaml")
     done = run_snakemake(workdir, "--cores", "2", "--configfile", "config/qwen3-0.6b.yaml", "tiny.yaml",
-                         timeout=600, env=offline_env(root / "hf_home"))
+                         timeout=1800, env=offline_env(root / "hf_home"))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return workdir, root / "hf_home", workdir / "tiny.yaml"
 
@@ -155,6 +155,6 @@ def test_enable_thinking_reaches_the_template(rehearsal):
     off = workdir / "thinking_off.yaml"
     off.write_text(json.dumps({"eval": {"chat_template_kwargs": {"enable_thinking": False}}}))
     done = run_snakemake(workdir, "--cores", "2", str(samples.relative_to(workdir)), "--configfile",
-                         "config/qwen3-0.6b.yaml", tiny.name, off.name, timeout=300, env=offline_env(hf_home))
+                         "config/qwen3-0.6b.yaml", tiny.name, off.name, timeout=900, env=offline_env(hf_home))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert think_share() == 0.0

@@ -27,7 +27,7 @@ def copy_workflow(target: Path) -> Path:
     return target
 
 
-def run_snakemake(workdir: Path, *args: str, timeout: int = 900, env: dict | None = None) -> subprocess.CompletedProcess:
+def run_snakemake(workdir: Path, *args: str, timeout: int = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
     """``snakemake --cores 1 ARGS`` in ``workdir``, offline; put targets before ``--configfile`` (it takes many)."""
     environment = {**os.environ, **OFFLINE_ENV, **(env or {})}
     return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=workdir, env=environment,

@@ -124,6 +124,15 @@ def _bracket(stat: dict, digits: int = 4) -> str:
     return f"{stat['mean']:.{digits}f} [{stat['low']:.{digits}f}, {stat['high']:.{digits}f}]"
 
 
+def _kl_interval_unit(summary: dict) -> str:
+    """What the KL intervals resampled: problems (each with all its completions), or, in a summary written before
+    problems were recorded, completions (too narrow when KL varies by problem)."""
+    if "problems" in summary:
+        return f"95% bootstrap over problems: the {summary['problems']} problems resampled, each with all its completions"
+    return ("95% bootstrap over completions, from a run that did not record each completion's problem: too narrow "
+            "when KL varies by problem; `snakemake --forcerun token_logprobs` resamples problems")
+
+
 def kl_estimator_verdict(summary: dict) -> str:
     """k1 vs k3 on the run's own tokens (``kl.real_kl_summary``): whether each estimator's mean agrees with the exact
     KL within its bootstrap interval over problems, which one has the smaller exact standard error, whether the
@@ -132,8 +141,7 @@ def kl_estimator_verdict(summary: dict) -> str:
     means, exact_se = summary["means"], summary["exact_se"]
     text = [f"On {summary['tokens']:,} sampled tokens of {summary['completions']} completions the exact "
             f"KL(pi || pi_ref) per token is {_bracket(means['exact'])}; k1 estimates {_bracket(means['k1'])} and k3 "
-            f"{_bracket(means['k3'])} (95% bootstrap over problems: the {summary['problems']} problems resampled, each "
-            f"with all its completions)."]
+            f"{_bracket(means['k3'])} ({_kl_interval_unit(summary)})."]
     for name in ("k1", "k3"):
         gap = means[f"{name}_minus_exact"]
         agrees = gap["low"] <= 0 <= gap["high"]
