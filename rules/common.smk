@@ -258,7 +258,6 @@ def chain_config(seed):
     """The config of a chain's module: this one at another seed, with its own results folder and no chain study;
     its base and SFT adapter built from scratch (a shipped pair was built at the config's own seed)."""
     member = {key: value for key, value in config.items() if key != "chains"}
-    scratch = {"base": {**config["base"], "source": "scratch"}, "sft": {**config["sft"], "source": "train"}}
-    if config["base"]["source"] != "shipped":
-        scratch = {}
-    return {**member, **scratch, "seed": seed, "results_dir": chain_dir(seed)}
+    if config["base"]["source"] == "shipped":
+        member.update(base={**config["base"], "source": "scratch"}, sft={**config["sft"], "source": "train"})
+    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
