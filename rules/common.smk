@@ -14,6 +14,15 @@ from thai_grpo.core.config import (
     eval_settings,
     passk_settings,
 )
+from thai_grpo.core.scheduling import (
+    CHAIN_TRAINING,
+    HEADLINE_ONE_THREAD,
+    UNBLOCKING,
+    sampling_priority,
+    scoring_priority,
+    threads_for,
+    training_priority,
+)
 from thai_grpo.core.shipped import recipe
 from thai_grpo.core.seeds import (
     LOSS_BASELINE,
@@ -68,33 +77,9 @@ PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
-# The core chain (the chapter's base -> SFT -> GRPO comparison) trains and samples with 2 threads: 1.6-1.7x faster
-# per job (make bench), at ~20% more CPU time. Every other training and sampling job takes 1 thread and runs beside
-# another, which gets more done per core. Snakemake lowers a job's threads to --cores when there are fewer.
-CORE_CHAIN = ("base", "sft", "grpo")
-
-
-def threads_for(name):
-    """Threads of a training or sampling job: 2 for the core chain's models, else 1."""
-    return 2 if name in CORE_CHAIN else 1
-
-
-# Scheduling (Snakemake `priority:`, highest first): the headline, SFT vs GRPO (rule headline), before the other
-# methods. 4: the core chain's training (base, SFT, GRPO: the headline's longest path); 3: its held-out sampling and
-# scoring; 2: preference pairs and PPO's reward model (they unblock DPO and PPO, the longest job); 1: the other
-# training jobs; 0: the rest. Priorities only order the jobs: each job's threads, and so its numbers, stay the same.
-CHAIN_TRAINING_PRIORITY, HEADLINE_PRIORITY = 4, 3
-
-
-def training_priority(run):
-    """GRPO (the headline's longest job) first; the other runs, the longest jobs, before the sampling jobs that can
-    wait (a shorter run on 2 cores)."""
-    return CHAIN_TRAINING_PRIORITY if run == "grpo" else 1
-
-
-def priority_for(name, other=0):
-    """Priority of a training (``CHAIN_TRAINING_PRIORITY``) or a sampling / scoring job of model or run ``name``."""
-    return HEADLINE_PRIORITY if name in CORE_CHAIN else other
+# Threads and priorities (thai_grpo.core.scheduling): the core chain (base -> SFT -> GRPO) trains and samples with
+# 2 threads, every other job with 1; the headline's jobs outrank the rest by enough that Snakemake, which reserves no
+# cores, never starts another method's job while one of them waits (on 2 cores as on 16). They change no number.
 
 
 def training_temperature(variant):

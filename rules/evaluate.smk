@@ -13,7 +13,7 @@ rule sample:
         "results/logs/sample-{model}.log",
     benchmark:
         "results/benchmarks/sample-{model}.tsv"
-    priority: lambda wildcards: priority_for(wildcards.model)  # base, SFT and GRPO (the headline) first
+    priority: lambda wildcards: sampling_priority(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
         "../envs/training.yaml"
     threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
@@ -38,7 +38,7 @@ rule score:
         "results/logs/score-{model}.log",
     benchmark:
         "results/benchmarks/score-{model}.tsv"
-    priority: lambda wildcards: priority_for(wildcards.model)
+    priority: lambda wildcards: scoring_priority(wildcards.model)
     conda:
         "../envs/pipeline.yaml"
     params:

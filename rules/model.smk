@@ -23,7 +23,7 @@ if BUILDS_BASE:
             f"results/logs/base_model{SCRATCH_NAME}.log",
         benchmark:
             f"results/benchmarks/base_model{SCRATCH_NAME}.tsv"
-        priority: CHAIN_TRAINING_PRIORITY  # the headline's chain first (rules/common.smk)
+        priority: CHAIN_TRAINING  # the headline's chain first (rules/common.smk)
         conda:
             "../envs/training.yaml"
         threads: 2
@@ -53,7 +53,7 @@ if config["base"]["source"] == "shipped":
             "results/logs/base_model.log",
         benchmark:
             "results/benchmarks/base_model.tsv"
-        priority: CHAIN_TRAINING_PRIORITY
+        priority: CHAIN_TRAINING
         conda:
             "../envs/training.yaml"
         params:
@@ -101,7 +101,7 @@ if config["sft"]["source"] in ("train", "shipped"):
             f"results/logs/sft_adapter{SCRATCH_NAME}.log",
         benchmark:
             f"results/benchmarks/sft_adapter{SCRATCH_NAME}.tsv"
-        priority: CHAIN_TRAINING_PRIORITY
+        priority: CHAIN_TRAINING
         conda:
             "../envs/training.yaml"
         threads: 2
@@ -130,7 +130,7 @@ if config["sft"]["source"] == "shipped":
             "results/logs/sft_adapter.log",
         benchmark:
             "results/benchmarks/sft_adapter.tsv"
-        priority: CHAIN_TRAINING_PRIORITY
+        priority: CHAIN_TRAINING
         conda:
             "../envs/training.yaml"
         params:

@@ -14,7 +14,7 @@ rule reward_model:
         "results/logs/reward_model.log",
     benchmark:
         "results/benchmarks/reward_model.tsv"
-    priority: 2  # short, and PPO (the longest training job) waits for it: before the other train jobs
+    priority: UNBLOCKING  # short, and PPO (the longest training job) waits for it: before the other train jobs
     conda:
         "../envs/training.yaml"
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)

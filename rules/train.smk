@@ -17,7 +17,7 @@ rule preference_pairs:
         "results/logs/preference_pairs.log",
     benchmark:
         "results/benchmarks/preference_pairs.tsv"
-    priority: 2  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
+    priority: UNBLOCKING  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
     conda:
         "../envs/training.yaml"
     threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)

@@ -24,7 +24,7 @@ from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
 from thai_grpo.report.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
-from thai_grpo.report.speedup import extrapolate, read_benchmarks, workflow_jobs
+from thai_grpo.report.speedup import extrapolate, read_benchmarks, simulate, workflow_jobs
 
 WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 
@@ -103,7 +103,12 @@ def bench_cores(configfiles: list[str], results: Path, cores: list[int]) -> dict
     print(f"last run's DAG (rule all): {len(jobs)} jobs, {estimate['core_seconds']:.0f} core-seconds, critical path "
           f"{estimate['critical_path_s']:.0f} s: {' -> '.join(estimate['critical_path'])}")
     for n, row in estimate["cores"].items():
-        print(f"  {n:>2} cores: >= {row['wall_s']:6.0f} s of jobs  (x{row['speedup']:.2f}; bound: {row['bound']})")
+        times = simulate(seconds, jobs, int(n))  # Snakemake's own choice of jobs, replayed at the measured seconds
+        row["simulated_wall_s"] = max(end for _, end in times.values())
+        row["simulated_headline_s"] = times["headline"][1] if "headline" in times else None
+        headline = f", headline at {row['simulated_headline_s']:.0f} s" if "headline" in times else ""
+        print(f"  {n:>2} cores: >= {row['wall_s']:6.0f} s of jobs  (x{row['speedup']:.2f}; bound: {row['bound']}); "
+              f"scheduled as Snakemake does: {row['simulated_wall_s']:.0f} s{headline}")
     if missing:
         print(f"  (no benchmark for {len(missing)} jobs, counted 0 s: {', '.join(missing[:6])}"
               f"{' ...' if len(missing) > 6 else ''})")

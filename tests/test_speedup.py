@@ -1,5 +1,6 @@
 """make bench's speed-up estimate (thai_grpo.report.speedup) and the schedule it rests on: the critical path of a
-hand-made DAG against brute force, the work/span bounds, and the headline's jobs ahead of the other methods."""
+hand-made DAG against brute force, the work/span bounds, Snakemake's choice of jobs against brute force, and the
+headline never waiting for the other methods, simulated on the real DAG at 1 to 8 cores."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ import pytest
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo.report.speedup import (chains_brute_force, critical_path, extrapolate, job_name, read_benchmarks,
-                                      workflow_jobs)
+from thai_grpo.core import scheduling
+from thai_grpo.report.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
+                                      read_benchmarks, simulate, workflow_jobs)
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],
@@ -101,3 +103,80 @@ def test_threads_per_job_do_not_depend_on_the_cores(tmp_path):
     at2, at16 = workflow_jobs(workdir, cores=2), workflow_jobs(workdir, cores=16)
     assert {n: j["threads"] for n, j in at2.items()} == {n: j["threads"] for n, j in at16.items()}
     assert at2["train-grpo"]["threads"] == 2 and at2["train-ppo"]["threads"] == 1
+
+
+def test_pick_jobs_is_the_best_set_that_fits_by_brute_force():
+    rng = random.Random(0)
+    for _ in range(300):
+        names = [f"j{i}" for i in range(rng.randint(1, 7))]
+        jobs = {n: {"threads": rng.randint(1, 3), "priority": rng.choice([0, 1, 2, 10, 30])} for n in names}
+        free = rng.randint(0, 6)
+        fits = [c for r in range(len(names) + 1) for c in itertools.combinations(names, r)
+                if sum(jobs[n]["threads"] for n in c) <= free]
+        value = lambda c: (sum(jobs[n]["priority"] for n in c), sum(jobs[n]["threads"] for n in c))  # noqa: E731
+        picked = pick_jobs(names, jobs, free)
+        assert sum(jobs[n]["threads"] for n in picked) <= free
+        assert value(picked) == max(map(value, fits))
+
+
+def test_simulate_keeps_dependencies_and_never_uses_more_cores_than_given():
+    jobs = {name: {"deps": deps, "threads": 2 if name in ("base", "grpo") else 1, "priority": 0}
+            for name, deps in DEPS.items()}
+    for cores in (1, 2, 3, 8):
+        times = simulate(SECONDS, jobs, cores)
+        assert all(times[d][1] <= times[job][0] for job, deps in DEPS.items() for d in deps)
+        for moment in {start for start, _ in times.values()}:
+            busy = sum(min(jobs[n]["threads"], cores) for n, (s, e) in times.items() if s <= moment < e)
+            assert busy <= cores
+    assert max(end for _, end in simulate(SECONDS, jobs, 1).values()) == sum(SECONDS.values())
+    assert max(end for _, end in simulate(SECONDS, jobs, 8).values()) == critical_path(SECONDS, DEPS)[0]
+
+
+# Seconds per job on 2 cores (a make run on AMD EPYC), for the schedule's shape; jobs not named take 1 s.
+MEASURED = {"train-grpo": 104, "train-dr_grpo": 176, "train-rloo": 192, "train-ppo": 236, "train-dpo": 33,
+            "sample-base": 26, "sample-sft": 29, "sample-grpo": 28, "sample-dr_grpo": 39, "sample-rloo": 40,
+            "sample-dpo": 41, "sample-ppo": 38, "preference_pairs": 27, "reward_model": 19,
+            "reward_model_accuracy": 10, "token_logprobs": 12, "figures": 5}
+
+
+def headline_end(jobs, seconds, cores):
+    return simulate(seconds, jobs, cores)["headline"][1]
+
+
+def headline_alone(jobs):
+    keep, todo = set(), ["headline"]
+    while todo:
+        job = todo.pop()
+        keep.add(job)
+        todo += [d for d in jobs[job]["deps"] if d not in keep]
+    return {name: jobs[name] for name in keep}
+
+
+@pytest.mark.parametrize("cores", [1, 2, 3, 4, 8, 16])
+def test_the_other_methods_never_delay_the_headline(default_jobs, cores):
+    """Simulated with Snakemake's choice of jobs, at the measured seconds and at random ones (0.3x to 3x each): the
+    headline is ready when it would be were the core chain the only work. On 3 cores a score (1 thread, ~1 s) can
+    wait for another method's job to free a core, so there the headline may come up to one score's time later."""
+    rng = random.Random(cores)
+    draws = [{n: MEASURED.get(n, 1) * rng.uniform(0.3, 3) for n in default_jobs} for _ in range(20)]
+    draws.append({n: MEASURED.get(n, 1) for n in default_jobs})
+    alone = headline_alone(default_jobs)
+    for seconds in draws:
+        one_thread = max(seconds[n] for n in alone if default_jobs[n]["threads"] == 1)
+        delay = headline_end(default_jobs, seconds, cores) - headline_end(alone, seconds, cores)
+        assert delay == 0 if cores != 3 else 0 <= delay <= one_thread
+
+
+def test_with_priorities_one_apart_a_one_thread_job_delays_the_headline_on_two_cores(default_jobs):
+    """The check above can fail: with the headline's sampling only one priority above its scoring, a score and
+    another method's job outrank a 2-thread sampling job, and the other job then holds a core for minutes."""
+    close = {name: {**job, "priority": {scheduling.HEADLINE_TWO_THREADS: 3, scheduling.HEADLINE_ONE_THREAD: 3,
+                                        scheduling.CHAIN_TRAINING: 4}.get(job["priority"], job["priority"])}
+             for name, job in default_jobs.items()}
+    seconds = {n: MEASURED.get(n, 1) for n in default_jobs}
+    assert headline_end(close, seconds, 2) > headline_end(headline_alone(close), seconds, 2) + 30
+
+
+def test_two_thread_headline_jobs_outrank_any_two_one_thread_jobs():
+    assert scheduling.HEADLINE_TWO_THREADS > 2 * scheduling.HEADLINE_ONE_THREAD > 2 * scheduling.UNBLOCKING
+    assert scheduling.CHAIN_TRAINING > scheduling.HEADLINE_TWO_THREADS

@@ -69,6 +69,44 @@ def extrapolate(seconds: dict[str, float], deps: dict[str, list[str]], threads: 
                                "bound": "critical path" if span >= work / n else "work"} for n in cores}}
 
 
+def pick_jobs(ready: list[str], jobs: dict[str, dict], free: int) -> list[str]:
+    """The jobs Snakemake starts from ``ready`` on ``free`` cores: the set that fits with the largest sum of priorities,
+    then of threads (its ILP scheduler's objective), by an exact 0/1 knapsack over the cores; ties go to the earlier
+    jobs of ``ready``."""
+    best = [((0, 0), [])] * (free + 1)  # best[c]: ((priority sum, threads), jobs) using at most c cores
+    for name in ready:
+        weight, value = jobs[name]["threads"], jobs[name]["priority"]
+        best = [max(best[c], ((best[c - weight][0][0] + value, best[c - weight][0][1] + weight),
+                              best[c - weight][1] + [name]), key=lambda item: item[0])
+                if c >= weight else best[c] for c in range(free + 1)]
+    return best[free][1]
+
+
+def simulate(seconds: dict[str, float], jobs: dict[str, dict], cores: int) -> dict[str, tuple[float, float]]:
+    """(start, end) of every job of ``jobs`` (workflow_jobs: threads, priority, deps) run on ``cores`` as Snakemake
+    schedules them (pick_jobs each time a job ends; a job's threads lowered to ``cores`` when above)."""
+    jobs = {name: {**job, "threads": min(job["threads"], cores)} for name, job in jobs.items()}
+    times: dict[str, tuple[float, float]] = {}
+    running: dict[str, float] = {}
+    now = 0.0
+    while len(times) < len(jobs):
+        done = {name for name, (_, end) in times.items() if end <= now}
+        ready = [n for n in sorted(jobs) if n not in times and all(d in done for d in jobs[n]["deps"])]
+        busy = sum(jobs[n]["threads"] for n, end in running.items() if end > now)
+        started = pick_jobs(ready, jobs, cores - busy)
+        for name in started:
+            times[name] = (now, now + seconds.get(name, 0.0))
+            running[name] = times[name][1]
+        if any(times[name][1] <= now for name in started):
+            continue  # a job of no seconds ended as it started: choose again at the same moment
+        later = [end for end in running.values() if end > now]
+        if later:
+            now = min(later)
+        elif not started:
+            raise ValueError("jobs left that can never start: a dependency outside ``jobs`` or a cycle")
+    return times
+
+
 def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
     """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
     out = {}
