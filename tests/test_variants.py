@@ -355,6 +355,15 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
         assert key in rloo["steps"][0], key
     assert (tmp_path / "rloo" / "adapter_config.json").is_file()
 
+    # the same inputs and seed give the same adapter, byte for byte
+    train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2}, tmp_path / "dpo2",
+              tmp_path / "ckpt-dpo2", 0)
+    train_rloo(tiny_model_dir, tiny_adapter_dir, rows, grpo, ["correct", "format_lenient", "thai"], SYSTEM_PROMPT,
+               tmp_path / "rloo2", tmp_path / "ckpt-rloo2", 0)
+    for name in ("dpo", "rloo"):
+        weights = [(tmp_path / run / "adapter_model.safetensors").read_bytes() for run in (name, f"{name}2")]
+        assert weights[0] == weights[1], name
+
 
 # --------------------------------------------------------------------------- what a config change reruns
 @pytest.fixture(scope="module")
