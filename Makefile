@@ -15,10 +15,14 @@ TEST_WORKERS ?= auto
 
 setup: $(STAMP)
 
+# Bytecode is compiled after the install, on every core, not file by file by pip; like pip, it passes over the files
+# written for a newer Python (torch's py312-only test helpers), which compileall reports as failures. The resolver
+# stays: on a GPU machine it brings torch's CUDA libraries, which the CPU lock does not list.
 $(STAMP): requirements.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m compileall -qq -j 0 $(VENV)/lib || true
 	rm -f $(VENV)/.installed-*
 	touch $@
 
