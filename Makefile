@@ -33,7 +33,7 @@ run: setup
 # stage's share of the last run, the last run's critical path and its wall time extrapolated to 1-16 cores, and the
 # smoke DAG timed at 1 and 2 cores (results/bench/bench.json). Builds the base and SFT adapter first if needed.
 bench: setup
-	$(BIN)/snakemake --cores $(CORES) -q results/model/sft_adapter results/data/train.jsonl
+	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl --quiet progress
 	$(BIN)/python scripts/bench.py
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:
