@@ -16,7 +16,7 @@ rule sample:
     priority: lambda wildcards: sampling_priority(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
         "../envs/training.yaml"
-    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (CORE_CHAIN)
+    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (thai_grpo.core.scheduling)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     params:

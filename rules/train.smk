@@ -59,7 +59,7 @@ rule train:
     priority: lambda wildcards: training_priority(wildcards.run)  # GRPO (the headline) first, then the other runs
     conda:
         "../envs/training.yaml"
-    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (CORE_CHAIN)
+    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (thai_grpo.core.scheduling)
     resources:
         gpu=1,
     params:
