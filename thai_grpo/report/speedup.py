@@ -87,19 +87,17 @@ def simulate(seconds: dict[str, float], jobs: dict[str, dict], cores: int) -> di
     schedules them (pick_jobs each time a job ends; a job's threads lowered to ``cores`` when above)."""
     jobs = {name: {**job, "threads": min(job["threads"], cores)} for name, job in jobs.items()}
     times: dict[str, tuple[float, float]] = {}
-    running: dict[str, float] = {}
     now = 0.0
     while len(times) < len(jobs):
         done = {name for name, (_, end) in times.items() if end <= now}
         ready = [n for n in sorted(jobs) if n not in times and all(d in done for d in jobs[n]["deps"])]
-        busy = sum(jobs[n]["threads"] for n, end in running.items() if end > now)
+        busy = sum(jobs[n]["threads"] for n, (_, end) in times.items() if end > now)
         started = pick_jobs(ready, jobs, cores - busy)
         for name in started:
             times[name] = (now, now + seconds.get(name, 0.0))
-            running[name] = times[name][1]
         if any(times[name][1] <= now for name in started):
             continue  # a job of no seconds ended as it started: choose again at the same moment
-        later = [end for end in running.values() if end > now]
+        later = [end for _, end in times.values() if end > now]
         if later:
             now = min(later)
         elif not started:
