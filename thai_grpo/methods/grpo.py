@@ -209,6 +209,69 @@ def resumable(trainer_class):
     return Resumable
 
 
+class _SharedPromptGenerate:
+    """``model.generate`` replaced, on this instance only and while the block runs, by
+    ``generate_sharing_prompts`` (each distinct prompt prefilled once)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __enter__(self):
+        from thai_grpo.models.shared_prefix import generate_sharing_prompts
+
+        model = self.model
+        original = model.generate
+        model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
+            model, input_ids, attention_mask, generation_config, generate=original, **kwargs)
+        return model
+
+    def __exit__(self, *exc):
+        del self.model.generate  # the class's method again
+        return False
+
+
+def sharing_prompts(trainer_class):
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's shared prompt once: in the rollouts
+    (``generate_sharing_prompts``) and in every log-probability pass, the policy's with grad and the reference's
+    (``completion_logprobs_sharing_prompts``). The same numbers up to the order of floating-point sums
+    (tests/test_shared_prefix.py). Multimodal or MoE batches, and activation checkpointing (which drops the cache a
+    shared prompt lives in), take TRL's own log-probability pass; vLLM rollouts are vLLM's own."""
+    from thai_grpo.models.shared_prefix import completion_logprobs_sharing_prompts
+
+    class SharingPrompts(trainer_class):
+        def _generate_single_turn(self, *args, **kwargs):
+            if self.use_vllm:
+                return super()._generate_single_turn(*args, **kwargs)
+            with _SharedPromptGenerate(self.accelerator.unwrap_model(self.model)):
+                return super()._generate_single_turn(*args, **kwargs)
+
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
+                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
+                                               **multimodal):
+            checkpointing = getattr(self.args, "activation_checkpointing", False)
+            if checkpointing or compute_aux_loss or any(value is not None for value in multimodal.values()):
+                return super()._get_per_token_logps_and_entropies(
+                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
+                    compute_aux_loss, **multimodal)
+            import torch
+
+            batch_size = batch_size or input_ids.size(0)
+            logps, entropies = [], []
+            for start in range(0, input_ids.size(0), batch_size):  # TRL's chunks of rows, each sharing its prompts
+                ids, mask = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
+                shared = completion_logprobs_sharing_prompts(model, ids, mask, logits_to_keep, compute_entropy,
+                                                             self.accelerator.autocast)
+                if shared is None:
+                    shared = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
+                                                                        compute_entropy=compute_entropy)[:2]
+                logps.append(shared[0])
+                entropies.append(shared[1])
+            return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
+
+    SharingPrompts.__name__ = f"SharingPrompts{trainer_class.__name__}"
+    return SharingPrompts
+
+
 def resumable_grpo_trainer():
     """``GRPOTrainer`` with an ``epoch_seeded`` train sampler: a resumed run sees the prompts in the same order."""
     from trl import GRPOTrainer
@@ -234,9 +297,10 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
     funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
     logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
                               empty_thinks=empty_thinks, advantages=advantages)
-    trainer = resumable(trainer_class)(model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
-                                       train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
-                                       callbacks=[logger, progress_callback(Path(checkpoint_dir).name)])
+    trainer = resumable(sharing_prompts(trainer_class))(
+        model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
+        train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
+        callbacks=[logger, progress_callback(Path(checkpoint_dir).name)])
     return trainer, logger, resume_from, metrics_path
 
 

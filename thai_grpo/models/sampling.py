@@ -5,13 +5,15 @@ the same stop tokens (``stop_token_ids``: TRL's rule) and the same completion bu
 defaults to ``grpo.max_completion_length``). Every model is scored at one temperature, ``eval.temperature``
 (the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
 temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every batch is seeded from
-(seed, batch index): same config, same samples.
+(seed, batch index): same config, same samples. A problem's prompt is computed once for all its samples
+(``shared_prefix.generate_sharing_prompts``: the same tokens as ``generate`` on the repeated rows).
 """
 
 from __future__ import annotations
 
 from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.problems import chat_prompt_texts
+from thai_grpo.models.shared_prefix import generate_sharing_prompts
 
 
 def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
@@ -70,9 +72,10 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
     stop_ids = stop_token_ids(model, tokenizer)
     config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
+    encoded = encoded.to(model.device)
     torch.manual_seed(seed)
-    with torch.no_grad():
-        output = model.generate(**encoded.to(model.device), generation_config=config)
+    with torch.no_grad():  # each prompt prefilled once for its num_samples rows: the same tokens, less work
+        output = generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], config)
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
     return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]

@@ -1,0 +1,105 @@
+"""Shared prompts computed once (thai_grpo.models.shared_prefix): the same samples, log-probs and gradients as
+running every row in full, on a tiny Qwen3 + LoRA with left-padded prompts of different lengths."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from thai_grpo.models.shared_prefix import (completion_logprobs_sharing_prompts, distinct_rows,
+                                            generate_sharing_prompts)
+
+
+def test_distinct_rows_numbers_prompts_by_first_appearance_and_maps_every_row():
+    ids = torch.tensor([[5, 6], [1, 2], [5, 6], [1, 2], [9, 9], [5, 6]])
+    mask = torch.ones_like(ids)
+    mask[5, 0] = 0  # same ids, other mask: another prompt
+    first, inverse = distinct_rows(ids, mask)
+    assert first.tolist() == [0, 1, 4, 5]
+    assert inverse.tolist() == [0, 1, 0, 1, 2, 3]
+    brute = {}
+    for row in range(len(ids)):  # the brute-force reading: a row's prompt is the first equal row
+        key = (tuple(ids[row].tolist()), tuple(mask[row].tolist()))
+        brute.setdefault(key, row)
+        assert first[inverse[row]] == brute[key]
+
+
+@pytest.fixture(scope="module")
+def policy(tiny_model_dir, tiny_adapter_dir):
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    return load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True), load_tokenizer(tiny_model_dir)
+
+
+def left_padded_prompts(tokenizer, questions):
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.models.sampling import encode_prompts
+
+    return encode_prompts(tokenizer, questions, SYSTEM_PROMPT, {})
+
+
+QUESTIONS = ["มีแอปเปิล 3 ผล ได้อีก 4 ผล มีกี่ผล", "2 บวก 2", "ร้านขายส้ม 12 ผล ขายไป 5 ผล เหลือกี่ผล แล้วซื้อเพิ่ม 7"]
+
+
+@pytest.mark.parametrize("temperature", [None, 1.0])
+def test_generate_sharing_prompts_gives_the_same_tokens_as_generate(policy, temperature):
+    from thai_grpo.models.sampling import generation_config, stop_token_ids
+
+    model, tokenizer = policy
+    model.eval()
+    encoded = left_padded_prompts(tokenizer, QUESTIONS)
+    assert (encoded["attention_mask"] == 0).any()  # padding, whose positions must be numbered as generate does
+    samples = 4 if temperature else 1  # greedy returns one sequence per prompt
+    config = generation_config(tokenizer, stop_token_ids(model, tokenizer), samples, 12, temperature)
+    outputs = []
+    for sharing in (False, True):
+        torch.manual_seed(3)
+        with torch.no_grad():
+            outputs.append(generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], config)
+                           if sharing else model.generate(**encoded, generation_config=config))
+    assert torch.equal(outputs[0], outputs[1])
+
+
+def test_trainer_log_probs_and_gradients_match_trls_own_pass(policy, tmp_path):
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from thai_grpo.methods.grpo import sharing_prompts
+
+    model, tokenizer = policy
+    model.train()
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=8, beta=0.04, logging_steps=1,
+                      activation_checkpointing=False,  # TRL's default True keeps its own pass
+                      bf16=False)  # as the pipeline runs on a CPU (float32)
+    trainer = sharing_prompts(GRPOTrainer)(
+        model=model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
+        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS]))
+    prompts = left_padded_prompts(tokenizer, QUESTIONS)
+    groups = 2
+    prompt_ids = prompts["input_ids"].repeat_interleave(groups, 0)
+    prompt_mask = prompts["attention_mask"].repeat_interleave(groups, 0)
+    torch.manual_seed(0)
+    completion = torch.randint(3, len(tokenizer) - 2, (prompt_ids.size(0), 7))
+    completion_mask = torch.ones_like(completion)
+    completion_mask[1, 4:] = 0  # a completion that stopped early
+    ids, mask = torch.cat([prompt_ids, completion], 1), torch.cat([prompt_mask, completion_mask], 1)
+    lora = [p for p in trainer.model.parameters() if p.requires_grad]
+    # the prompts do repeat, so the shared pass is the one compared (it returns None when none repeats)
+    assert completion_logprobs_sharing_prompts(trainer.model, ids, mask, completion.size(1), False,
+                                               trainer.accelerator.autocast) is not None
+
+    def pass_of(method):
+        trainer.model.zero_grad()
+        logps, entropies, _ = method(trainer.model, ids, mask, completion.size(1), batch_size=4,
+                                     compute_entropy=True)
+        (logps * completion_mask).sum().backward()
+        return logps.detach(), entropies.detach(), [p.grad.clone() for p in lora]
+
+    shared = pass_of(trainer._get_per_token_logps_and_entropies)
+    full = pass_of(lambda *a, **k: GRPOTrainer._get_per_token_logps_and_entropies(trainer, *a, **k))
+    torch.testing.assert_close(shared[0], full[0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(shared[1], full[1], atol=1e-5, rtol=1e-5)
+    assert any(g.abs().sum() > 0 for g in full[2])  # the comparison is of real gradients
+    for ours, theirs in zip(shared[2], full[2]):
+        torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)

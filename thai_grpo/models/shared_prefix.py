@@ -1,0 +1,105 @@
+"""Shared prompts computed once: the G completions of a GRPO group (or the n samples of a held-out problem) all
+continue the same prompt, so its keys and values are computed for each distinct prompt once and copied to its rows.
+
+The arithmetic is the same as running every row in full (the same positions, masks and weights; only the order of
+floating-point sums differs, by ~1e-6), and so is the sampling: the same number of decoding steps draws from the
+same-shaped distributions, so a seeded run consumes the generator identically. It removes the repeated prompt work:
+with the offline default's 8 completions of ~45 tokens per ~95-token prompt, a training forward-backward reads
+8 x 95 + 64 x 46 positions instead of 64 x 141, and held-out sampling prefills 64 prompts instead of 512 rows.
+
+- ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
+- ``prompt_cache``: the key/value cache of the distinct prompts' first ``width`` positions, one copy per row.
+- ``generate_sharing_prompts``: ``model.generate`` that prefills each distinct prompt once.
+- ``completion_logprobs_sharing_prompts``: per-token log-probs (and entropies) of the completions, through TRL's
+  fused LM head, with the prompt computed once per distinct prompt; gradients flow into the shared prompt.
+"""
+
+from __future__ import annotations
+
+import copy
+
+
+def distinct_rows(input_ids, attention_mask):
+    """(first, inverse): ``first`` = the index of the first row of each distinct (ids, mask) row, in order of first
+    appearance; ``inverse[i]`` = the position in ``first`` of row i's prompt. Rows are equal only when every id and
+    mask value is."""
+    import torch
+
+    keys = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
+    _, inverse, counts = torch.unique(keys, dim=0, return_inverse=True, return_counts=True)
+    # torch.unique sorts; renumber the distinct rows by first appearance, so that "first" keeps the batch's order
+    first_of_sorted = torch.full((len(counts),), keys.size(0), dtype=torch.long, device=keys.device)
+    first_of_sorted.scatter_reduce_(0, inverse, torch.arange(keys.size(0), device=keys.device), reduce="amin")
+    order = torch.argsort(first_of_sorted)
+    rank = torch.empty_like(order)
+    rank[order] = torch.arange(len(order), device=order.device)
+    return first_of_sorted[order], rank[inverse]
+
+
+def generation_positions(attention_mask):
+    """The position ids ``generate`` gives a left-padded batch (transformers' ``_prepare_position_ids_for_generation``):
+    the count of real tokens before each one, 0 on padding. (A forward pass without position ids numbers every column
+    instead; with rotary embeddings only differences of positions count, so both score a row alike, but a cache must
+    be continued with the numbering it was built with.)"""
+    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
+
+
+def prompt_cache(model, input_ids, attention_mask, width: int, first, inverse, position_ids=None):
+    """The cache of positions ``[0, width)`` computed on the distinct rows ``first`` only, then one copy per row of
+    the batch (``inverse``); differentiable when called with grad enabled (the copies' gradients add up).
+    ``position_ids``: the batch's (all rows), None for the model's own column numbering."""
+    extra = {} if position_ids is None else {"position_ids": position_ids[first, :width]}
+    outputs = model(input_ids=input_ids[first, :width], attention_mask=attention_mask[first, :width], use_cache=True,
+                    logits_to_keep=1, **extra)
+    cache = outputs.cache
+    cache.batch_select_indices(inverse)
+    return cache
+
+
+def generate_sharing_prompts(model, input_ids, attention_mask, generation_config, generate=None, **kwargs):
+    """``model.generate(input_ids, attention_mask, generation_config)`` with each distinct prompt prefilled once.
+
+    ``num_return_sequences`` > 1 is applied here (rows repeated in place, as ``generate`` does), so the prompts of
+    all samples are shared too. With no repeated prompt this is plain ``generate``. The last prompt position is left
+    to ``generate`` itself, which always needs one new position to start from. ``generate``: the generate function
+    to call (default ``model.generate``; a caller that replaced it passes the original).
+    """
+    import torch
+
+    generate = generate or model.generate
+
+    copies = generation_config.num_return_sequences or 1
+    if copies > 1:
+        input_ids = input_ids.repeat_interleave(copies, dim=0)
+        attention_mask = attention_mask.repeat_interleave(copies, dim=0)
+        generation_config = copy.deepcopy(generation_config)
+        generation_config.num_return_sequences = 1
+    first, inverse = distinct_rows(input_ids, attention_mask)
+    if len(first) == input_ids.size(0) or input_ids.size(1) < 2:
+        return generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
+                        **kwargs)
+    with torch.no_grad():
+        cache = prompt_cache(model, input_ids, attention_mask, input_ids.size(1) - 1, first, inverse,
+                             position_ids=generation_positions(attention_mask))
+    return generate(input_ids=input_ids, attention_mask=attention_mask, generation_config=generation_config,
+                    cache=cache, **kwargs)
+
+
+def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits_to_keep: int,
+                                        compute_entropy: bool, autocast):
+    """Per-token log-probs (and entropies, else None) of the last ``logits_to_keep`` positions of each row, as TRL's
+    ``_get_per_token_logps_and_entropies`` computes them with its fused LM head (``add_fused_lm_head``), but with the
+    prompt (every position before them) computed once per distinct prompt. None when no prompt repeats (the caller
+    then runs TRL's own pass). ``autocast``: the trainer's autocast context manager factory."""
+    prompt_width = input_ids.size(1) - logits_to_keep
+    first, inverse = distinct_rows(input_ids[:, :prompt_width], attention_mask[:, :prompt_width])
+    if len(first) == input_ids.size(0) or prompt_width < 2:
+        return None
+    with autocast():
+        # the prompt's last position is run again with the completion: its output scores the first completion token
+        cache = prompt_cache(model, input_ids, attention_mask, prompt_width - 1, first, inverse)
+        tail = input_ids[:, prompt_width - 1:]
+        labels = tail.masked_fill(attention_mask[:, prompt_width - 1:] == 0, -100)
+        outputs = model(input_ids=tail, attention_mask=attention_mask, cache=cache, labels=labels, fused_lm_head=True)
+    entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
+    return outputs.log_probs[:, -logits_to_keep:], entropies
