@@ -35,6 +35,7 @@ from thai_grpo.core.seeds import (
 )
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
+from thai_grpo.methods.ppo import ppo_settings
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
@@ -83,7 +84,11 @@ EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
 def training_temperature(variant):
-    return variant_plan(config, variant)["grpo"].get("temperature", 1.0)
+    """The temperature a variant samples its rollouts at: its grpo section's, or its ppo section's for PPO."""
+    plan = variant_plan(config, variant)
+    if plan["method"] == "ppo":
+        return ppo_settings(plan["grpo"], plan["ppo"]).temperature
+    return plan["grpo"].get("temperature", 1.0)
 
 
 # Every model is scored at eval.temperature; a variant trained at another temperature (the temp0.3 pitfall) is

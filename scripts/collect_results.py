@@ -1,6 +1,7 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.methods.contract import resolved_values
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
 from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
@@ -26,5 +27,6 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    own_temperature=own_temperature, peak_memory=benchmark_max_rss(params.benchmarks),
                    reward_model=reward_model,
                    displacements=adapter_displacements(dict(zip(params.variants, snakemake.input.adapters)),
-                                                       snakemake.input.sft_adapter))
+                                                       snakemake.input.sft_adapter),
+                   chapter_values=resolved_values(params.config))  # the run card's departures from the chapter
 write_json(snakemake.output.results, results)

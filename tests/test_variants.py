@@ -17,7 +17,7 @@ from workflow import run_snakemake as snakemake
 from thai_grpo.core.config import ConfigError, deep_merge
 from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
-from thai_grpo.methods.dpo import NOT_INHERITED, dpo_args, dpo_step
+from thai_grpo.methods.dpo import NOT_INHERITED, SCHEDULE, dpo_args, dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
@@ -51,14 +51,15 @@ def test_rloo_args_on_hand_made_fields_with_overrides():
     assert dropped == ["loss_type"]
 
 
-def test_dpo_args_inherit_the_loop_not_the_meaning_changing_fields():
+def test_dpo_args_inherit_the_bookkeeping_not_the_schedule_nor_the_meaning_changing_fields():
     from trl import DPOConfig
 
     grpo = variant_plan(load(), "dpo")["grpo"]
     args, dropped = dpo_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, {"beta": 0.1})
-    assert args["learning_rate"] == grpo["learning_rate"] and args["max_steps"] == grpo["max_steps"]
+    assert args["save_steps"] == grpo["save_steps"] and args["logging_steps"] == grpo["logging_steps"]
+    assert not set(SCHEDULE) & set(args)  # GRPO's 40 rollout steps are no length for a pass over DPO's pairs
     assert args["beta"] == 0.1 and "loss_type" not in args and "per_device_train_batch_size" not in args
-    assert set(NOT_INHERITED) <= set(dropped) and "num_generations" in dropped
+    assert set(NOT_INHERITED) & set(grpo) <= set(dropped) and "num_generations" in dropped
 
 
 def test_inherited_args_is_a_filter():
@@ -338,9 +339,10 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
               "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
     grpo = {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 2,
             "learning_rate": 1e-3, "beta": 0.04, "loss_type": "grpo", "scale_rewards": "group", "save_steps": 1}
-    dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2},
+    dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2,
+                                                                     "num_train_epochs": 1},
                     tmp_path / "dpo", tmp_path / "ckpt-dpo", 0)
-    assert [s["step"] for s in dpo["steps"]] == [1, 2]
+    assert [s["step"] for s in dpo["steps"]] == [1, 2]  # one pass over 4 pairs, not GRPO's max_steps
     assert {"loss", "reward_margin", "reward_accuracy"} <= set(dpo["steps"][0])
     assert (tmp_path / "dpo" / "adapter_config.json").is_file() and not (tmp_path / "ckpt-dpo").exists()
     skipped = train_dpo(tiny_model_dir, tiny_adapter_dir, [], grpo, {}, tmp_path / "dpo0", tmp_path / "c0", 0)
@@ -356,8 +358,8 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
     assert (tmp_path / "rloo" / "adapter_config.json").is_file()
 
     # the same inputs and seed give the same adapter, byte for byte
-    train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2}, tmp_path / "dpo2",
-              tmp_path / "ckpt-dpo2", 0)
+    train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2, "num_train_epochs": 1},
+              tmp_path / "dpo2", tmp_path / "ckpt-dpo2", 0)
     train_rloo(tiny_model_dir, tiny_adapter_dir, rows, grpo, ["correct", "format_lenient", "thai"], SYSTEM_PROMPT,
                tmp_path / "rloo2", tmp_path / "ckpt-rloo2", 0)
     for name in ("dpo", "rloo"):

@@ -39,6 +39,25 @@ def coerce_scalars(value):
     return value
 
 
+SCHEMA = "config/schema.yaml"
+
+
+def load_config_files(paths, schema: str = SCHEMA) -> dict:
+    """The config as Snakemake builds it from ``configfile: config/config.yaml`` then each ``--configfile`` in
+    ``paths``: merged in order (``snakemake.utils.update_config``), scalars coerced, then validated with the schema's
+    defaults filled in (as rules/common.smk does)."""
+    import yaml
+    from snakemake.utils import update_config, validate
+
+    config: dict = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            update_config(config, yaml.safe_load(handle) or {})
+    config = coerce_scalars(config)
+    validate(config, schema)
+    return config
+
+
 def deep_merge(base: dict, overrides: dict) -> dict:
     """``base`` with ``overrides`` applied recursively (dicts merge, everything else replaces)."""
     merged = copy.deepcopy(base)
@@ -50,7 +69,10 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return merged
 
 
-OURS = ("num_processes",)  # our own keys (batch-divisibility check), passed through to trainer_args
+# Our own keys in a grpo section, never passed to TRL: num_processes (the batch-divisibility check) and reference
+# (the KL's reference policy: thai_grpo.methods.grpo.use_reference).
+OURS = ("num_processes", "reference")
+KL_REFERENCES = ("sft", "base")
 
 
 def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
@@ -112,6 +134,10 @@ def _check_grpo(grpo: dict, where: str) -> None:
     if grpo.get("loss_type", "grpo") not in TRL_LOSS_TYPES:
         raise ConfigError(f"{where}.loss_type={grpo['loss_type']!r} is not a TRL loss type: use one of "
                           f"{', '.join(TRL_LOSS_TYPES)}")
+    reference = grpo.get("reference", "sft")
+    if reference not in KL_REFERENCES:
+        raise ConfigError(f"{where}.reference={reference!r}: use base (the base model with the adapter disabled, the "
+                          "chapter's) or sft (a frozen copy of the starting adapter)")
     scale = grpo.get("scale_rewards", "group")
     if scale not in TRL_SCALE_REWARDS and not isinstance(scale, bool):
         raise ConfigError(f"{where}.scale_rewards={scale!r}: use one of {', '.join(TRL_SCALE_REWARDS)}")
@@ -181,7 +207,7 @@ def check_trainer_fields(config: dict) -> None:
     sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:
-        ours = {"num_processes", "max_length"} if cls is TrainingArguments else {"num_processes"}  # max_length: the cut
+        ours = {"num_processes", "max_length"} if cls is TrainingArguments else set(OURS)  # max_length: the cut
         known = {f.name for f in dataclasses.fields(cls)} | ours
         unknown = sorted(set(fields) - known)
         if unknown:

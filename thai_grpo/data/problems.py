@@ -221,6 +221,44 @@ def split_rows(rows: list[dict], seed: int, train_size: int, heldout_size: int, 
             "pretrain": rest[needed:], "reserved": [row for row in others if leakage_keys(row) & reserved_keys]}
 
 
+def datasets_permutation(num_rows: int, seed: int) -> list[int]:
+    """The row order of ``datasets.Dataset.shuffle(seed=seed)`` on ``num_rows`` rows (a numpy permutation), taken
+    from ``datasets`` itself."""
+    import datasets
+
+    return datasets.Dataset.from_dict({"row": list(range(num_rows))}).shuffle(seed=seed)["row"]
+
+
+def chapter_split(records: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int,
+                  question_column: str, answer_column: str) -> dict:
+    """The chapter's selection: the GRPO problems are exactly ``Dataset.shuffle(seed).select(range(train_size))`` of
+    the source rows, in that order; held-out and then SFT problems are cut from the rest, in the same shuffled order,
+    after parsing and deduplication and without any problem whose text (or skeleton) is in the GRPO set.
+
+    A GRPO row without an integer gold answer is an error, not dropped: the chapter trains on exactly these rows.
+    Returns the ``split_rows`` sets, with ``dropped`` (rest rows without a gold answer) and ``duplicates`` counts."""
+    if train_size > len(records):
+        raise ValueError(f"data has {len(records)} rows but train_size = {train_size}: lower it or use more data")
+    order = datasets_permutation(len(records), seed)
+    shuffled = [records[i] for i in order]
+    train, unparsed = normalize_rows(shuffled[:train_size], question_column, answer_column)
+    if unparsed:
+        raise ValueError(f"{unparsed} of the {train_size} training rows (shuffle(seed={seed}).select(range("
+                         f"{train_size}))) have no integer gold answer after '####': fix the data or check "
+                         f"data.answer_column ({answer_column!r})")
+    rest, dropped = normalize_rows(shuffled[train_size:], question_column, answer_column)
+    unique = deduplicate(rest)
+    train_keys = set().union(*(leakage_keys(row) for row in train))
+    unseen = [row for row in unique if not leakage_keys(row) & train_keys]
+    if len(unseen) < heldout_size + sft_size:
+        raise ValueError(f"data has {len(unseen)} problems outside the {train_size} training ones, but heldout_size "
+                         f"+ sft_size = {heldout_size + sft_size}: lower the sizes or use more data")
+    heldout = unseen[:heldout_size]
+    sft = unseen[heldout_size:heldout_size + sft_size]
+    return {"heldout": heldout, "train": train, "sft": sft, "pretrain": [], "reserved": [], "dropped": dropped,
+            "duplicates": len(rest) - len(unique), "seen_in_training": len(unique) - len(unseen)}
+
+
 def assert_no_leakage(heldout: list[dict], **training_sets: list[dict]) -> None:
     """Raise if any held-out problem's text (normalized-text hash) or skeleton appears in a training set."""
     heldout_keys = set().union(*(leakage_keys(row) for row in heldout))

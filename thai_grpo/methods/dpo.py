@@ -21,8 +21,12 @@ from thai_grpo.core.config import inherited_args
 
 KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): DPO's implicit reward is beta x log(pi/pi_ref)"
 # Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
-# its per_device_train_batch_size counts completions, DPO's counts pairs.
-NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size")
+# its per_device_train_batch_size counts completions, DPO's counts pairs. And the length and schedule of training:
+# GRPO's steps count rollout batches, not passes over DPO's pairs, so DPO takes TRL's (one epoch, linear decay)
+# unless its own dpo: section sets them.
+SCHEDULE = ("max_steps", "num_train_epochs", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
+            "warmup_steps", "warmup_ratio")
+NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size", *SCHEDULE)
 DPO_LOG_KEYS = {
     "loss": "loss",
     "rewards/margins": "reward_margin",
@@ -39,8 +43,9 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
 
 
 def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """DPOConfig's arguments: the training-loop fields of a merged ``grpo`` section (learning rate, steps,
-    schedule, checkpoints, ...) except ``NOT_INHERITED``, then the variant's ``dpo:`` overrides."""
+    """DPOConfig's arguments: the bookkeeping fields of a merged ``grpo`` section (logging, checkpoints, activation
+    checkpointing, ...), not ``NOT_INHERITED`` (the meaning differs, or the length and schedule of training), then the
+    variant's ``dpo:`` overrides."""
     kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
     return {**kept, **(overrides or {})}, dropped
 

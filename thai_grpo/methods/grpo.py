@@ -4,9 +4,11 @@ Where this departs from the textbook (DeepSeekMath) algorithm, and why:
 - Loss: TRL's, chosen by ``grpo.loss_type`` (``grpo``: per-completion token mean, as in the chapter;
   ``dr_grpo`` with ``scale_rewards: none`` for Dr.GRPO). PPO's clipped surrogate with ``epsilon``.
 - Baseline: the group mean; advantages divided by the group std unless ``scale_rewards`` is ``none``.
-- KL: k3 per token, weight ``beta``. Reference: with a ready ``PeftModel`` and beta > 0, TRL keeps a
-  frozen copy of the starting adapter (adapter ``ref``), so the KL is to the SFT policy (DeepSeekMath's
-  definition), not to the bare base with the adapter disabled. No value network, no reward model.
+- KL: k3 per token, weight ``beta``; plain k3 (the chapter's) with ``use_bias_correction_kl: false``, TRL 1.16's
+  default True multiplies it by the importance ratio. Reference (``grpo.reference``, ours): ``base`` = the base
+  model with the adapter disabled (the chapter's pi_ref); ``sft`` = a frozen copy of the starting adapter (TRL's
+  ``ref`` adapter, which TRL 1.16 makes for a ready ``PeftModel`` when beta > 0: DeepSeekMath's definition).
+  No value network, no reward model.
 
 The rollout loop (``train_with_rollouts``: groups graded by the code rewards, per-step metrics, example groups,
 empty-think completions, resumable checkpoints) is shared with RLOO (``thai_grpo.methods.rloo``).
@@ -25,7 +27,9 @@ from thai_grpo.methods.metrics import (batch_metrics, check_group_order, empty_t
 from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
                                        trainer_args)
 
-KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy"
+KL_REFERENCES = {"sft": "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy",
+                 "base": "the base model with the adapter disabled: the KL is to the base, as in the chapter"}
+NO_KL = "none: beta = 0, no KL term and no reference pass"
 METRICS_FILE = "step_metrics.jsonl"
 EXAMPLES_FILE = "example_groups.json"
 EMPTY_THINK_FILE = "empty_think_examples.json"
@@ -279,11 +283,25 @@ def resumable_grpo_trainer():
     return resumable(GRPOTrainer)
 
 
+def use_reference(trainer, reference: str) -> str:
+    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it for the run's record.
+
+    TRL 1.16 copies the starting adapter into a frozen ``ref`` adapter and scores the reference with it when that
+    adapter exists, else with all adapters disabled (``use_adapter(model, None)``). So ``base`` deletes the copy."""
+    if not trainer.beta:
+        return NO_KL
+    model = trainer.accelerator.unwrap_model(trainer.model)
+    if reference == "base" and "ref" in model.peft_config:
+        model.delete_adapter("ref")
+    return KL_REFERENCES[reference]
+
+
 def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
                     rows: list[dict], reward_names: list[str], system_prompt: str, checkpoint_dir: str | Path,
                     seed: int, scale_by_std: bool = True, advantages=None):
-    """A resumable GRPO/RLOO trainer on the SFT policy with recorded rewards, step metrics and progress lines;
-    returns (trainer, its step logger, the checkpoint to resume from or None, the step-metrics file)."""
+    """A resumable GRPO/RLOO trainer on the SFT policy with recorded rewards, step metrics and progress lines, its KL
+    reference set by ``args["reference"]``; returns (trainer, its step logger, the checkpoint to resume from or None,
+    the step-metrics file, the KL reference's description)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
@@ -301,18 +319,20 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
         model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
         train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
         callbacks=[logger, progress_callback(Path(checkpoint_dir).name)])
-    return trainer, logger, resume_from, metrics_path
+    kl_reference = use_reference(trainer, args.get("reference", "sft"))
+    return trainer, logger, resume_from, metrics_path, kl_reference
 
 
 def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
                         rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
-                        checkpoint_dir: str | Path, seed: int, kl_reference: str, scale_by_std: bool = True,
+                        checkpoint_dir: str | Path, seed: int, kl_note: str = "", scale_by_std: bool = True,
                         advantages=None) -> dict:
     """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
-    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples."""
+    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples.
+    ``kl_note``: how the method uses the KL, added to the reference's description in the record."""
     from thai_grpo.models.loading import count_parameters
 
-    trainer, logger, resume_from, metrics_path = rollout_trainer(
+    trainer, logger, resume_from, metrics_path, kl_reference = rollout_trainer(
         trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names, system_prompt, checkpoint_dir,
         seed, scale_by_std, advantages)
     trainer.train(resume_from_checkpoint=resume_from)
@@ -321,7 +341,8 @@ def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str |
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
               "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
-              "kl_reference": kl_reference, "args": args, "trl_log_history": trainer.state.log_history}
+              "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
+              "resolved_args": trainer.args.to_dict(), "trl_log_history": trainer.state.log_history}
     clear_checkpoints(checkpoint_dir)
     return result
 
@@ -335,4 +356,4 @@ def train_grpo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], 
     scale_by_std = grpo_args.get("scale_rewards", "group") not in ("none", False)
     return {"method": "grpo", **train_with_rollouts(
         GRPOTrainer, GRPOConfig, grpo_args, base_dir, adapter_dir, rows, reward_names, system_prompt, out_dir,
-        checkpoint_dir, seed, KL_REFERENCE, scale_by_std=scale_by_std)}
+        checkpoint_dir, seed, scale_by_std=scale_by_std)}

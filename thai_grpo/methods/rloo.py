@@ -9,7 +9,8 @@ where it departs from GRPO (and from the textbook REINFORCE):
   PPO, averaged over sequences: a long completion does not weigh more than a short one.
 - KL: not in the loss. ``beta`` times the sequence's summed k1 estimate log(pi_old / pi_ref) is subtracted
   from its reward before the baseline (the original RLOO paper's penalty; k1 can be negative per token).
-- Reference: the frozen copy of the SFT adapter (TRL's ``ref`` adapter), as for GRPO. No value network.
+- Reference: as GRPO's (``grpo.reference``: the base with the adapter disabled, or a frozen copy of the SFT
+  adapter). No value network.
 The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.methods.grpo.train_with_rollouts``).
 """
 
@@ -21,8 +22,7 @@ import numpy as np
 
 from thai_grpo.core.config import inherited_args
 
-KL_REFERENCE = ("frozen copy of the SFT adapter (TRL's 'ref' adapter); RLOO subtracts beta x the sequence's "
-                "summed k1 = log(pi/pi_ref) from its reward")
+KL_NOTE = "RLOO subtracts beta x the sequence's summed k1 = log(pi/pi_ref) from its reward"
 
 
 def leave_one_out_advantages(rewards, group_size: int) -> np.ndarray:
@@ -58,6 +58,6 @@ def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], 
     args, dropped = rloo_args(grpo_args, {f.name for f in dataclasses.fields(RLOOConfig)}, overrides)
     print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)
     result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, base_dir, adapter_dir, rows, reward_names,
-                                 system_prompt, out_dir, checkpoint_dir, seed, KL_REFERENCE,
+                                 system_prompt, out_dir, checkpoint_dir, seed, KL_NOTE,
                                  advantages=leave_one_out_advantages)
     return {"method": "rloo", **result, "dropped_grpo_fields": dropped}

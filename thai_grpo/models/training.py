@@ -36,7 +36,8 @@ def precision_flags() -> dict:
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
     """Our defaults, the machine's precision, then the user's section (TRL field names), then paths and seed."""
     args = {**CPU_SAFE_DEFAULTS, **precision_flags(), **user_args}
-    args.pop("num_processes", None)  # ours: only for the batch-divisibility check (accelerate sets it)
+    for ours in ("num_processes", "reference"):  # ours, not TRL's: thai_grpo.core.config.OURS
+        args.pop(ours, None)
     return {**args, "output_dir": str(output_dir), "seed": seed, "data_seed": seed}
 
 

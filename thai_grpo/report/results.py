@@ -7,6 +7,7 @@ import importlib.metadata
 import platform
 from pathlib import Path
 
+from thai_grpo.core.chapter import run_card_departures
 from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.methods.health import training_health
 from thai_grpo.methods.kl import real_kl_summary
@@ -274,14 +275,17 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
              own_temperature: dict | None = None, peak_memory: dict | None = None,
-             reward_model: dict | None = None, displacements: dict | None = None) -> dict:
+             reward_model: dict | None = None, displacements: dict | None = None,
+             chapter_values: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
     ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
     ``eval.temperature`` (``{model: scores}``), ``peak_memory`` each stage's max_rss in MB (``benchmark_max_rss``),
     ``reward_model`` PPO's reward model record (its pairwise accuracies), ``displacements`` each run's
-    ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm)."""
+    ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm),
+    ``chapter_values`` every contract key's value in this run (``thai_grpo.methods.contract.resolved_values``), for
+    the run card's departures from the chapter's experiment."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -303,6 +307,8 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
                       f"LoRA r={config['sft'].get('lora', {}).get('r')} "
                       + ("trained here" if config["sft"]["source"] == "train" else "(shipped with the base)"),
                       "kl_reference": main_train.get("kl_reference")},
+            "chapter_departures": run_card_departures(chapter_values or {}, offline=config["base"]["source"] in
+                                                      ("shipped", "scratch")),
             "benchmarks": benchmarks,
             "peak_memory_mb": peak_memory,
             "generated_tokens": {"per_step": per_step, "total": int(sum(per_step)),

@@ -1,0 +1,186 @@
+"""The chapter's experiment as a contract: every number and choice it makes, each with where the chapter says so.
+
+A ``Fact`` names where the pipeline holds the value: ``config.<dotted key>`` (the resolved config), or
+``<stage>.<field>`` (what the trainer of that stage is given: the fields of TRL's ``GRPOConfig`` for the GRPO
+variants ``grpo`` (the chapter's full mode) and ``grpo_fast`` (its fast mode), ``RLOOConfig`` for ``rloo``,
+``DPOConfig`` for ``dpo``, ``RewardConfig`` for ``reward_model``, ``PPOSettings`` for ``ppo``; plus
+``<stage>.optimizer_steps``, the number of optimizer steps the trainer takes). ``departures`` compares a run's
+values with the chapter's; the real config (config/qwen3-0.6b.yaml) must have none (tests/test_chapter_contract.py
+builds its trainers' arguments as the pipeline does), and the offline default's are printed in the report's run card
+and in docs, each with its reason (``OFFLINE_REASONS``), so that no comment can drift from what runs.
+The comparison methods beside GRPO follow the chapter where it gives their settings (PPO: TRL 1.12's defaults);
+where it does not (DPO, the reward model), the comparison's own rule is stated as a fact: one pass over the data,
+on TRL's schedule.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SYSTEM_PROMPT = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
+TRAIN_SIZE = 128
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str      # config.<dotted key>, or <stage>.<field>
+    value: object
+    source: str   # where the chapter fixes it
+
+
+def _grpo_mode(stage: str, generations: int, completion: int, accumulation: int, minutes: str) -> tuple[Fact, ...]:
+    mode = f"the chapter's {'full' if stage == 'grpo' else 'fast'} mode ({minutes} on a T4)"
+    return (Fact(f"{stage}.num_generations", generations, f"{mode}: G completions per prompt"),
+            Fact(f"{stage}.max_completion_length", completion, f"{mode}: completion budget in tokens"),
+            Fact(f"{stage}.gradient_accumulation_steps", accumulation, f"{mode}: gradient accumulation"))
+
+
+def _grpo_common(stage: str) -> tuple[Fact, ...]:
+    where = "the chapter's hyper-parameters, both modes"
+    return (
+        Fact(f"{stage}.per_device_train_batch_size", 16, f"{where}: batch 16 completions per device (divisible by G)"),
+        Fact(f"{stage}.temperature", 1.0, f"{where}: temperature 1.0, never lower (group diversity is the fuel)"),
+        Fact(f"{stage}.top_p", 1.0, "plain sampling at the temperature: no nucleus truncation"),
+        Fact(f"{stage}.top_k", 0, "plain sampling at the temperature: no top-k truncation"),
+        Fact(f"{stage}.beta", 0.04, f"{where}: KL weight beta 0.04 (TRL 1.16 defaults to 0)"),
+        Fact(f"{stage}.epsilon", 0.2, f"{where}: PPO's clip epsilon 0.2"),
+        Fact(f"{stage}.learning_rate", 1e-6, f"{where}: learning rate 1e-6"),
+        Fact(f"{stage}.num_train_epochs", 1, f"{where}: one epoch over the 128 problems"),
+        Fact(f"{stage}.max_steps", -1, "one epoch and no max_steps (max_steps > 0 would override the epoch)"),
+        Fact(f"{stage}.optimizer_steps", 16, "128 problems x G / 64 completions per optimizer step = 16 steps"),
+        Fact(f"{stage}.logging_steps", 1, f"{where}: logging every step (TRL defaults to 10)"),
+        Fact(f"{stage}.loss_type", "grpo", "the objective: per-token clipped surrogate averaged over each "
+             "completion's tokens (TRL's grpo; TRL 1.16 defaults to dapo)"),
+        Fact(f"{stage}.scale_rewards", "group", "group-relative advantage: divided by the group's std"),
+        Fact(f"{stage}.use_bias_correction_kl", False, "plain k3 = (x - 1) - log x per sampled token (TRL 1.16's "
+             "default True multiplies it by the importance ratio)"),
+        Fact(f"{stage}.disable_dropout", True, "rollouts are sampled in train mode: no LoRA dropout in them nor in "
+             "the KL's two passes (TRL 1.16 defaults to False)"),
+        Fact(f"{stage}.reference", "base", "pi_ref = the same base with the adapter disabled: no second model"),
+    )
+
+
+CHAPTER: tuple[Fact, ...] = (
+    Fact("config.base.name_or_path", "Qwen/Qwen3-0.6B", "the real run's policy base: Qwen/Qwen3-0.6B"),
+    Fact("config.sft.name_or_path", "kobkrit/qwen3-0.6b-th-sft-lora", "the SFT LoRA adapter the policy starts from"),
+    Fact("config.data.source", "hub", "the data: VISAI-AI/gsm8k-thai from the hub"),
+    Fact("config.data.hub.path", "VISAI-AI/gsm8k-thai", "the data: VISAI-AI/gsm8k-thai"),
+    Fact("config.data.hub.split", "train", "the data: split train"),
+    Fact("config.data.question_column", "translated_question", "the question column"),
+    Fact("config.data.answer_column", "translated_answer", "the worked answer, gold number after ####"),
+    Fact("config.data.selection", "chapter", "the 128 problems are exactly shuffle(seed=42).select(range(128)) of "
+         "the split, in that order; the held-out set is cut from the remaining rows"),
+    Fact("config.data.shuffle_seed", 42, "shuffle(seed=42)"),
+    Fact("config.data.train_size", TRAIN_SIZE, "select(range(128)): 128 training problems"),
+    Fact("config.data.system_prompt", SYSTEM_PROMPT, "the Thai system message: think step by step inside "
+         "<think>...</think>, end with the numeric answer on the last line"),
+    Fact("config.rewards", ["correct", "format", "thai"], "three code rewards: correct +1.0, non-empty think "
+         "block +0.3 (strict <think>.+?</think>), Thai script +0.2"),
+    Fact("config.base.dtype", "auto", "frozen weights in 16 bits: float16 on a T4 (no native bf16)"),
+    *_grpo_mode("grpo", 8, 256, 4, "~18 min"),
+    *_grpo_common("grpo"),
+    *_grpo_mode("grpo_fast", 4, 192, 2, "~10 min"),
+    *_grpo_common("grpo_fast"),
+    Fact("dr_grpo.loss_type", "dr_grpo", "Dr.GRPO: the same objective without the division by the group's std"),
+    Fact("dr_grpo.scale_rewards", "none", "Dr.GRPO: mean subtraction kept, no division by the std"),
+    Fact("dr_grpo.max_steps", -1, "the comparison: one epoch, as GRPO's"),
+    Fact("dr_grpo.optimizer_steps", 16, "the comparison: GRPO's 16 optimizer steps"),
+    Fact("rloo.max_steps", -1, "the comparison: one epoch, as GRPO's"),
+    Fact("rloo.optimizer_steps", 16, "the comparison: GRPO's 16 optimizer steps"),
+    Fact("dpo.max_steps", -1, "the comparison's rule (the chapter gives no DPO settings): one pass over the pairs"),
+    Fact("dpo.num_train_epochs", 1, "the comparison's rule: one pass over the pairs"),
+    Fact("dpo.lr_scheduler_type", "linear", "the comparison's rule: TRL's schedule"),
+    Fact("reward_model.max_steps", -1, "the comparison's rule (the chapter gives no reward-model settings): one "
+         "pass over the pairs"),
+    Fact("reward_model.num_train_epochs", 1, "the comparison's rule: one pass over the pairs"),
+    Fact("reward_model.lr_scheduler_type", "linear", "the comparison's rule: TRL's schedule"),
+    Fact("ppo.learning_rate", 3e-6, "PPO as the chapter's series ran it: TRL 1.12's defaults, lr 3e-6"),
+    Fact("ppo.num_ppo_epochs", 4, "TRL 1.12's defaults: 4 PPO epochs per batch"),
+    Fact("ppo.kl_coef", 0.05, "TRL 1.12's defaults: kl_coef 0.05"),
+    Fact("ppo.temperature", 0.7, "TRL 1.12's defaults: sampling temperature 0.7"),
+    Fact("ppo.gamma", 1.0, "GAE with gamma 1.0"),
+    Fact("ppo.lam", 0.95, "GAE with lambda 0.95"),
+    Fact("ppo.cliprange", 0.2, "clipped surrogate 0.2"),
+    Fact("ppo.cliprange_value", 0.2, "clipped value loss, cliprange_value 0.2"),
+    Fact("ppo.vf_coef", 0.1, "value loss weight vf_coef 0.1"),
+)
+
+FACTS = {fact.key: fact for fact in CHAPTER}
+
+# Why the offline default departs where it does (a 1.1M-parameter model on 2 CPU cores): one line per departure,
+# keyed like CHAPTER. tests/test_chapter_contract.py checks that every departure of config/config.yaml has a reason
+# here and that no reason is left for a value that no longer departs.
+OFFLINE_REASONS = {
+    "config.base.name_or_path": "no hub: a 1.1M-parameter Qwen3 built here and shipped in assets/tiny-base",
+    "config.sft.name_or_path": "no hub: an SFT adapter trained here on the tiny base, shipped beside it",
+    "config.data.source": "no hub: synthetic Thai GSM8K-style problems made here",
+    "config.data.selection": "synthetic problems share skeletons (template + operands): the held-out set is drawn "
+                             "first and every problem sharing its skeletons is set aside",
+    "config.data.system_prompt": "the shorter prompt the tiny tokenizer and SFT adapter were trained on",
+    "config.base.dtype": "a CPU computes in float32",
+    "grpo.per_device_train_batch_size": "8 prompts x 8 completions = 64 completions in one generation batch",
+    "grpo.gradient_accumulation_steps": "one generation batch per optimizer step on a CPU",
+    "grpo.max_completion_length": "solutions here are ~40 tokens",
+    "grpo.learning_rate": "a tiny LoRA policy needs a far larger step than a 0.6B model (2e-3 drifted)",
+    "grpo.max_steps": "40 steps of 64 completions = 2.5 passes over the 128 problems: the tiny policy learns "
+                      "within the CPU budget",
+    "grpo.optimizer_steps": "40 steps (max_steps)",
+    "grpo.reference": "the tiny base never learned the chat format, so the KL is to the SFT policy GRPO starts "
+                      "from (DeepSeekMath's reference)",
+    "dr_grpo.max_steps": "as GRPO's: 40 steps",
+    "dr_grpo.optimizer_steps": "as GRPO's: 40 steps",
+    "rloo.max_steps": "as GRPO's: 40 steps",
+    "rloo.optimizer_steps": "as GRPO's: 40 steps",
+    "dpo.max_steps": "GRPO's 40 optimizer steps over ~110 pairs",
+    "dpo.lr_scheduler_type": "GRPO's constant learning rate",
+    "reward_model.num_train_epochs": "2 passes over ~110 pairs (4 passes: no better on held-out pairs)",
+    "reward_model.lr_scheduler_type": "a constant learning rate, as GRPO's",
+    "ppo.learning_rate": "a tiny LoRA policy: GRPO's 1e-3 spread over the 4 optimizer steps of each batch",
+    "ppo.num_ppo_epochs": "2 passes per batch (each costs a policy and a value forward-backward)",
+    "ppo.temperature": "GRPO's rollout temperature, so that both methods sample alike",
+}
+
+
+def optimizer_steps(rows: int, num_generations: int, per_device_train_batch_size: int,
+                    gradient_accumulation_steps: int, num_train_epochs: float, max_steps: int,
+                    num_processes: int = 1) -> int:
+    """The optimizer steps of a GRPO-family run over ``rows`` prompts: ``max_steps`` when positive, else the epochs'
+    worth of rollout batches (each prompt G times; per_device x accumulation x processes completions per step), as
+    transformers' Trainer counts them (tests check this against the trainer's own count)."""
+    if max_steps > 0:
+        return max_steps
+    per_step = per_device_train_batch_size * gradient_accumulation_steps * num_processes
+    return math.ceil(num_train_epochs * math.ceil(rows * num_generations / per_step))
+
+
+def _same(value, expected) -> bool:
+    if isinstance(expected, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return math.isclose(value, expected, rel_tol=1e-9)
+    if isinstance(expected, list):
+        return list(value) == expected if isinstance(value, (list, tuple)) else False
+    return value == expected and type(value) is type(expected) if isinstance(expected, bool) else value == expected
+
+
+def departures(values: dict[str, object]) -> list[dict]:
+    """The facts whose value in ``values`` (key -> value as resolved for one run) differs from the chapter's, in
+    CHAPTER's order: ``{key, chapter, value, source}``. Keys absent from ``values`` (a stage the run does not train)
+    are not departures."""
+    return [{"key": fact.key, "chapter": fact.value, "value": values[fact.key], "source": fact.source}
+            for fact in CHAPTER if fact.key in values and not _same(values[fact.key], fact.value)]
+
+
+def config_value(config: dict, dotted: str):
+    """``config["a"]["b"]`` for ``a.b``; a missing key raises KeyError naming it."""
+    value = config
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            raise KeyError(f"config has no {dotted!r}")
+        value = value[part]
+    return value
+
+
+def run_card_departures(values: dict[str, object], offline: bool) -> list[dict]:
+    """``departures(values)``, each with ``reason``: the offline default's (``OFFLINE_REASONS``) when ``offline``,
+    else None (a config of the user's own gives no reasons)."""
+    return [{**d, "reason": OFFLINE_REASONS.get(d["key"]) if offline else None} for d in departures(values)]
