@@ -235,8 +235,8 @@ def start_adapter(variant):
 # The chain study (rules/chains.smk): its chain seeds, where each chain lives, and the config of its module.
 CHAIN_SEEDS = [int(s) for s in config.get("chains", {}).get("seeds", [])]
 CHAINS_RESULTS = OPTIONAL_RESULTS["chains"]
-# The models compared across chains: SFT and the trained methods of eval.models (the bare base is no method).
-CHAIN_MODELS = ["sft"] + trained(EVAL_MODELS)
+# The models compared across chains (chains.models): SFT and trained methods (the bare base is no method).
+CHAIN_MODELS = config.get("chains", {}).get("models") or ["sft"] + trained(EVAL_MODELS)
 
 
 def chain_dir(seed):

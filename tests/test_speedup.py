@@ -90,7 +90,7 @@ def test_headline_jobs_come_before_the_other_methods(default_jobs):
     lowest_headline = min(jobs[name]["priority"] for name in headline_jobs)
     others = [n for n, j in jobs.items() if n not in headline_jobs and j["rule"] in
               ("train", "sample", "score", "preference_pairs", "reward_model")]
-    assert {"train-ppo", "train-rloo", "train-dr_grpo", "train-dpo", "sample-ppo"} <= set(others)
+    assert {"train-ppo", "train-dr_grpo", "train-dpo", "sample-ppo"} <= set(others)
     assert all(jobs[n]["priority"] < lowest_headline for n in others)
     # the headline's own training chain before its sampling: GRPO starts as soon as SFT ends
     assert jobs["train-grpo"]["priority"] > jobs["sample-base"]["priority"]

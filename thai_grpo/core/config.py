@@ -173,6 +173,14 @@ def _check_eval(config: dict) -> None:
                           f"use one of {sorted(known)}")
 
 
+def _check_chains(config: dict) -> None:
+    known = {"sft"} | set(config.get("variants", {}))
+    unknown = [m for m in config.get("chains", {}).get("models", []) if m not in known]
+    if unknown:
+        raise ConfigError(f"chains.models has {unknown[0]!r}, which is neither sft nor a variant: use some of "
+                          f"{sorted(known)}")
+
+
 def check_config(config: dict) -> None:
     """Semantic checks beyond the schema; raise ``ConfigError`` on the first problem."""
     clash = [v for v in config.get("variants", {}) if v in RESERVED_MODEL_NAMES]
@@ -183,6 +191,7 @@ def check_config(config: dict) -> None:
     for name in config.get("variants", {}):
         _check_grpo(variant_settings(config, name)["grpo"], f"variants.{name}.grpo")
     _check_eval(config)
+    _check_chains(config)
     if (config["base"]["source"] == "shipped") != (config["sft"]["source"] == "shipped"):
         raise ConfigError(f"base.source={config['base']['source']} with sft.source={config['sft']['source']}: the "
                           "shipped SFT adapter was trained on the shipped base; set both to shipped, or base.source: "
