@@ -169,6 +169,7 @@ def scope_inputs(scope):
         files["pairs"] = rules.preference_pairs.output.stats
     if any(uses_reward_model(v) for v in trained(models)):
         files["reward_model"] = rules.reward_model_accuracy.output.accuracy
+        files["reward_model_train"] = rules.reward_model.output.train  # its arguments, for the run card
     if "grpo" in models:
         files["kl_real"] = "results/eval/grpo/token_logprobs.json"
     if OWN_TEMPERATURE[scope]:

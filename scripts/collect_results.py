@@ -1,7 +1,7 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.methods.contract import resolved_values
+from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
 from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
@@ -12,6 +12,7 @@ scores = {model: read_json(path) for model, path in zip(params.models, snakemake
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
+reward_model_train = read_json(snakemake.input.reward_model_train) if reward_model else None
 kl_real = read_json(snakemake.input.kl_real) if "kl_real" in snakemake.input.keys() else None
 # Second held-out sets: expand() listed the scores set by set, each in eval.models order.
 extra_scores = iter(snakemake.input.get("extra_scores", []))
@@ -28,5 +29,5 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    reward_model=reward_model,
                    displacements=adapter_displacements(dict(zip(params.variants, snakemake.input.adapters)),
                                                        snakemake.input.sft_adapter),
-                   chapter_values=resolved_values(params.config))  # the run card's departures from the chapter
+                   chapter_values=recorded_values(params.config, stage_records(trains, reward_model_train)))
 write_json(snakemake.output.results, results)

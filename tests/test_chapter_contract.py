@@ -166,3 +166,28 @@ def test_the_reference_knob_reaches_trl(tiny_model_dir, tiny_adapter_dir, tmp_pa
 
 def test_the_contract_is_serialisable_for_the_run_card():
     json.dumps([{"key": f.key, "value": f.value, "source": f.source} for f in CHAPTER], ensure_ascii=False)
+
+
+def test_the_run_card_reads_the_same_values_from_what_the_trainers_recorded():
+    """collect_results reads the contract's values from the train records (no TRL import); they are the values the
+    trainers were built with."""
+    import dataclasses
+
+    from thai_grpo.methods import variant_plan
+    from thai_grpo.methods.contract import recorded_values, stage_records
+
+    config = real_config()
+    trains = {}
+    for stage in config["variants"]:
+        arguments = stage_arguments(config, stage)
+        if dataclasses.is_dataclass(arguments) and not hasattr(arguments, "to_dict"):  # PPOSettings
+            trains[stage] = {"method": "ppo", "args": dataclasses.asdict(arguments)}
+        else:
+            trains[stage] = {"resolved_args": arguments.to_dict(),
+                             "reference": variant_plan(config, stage)["grpo"].get("reference", "sft"),
+                             "optimizer_steps": rollout_steps(arguments, TRAIN_SIZE)
+                             if hasattr(arguments, "num_generations") else None}
+    reward_model = {"resolved_args": stage_arguments(config, "reward_model").to_dict()}
+    recorded = recorded_values(config, stage_records(trains, reward_model))
+    resolved = resolved_values(config)
+    assert recorded == resolved

@@ -50,28 +50,70 @@ def rollout_steps(arguments, rows: int) -> int:
 
 
 def resolved_values(config: dict) -> dict[str, object]:
-    """Every contract key that ``config`` has a stage for, with the value its run would use."""
+    """Every contract key that ``config`` has a stage for, with the value its run would use (builds each stage's
+    arguments: imports TRL)."""
     from thai_grpo.methods import variant_plan
 
-    values, stages = {}, {}
+    built = {}
+
+    def stage_value(stage: str, field: str):
+        if stage not in built:
+            built[stage] = stage_arguments(config, stage)
+        if field == "reference":
+            return variant_plan(config, stage)["grpo"].get("reference", "sft")
+        if field == "optimizer_steps":
+            return rollout_steps(built[stage], config["data"]["train_size"])
+        return getattr(built[stage], field)
+
+    return _values(config, stage_value, _stages_run(config))
+
+
+def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]:
+    """The same keys from what the stages recorded as they ran: ``records[stage]`` = ``{"args": the trainer's
+    arguments (TrainingArguments.to_dict(), or PPOSettings as a dict), "reference": the grpo.reference,
+    "optimizer_steps": the trainer's count}``; stages without a record are left out."""
+
+    def stage_value(stage: str, field: str):
+        record = records[stage]
+        if field in ("reference", "optimizer_steps"):
+            return record[field]
+        return record["args"][field]
+
+    return _values(config, stage_value, [stage for stage in _stages_run(config) if stage in records])
+
+
+def stage_records(trains: dict[str, dict], reward_model_train: dict | None = None) -> dict[str, dict]:
+    """``recorded_values``' records from the train rule's outputs (``results/runs/<variant>/train.json``) and the
+    reward model's (``results/model/reward_model.json``): the arguments each trainer ran with."""
+    records = {}
+    for stage, train in trains.items():
+        args = train.get("resolved_args") or (train.get("args") if train.get("method") == "ppo" else None)
+        if args is not None:
+            records[stage] = {"args": args, **{key: train[key] for key in ("reference", "optimizer_steps")
+                                               if key in train}}
+    if reward_model_train and reward_model_train.get("resolved_args"):
+        records["reward_model"] = {"args": reward_model_train["resolved_args"]}
+    return records
+
+
+def _values(config: dict, stage_value, stages) -> dict[str, object]:
+    values = {}
     for fact in CHAPTER:
         stage, field = fact.key.split(".", 1)
         if stage == "config":
             values[fact.key] = _config_default(config, field)
-            continue
-        if stage not in config.get("variants", {}) and not (stage == "reward_model" and _scores_by_reward_model(config)):
-            continue  # a stage this config does not run
-        if stage not in stages:
-            stages[stage] = stage_arguments(config, stage)
-        arguments = stages[stage]
-        if field == "reference":
-            values[fact.key] = variant_plan(config, stage)["grpo"].get("reference", "sft")
-        elif field == "optimizer_steps":
-            values[fact.key] = rollout_steps(arguments, config["data"]["train_size"])
-        else:
-            value = getattr(arguments, field)
+        elif stage in stages:
+            try:
+                value = stage_value(stage, field)
+            except KeyError:
+                continue  # not recorded (e.g. a DPO run skipped for want of pairs)
             values[fact.key] = value.value if isinstance(value, enum.Enum) else value  # e.g. SchedulerType
     return values
+
+
+def _stages_run(config: dict) -> list[str]:
+    """The contract's stages that ``config`` runs: its variants, and the reward model when a PPO variant uses it."""
+    return [*config.get("variants", {}), *(["reward_model"] if _scores_by_reward_model(config) else [])]
 
 
 def _scores_by_reward_model(config: dict) -> bool:
@@ -92,4 +134,4 @@ def _config_default(config: dict, dotted: str):
         return None
 
 
-__all__ = ["GRPO_FAMILY", "TRAIN_SIZE", "resolved_values", "rollout_steps", "stage_arguments"]
+__all__ = ["GRPO_FAMILY", "TRAIN_SIZE", "recorded_values", "resolved_values", "rollout_steps", "stage_arguments"]

@@ -112,6 +112,7 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     result = {**base, "steps": read_step_metrics(metrics_path), "parameters": count_parameters(trainer.model),
+              "resolved_args": trainer.args.to_dict(), "optimizer_steps": trainer.state.max_steps,
               "trl_log_history": trainer.state.log_history}
     clear_checkpoints(checkpoint_dir)
     return result

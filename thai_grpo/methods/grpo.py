@@ -342,7 +342,8 @@ def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str |
     result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
               "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
               "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
-              "resolved_args": trainer.args.to_dict(), "trl_log_history": trainer.state.log_history}
+              "resolved_args": trainer.args.to_dict(), "reference": args.get("reference", "sft"),
+              "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history}
     clear_checkpoints(checkpoint_dir)
     return result
 

@@ -238,8 +238,10 @@ def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, tempe
     import torch
 
     positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
-    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions).logits
-    logits = logits[:, prompt_width - 1:-1].float() / temperature
+    completion = input_ids.shape[1] - prompt_width  # the LM head runs on the positions that score a completion token
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                   logits_to_keep=completion + 1).logits
+    logits = logits[:, :-1].float() / temperature
     logp = torch.log_softmax(logits, dim=-1)
     chosen = logp.gather(-1, input_ids[:, prompt_width:].unsqueeze(-1)).squeeze(-1)
     if not with_entropy:

@@ -162,4 +162,4 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log}}
              for log in trainer.state.log_history if "loss" in log]  # a resumed run's history holds the earlier steps
     return {"pairs": len(pairs), "steps": steps, "parameters": count_parameters(trainer.model), "args": args,
-            "lora": reward_lora(lora), "labels": labels}
+            "resolved_args": trainer.args.to_dict(), "lora": reward_lora(lora), "labels": labels}
