@@ -29,11 +29,12 @@ $(STAMP): requirements.txt pyproject.toml
 run: setup
 	$(BIN)/snakemake --cores $(CORES)
 
-# Where the time goes on this machine: sampler vs its forward-pass bound, one GRPO step split into its parts, each
-# stage's share of the last run, the last run's critical path and its wall time extrapolated to 1-16 cores, and the
-# smoke DAG timed at 1 and 2 cores (results/bench/bench.json). Builds the base and SFT adapter first if needed.
+# Where the time goes on this machine: sampler vs its forward-pass bound, one step of GRPO, Dr.GRPO, PPO and DPO and
+# held-out sampling split into their parts, each stage's share of the last run, the last run's critical path and its
+# wall time extrapolated to 1-16 cores, and the smoke DAG timed at 1 and 2 cores (results/bench/bench.json). Builds
+# the base, SFT adapter, preference pairs and reward model first if needed.
 bench: setup
-	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl --quiet progress
+	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python scripts/bench.py
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:

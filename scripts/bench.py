@@ -66,28 +66,161 @@ def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]
     return rows
 
 
-def bench_grpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
-    """``steps`` GRPO steps with the config's settings from the SFT adapter, each split into its parts."""
+def print_split(title: str, split: dict) -> None:
+    print(f"{title}, mean of {split['steps_timed']} after a warm-up: {split['seconds']['total']:.2f} s", flush=True)
+    for part, share in split["share"].items():
+        print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
+
+
+def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
+    """``steps`` steps of a GRPO-family variant with the config's settings from the SFT adapter, each split into
+    its parts."""
     from trl import GRPOConfig, GRPOTrainer
 
     from thai_grpo.methods.grpo import rollout_trainer
 
     torch.set_num_threads(threads)
-    plan = variant_plan(config, "grpo")
+    plan = variant_plan(config, variant)
     args = {**plan["grpo"], "max_steps": steps, "save_steps": steps + 1}
     with tempfile.TemporaryDirectory() as checkpoints:
         trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, args, results / "model/base",
                                       results / "model/sft_adapter", read_jsonl(results / "data/train.jsonl"),
                                       plan["rewards"], config["data"].get("system_prompt", SYSTEM_PROMPT),
-                                      Path(checkpoints) / "bench-grpo", config["seed"])
+                                      Path(checkpoints) / f"bench-{variant}", config["seed"])
         timer = StepTimer()
         timer.attach(trainer)
         trainer.train()
-    split = {**step_split(timer.steps), "threads": threads, "per_step": timer.steps}
-    print(f"GRPO step ({threads} threads, mean of {split['steps_timed']} after a warm-up): "
-          f"{split['seconds']['total']:.2f} s", flush=True)
-    for part, share in split["share"].items():
-        print(f"  {part:26s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
+    split = {**step_split(timer.steps), "variant": variant, "threads": threads, "per_step": timer.steps}
+    print_split(f"{variant} step ({threads} threads)", split)
+    return split
+
+
+def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
+    """``steps`` PPO steps (the config's ppo variant, with its reward model) split into their parts."""
+    import thai_grpo.methods.ppo as ppo
+    from thai_grpo.report.bench import PPO_PARTS, PartTimer
+
+    torch.set_num_threads(threads)
+    plan = variant_plan(config, "ppo")
+    timer = PartTimer()
+    original_rollout = ppo._rollout
+
+    def rollout(*args, **kwargs):
+        timer.begin_step()
+        return original_rollout(*args, **kwargs)
+
+    ppo._rollout = rollout
+    no_grad = lambda name: lambda *a, **k: None if torch.is_grad_enabled() else name  # noqa: E731
+    timer.wrap(ppo, "generate_by_chunks", "generation")
+    timer.wrap(ppo, "sequence_logprobs", no_grad("policy and reference log-probs"))
+    timer.wrap(ppo, "token_scores", no_grad("value and reward passes"))
+    timer.wrap(ppo, "last_token_scores", "value and reward passes")
+    timer.wrap(ppo, "_chunk_losses", "forward (policy, value)")
+    update = ppo._update
+
+    def timed_update(*args, **kwargs):
+        start, before = time.perf_counter(), timer.steps[-1].get("forward (policy, value)", 0.0)
+        try:
+            return update(*args, **kwargs)
+        finally:
+            forward = timer.steps[-1].get("forward (policy, value)", 0.0) - before
+            timer.steps[-1]["backward and optimizer"] = time.perf_counter() - start - forward
+
+    ppo._update = timed_update
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            ppo.train_ppo(results / "model/base", results / "model/sft_adapter", results / "model/reward_model",
+                          read_jsonl(results / "data/train.jsonl"), plan["grpo"], plan["rewards"],
+                          {**plan["ppo"], "max_steps": steps, "save_steps": steps + 1},
+                          config["data"].get("system_prompt", SYSTEM_PROMPT), Path(work) / "out",
+                          Path(work) / "ckpt", config["seed"], plan["grpo"].get("chat_template_kwargs"))
+    finally:
+        ppo._rollout, ppo._update = original_rollout, update
+    split = {**timer.split(PPO_PARTS), "threads": threads}
+    print_split(f"ppo step ({threads} thread{'s' if threads > 1 else ''})", split)
+    return split
+
+
+def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
+    """``steps`` DPO steps on the preference pairs (the config's dpo variant), split into their parts."""
+    from thai_grpo.methods import dpo
+    from thai_grpo.report.bench import DPO_PARTS, PartTimer
+    from trl import DPOTrainer
+
+    torch.set_num_threads(threads)
+    plan = variant_plan(config, "dpo")
+    timer = PartTimer()
+    methods = {name: getattr(DPOTrainer, name) for name in ("training_step", "compute_loss")}
+
+    def training_step(self, *args, **kwargs):
+        timer.begin_step()
+        return methods["training_step"](self, *args, **kwargs)
+
+    DPOTrainer.training_step = training_step
+    timer.wrap(DPOTrainer, "compute_loss", lambda *a, **k: "forward (policy and reference)")
+    import accelerate
+
+    backward = accelerate.Accelerator.backward
+    timer.wrap(accelerate.Accelerator, "backward", lambda *a, **k: "backward")
+    optimizer_step = torch.optim.AdamW.step
+    timer.wrap(torch.optim.AdamW, "step", lambda *a, **k: "optimizer")
+    try:
+        with tempfile.TemporaryDirectory() as work:
+            dpo.train_dpo(results / "model/base", results / "model/sft_adapter",
+                          read_jsonl(results / "data/preference_pairs.jsonl"), plan["grpo"],
+                          {**plan["dpo"], "max_steps": steps, "save_steps": steps + 1}, Path(work) / "out",
+                          Path(work) / "ckpt", config["seed"])
+    finally:
+        for name, method in methods.items():
+            setattr(DPOTrainer, name, method)
+        accelerate.Accelerator.backward, torch.optim.AdamW.step = backward, optimizer_step
+    split = {**timer.split(DPO_PARTS), "threads": threads}
+    print_split(f"dpo step ({threads} thread{'s' if threads > 1 else ''})", split)
+    return split
+
+
+def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
+    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings) on the first
+    ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
+    import thai_grpo.models.sampling as sampling
+    import thai_grpo.models.shared_prefix as shared
+    from thai_grpo.report.bench import SAMPLING_PARTS, PartTimer
+
+    torch.set_num_threads(threads)
+    ev = eval_settings(config)
+    model = load_policy(results / "model/base", results / "model/sft_adapter", merged=True).eval()
+    tokenizer = load_tokenizer(results / "model/base")
+    rows = read_jsonl(results / "data/heldout.jsonl")[:problems]
+    timer = PartTimer()
+    generate = sampling.generate
+
+    def timed_generate(*args, **kwargs):
+        start = time.perf_counter()
+        greedy = args[6] is None if len(args) > 6 else kwargs.get("temperature") is None
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            part = "greedy answers" if greedy else "sampling (decode)"
+            timer.steps[-1][part] = timer.steps[-1].get(part, 0.0) + time.perf_counter() - start
+
+    sampling.generate = timed_generate
+    timer.wrap(shared, "prompt_cache", "prefill (once per problem)")
+    try:
+        for _ in range(2):  # a warm-up pass, then the timed one
+            timer.begin_step()
+            sampling.sample_heldout(model, tokenizer, rows, config["data"].get("system_prompt", SYSTEM_PROMPT),
+                                    ev["num_samples"], ev["max_new_tokens"], ev["temperature"], ev["batch_size"],
+                                    ev["seed"], ev.get("chat_template_kwargs"))
+    finally:
+        sampling.generate = generate
+    split = timer.split(SAMPLING_PARTS)
+    seconds = split["seconds"]  # the prefill ran inside the sampling calls: count it once
+    seconds["sampling (decode)"] -= seconds["prefill (once per problem)"]
+    seconds["other"] = seconds["total"] - sum(seconds[part] for part in SAMPLING_PARTS)
+    split["share"] = {part: seconds[part] / seconds["total"] for part in (*SAMPLING_PARTS, "other")}
+    split.update(threads=threads, problems=len(rows))
+    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']} ({threads} thread"
+                f"{'s' if threads > 1 else ''})", split)
     return split
 
 
@@ -143,6 +276,7 @@ def main() -> None:
     parser.add_argument("--results", default="results")
     parser.add_argument("--grpo-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sampling-problems", type=int, default=64, help="held-out problems in the sampling split")
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
                         help="core counts of the last run's critical-path extrapolation")
     parser.add_argument("--smoke-cores", type=int, nargs="*", default=[1, 2],
@@ -152,6 +286,12 @@ def main() -> None:
     report = {"cpu": cpu_name(), "cores": torch.get_num_threads(), "torch": torch.__version__,
               "sampler": bench_sampler(config, results, options.threads),
               "grpo_step": [bench_grpo_step(config, results, options.grpo_steps, t) for t in options.threads],
+              # each as the pipeline runs it: Dr.GRPO, PPO and DPO with 1 thread, held-out sampling with both
+              "dr_grpo_step": bench_grpo_step(config, results, options.grpo_steps, 1, "dr_grpo"),
+              "ppo_step": bench_ppo_step(config, results, options.grpo_steps, 1),
+              "dpo_step": bench_dpo_step(config, results, options.grpo_steps + 2, 1),
+              "heldout_sampling": [bench_heldout_sampling(config, results, t, options.sampling_problems)
+                                   for t in options.threads],
               "last_run": stage_shares(results / "benchmarks"),
               "cores": bench_cores(options.configfile, results, options.cores),
               "smoke": bench_smoke(options.smoke_cores)}

@@ -20,6 +20,10 @@ import time
 from pathlib import Path
 
 PARTS = ("generation", "rewards", "reference/old log-probs", "forward", "backward", "optimizer")
+PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward passes", "forward (policy, value)",
+             "backward and optimizer")
+DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
+SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)", "greedy answers")
 
 
 def lscpu_fields() -> dict[str, str]:
@@ -125,12 +129,57 @@ class StepTimer:
         return Events()
 
 
-def step_split(steps: list[dict], skip_first: int = 1) -> dict:
+class PartTimer:
+    """Times named parts of a loop by wrapping functions in place; ``begin_step`` starts a new step record.
+
+    ``wrap(owner, name, part)``: ``owner.name`` (a module's function or an object's method) adds its wall time to
+    ``part`` of the current step; ``part`` may be a function of the call's arguments giving the part's name (None:
+    not timed, e.g. a call nested in another timed one). ``split(parts)`` gives the steps' means as ``step_split``
+    does, with ``other`` = the step's wall time minus its timed parts (Python, bookkeeping, what is not wrapped)."""
+
+    def __init__(self):
+        self.steps: list[dict] = []
+        self._start: float | None = None
+
+    def begin_step(self) -> None:
+        now = time.perf_counter()
+        self.end_step(now)
+        self.steps.append({})
+        self._start = now
+
+    def end_step(self, now: float | None = None) -> None:
+        if self._start is not None and self.steps:
+            self.steps[-1]["total"] = (now or time.perf_counter()) - self._start
+            self._start = None
+
+    def wrap(self, owner, name: str, part) -> None:
+        original = getattr(owner, name)
+        timer = self
+
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                label = part(*args, **kwargs) if callable(part) else part
+                if label and timer.steps:
+                    timer.steps[-1][label] = timer.steps[-1].get(label, 0.0) + time.perf_counter() - start
+
+        setattr(owner, name, timed)
+
+    def split(self, parts: tuple[str, ...], skip_first: int = 1) -> dict:
+        self.end_step()
+        steps = [{**{p: s.get(p, 0.0) for p in parts}, "total": s["total"],
+                  "other": s["total"] - sum(s.get(p, 0.0) for p in parts)} for s in self.steps if "total" in s]
+        return step_split(steps, skip_first, parts)
+
+
+def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = PARTS) -> dict:
     """Mean seconds per part over the steps after the first ``skip_first`` (warm-up), with each part's share."""
     kept = steps[skip_first:] or steps
-    means = {part: sum(s[part] for s in kept) / len(kept) for part in (*PARTS, "other", "total")}
+    means = {part: sum(s[part] for s in kept) / len(kept) for part in (*parts, "other", "total")}
     return {"steps_timed": len(kept), "seconds": means,
-            "share": {part: means[part] / means["total"] for part in (*PARTS, "other")}}
+            "share": {part: means[part] / means["total"] for part in (*parts, "other")}}
 
 
 def max_concurrent(intervals: list[tuple[float, float]]) -> int:

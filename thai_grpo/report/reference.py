@@ -120,7 +120,8 @@ def summarise_main(results: dict) -> dict:
                             "trainable_parameters": row.get("trainable_parameters")}
              for row in results["comparison"]["methods"] if row.get("model")}
     return {**summarise_scores(results), "training": runs, "kl_real": kl, "reward_model": rm, "method_costs": costs,
-            "stage_seconds": {stage: _r(results["run"]["benchmarks"][stage]) for stage in main_stages(results)}}
+            "stage_seconds": {stage: _r(results["run"]["benchmarks"][stage]) for stage in main_stages(results)},
+            "chapter_departures": results["run"].get("chapter_departures")}
 
 
 def summarise_passk(passk: dict) -> dict:

@@ -174,6 +174,17 @@ def table_stages(ref: dict) -> str:
     return f"{provenance(main['source'])}:\n\n" + _table(["stage (rule-wildcard)", "seconds"], rows)
 
 
+def table_departures(ref: dict) -> str:
+    """Where the reference run (the offline default) departs from the chapter's experiment, and why: the run card's
+    table (thai_grpo.core.chapter), as the trainers received each setting."""
+    main = ref["main"]
+    departures = main.get("chapter_departures")
+    if departures is None:
+        return _missing("main")
+    rows = [[f"`{d['key']}`", f"`{d['chapter']}`", f"`{d['value']}`", d.get("reason") or ""] for d in departures]
+    return f"{provenance(main['source'])}:\n\n" + _table(["setting", "the chapter", "offline default", "why"], rows)
+
+
 def table_passk(ref: dict) -> str:
     passk = ref.get("passk")
     if not passk:
@@ -269,7 +280,8 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
             "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
-            "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref)}
+            "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
+            "departures": table_departures(ref)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
