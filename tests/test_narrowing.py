@@ -57,3 +57,13 @@ def test_bad_inputs_are_refused():
         narrowing_test([1, 2], [1, 2, 3], 8, 4)
     with pytest.raises(ValueError, match="k in 2..n"):
         narrowing_test([1, 2], [1, 2], 8, 1)
+
+
+def test_the_main_run_reads_the_narrowing_at_half_of_n_and_only_with_both_models():
+    from thai_grpo.report.results import narrowing
+
+    scores = {"sft": {"n_samples": 8, "per_problem_correct": [0, 1, 2, 5, 8, 0]},
+              "grpo": {"n_samples": 8, "per_problem_correct": [0, 4, 6, 8, 8, 1]}}
+    result = narrowing(scores, n_boot=200, seed=0)
+    assert result["k"] == 4 and (result["weaker"], result["stronger"]) == ("sft", "grpo")
+    assert narrowing({"sft": scores["sft"]}, 200, 0) is None
