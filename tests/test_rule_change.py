@@ -100,3 +100,11 @@ def test_the_headline_table_of_a_run_under_the_plan_names_each_verdicts_family()
     table = rt.table_headline(summary)
     assert "verdict (family; the declared plan)" in table.splitlines()[2]
     assert "| ≤ 0.0050 | higher (primary comparison) |" in table  # 1 / (200 + 1): the bootstrap's floor
+
+
+def test_the_seed_studys_contrasts_print_before_and_after():
+    from test_seeds import _fixture_study
+
+    table = rc.contrast_table(_fixture_study()["pairs"])
+    assert table.splitlines()[2].startswith("| rloo - grpo (pass@1) | -39.6 |")
+    assert table.splitlines()[2].endswith("| lower | exceeds |")

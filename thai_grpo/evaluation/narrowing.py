@@ -11,8 +11,8 @@ gap at k is
 
 with (1 - q_j)^k estimated without bias by C(n - c_j, k) / C(n, k) = 1 - pass@k_j (the plug-in (1 - c_j / n)^k is
 biased upward, by Jensen, and would make every uniform gain look like polish). The observed gap at k, g_k, is the
-difference of the unbiased pass@k (``passk.pass_at_k``), so under the null E[g_k] = E[g0_k] up to delta's noise. Excess narrowing = g0_k - g_k: how much smaller the
-observed gap at k is than the uniform improvement predicts. Its interval is normal with the paired bootstrap's
+difference of the unbiased pass@k (``passk.pass_at_k``), so under the null E[g_k] = E[g0_k] up to delta's noise.
+Excess narrowing = g0_k - g_k: how much smaller the observed gap at k is than the uniform improvement predicts. Its interval is normal with the paired bootstrap's
 standard error over problems, excess +- z se (the percentile interval inherits the bootstrap's own bias: delta is a
 ratio and (1 - delta)^k is convex, which shifted the draws by about one standard error in simulation at delta 0.3).
 "Polish, not create" is claimed only when that interval lies above 0 (the gain is concentrated on problems the

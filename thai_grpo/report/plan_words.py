@@ -54,7 +54,8 @@ def family_text(test: dict) -> str:
     name = FAMILY_NAMES.get(family, family or "unplanned")
     correction = test.get("correction") or ""
     if family == "secondary":
-        return f"secondary ({METRIC_NAMES.get(test.get('metric'), test.get('metric'))}), {correction}, outside the plan's gate"
+        metric = METRIC_NAMES.get(test.get("metric"), test.get("metric"))
+        return f"secondary ({metric}), {correction}, outside the plan's gate"
     if family == "many_to_one":
         return f"against the baseline {test.get('b')}, {correction} at {percent(alpha)}"
     gate = test.get("gate")

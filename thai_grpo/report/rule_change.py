@@ -13,7 +13,9 @@ Two sources:
   combined by Satterthwaite. Counting the main chain's whole problem variance as shared by the chains is the
   conservative reading (it cannot shrink with more chains).
 
-``markdown_table`` renders either as the note's table.
+``markdown_table`` renders either as the note's table; ``contrast_table`` does the same for the seed and loss
+studies' contrasts against grpo (results/seeds/results.json ``pairs``, results/losses/results.json ``versus``), each
+with the previous rule's verdict (``previous``).
 """
 
 from __future__ import annotations
@@ -133,8 +135,25 @@ def markdown_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def contrast_table(tests: list[dict]) -> str:
+    """The seed or loss study's contrasts before and after: estimate, simultaneous interval (Dunnett), degrees of
+    freedom, Dunnett-adjusted p, family, verdict under the plan and the previous rule's verdict."""
+    header = ["contrast", "difference (points)", "simultaneous 95% interval", "df", "p (Dunnett-adjusted)", "family",
+              "verdict", "previous rule"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for t in tests:
+        lines.append("| " + " | ".join([
+            f"{t['a']} - {t['b']} ({t.get('metric', 'pass@1')})", _points(t["mean_diff"]),
+            f"[{_points(t['ci_low'])}, {_points(t['ci_high'])}]", f"{t['df']:.1f}", fmt_p(t["p_holm"]),
+            family_text(t), verdict_word(t), (t.get("previous") or {}).get("verdict", "n/a")]) + " |")
+    return "\n".join(lines)
+
+
 def needs_text(needs: dict, target: float) -> str:
     """One line per family: 'primary: 4 chains to detect 10.0 points at level 0.05 (80% power)'."""
-    return "\n".join(f"{family}: {'more held-out problems (no number of chains)' if f['chains_needed'] is None else str(f['chains_needed']) + ' chains'} "
-                     f"to detect {100 * f['effect']:.1f} points at level {fmt_p(f['alpha'])} ({target:.0%} power, "
-                     f"hardest of its {f['pairs']} pair{'s' if f['pairs'] != 1 else ''})" for family, f in needs.items())
+    def count(needed):
+        return "more held-out problems (no number of chains)" if needed is None else f"{needed} chains"
+
+    return "\n".join(f"{family}: {count(f['chains_needed'])} to detect {100 * f['effect']:.1f} points at level "
+                     f"{fmt_p(f['alpha'])} ({target:.0%} power, hardest of its {f['pairs']} "
+                     f"pair{'s' if f['pairs'] != 1 else ''})" for family, f in needs.items())
