@@ -1,9 +1,12 @@
 # The chain study (`snakemake --cores 2 chains`): the default comparison (SFT and every method of eval.models)
 # rebuilt from whole chains, one per chains.seeds seed: base initialisation, data order, SFT and training all move
 # with it, the data and held-out problems do not. The chain at the config's own seed is the main run (results/);
-# every other chain is this workflow loaded again as a Snakemake module, config seed = the chain seed, its files
-# under results/chains/seed<N>/ (replace_prefix), its rules renamed chain_seed<N>_*. Then per method the per-chain
-# gains over SFT and the verdicts that need chain noise and problem noise both exceeded: results/chains/.
+# every other chain is this workflow loaded again as a Snakemake module, config seed = the chain seed, eval.seed = the
+# chain's own sampling seed (thai_grpo.core.seeds.chain_sampling_seed), its files under results/chains/seed<N>/
+# (replace_prefix), its rules renamed chain_seed<N>_*. Then per pair of models the crossed analysis of chains and
+# problems under the declared plan (config analysis:): results/chains/.
+
+from thai_grpo.core.seeds import chain_sampling_seed, with_chain_sampling_seed
 
 for chain_seed in CHAIN_SEEDS:
     if chain_seed == config["seed"]:
@@ -16,7 +19,7 @@ for chain_seed in CHAIN_SEEDS:
         snakefile:
             "../Snakefile"
         config:
-            chain_config(chain_seed)
+            with_chain_sampling_seed(chain_config(chain_seed), chain_seed, config["seed"])
         replace_prefix:
             {"results/": f"{chain_dir(chain_seed)}/"}
 
@@ -40,8 +43,10 @@ rule chain_results:
         default_seed=config["seed"],
         n_boot=config["eval"]["bootstrap_samples"],
         eval_seed=config["eval"]["seed"],
+        sampling_seeds={s: chain_sampling_seed(config["eval"]["seed"], s, config["seed"]) for s in CHAIN_SEEDS},
+        analysis=config.get("analysis", {}),
         benchmarks={s: results_path(f"{chain_dir(s)}/benchmarks") for s in CHAIN_SEEDS},
     message:
-        "Chain study: per method the gain over SFT in each chain, and the verdicts over chains and problems"
+        "Chain study: per pair of models the crossed analysis of chains and problems, under the declared plan"
     script:
         "../scripts/chain_results.py"

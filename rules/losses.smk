@@ -1,7 +1,7 @@
 # The loss-family study (`snakemake --cores 2 losses`): every variant with group: losses trained from the SFT adapter
 # at each seeds.training seed by the train, sample and score rules (run ids `<variant>-seed<N>`, the config's seed is
 # the bare variant), beside grpo at the same seeds (the seed study's runs, not retrained when built); then each
-# variant against grpo with a verdict that needs the gap to exceed the seed noise: results/losses/.
+# variant against grpo, paired by seed under the declared plan (config analysis:): results/losses/.
 
 LOSS_STUDY = [
     (variant, run, parse_run(run, VARIANTS, config["seed"])[1])
@@ -31,9 +31,10 @@ rule loss_results:
         },
         eval_seed=config["eval"]["seed"],
         n_boot=config["eval"]["bootstrap_samples"],
+        analysis=config.get("analysis", {}),
         benchmarks="results/benchmarks",
     message:
-        "Loss-family study: each variant against grpo at every training seed, beyond the seed noise or not"
+        "Loss-family study: each variant against grpo at every training seed, seed as block (Dunnett)"
     script:
         "../scripts/loss_results.py"
 

@@ -1,7 +1,7 @@
 # The seed study (`snakemake --cores 2 seeds`): every RL method variant (group: method, all but DPO) trained at
 # each seeds.training seed by the same train, sample and score rules (run ids `<variant>-seed<N>`; the config's
-# seed is the variant's existing run), then per method the spread over seeds and per pair of methods whether
-# the difference exceeds it: results/seeds/results.json and results/seeds/report.html.
+# seed is the variant's existing run), then per method the spread over seeds and each method against grpo, paired by
+# seed under the declared plan (config analysis:): results/seeds/results.json and results/seeds/report.html.
 
 SEED_STUDY = [
     (variant, run, parse_run(run, VARIANTS, config["seed"])[1]) for variant, runs in SEED_RUNS.items() for run in runs
@@ -28,9 +28,10 @@ rule seed_results:
             run_eval_settings(EVAL_SETTINGS, run, VARIANTS, config["seed"])["seed"] for _, run, _ in SEED_STUDY
         ],
         n_boot=config["eval"]["bootstrap_samples"],
+        analysis=config.get("analysis", {}),
         benchmarks=results_path("results/benchmarks"),
     message:
-        "Seed study: pass@1 per training seed, between-seed intervals and the two-level bootstrap per pair"
+        "Seed study: pass@1 per training seed, and each method against grpo with seed as block (Dunnett)"
     script:
         "../scripts/seed_results.py"
 

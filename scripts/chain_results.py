@@ -6,6 +6,7 @@ from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.evaluation.chain_stats import chain_study
+from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.hacking import summarise_hacking_chains
 from thai_grpo.report.results import benchmark_seconds
 
@@ -19,16 +20,16 @@ scores = iter(snakemake.input.scores)  # chains.smk lists them chain by chain, m
 runs = {model: [] for model in params.models}
 for seed in params.seeds:
     for model in params.models:
-        runs[model].append({"seed": seed, "scores": read_json(next(scores))})
+        runs[model].append({"seed": seed, "sampling_seed": params.sampling_seeds[seed], "scores": read_json(next(scores))})
 hacking = {seed: read_json(path) for seed, path in zip(params.seeds, snakemake.input.hacking)}
-study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
+study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
 seconds = {seed: benchmark_seconds(folder) for seed, folder in params.benchmarks.items()}
 # A chain's cost: the stages an added chain runs (its own benchmarks), counted alike in the config's chain, whose
 # benchmarks folder also holds the optional targets' stages (seeds, passk, losses ...).
 chain_stages = set().union(*(stages for seed, stages in seconds.items() if seed != params.default_seed))
 seconds = {seed: {stage: s for stage, s in stages.items() if stage in chain_stages} for seed, stages in seconds.items()}
 write_json(snakemake.output.results, {
-    **study, "default_seed": params.default_seed,
+    **study, "default_seed": params.default_seed, "sampling_seeds": {str(s): v for s, v in params.sampling_seeds.items()},
     "num_problems": runs["sft"][0]["scores"]["num_problems"], "n_samples": runs["sft"][0]["scores"]["n_samples"],
     "hacking": summarise_hacking_chains(hacking),
     "cost": {"per_chain_seconds": {seed: sum(stages.values()) for seed, stages in seconds.items()},

@@ -1,6 +1,7 @@
 """Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo.report.losses)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.losses import loss_results
 from thai_grpo.report.results import benchmark_seconds
 
@@ -12,4 +13,5 @@ for (variant, run, seed), scores, train in zip(params.runs, snakemake.input.scor
     trains[run] = read_json(train)
 write_json(snakemake.output.results,
            loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
-                        n_boot=params.n_boot, seed=params.eval_seed))
+                        n_boot=params.n_boot, seed=params.eval_seed,
+                        analysis=analysis_plan({"analysis": params.analysis})))

@@ -2,6 +2,7 @@
 
 from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.core.seeds import seed_costs
+from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.evaluation.seed_stats import seed_study
 from thai_grpo.report.results import benchmark_seconds
 
@@ -11,7 +12,7 @@ runs = {}
 for (variant, run, seed), sampling_seed, path in zip(params.runs, params.sampling_seeds, snakemake.input.scores):
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "sampling_seed": sampling_seed,
                                          "scores": read_json(path)})
-study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed)
+study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
 write_json(snakemake.output.results, {
     "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,
     "num_problems": next(iter(runs.values()))[0]["scores"]["num_problems"],

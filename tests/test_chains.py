@@ -35,3 +35,18 @@ def test_a_chain_study_needs_two_chains(workdir):
     done = run_snakemake(workdir, "chains", "-n", "--configfile", "config/smoke.yaml", "--config",
                          "chains={'seeds': [42]}")
     assert done.returncode != 0 and "seeds" in (done.stdout + done.stderr)
+
+
+def test_every_other_chain_samples_with_its_own_seed(workdir):
+    """The chain module's config carries the chain's own eval.seed (thai_grpo.core.seeds.chain_sampling_seed); the
+    config's chain (results/) keeps eval.seed: probed from the modules Snakemake loaded."""
+    import ast
+
+    from thai_grpo.core.seeds import chain_sampling_seed
+
+    (workdir / "probe.smk").write_text('include: "Snakefile"\nprint("PROBE", {name: (info.config["eval"]["seed"], '
+                                       'config["eval"]["seed"]) for name, info in workflow.modules.items()})\n')
+    done = run_snakemake(workdir, "chains", "-n", "-s", "probe.smk", *CHAINS)
+    line = next(line for line in (done.stdout + done.stderr).splitlines() if line.startswith("PROBE"))
+    (chain, main), = ast.literal_eval(line.removeprefix("PROBE ")).values()
+    assert chain == chain_sampling_seed(main, 7, 42) != main

@@ -95,7 +95,7 @@ def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
     assert results["reward_model"]["labels"].startswith("ranked by the verifier")
     assert all(row["peak_memory_mb"] > 0 for row in rows.values() if row["run"] and row["model"] != "base")
     html = (smoke_run / "results/report.html").read_text()
-    for text in ['pass@1 vs SFT <span class="ci">(paired, Holm)</span>', "DPO can only rank answers that exist in the file", "9. Pitfalls",
+    for text in ['pass@1 vs SFT <span class="ci">(paired, the plan\'s verdict)</span>', "DPO can only rank answers that exist in the file", "9. Pitfalls",
                  "pitfall variants: not run", "Dr.GRPO", "RLOO", "by the verifier, not by people",
                  "PPO beside GRPO"]:
         assert text in html, text

@@ -15,6 +15,7 @@ import pytest
 from workflow import load_report_fixture
 
 from thai_grpo.evaluation.scoring import pairwise_tests
+from thai_grpo.report.plan_words import fmt_p
 
 from thai_grpo.methods.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
@@ -107,10 +108,11 @@ def test_numbers_from_the_fixture_appear_formatted(html):
     assert re.search(r"unsolved in both</th><td>2<", html)
 
 
-def test_every_pair_of_models_is_tested_with_holm_correction(html, fixture_data):
+def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, fixture_data):
     results = fixture_data[0]
     models = list(results["eval"])
-    assert html.count("Holm") >= 1
+    note = html.split('<section id="statistics">')[1].split("</section>")[0]
+    assert note.split("</h2>")[1].lstrip().startswith('<p class="plan">Analysis plan, declared in the config')
     for i, b in enumerate(models):
         for a in models[i + 1:]:
             assert f"<th>{a} - {b}</th>" in html
@@ -354,7 +356,7 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
     note = pairwise_row(html, "grpo - sft")
     grpo = unescape(grpo)
-    assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f"Holm p {note['holm']}" in grpo
+    assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f"adjusted p {note['holm']}" in grpo
     assert f">{note['verdict']}</span>" in grpo
 
 
@@ -366,7 +368,7 @@ def pairwise_row(html: str, pair: str, metric: str = "pass@1") -> dict:
     table = note.split(f"<h3>Pairwise: {heading}</h3>")[1].split("</table>")[0]
     row = table.split(f"<th>{pair}</th>")[1].split("</tr>")[0]
     cells = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
-    return dict(zip(["difference", "interval", "p", "holm", "verdict"], cells))
+    return dict(zip(["difference", "interval", "p", "holm", "family", "verdict"], cells))
 
 
 def headline_line(html: str, name: str) -> str:
@@ -380,37 +382,44 @@ def with_pairwise(results: dict, greedy: dict) -> dict:
     models = list(results["eval"])
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
     others = [{"a": a, "b": b, "metric": "greedy", "mean_diff": 0.01, "ci_low": -0.1, "ci_high": 0.12,
-               "p_value": 0.8, "n_resamples": 1000, "p_holm": 0.9, "supported": False,
-               "correction": "Holm over 3 pairs"} for a, b in (("sft", "base"), ("grpo", "base"))]
+               "p_value": 0.8, "n_resamples": 1000, "p_holm": 0.9, "supported": False, "verdict": "not_resolved",
+               "family": "secondary", "alpha": 0.05, "correction": "Holm over the 3 pairs"}
+              for a, b in (("sft", "base"), ("grpo", "base"))]
     results["comparison"]["pairwise"] = tests + others + [{"a": "grpo", "b": "sft", "metric": "greedy",
-                                                           "n_resamples": 1000, **greedy}]
+                                                           "n_resamples": 1000, "family": "secondary", "alpha": 0.05,
+                                                           "correction": "Holm over the 3 pairs", **greedy}]
     return results
 
 
 @pytest.mark.parametrize("greedy", [
-    # the interval over problems excludes 0 but Holm over the family does not: "not distinguishable", as the note
-    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.0095, "p_holm": 0.104, "supported": False},
-    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.001, "p_holm": 0.003, "supported": True},
-    {"mean_diff": 0.083, "ci_low": 0.01, "ci_high": 0.16, "p_value": 0.004, "p_holm": 0.012, "supported": True},
+    # the interval over problems excludes 0 but Holm over the family does not: "not resolved", as the note
+    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.0095, "p_holm": 0.104, "supported": False,
+     "verdict": "not_resolved"},
+    {"mean_diff": -0.095, "ci_low": -0.167, "ci_high": -0.024, "p_value": 0.001, "p_holm": 0.003, "supported": True,
+     "verdict": "lower"},
+    {"mean_diff": 0.083, "ci_low": 0.01, "ci_high": 0.16, "p_value": 0.004, "p_holm": 0.012, "supported": True,
+     "verdict": "higher"},
 ])
 def test_every_headline_verdict_is_the_notes_verdict_for_the_same_pair(fixture_data, figures, greedy):
     results, samples = fixture_data
     html = render_report(with_pairwise(results, greedy), samples, figures, TEMPLATE_DIR)
     box = html[html.index('id="headline"'):html.index('id="run-card"')]
-    assert "Holm over the 3 pairs of held-out pass@1 among base, sft, grpo" in box
-    assert "Holm over the 3 pairs of greedy accuracy among base, sft, grpo" in box
+    assert "Analysis plan, declared in the config" in box and "secondary (greedy accuracy)" in box
     for name, model in (("Base (no adapter)", "base"), ("GRPO", "grpo")):
         sentences = re.findall(r'<span class="versus">(.*?)</span>', headline_line(html, name))
         for sentence, metric in zip(sentences, ("pass@1", "greedy"), strict=True):
             word = pairwise_row(html, "sft - base" if model == "base" else f"{model} - sft", metric)["verdict"]
-            said = "supported" if "a supported" in sentence else ("not distinguishable"
-                                                                 if "not distinguishable" in sentence else None)
+            if model == "base":  # the note's row reads sft - base, the headline base - sft
+                word = {"higher": "lower", "lower": "higher"}.get(word, word)
+            phrase = unescape(sentence).rsplit("): ", 1)[1]
+            said = next(w for w in ("higher", "lower", "not resolved", "not tested", "equivalent")
+                        if f" {w} than " in phrase or phrase.startswith(w) or f" {w} (" in phrase)
             assert said == word, (name, metric, sentence)
     grpo = headline_line(html, "GRPO")
     size = f"{abs(100 * greedy['mean_diff']):.1f} points"
     assert size in grpo and f"+{size}" not in grpo and f"-{size}" not in grpo
     assert ("below SFT" if greedy["mean_diff"] < 0 else "over SFT" if greedy["supported"] else "above SFT") in grpo
-    assert f"Holm-adjusted p = {greedy['p_holm']:.3g}" in grpo
+    assert f"adjusted p = {fmt_p(greedy['p_holm'])}" in grpo
 
 
 def test_headline_has_one_line_per_evaluated_method(html, fixture_data):
@@ -451,7 +460,7 @@ def test_second_heldout_set_table_renders_apart_from_the_main_one(fixture_data, 
     rows = re.findall(r"<tr><th>(\w+)</th><td>", extra)
     assert rows == ["base", "sft", "grpo"]
     assert '<span class="estimate">31.2%</span>' in extra and "Wilson [20.0, 45.0]" in extra
-    assert "-2.1 points <span class=\"ci\">[-5.0, 1.0], p 0.210</span>" in extra
+    assert "-2.1 points <span class=\"ci\">[-5.0, 1.0], p 0.21</span>" in extra
     assert "12 x 8" in extra
 
 
@@ -541,7 +550,7 @@ def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_i
 
 def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(fixture_data, figures, html):
     """Without results/chains the headline says its numbers come from one chain; with a chain study it gives the
-    study's GRPO - SFT sentence (per-chain differences, Holm family, verdict) and the section lists every pair."""
+    study's GRPO - SFT sentence (per-chain differences, family, verdict) and the section lists every pair."""
     from thai_grpo.evaluation.chain_stats import chain_study
 
     assert "One chain" in unescape(html) and "snakemake --cores 2 chains" in unescape(html)
@@ -559,5 +568,5 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
     assert "One chain" not in text
     headline = text.split('id="headline"')[1].split("</section>")[0]
     assert "Across chains" in headline and "over 3 chains" in headline
-    assert "Holm over the 1 pairs of pass@1" in headline
+    assert "primary comparison, tested alone at 5%" in headline and "crossed 95% interval" in headline
     assert "Across chains: does a difference survive another base and SFT adapter?" in text

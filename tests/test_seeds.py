@@ -9,9 +9,9 @@ import pytest
 from scipy import stats
 
 from thai_grpo.core.config import ConfigError
-from thai_grpo.core.seeds import (check_seeds, parse_run, run_eval_settings, run_id, run_pattern, sampling_seed,
-                                  seed_costs, seed_runs, seed_variants)
-from thai_grpo.evaluation.seed_stats import (between_seed_interval, percentile_test, resampling_sd, seed_pairwise_tests,
+from thai_grpo.core.seeds import (chain_sampling_seed, check_seeds, parse_run, run_eval_settings, run_id, run_pattern,
+                                  sampling_seed, seed_costs, seed_runs, seed_variants, with_chain_sampling_seed)
+from thai_grpo.evaluation.seed_stats import (between_seed_interval, percentile_test, previous_pairs, resampling_sd,
                                              seed_study, seed_verdict, two_level_means)
 
 VARIANTS = {"grpo": {"group": "method"}, "dr_grpo": {"grpo": {"loss_type": "dr_grpo"}},
@@ -56,6 +56,21 @@ def test_each_seed_run_samples_with_its_own_seed_and_the_main_run_keeps_eval_see
     assert seeds["grpo-seed1"] == seeds["rloo-seed1"] == sampling_seed(1234, 1, 42) == 1193
     assert run_eval_settings(settings, "grpo-seed1", list(VARIANTS), 42)["temperature"] == 1.0  # only the seed moves
     assert sampling_seed(0, 1, 42) == 2**32 - 41  # numpy's seed range: never negative
+
+
+def test_each_chain_samples_with_its_own_seed_and_the_main_chain_keeps_eval_seed():
+    """Every chain's held-out completions get their own random numbers; the config's own chain keeps eval.seed (the
+    main run's numbers do not change), and no chain shares a seed-study run's sampling seed."""
+    assert chain_sampling_seed(1234, 42, 42) == 1234
+    chains = [chain_sampling_seed(1234, s, 42) for s in (42, 1, 2, 3, 4, 7)]
+    assert len(set(chains)) == len(chains) and all(0 <= s < 2**32 for s in chains)
+    seed_study_runs = {sampling_seed(1234, t, 42) for t in range(-1000, 1000)}
+    assert not seed_study_runs & set(chains[1:])
+    member = {"seed": 1, "eval": {"seed": 1234, "num_samples": 8}, "data": {"seed": 0}}
+    moved = with_chain_sampling_seed(member, 1, 42)
+    assert moved["eval"] == {"seed": chain_sampling_seed(1234, 1, 42), "num_samples": 8} and member["eval"]["seed"] == 1234
+    with pytest.raises(ConfigError, match="eval.seed is missing"):
+        with_chain_sampling_seed({"eval": {}}, 1, 42)
 
 
 def test_a_run_of_no_variant_is_refused():
@@ -148,7 +163,7 @@ def test_percentile_test_interval_and_null_shifted_p():
     draws = np.linspace(0.05, 0.15, 101)
     test = percentile_test(draws, 0.1)
     assert test["ci_low"] == pytest.approx(np.quantile(draws, 0.025)) and test["ci_low"] > 0
-    assert test["p_value"] == 0.0 and test["n_resamples"] == 101
+    assert test["p_value"] == pytest.approx(1 / 102) and test["p_at_floor"] and test["n_resamples"] == 101
     assert percentile_test(draws - 0.1, 0.0)["p_value"] == 1.0
 
 
@@ -164,15 +179,46 @@ def _runs(level, spread, seeds=3, problems=60, rng=None):
                    0.05 * rng.standard_normal((seeds, problems)), 0, 1)
 
 
-def test_pairwise_tests_tell_a_real_gap_from_seed_noise():
+def test_the_previous_rule_tells_a_real_gap_from_seed_noise():
     rng = np.random.default_rng(0)
     runs = {"low": _runs(0.3, 0.01, rng=rng), "high": _runs(0.7, 0.01, rng=rng), "noisy": _runs(0.32, 0.1, rng=rng)}
-    tests = {(t["a"], t["b"]): t for t in seed_pairwise_tests(runs, two_level_means(list(runs.values()), 4000, 0))}
+    pairs = [("high", "low"), ("noisy", "low"), ("noisy", "high")]
+    tests = {(t["a"], t["b"]): t for t in previous_pairs(runs, two_level_means(list(runs.values()), 4000, 0), pairs)}
     assert tests[("high", "low")]["verdict"] == "exceeds"
     assert tests[("noisy", "low")]["verdict"] == "within"
     welch = stats.ttest_ind(runs["high"].mean(axis=1), runs["low"].mean(axis=1), equal_var=False).pvalue
     assert tests[("high", "low")]["welch_p"] == pytest.approx(welch)
     assert all(t["p_holm"] >= t["p_value"] and t["correction"] == "Holm over 3 pairs" for t in tests.values())
+
+
+def test_every_method_is_compared_with_grpo_paired_by_seed():
+    """A method 40 points above grpo at every seed is higher; one that only moves with its seed is not resolved;
+    the previous rule's verdict sits beside each contrast."""
+    rng = np.random.default_rng(1)
+
+    def study_runs(level, spread):
+        return [{"run": f"r{s}", "seed": s, "scores": {"per_problem_correct": list(counts), "n_samples": 8,
+                                                        "num_problems": 60, "pass@1": {"estimate": counts.mean() / 8,
+                                                                                       "bootstrap_low": 0,
+                                                                                       "bootstrap_high": 1}}}
+                for s, counts in zip((42, 1, 2), (rng.binomial(8, np.clip(level + spread * rng.normal()
+                                                                        + rng.uniform(-0.2, 0.2, 60), 0, 1))
+                                                  for _ in range(3)))]
+
+    runs = {"grpo": study_runs(0.3, 0.01), "high": study_runs(0.7, 0.01), "noisy": study_runs(0.32, 0.1)}
+    study = seed_study(runs, n_boot=1000, seed=0)
+    tests = {t["a"]: t for t in study["pairs"]}
+    assert tests["high"]["verdict"] == "higher" and tests["noisy"]["verdict"] in ("not_resolved", "equivalent")
+    assert {t["b"] for t in study["pairs"]} == {"grpo"} and tests["high"]["family"] == "many_to_one"
+    assert tests["high"]["correction"] == "Dunnett over 2 contrasts" and tests["high"]["previous"]["verdict"]
+    assert study["power"]["contrasts"] == 2 and study["power"]["seeds"] == 3
+
+
+def test_the_seed_lists_must_match_not_only_their_counts():
+    runs = {"grpo": [{"run": "grpo", "seed": 42, "scores": {}}, {"run": "grpo-seed1", "seed": 1, "scores": {}}],
+            "rloo": [{"run": "rloo", "seed": 42, "scores": {}}, {"run": "rloo-seed2", "seed": 2, "scores": {}}]}
+    with pytest.raises(ValueError, match=r"rloo: runs at seeds \[42, 2\], grpo at \[42, 1\]"):
+        seed_study(runs)
 
 
 def test_seed_study_assembles_each_method_from_its_runs():
@@ -194,6 +240,7 @@ def test_seed_study_assembles_each_method_from_its_runs():
     assert grpo["within_run_se"] == pytest.approx(np.sqrt(np.mean(np.square(by_hand))))
     assert [(t["a"], t["b"]) for t in study["pairs"]] == [("rloo", "grpo")]
     assert study["pairs"][0]["mean_diff"] == pytest.approx(5 / 24 - 10 / 24)
+    assert grpo["crossed"]["low"] < grpo["between_seed"]["mean"] < grpo["crossed"]["high"]
 
 
 # --------------------------------------------------------------------------- the report
@@ -217,7 +264,7 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
     from workflow import load_report_fixture
 
     from thai_grpo.report.html import render_report
-    from thai_grpo.report.verdicts import SEED_VERDICTS
+    from thai_grpo.report.plan_words import VERDICT_WORDS
 
     results, samples = load_report_fixture()
     without = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
@@ -227,17 +274,18 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
     assert "Seed study (3 training seeds)" in comparison and "One training seed per method" in comparison
     table = comparison.split('class="numbers methods seed-summary"')[1].split("</table>")[0]
     grpo_row = table.split("<th>GRPO</th>")[1].split("</tr>")[0]
-    assert f"vs rloo: {SEED_VERDICTS[study['pairs'][0]['verdict']]}" in grpo_row
+    assert f"vs rloo: {VERDICT_WORDS[study['pairs'][0]['verdict']]}" in grpo_row
     assert "not retrained (only RL methods are)" in table.split("<th>SFT</th>")[1].split("</tr>")[0]
     assert "Training-seed variance" in comparison and "seed 2:" in comparison
 
 
-def test_a_pair_sentence_bounds_a_zero_bootstrap_p_by_the_resamples():
+def test_a_contrast_sentence_names_its_family_and_its_verdict():
     from thai_grpo.report.verdicts import seed_pair_verdict
 
-    test = {"mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_holm": 0.0, "welch_p_holm": 0.0016,
-            "n_resamples": 10_000, "verdict": "exceeds", "correction": "Holm over 6 pairs"}
+    test = {"a": "rloo", "b": "grpo", "mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_value": 0.0004,
+            "p_holm": 0.0011, "verdict": "lower", "family": "many_to_one", "correction": "Dunnett over 3 contrasts",
+            "alpha": 0.05, "seeds": 3}
     assert seed_pair_verdict(test, "RLOO", "GRPO") == (
-        "RLOO - GRPO: -39.6 points over seeds (two-level 95% interval [-47.7 points, -32.4 points], Holm-adjusted "
-        "bootstrap p < 0.0001 (10,000 resamples), Welch p = 0.0016, both Holm over the 6 pairs of the seed study): "
-        "exceeds the seed noise.")
+        "RLOO - GRPO: -39.6 points over 3 seeds (pooled, seed as block: simultaneous 95% interval [-47.7, -32.4] "
+        "points, p = 0.00040, adjusted p = 0.0011; against the baseline grpo, Dunnett over 3 contrasts at 5%): "
+        "RLOO lower than GRPO.")

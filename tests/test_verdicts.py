@@ -1,59 +1,105 @@
-"""Sentences of verdict follow the numbers: the same code says "supported", "not detectable" or "a loss"."""
+"""Sentences of verdict follow the numbers: the same code says "higher", "not resolved" or "not tested", names the
+family, and prints p-values honestly."""
 
-from thai_grpo.report.verdicts import (health_verdict, holm_family, holm_family_short, holm_word, kl_estimator_verdict,
-                                       large_k_verdict, p_text, pair_test, pass_at_k_verdict, versus_verdict)
+import pytest
+
+from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_text, verdict_phrase
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
+                                       pair_test, pass_at_k_verdict, versus_verdict)
+from thai_grpo.evaluation.plan import analysis_plan
 
 
-def _pair(a="grpo", b="sft", metric="pass@1", diff=0.284, low=0.24, high=0.327, p=0.0, holm=0.0, supported=True):
+def _pair(a="grpo", b="sft", metric="pass@1", diff=0.284, low=0.24, high=0.327, p=1 / 10001, holm=1 / 10001,
+          verdict="higher", family="primary", correction="tested alone", gate=None, floor=True, **extra):
     return {"a": a, "b": b, "metric": metric, "mean_diff": diff, "ci_low": low, "ci_high": high, "p_value": p,
-            "n_resamples": 10000, "p_holm": holm, "supported": supported, "correction": "Holm over 3 pairs"}
+            "n_resamples": 10000, "p_holm": holm, "p_at_floor": floor, "verdict": verdict, "family": family,
+            "correction": correction, "gate": gate, "alpha": 0.05, "supported": verdict in ("higher", "lower"),
+            **extra}
 
 
-def test_versus_verdict_words_the_holm_verdict_with_an_unsigned_size():
+def test_p_values_print_two_significant_figures_below_0_1_and_a_floor_as_a_bound():
+    assert fmt_p(0.0479) == "0.048" and fmt_p(0.0456) == "0.046"  # no "0.05" beside two different verdicts
+    assert fmt_p(0.0015) == "0.0015" and fmt_p(0.45) == "0.45" and fmt_p(0.1) == "0.10"
+    assert fmt_p(3e-7) == "< 0.0001" and fmt_p(15 / 10001, at_floor=True) == "≤ 0.0015"
+    assert p_text({"p_value": 1 / 10001, "p_at_floor": True}) == "p ≤ 0.00010"
+    assert p_text({"p_value": 0.0095}) == "p = 0.0095"
+
+
+def test_versus_verdict_words_the_plans_verdict_with_an_unsigned_size_and_its_family():
     gain = versus_verdict(_pair(), "GRPO", "SFT")
-    assert gain.startswith("GRPO raised held-out pass@1 over SFT by 28.4 points") and "a supported gain" in gain
-    assert "[+24.0, +32.7] points" in gain and "p < 0.0001 (10,000 resamples); Holm-adjusted p < 0.0001)" in gain
-    # the case the interval alone calls a loss while Holm over the family does not: the note's word wins
-    hidden = _pair(metric="greedy", diff=-0.095, low=-0.16, high=-0.03, p=0.0095, holm=0.104, supported=False)
+    assert gain == ("GRPO raised held-out pass@1 over SFT by 28.4 points (paired 95% interval over problems "
+                    "[+24.0, +32.7] points, p ≤ 0.00010; primary comparison, tested alone at 5%): GRPO higher than "
+                    "SFT.")
+    # the case the interval alone calls a loss while the family's correction does not: the plan's word wins
+    hidden = _pair(metric="greedy", diff=-0.095, low=-0.16, high=-0.03, p=0.0095, holm=0.104, floor=False,
+                   verdict="not_resolved", family="secondary", correction="Holm over the 3 pairs")
     sentence = versus_verdict(hidden, "GRPO", "SFT")
-    assert sentence == ("GRPO scored 9.5 points below SFT in greedy accuracy (paired 95% interval [-16.0, -3.0] "
-                        "points, p = 0.0095; Holm-adjusted p = 0.104): not distinguishable.")
-    loss = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "RLOO", "SFT")
-    assert "RLOO lowered greedy accuracy below SFT by 9.5 points" in loss and "a supported loss" in loss
+    assert sentence == ("GRPO scored 9.5 points below SFT in greedy accuracy (paired 95% interval over problems "
+                        "[-16.0, -3.0] points, p = 0.0095, adjusted p = 0.10; secondary (greedy accuracy), Holm over "
+                        "the 3 pairs, outside the plan's gate): not resolved (no difference shown).")
+    loss = versus_verdict({**hidden, "p_holm": 0.03, "verdict": "lower"}, "RLOO", "SFT")
+    assert "RLOO lowered greedy accuracy below SFT by 9.5 points" in loss and loss.endswith("RLOO lower than SFT.")
     assert "+9.5" not in sentence + loss and "by -" not in sentence + loss
-    compared = versus_verdict({**hidden, "p_holm": 0.03, "supported": True}, "Base", "SFT", trained_from=False)
-    assert compared.startswith("Base scored 9.5 points below SFT") and compared.endswith("a supported difference.")
-    assert p_text(hidden) == "p = 0.0095"
+    compared = versus_verdict({**hidden, "p_holm": 0.03, "verdict": "lower"}, "Base", "SFT", trained_from=False)
+    assert compared.startswith("Base scored 9.5 points below SFT") and compared.endswith("Base lower than SFT.")
     level = versus_verdict({**hidden, "mean_diff": -0.0001, "ci_low": -0.0002, "ci_high": 0.0}, "GRPO", "SFT")
-    assert level.startswith("GRPO and SFT are level in greedy accuracy (paired 95% interval [0.0, 0.0] points")
+    assert level.startswith("GRPO and SFT are level in greedy accuracy (paired 95% interval over problems [0.0, 0.0]")
 
 
-def test_pair_test_reads_the_pair_either_way_round():
-    tests = [_pair(a="sft", b="base", diff=0.1, low=0.05, high=0.15, holm=0.02), _pair(), _pair(metric="greedy")]
+def test_equivalence_and_closed_gates_are_said_as_such():
+    equivalent = _pair(a="dr_grpo", b="grpo", diff=0.004, verdict="equivalent", family="methods", gate="vs_sft",
+                       correction="Holm over the 10 pairs", margin=0.05, tost_p_holm=0.012, floor=False, p=0.7,
+                       holm=1.0)
+    assert verdict_phrase(equivalent, "Dr.GRPO", "GRPO") == ("Dr.GRPO and GRPO equivalent (TOST within ±5.0 points, "
+                                                             "adjusted p = 0.012)")
+    assert family_text(equivalent) == "between methods, Holm over the 10 pairs at 5%, gated by the pairs against SFT"
+    closed = {**equivalent, "verdict": "not_tested"}
+    assert verdict_phrase(closed, "Dr.GRPO", "GRPO") == "not tested (the pairs against SFT did not all reject)"
+    open_ = {**equivalent, "verdict": "not_resolved", "tost_p_holm": 0.4}
+    assert verdict_phrase(open_, "Dr.GRPO", "GRPO") == ("not resolved (no difference shown; equivalence not shown: "
+                                                        "TOST within ±5.0 points, adjusted p = 0.40)")
+
+
+def test_pair_test_reads_the_pair_either_way_round_and_turns_the_verdict():
+    tests = [_pair(a="sft", b="base", diff=0.1, low=0.05, high=0.15, holm=0.02, family="vs_sft"), _pair(),
+             _pair(metric="greedy")]
     base = pair_test(tests, "base", "sft")
     assert (base["a"], base["b"], base["mean_diff"], base["ci_low"], base["ci_high"]) == ("base", "sft", -0.1, -0.15,
                                                                                          -0.05)
-    assert base["p_holm"] == 0.02 and holm_word(base) == "supported"
+    assert base["p_holm"] == 0.02 and base["verdict"] == "lower"
     assert pair_test(tests, "grpo", "sft", "greedy")["metric"] == "greedy"
     assert pair_test(tests, "rloo", "sft") is None
-    assert holm_family(tests, "pass@1") == "Holm over the 2 pairs of held-out pass@1 among base, sft, grpo"
 
 
-def test_a_verdict_sentence_names_its_holm_family():
-    tests = [_pair(a="sft", b="base"), _pair(), _pair(metric="greedy")]
-    family = holm_family_short(tests, "pass@1")
-    assert family == "Holm over the 2 pairs of held-out pass@1"
-    sentence = versus_verdict(pair_test(tests, "grpo", "sft"), "GRPO", "SFT", family=family)
-    assert sentence.endswith("Holm-adjusted p < 0.0001, Holm over the 2 pairs of held-out pass@1): a supported gain.")
-    assert holm_family_short(tests, "greedy") == "Holm over the 1 pair of greedy accuracy"
+def test_a_chain_sentence_gives_the_crossed_interval_degrees_of_freedom_and_family():
+    test = _pair(per_chain=[0.1925, 0.2387, 0.2825], df=4.5, floor=False, p=0.0011, holm=0.0011, low=0.153,
+                 high=0.323, diff=0.2379)
+    assert chain_pair_verdict(test, "GRPO", "SFT", 3) == (
+        "GRPO - SFT: +23.8 points over 3 chains (per chain +19.2 points, +23.9 points, +28.2 points; crossed 95% "
+        "interval [+15.3, +32.3] points with chain and problem variance, 4.5 degrees of freedom, p = 0.0011; primary "
+        "comparison, tested alone at 5%): GRPO higher than SFT.")
 
 
-def test_pass_at_k_verdict_says_whether_the_gap_closes():
+def test_the_plan_is_said_before_any_number():
+    text = plan_text(analysis_plan(None))
+    assert text.startswith("Analysis plan, declared in the config (analysis:) before any result: (1) the primary "
+                           "comparison grpo - sft at held-out pass@1, tested alone at 5%")
+    assert "(3) between methods: every other pair of models, Holm at 5%, tested only when every pair of family (2) " \
+           "rejected" in text and "serial gatekeeping" in text and "±5.0 points" in text
+
+
+def test_pass_at_k_verdict_claims_polish_only_from_the_narrowing_test():
     sft = {"pass_at_k_curve": [0.36, 0.56, 0.68, 0.75, 0.80, 0.84, 0.87, 0.885]}
     polished = {"pass_at_k_curve": [0.65, 0.78, 0.83, 0.86, 0.88, 0.89, 0.89, 0.895]}
-    assert "narrows" in pass_at_k_verdict(sft, polished) and "k = 8" in pass_at_k_verdict(sft, polished)
-    created = {"pass_at_k_curve": [0.40, 0.62, 0.75, 0.84, 0.90, 0.94, 0.97, 0.99]}  # gap 0.04 at k=1, 0.105 at 8
-    assert "does not narrow" in pass_at_k_verdict(sft, created)
+    untested = pass_at_k_verdict(sft, polished)
+    assert "not tested" in untested and "polish" not in untested
+    narrowing = {"k": 4, "gap_at_k": 0.11, "null_gap_at_k": 0.16, "excess_narrowing": 0.05, "low": 0.02,
+                 "high": 0.08, "verdict": "polish"}
+    assert "(polish, not create)" in pass_at_k_verdict(sft, polished, narrowing=narrowing)
+    within = pass_at_k_verdict(sft, polished, narrowing={**narrowing, "low": -0.01, "verdict": "not_resolved"})
+    assert "polish or create is not resolved" in within and "(polish, not create)" not in within
+    created = pass_at_k_verdict(sft, polished, narrowing={**narrowing, "high": -0.01, "verdict": "create"})
+    assert "narrows by less than the ceiling alone" in created
     worse = {"pass_at_k_curve": [0.30] * 8}
     assert "does not lead" in pass_at_k_verdict(sft, worse)
     assert pass_at_k_verdict({"pass_at_k_curve": [0.3]}, {"pass_at_k_curve": [0.4]}) is None

@@ -43,6 +43,29 @@ def sampling_seed(eval_seed: int, training_seed: int, default: int) -> int:
     return (int(eval_seed) + int(training_seed) - int(default)) % 2**32
 
 
+CHAIN_STRIDE = 1_000_003  # odd, so distinct chain seeds get distinct sampling seeds modulo 2^32
+
+
+def chain_sampling_seed(eval_seed: int, chain_seed: int, default: int) -> int:
+    """The held-out sampling seed of the chain at top-level ``chain_seed``: (eval.seed + 1,000,003 (chain_seed -
+    default)) mod 2^32. The config's own chain keeps eval.seed (the main run's numbers do not change); every other
+    chain gets its own (the stride is odd, so the map is one-to-one modulo 2^32), and for chain seeds within 4,000 of
+    the default none equals a seed-study run's (eval.seed + training seed - default, ``sampling_seed``) for a training
+    seed within a million of the default."""
+    return (int(eval_seed) + CHAIN_STRIDE * (int(chain_seed) - int(default))) % 2**32
+
+
+def with_chain_sampling_seed(member: dict, chain_seed: int, default: int) -> dict:
+    """A chain module's config (``member``: the config at ``chain_seed``) with ``eval.seed`` set to the chain's own
+    sampling seed (``chain_sampling_seed``): with one shared seed every chain would draw its held-out completions from
+    the same random numbers, and the spread over chains would leave out most of the evaluation noise."""
+    eval_section = member.get("eval") or {}
+    if "seed" not in eval_section:
+        raise ConfigError("eval.seed is missing: the chain study derives each chain's sampling seed from it")
+    seed = chain_sampling_seed(eval_section["seed"], chain_seed, default)
+    return {**member, "eval": {**eval_section, "seed": seed}}
+
+
 def run_eval_settings(settings: dict, model: str, variants, default: int) -> dict:
     """The eval settings (``config.eval_settings``) a model or run samples with: ``seed`` from ``sampling_seed``
     for a seed-study run (``grpo-seed1``), the settings themselves for every other model (base, sft, variants)."""

@@ -133,8 +133,10 @@ def paired_bootstrap_test(
 
     * [ci_low, ci_high]: percentile interval of d* at ``confidence``.
     * p_value (two-sided): the bootstrap distribution shifted to the null
-      (centered at 0), p = mean_b(|d*_b - mean_d| >= |mean_d|). With
-      mean_d = 0, p = 1; p = 0 means p < 1 / n_boot.
+      (centered at 0), p = (1 + #{b: |d*_b - mean_d| >= |mean_d|}) / (n_boot + 1)
+      (``bootstrap_p``: never 0 for a finite bootstrap). With mean_d = 0, p = 1.
+    * p_at_floor: no resample was as extreme, so p = 1 / (n_boot + 1) only bounds
+      the p-value from above.
 
     Deterministic for a given seed.
     """
@@ -145,11 +147,18 @@ def paired_bootstrap_test(
     diffs = a - b
     mean_diff = float(diffs.mean())
     result = _bootstrap_mean(diffs, confidence, n_boot, seed)
-    shifted = result.bootstrap_distribution - mean_diff
-    p_value = float(np.mean(np.abs(shifted) >= abs(mean_diff)))
     return {
         "mean_diff": mean_diff,
         "ci_low": float(result.confidence_interval.low),
         "ci_high": float(result.confidence_interval.high),
-        "p_value": p_value,
+        **bootstrap_p(result.bootstrap_distribution, mean_diff),
     }
+
+
+def bootstrap_p(draws, observed: float) -> dict:
+    """Two-sided bootstrap p of ``observed`` from its bootstrap ``draws`` shifted to the null (centred at 0):
+    p = (1 + count) / (B + 1), count = #{b: |d*_b - observed| >= |observed|} (Davison & Hinkley 1997, eq. 4.11: the
+    observed sample counts as one of the B + 1). Never 0; ``p_at_floor`` when count = 0 (p <= 1 / (B + 1))."""
+    draws = np.asarray(draws, dtype=float).reshape(-1)
+    count = int(np.count_nonzero(np.abs(draws - observed) >= abs(observed)))
+    return {"p_value": (1 + count) / (draws.size + 1), "p_at_floor": count == 0, "n_resamples": int(draws.size)}

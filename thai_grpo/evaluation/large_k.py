@@ -41,7 +41,7 @@ def curve_band(matrix: np.ndarray, indices: np.ndarray, confidence: float = 0.95
 def crossing(difference: dict[str, list[float]]) -> dict:
     """Where a paired difference curve a - b (``curve_band`` of a's rows minus b's, k = 1..n) changes verdict,
     relative to its sign at k = 1: ``first_k_includes_zero`` (the smallest k whose band contains 0: from there the
-    curves are not distinguishable), ``first_k_reversed`` (the smallest k whose band excludes 0 on the other side:
+    difference of the curves is not resolved), ``first_k_reversed`` (the smallest k whose band excludes 0 on the other side:
     a supported crossing), ``first_k_sign_flip`` (the smallest k where the point estimate has the other sign);
     each None when it never happens up to k = n. ``k_reversed``: every k whose band excludes 0 on the other side
     (pointwise bands: n of them, uncorrected for multiplicity), ``includes_zero_at_n``: the band at k = n holds 0.

@@ -1,4 +1,5 @@
-"""Scoring held-out samples: unbiased pass@k, Wilson and problem-level bootstrap intervals, paired tests."""
+"""Scoring held-out samples: unbiased pass@k, Wilson and problem-level bootstrap intervals, paired tests under the
+declared analysis plan (``plan``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import numpy as np
 from thai_grpo.core.rewards import CORRECT_REWARD
 from thai_grpo.evaluation.intervals import (bootstrap_interval, estimate_with_interval, paired_bootstrap_test,
                                             pass_at_k_with_interval)
+from thai_grpo.evaluation.many_to_one import tost
 from thai_grpo.evaluation.passk import pass_at_k, pass_at_k_curve
+from thai_grpo.evaluation.plan import analysis_plan, apply_plan, holm_adjust  # noqa: F401 (holm_adjust: re-exported)
 
 
 def correct_counts(records: list[dict]) -> list[int]:
@@ -62,12 +65,21 @@ def per_problem_values(scores: dict, metric: str) -> np.ndarray:
 
 
 def paired_test(after: dict, before: dict, metric: str = "pass@1", n_boot: int = 10_000, seed: int = 0) -> dict:
-    """Paired bootstrap over problems of ``metric`` (``per_problem_values``): after minus before, with the
-    number of resamples beside the p-value (p = 0 means p < 1 / n_resamples)."""
+    """Paired bootstrap over problems of ``metric`` (``per_problem_values``): after minus before, with the number of
+    resamples beside the p-value (p = (1 + count) / (B + 1); ``p_at_floor``: no resample as extreme)."""
     a, b = per_problem_values(after, metric), per_problem_values(before, metric)
     if a.shape != b.shape:
         raise ValueError("paired test needs the same held-out problems for both models")
     return {**paired_bootstrap_test(a, b, n_boot=n_boot, seed=seed), "metric": metric, "n_resamples": n_boot}
+
+
+def problem_tost(after: dict, before: dict, metric: str, margin: float) -> float:
+    """TOST p of equivalence within +- ``margin`` of the paired per-problem differences (after minus before): Student's
+    t over the P problems, standard error sd / sqrt(P) on P - 1 degrees of freedom (``many_to_one.tost``)."""
+    d = per_problem_values(after, metric) - per_problem_values(before, metric)
+    if d.size < 2:
+        raise ValueError(f"an equivalence test over problems needs at least 2 problems, got {d.size}")
+    return tost(float(d.mean()), float(d.std(ddof=1) / np.sqrt(d.size)), d.size - 1, margin)
 
 
 def paired_pass1_test(after: dict, before: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
@@ -75,28 +87,16 @@ def paired_pass1_test(after: dict, before: dict, n_boot: int = 10_000, seed: int
     return paired_test(after, before, "pass@1", n_boot, seed)
 
 
-def holm_adjust(p_values: list[float]) -> list[float]:
-    """Holm's step-down adjustment (family-wise error rate): with the m p-values sorted ascending,
-    p_(i) -> max_{j <= i} min(1, (m - j + 1) p_(j)); returned in the input order. Reject where adjusted < alpha."""
-    m = len(p_values)
-    order = sorted(range(m), key=lambda i: p_values[i])
-    adjusted, running = [0.0] * m, 0.0
-    for rank, index in enumerate(order):
-        running = max(running, min(1.0, (m - rank) * p_values[index]))
-        adjusted[index] = running
-    return adjusted
-
-
 def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy"), n_boot: int = 10_000,
-                   seed: int = 0, alpha: float = 0.05) -> list[dict]:
-    """Every pair (a, b) of ``models`` (a listed after b), per metric: the paired bootstrap of a - b, Holm-adjusted
-    over the pairs of that metric (``p_holm``), and ``supported``: the difference survives the correction."""
+                   seed: int = 0, plan: dict | None = None) -> list[dict]:
+    """Every pair (a, b) of ``models`` (a listed after b), per metric: the paired bootstrap of a - b over problems and
+    the TOST p of equivalence within the plan's margin, then the declared plan (``plan.apply_plan``: family, gate,
+    Holm within the family as ``p_holm``, verdict). ``plan``: ``plan.analysis_plan``'s; absent = the defaults."""
+    plan = plan or analysis_plan(None)
     present = [m for m in models if m in scores]
     pairs = [(a, b) for i, b in enumerate(present) for a in present[i + 1:]]
-    tests = []
-    for metric in metrics:
-        family = [{"a": a, "b": b, **paired_test(scores[a], scores[b], metric, n_boot, seed)} for a, b in pairs]
-        for test, adjusted in zip(family, holm_adjust([t["p_value"] for t in family])):
-            tests.append({**test, "p_holm": adjusted, "supported": adjusted < alpha,
-                          "correction": f"Holm over {len(family)} pairs"})
-    return tests
+    tests = [{"a": a, "b": b, **paired_test(scores[a], scores[b], metric, n_boot, seed),
+              "tost_p": problem_tost(scores[a], scores[b], metric, plan["equivalence_margin"]),
+              "margin": plan["equivalence_margin"], "scope": "problems"}
+             for metric in metrics for a, b in pairs]
+    return apply_plan(tests, plan)

@@ -23,9 +23,12 @@ from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
-from thai_grpo.report.verdicts import (METRIC_NAMES, SEED_VERDICTS, chain_pair_verdict, health_verdict, holm_family, holm_family_short,
-                                       holm_word, kl_estimator_verdict, large_k_verdict, p_text, pair_test,
-                                       pass_at_k_verdict, seed_pair_verdict, versus_verdict)
+from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
+from thai_grpo.evaluation.plan import analysis_plan
+from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
+                                         verdict_word)
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
+                                       pair_test, pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -47,6 +50,7 @@ PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling tempera
                   "clipping": "The clip: on-policy steps never clip"}
 HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
+
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
 
@@ -104,12 +108,10 @@ def duration(seconds: Any) -> str:
     return f"{minutes} min {rest:.1f} s" if minutes else f"{rest:.1f} s"
 
 
-def p_value(value: Any) -> str:
-    """0.0032 -> '0.003'; below 0.001 -> '< 0.001' (a bootstrap p of 0 only means p < 1 / n_boot)."""
+def p_value(value: Any, at_floor: bool = False) -> str:
+    """A p-value as ``plan_words.fmt_p`` prints it (0.0479 -> '0.048'; '≤ 0.0015' at a bootstrap's floor)."""
     number = _number(value)
-    if number is None:
-        return NOT_RUN
-    return "< 0.001" if number < 0.001 else f"{number:.3f}"
+    return NOT_RUN if number is None else fmt_p(number, bool(at_floor))
 
 
 def signed(value: Any, digits: int = 2) -> str:
@@ -185,8 +187,8 @@ def _pitfalls(results: dict) -> dict:
 
 def _headline(results: dict, health: dict) -> dict | None:
     """What happened, first: one line per evaluated method, its held-out pass@1 (problem-bootstrap interval) and the
-    statistics note's own paired tests against SFT (``comparison.pairwise``, Holm over every pair of the metric), so
-    the box and the note cannot disagree; then GRPO's pass@k verdict and the health flags."""
+    statistics note's own paired tests against SFT (``comparison.pairwise``, under the declared plan), so the box and
+    the note cannot disagree; then GRPO's pass@k verdict and the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
         return None
@@ -197,25 +199,35 @@ def _headline(results: dict, health: dict) -> dict | None:
         name = names.get(model) or model
         tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
-                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base",
-                                                  holm_family_short(pairwise, metric))
-                                   for metric, t in tests.items() if t]})
-    return {"lines": lines, "health": health, "health_verdict": health_verdict(health),
-            "families": [holm_family(pairwise, m) for m in ("pass@1", "greedy") if any(t["metric"] == m
-                                                                                        for t in pairwise)],
-            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"]) if "grpo" in evals else None,
+                      "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
+                                   for t in tests.values() if t and "verdict" in t]})
+    narrowing = (results.get("comparison") or {}).get("narrowing")
+    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": _plan_text(results),
+            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
+            if "grpo" in evals else None,
             "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
 
 
+def _plan_text(results: dict) -> str:
+    """The declared plan in sentences: the one results.json was tested under (its config's ``analysis``)."""
+    plan = (results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config"))
+    return plan_text(plan)
+
+
 def _pairwise(results: dict) -> dict[str, dict]:
-    """comparison.pairwise by metric: the Holm family's name and its tests, each with its p-value as text (resamples
-    named at p = 0) and its verdict word (``holm_word``, the one the headline uses)."""
+    """comparison.pairwise by metric: its tests, each with its p-values as text (a bootstrap's floor marked), its
+    family (``plan_words.family_text``) and its verdict word (the one the headline uses)."""
     pairwise = (results.get("comparison") or {}).get("pairwise") or []
     grouped: dict[str, dict] = {}
     for test in pairwise:
+        if "verdict" not in test:
+            continue
         group = grouped.setdefault(test["metric"], {"name": METRIC_NAMES.get(test["metric"], test["metric"]),
-                                                    "family": holm_family(pairwise, test["metric"]), "tests": []})
-        group["tests"].append({**test, "p_text": p_text(test), "word": holm_word(test)})
+                                                    "tests": []})
+        group["tests"].append({**test, "p_text": p_text(test), "p_holm_text": fmt_p(test["p_holm"],
+                                                                                    test.get("p_at_floor")),
+                               "word": verdict_word(test), "family_text": family_text(test),
+                               "phrase": verdict_phrase(test, test["a"], test["b"])})
     return grouped
 
 
@@ -244,7 +256,8 @@ def _losses(losses: dict | None) -> dict | None:
     versus = {t["variant"]: t for t in (losses.get("versus") or {}).get(metric) or []}
     rows = [{"name": name, "description": v.get("description") or "",
              "mean": v["metrics"][metric]["between_seed"]["mean"], "test": versus.get(name),
-             "verdict": SEED_VERDICTS.get((versus.get(name) or {}).get("verdict"))}
+             "verdict": verdict_word(versus[name]) if "verdict" in (versus.get(name) or {}) and
+             (versus[name]["verdict"] in VERDICT_KEYS) else None}
             for name, v in losses["variants"].items()]
     return {"metric": metric, "baseline": losses.get("baseline"), "seeds": losses.get("training_seeds") or [],
             "family": (losses.get("families") or {}).get(metric), "rows": rows}
@@ -259,10 +272,14 @@ def _seed_study(results: dict) -> dict | None:
         return None
     names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
     name = lambda variant: names.get(variant) or variant  # noqa: E731
-    pairs = [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "sentence": seed_pair_verdict(
-        t, name(t["a"]), name(t["b"]))} for t in study.get("pairs") or []]
-    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {SEED_VERDICTS[t['verdict']]}"
-                        for t in pairs if variant in (t["a"], t["b"])] for variant in study.get("methods") or {}}
+    pairs = [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
+              "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
+              "previous_word": (t.get("previous") or {}).get("verdict"),
+              "sentence": seed_pair_verdict(t, name(t["a"]), name(t["b"]))}
+             for t in study.get("pairs") or [] if t.get("verdict") in VERDICT_KEYS]
+    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {verdict_word(t)}"
+                        for t in pairs if variant in (t["a"], t["b"]) and t.get("verdict") in VERDICT_KEYS]
+              for variant in study.get("methods") or {}}
     methods = [{"variant": v, "name": name(v), **m} for v, m in (study.get("methods") or {}).items()]
     return {**study, "methods": methods, "pairs": pairs, "beside": beside}
 
@@ -277,13 +294,15 @@ def _chain_study(results: dict) -> dict | None:
     names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
     name = lambda model: names.get(model) or model  # noqa: E731
     chains = len(study.get("seeds") or [])
-    pairs = {metric: [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]),
-                       "sentence": chain_pair_verdict(t, name(t["a"]), name(t["b"]), chains)} for t in tests]
+    pairs = {metric: [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
+                       "family_text": family_text(t), "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
+                       "previous_word": (t.get("previous") or {}).get("verdict"),
+                       "sentence": chain_pair_verdict(t, name(t["a"]), name(t["b"]), chains)} for t in tests
+                      if t.get("verdict") in VERDICT_KEYS]
              for metric, tests in (study.get("pairs") or {}).items()}
     headline = next((t["sentence"] for t in pairs.get("pass@1", []) if (t["a"], t["b"]) == ("grpo", "sft")), None)
     models = [{"model": m, "name": name(m), **entry} for m, entry in (study.get("models") or {}).items()]
-    return {**study, "chains": chains, "models": models, "pairs": pairs, "headline": headline,
-            "families": {metric: tests[0]["family"] for metric, tests in pairs.items() if tests}}
+    return {**study, "chains": chains, "models": models, "pairs": pairs, "headline": headline}
 
 
 def _extra_sets(results: dict) -> list[dict]:
@@ -323,11 +342,14 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     health = _health(train)
     kl_summary = (results.get("kl_real") or {}).get("summary")
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
+    narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     return {
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
-        "pairwise_families": [group["family"] for group in _pairwise(results).values()],
-        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1])) if pair else None,
+        "plan_text": _plan_text(results),
+        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1]),
+                                               narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
+                                               else None) if pair else None,
         "sections": SECTIONS,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
@@ -377,7 +399,7 @@ def _environment(template_dir: Path) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
-                       p_value=p_value, holm_word=holm_word)
+                       p_value=p_value, verdict_word=verdict_word)
     return env
 
 

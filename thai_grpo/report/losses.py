@@ -2,7 +2,7 @@
 
 Every ``group: losses`` variant and the chapter's ``grpo``, each trained from the SFT adapter at every training seed
 (``thai_grpo.core.seeds.loss_runs``) and scored on the same held-out problems. The statistics, each variant against
-``grpo`` with a verdict that needs the gap to exceed the seed noise, are ``thai_grpo.evaluation.loss_stats``. This
+``grpo`` under the declared plan (pooled many-to-one, seed as block, Dunnett), are ``thai_grpo.evaluation.loss_stats``. This
 module adds what each variant changes (its merged ``grpo`` section against grpo's), per-step curves averaged over the
 seeds (TRL's KL and clip fraction, completion length, share cut at the budget), the health detector's flags per run
 and the measured cost per variant (Snakemake benchmark seconds), then draws and renders the page.
@@ -20,7 +20,8 @@ from matplotlib.ticker import MaxNLocator
 from thai_grpo.evaluation.loss_stats import loss_study
 from thai_grpo.methods.health import training_health
 from thai_grpo.report.plotting import save_figure
-from thai_grpo.report.verdicts import SEED_VERDICTS, seed_pair_verdict
+from thai_grpo.report.plan_words import VERDICT_WORDS
+from thai_grpo.report.verdicts import seed_pair_verdict
 
 #: Per-step curves: our step records' names (thai_grpo.methods.metrics), and TRL's own log keys where ours lack one.
 STEP_KEYS = ("kl", "clip_ratio", "completion_length_mean", "clipped_ratio")
@@ -88,10 +89,11 @@ def run_costs(seconds: dict, runs: list[str]) -> dict:
 
 
 def loss_results(runs: dict[str, list[dict]], trains: dict[str, dict], plans: dict[str, dict], seconds: dict,
-                 baseline: str = "grpo", n_boot: int = 10_000, seed: int = 0) -> dict:
+                 baseline: str = "grpo", n_boot: int = 10_000, seed: int = 0, analysis: dict | None = None) -> dict:
     """results/losses/results.json. ``runs``: per variant (``baseline`` first) its runs as {"run", "seed", "scores"};
-    ``trains``: train.json per run id; ``plans``: ``variant_plan`` (plus "description") per variant."""
-    study = loss_study(runs, baseline, n_boot, seed)
+    ``trains``: train.json per run id; ``plans``: ``variant_plan`` (plus "description") per variant; ``analysis``:
+    the declared plan (``evaluation.plan.analysis_plan``; absent = its defaults)."""
+    study = loss_study(runs, baseline, n_boot, seed, plan=analysis)
     variants = {}
     for name, variant_runs in runs.items():
         ids = [r["run"] for r in variant_runs]
@@ -143,22 +145,22 @@ def plot_curves(results: dict, path) -> None:
 
 
 def plot_versus(results: dict, path) -> None:
-    """Per metric, each variant's difference from the baseline (mean over seeds) with its two-level 95% interval;
-    filled markers where the verdict is ``exceeds``."""
+    """Per metric, each variant's difference from the baseline (mean over seeds) with its simultaneous 95% interval
+    (Dunnett); filled markers where the plan's verdict is a difference (higher or lower)."""
     metrics = results["metrics"]
     names = [t["variant"] for t in results["versus"][metrics[0]]] if metrics else []
     fig, axes = plt.subplots(1, max(1, len(metrics)), figsize=(4.2 * max(1, len(metrics)), 0.5 * len(names) + 1.8),
                              layout="constrained", squeeze=False)
     for ax, metric in zip(axes[0], metrics):
         for row, test in enumerate(results["versus"][metric]):
-            filled = test["verdict"] == "exceeds"
+            filled = test["verdict"] in ("higher", "lower")
             ax.errorbar(100 * test["mean_diff"], row, xerr=[[100 * (test["mean_diff"] - test["ci_low"])],
                                                            [100 * (test["ci_high"] - test["mean_diff"])]],
                         fmt="o", color="#1864ab", mfc="#1864ab" if filled else "white", capsize=3)
         ax.axvline(0, color="black", lw=0.8)
         ax.set_yticks(range(len(names)), names)
         ax.invert_yaxis()
-        ax.set(title=f"{metric} - {results['baseline']}", xlabel="points (two-level 95% interval)")
+        ax.set(title=f"{metric} - {results['baseline']}", xlabel="points (simultaneous 95% interval)")
         ax.grid(alpha=0.3, axis="x")
     save_figure(fig, path)
 
@@ -173,4 +175,4 @@ def render_losses_report(results: dict, figures_dir: str | Path, template_dir: s
     style = Markup((template_dir / "style.css").read_text(encoding="utf-8"))  # our own file, not model text
     figures = {name: data_uri(figures_dir / f"{name}.png") for name in FIGURES}
     return _environment(template_dir).get_template("losses.html.j2").render(
-        results=results, figures=figures, style=style, csp=REPORT_CSP, verdict_words=SEED_VERDICTS)
+        results=results, figures=figures, style=style, csp=REPORT_CSP, verdict_words=VERDICT_WORDS)

@@ -18,7 +18,8 @@ import re
 
 import numpy as np
 
-from thai_grpo.report.verdicts import hacking_outcome
+from thai_grpo.report.plan_words import family_text
+from thai_grpo.report.verdicts import hacking_outcome, oriented
 
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
@@ -49,6 +50,14 @@ def _largest_k(scores: dict) -> str:
 
 
 def _test(test: dict, flip: bool = False) -> dict:
+    """One pairwise test in 4 decimals, read the other way round when ``flip``; a test under the declared plan
+    (``verdict``) keeps its verdict (turned with the pair), family and whether its p is a bootstrap's floor."""
+    if "verdict" in test:
+        turned = oriented(test, test["b"]) if flip else test
+        return {"diff": _r(turned["mean_diff"]), "low": _r(turned["ci_low"]), "high": _r(turned["ci_high"]),
+                "p": _r(test["p_value"]), "n_resamples": test.get("n_resamples"), "p_holm": _r(test["p_holm"]),
+                "p_at_floor": bool(test.get("p_at_floor")), "verdict": turned["verdict"],
+                "family": test["family"], "family_text": family_text(test)}
     sign = -1.0 if flip else 1.0
     low, high = sign * test["ci_low"], sign * test["ci_high"]
     out = {"diff": _r(sign * test["mean_diff"]), "low": _r(min(low, high)), "high": _r(max(low, high)),
@@ -159,16 +168,23 @@ def _ranges(ks: list[int]) -> str:
 
 def summarise_seeds(seeds: dict) -> dict:
     """The seed study (results/seeds/results.json): per method pass@1 per training seed, the between-seed mean, t
-    interval and SD, the re-sampling SD and the within-run SE (standard deviations side by side); per pair the two-level bootstrap and verdict."""
+    interval and SD, the re-sampling SD and the within-run SE (standard deviations side by side) and the crossed
+    interval; per contrast against the baseline the difference, its simultaneous interval, Dunnett p, family, verdict
+    and the previous rule's verdict; the seeds the family needs."""
     methods = {m: {"per_seed": {str(r["seed"]): _r(r["estimate"]) for r in s["runs"]},
                    "mean": _r(s["between_seed"]["mean"]), "t_low": _r(s["between_seed"]["t_low"]),
                    "t_high": _r(s["between_seed"]["t_high"]), "sd": _r(s["between_seed"]["sd"]),
+                   "crossed_low": _r(s["crossed"]["low"]), "crossed_high": _r(s["crossed"]["high"]),
                    "resampling_sd": _r(s["resampling_sd"]), "within_run_se": _r(s["within_run_se"])}
                for m, s in seeds["methods"].items()}
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
-                                      "p_holm": _r(p["p_holm"]), "welch_p_holm": _r(p["welch_p_holm"]),
-                                      "verdict": p["verdict"]} for p in seeds["pairs"]}
-    return {"seeds": seeds["training_seeds"], "n_resamples": seeds["n_resamples"], "methods": methods, "pairs": pairs}
+                                      "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]), "df": _r(p["df"]),
+                                      "verdict": p["verdict"], "family_text": family_text(p),
+                                      "previous_verdict": (p.get("previous") or {}).get("verdict")}
+             for p in seeds["pairs"]}
+    power = seeds.get("power") or {}
+    return {"seeds": seeds["training_seeds"], "n_resamples": seeds["n_resamples"], "methods": methods, "pairs": pairs,
+            "power": {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}}
 
 
 def summarise_hacking(hacking: dict) -> dict:
@@ -190,25 +206,30 @@ def summarise_hacking(hacking: dict) -> dict:
 
 def summarise_chain_study(study: dict) -> dict:
     """The chain study (results/chains/results.json): per model pass@1 per chain and, for the methods, the gain over
-    the chain's SFT per chain, its mean with the between-chain t interval and the two-level interval; per pair of
-    pass@1 the difference, its interval, both Holm p, the family and the verdict; the hacking runs per variant."""
+    the chain's SFT per chain and its mean with the crossed interval; per pair of pass@1 the difference, its crossed
+    interval and degrees of freedom, the p adjusted in its family, the family, the verdict and the previous rule's
+    verdict; per family of the plan the chains it needs; the sampling seeds and the hacking runs per variant."""
     models = {}
     for model, entry in study["models"].items():
         row = {"pass1": {str(c["seed"]): _r(c["pass@1"]["estimate"]) for c in entry["chains"]}}
         if "gain_over_sft" in entry:
             gain = entry["gain_over_sft"]
             row["gain"] = {str(c["seed"]): _r(c["gain_over_sft"]["estimate"]) for c in entry["chains"]}
-            row["gain_mean"] = {"diff": _r(gain["mean"]), "low": _r(gain["t_low"]), "high": _r(gain["t_high"]),
-                                "two_level_low": _r(gain["two_level"]["low"]),
-                                "two_level_high": _r(gain["two_level"]["high"])}
+            row["gain_mean"] = {"diff": _r(gain["mean"]), "low": _r(gain["low"]), "high": _r(gain["high"]),
+                                "df": _r(gain["df"])}
         models[model] = row
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
-                                      "p_holm": _r(p["p_holm"]), "t_p_holm": _r(p["t_p_holm"]),
-                                      "verdict": p["verdict"], "family": p["family"]}
+                                      "df": _r(p["df"]), "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]),
+                                      "verdict": p["verdict"], "family": p["family"], "family_text": family_text(p),
+                                      "previous_verdict": p["previous"]["verdict"],
+                                      "previous_p_holm": _r(p["previous"]["p_holm"]),
+                                      "previous_t_p_holm": _r(p["previous"]["t_p_holm"])}
              for p in study["pairs"]["pass@1"]}
+    power = {family: {"effect": _r(f["effect"]), "alpha": _r(f["alpha"]), "chains_needed": f["chains_needed"]}
+             for family, f in ((study.get("power") or {}).get("families") or {}).items()}
     hacking = {name: v["sentence"] for name, v in ((study.get("hacking") or {}).get("variants") or {}).items()}
     return {"seeds": study["seeds"], "n_resamples": study["n_resamples"], "models": models, "pairs": pairs,
-            "hacking": hacking}
+            "power": power, "sampling_seeds": study.get("sampling_seeds"), "hacking": hacking}
 
 
 def summarise_pitfalls(results: dict) -> dict:

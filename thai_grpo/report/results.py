@@ -8,6 +8,8 @@ import platform
 from pathlib import Path
 
 from thai_grpo.core.chapter import run_card_departures
+from thai_grpo.evaluation.narrowing import narrowing_test
+from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.methods.health import training_health
 from thai_grpo.methods.kl import real_kl_summary
@@ -250,6 +252,18 @@ def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
             for m in scores if m not in ("sft", "base") and "sft" in scores}
 
 
+def narrowing(scores: dict, n_boot: int, seed: int, weaker: str = "sft", stronger: str = "grpo") -> dict | None:
+    """GRPO's pass@k gap over SFT at k = n / 2 against the gap the ceiling alone would leave
+    (``narrowing.narrowing_test``: at k = n each problem's pass@k is one 0/1, and the test's standard error then
+    tracks its own estimate); None without both models or with n < 4."""
+    if weaker not in scores or stronger not in scores or scores[weaker].get("n_samples", 0) < 4:
+        return None
+    n = scores[weaker]["n_samples"]
+    return {"weaker": weaker, "stronger": stronger,
+            **narrowing_test(scores[weaker]["per_problem_correct"], scores[stronger]["per_problem_correct"], n,
+                             n // 2, n_boot, seed)}
+
+
 def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) -> dict:
     """The ``extra_sets`` section, one entry per second held-out set (``{name: {stats, scores}}``): its title and
     source from the config, its problem counts, every model's scores as in ``eval``, and the paired tests
@@ -323,8 +337,10 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         "preference_pairs": pairs,
         "reward_model": reward_model,
         "pitfalls": pitfall_sets(plans, main or "grpo"),
-        "comparison": {"paired_tests": paired, "greedy_tests": greedy,
-                       "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed),
+        "comparison": {"paired_tests": paired, "greedy_tests": greedy, "plan": analysis_plan(config),
+                       "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed,
+                                                  plan=analysis_plan(config)),
+                       "narrowing": narrowing(scores, n_boot, seed),
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
                                               paired, greedy, peak_memory, reward_model, displacements)},

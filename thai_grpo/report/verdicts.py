@@ -6,19 +6,13 @@ README quote these sentences, so a run that says "no" makes the report say "no".
 
 from __future__ import annotations
 
+from thai_grpo.report.plan_words import METRIC_NAMES, family_text, p_text, verdict_phrase
+
 
 def _points(value: float) -> str:
     """0.0431 -> '+4.3 points' (percentage points, signed; a difference that rounds to 0 has no sign)."""
     text = f"{100 * value:.1f}"
     return f"{text.lstrip('-')} points" if float(text) == 0 else f"{'+' if value > 0 else ''}{text} points"
-
-
-def p_text(test: dict, key: str = "p_value", name: str = "p") -> str:
-    """'p = 0.012' or 'p < 0.0001 (10,000 resamples)': a bootstrap p of 0 only bounds p by 1 / resamples."""
-    resamples = test.get("n_resamples")
-    if test[key] == 0 and resamples:
-        return f"{name} < {1 / resamples:g} ({resamples:,} resamples)"
-    return f"{name} = {test[key]:.3g}"
 
 
 def _bound(value: float) -> str:
@@ -27,91 +21,94 @@ def _bound(value: float) -> str:
     return "0.0" if float(text) == 0 else text
 
 
-METRIC_NAMES = {"pass@1": "held-out pass@1", "greedy": "greedy accuracy"}
-
-
 def _size(value: float) -> str:
     """-0.095 -> '9.5 points': the size of a difference, its direction said in words beside it."""
     return f"{abs(100 * value):.1f} points"
 
 
+FLIP = {"higher": "lower", "lower": "higher"}
+
+
 def oriented(test: dict, model: str) -> dict:
-    """A pairwise test (``evaluation.pairwise_tests``: ``a`` - ``b``) turned to read ``model`` - the other model:
-    the difference and its interval change sign, the p-values and the verdict do not."""
+    """A pairwise test (``a`` - ``b``) turned to read ``model`` - the other model: the difference, its intervals and
+    per-chain values change sign and ``higher`` / ``lower`` swap; the p-values and families do not."""
     if test["a"] == model:
         return test
-    return {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
-            "ci_high": -test["ci_low"]}
+    turned = {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
+              "ci_high": -test["ci_low"], "verdict": FLIP.get(test.get("verdict"), test.get("verdict"))}
+    if "per_chain" in test:
+        turned["per_chain"] = [-x for x in test["per_chain"]]
+    if isinstance(test.get("previous"), dict) and "ci_low" in test["previous"]:
+        turned["previous"] = {**test["previous"], "ci_low": -test["previous"]["ci_high"],
+                              "ci_high": -test["previous"]["ci_low"]}
+    return turned
 
 
 def pair_test(pairwise: list[dict], model: str, other: str, metric: str = "pass@1") -> dict | None:
-    """The test of ``model`` - ``other`` on ``metric`` from ``comparison.pairwise`` (the statistics note's table, Holm
-    over every pair of that metric); None when the run has no such test."""
+    """The test of ``model`` - ``other`` on ``metric`` from ``comparison.pairwise`` (the statistics note's table);
+    None when the run has no such test."""
     for test in pairwise:
         if test["metric"] == metric and {test["a"], test["b"]} == {model, other}:
             return oriented(test, model)
     return None
 
 
-def holm_word(test: dict) -> str:
-    """The statistics note's verdict on a pair: 'supported' (Holm-adjusted p < alpha) or 'not distinguishable'."""
-    return "supported" if test["supported"] else "not distinguishable"
+def _p_pair(test: dict) -> str:
+    """'p ≤ 0.0001' for a family of one (the primary), else the raw and the family-adjusted p."""
+    raw = p_text(test)
+    if test.get("family") == "primary" or test.get("p_holm") is None:
+        return raw
+    return f"{raw}, adjusted {p_text(test, 'p_holm')}"
 
 
-def holm_family(pairwise: list[dict], metric: str) -> str:
-    """The Holm family a verdict on ``metric`` belongs to, named: 'Holm over the 15 pairs of held-out pass@1 among
-    base, sft, grpo, dr_grpo, rloo, dpo'."""
-    tests = [t for t in pairwise if t["metric"] == metric]
-    models = list(dict.fromkeys(name for t in tests for name in (t["b"], t["a"])))
-    return (f"Holm over the {len(tests)} pair{'s' if len(tests) != 1 else ''} of {METRIC_NAMES.get(metric, metric)} "
-            f"among {', '.join(models)}")
-
-
-def holm_family_short(pairwise: list[dict], metric: str) -> str:
-    """The Holm family of a verdict on ``metric``, short enough for a sentence: 'Holm over the 21 pairs of held-out
-    pass@1'."""
-    count = sum(t["metric"] == metric for t in pairwise)
-    return f"Holm over the {count} pair{'s' if count != 1 else ''} of {METRIC_NAMES.get(metric, metric)}"
-
-
-def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True, family: str | None = None) -> str:
-    """One paired difference (``pair_test``) in a sentence: its size in words (never a signed size), its 95% interval
-    over problems, raw and Holm-adjusted p, and the statistics note's verdict on it (``holm_word``), naming its Holm
-    family when given (``holm_family_short``). ``trained_from``: ``after`` was trained from ``before`` (it raised or
-    lowered the metric), else the two are only compared."""
+def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
+    """One paired difference over problems (``pair_test``) in a sentence: its size in words (never a signed size),
+    its 95% interval over problems, raw and family-adjusted p, its family (``plan_words.family_text``) and the
+    plan's verdict. ``trained_from``: ``after`` was trained from ``before`` (it raised or lowered the metric), else
+    the two are only compared."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
-    holm = p_text(test, "p_holm", "Holm-adjusted p").split(" (")[0]
     interval = f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}]"
-    numbers = f"(paired 95% interval {interval} points, {p_text(test)}; {holm}{', ' + family if family else ''})"
+    numbers = f"(paired 95% interval over problems {interval} points, {_p_pair(test)}; {family_text(test)})"
+    phrase = verdict_phrase(test, after, before)
     if _size(diff) == "0.0 points":
-        return f"{after} and {before} are level in {metric} {numbers}: {holm_word(test)}."
-    if test["supported"] and trained_from:
-        verb, word, outcome = ("raised", "over", "gain") if diff > 0 else ("lowered", "below", "loss")
-        return f"{after} {verb} {metric} {word} {before} by {_size(diff)} {numbers}: a supported {outcome}."
-    verdict = "a supported difference" if test["supported"] else "not distinguishable"
-    return f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {verdict}."
+        return f"{after} and {before} are level in {metric} {numbers}: {phrase}."
+    if test["verdict"] in ("higher", "lower") and trained_from:
+        verb, word = ("raised", "over") if diff > 0 else ("lowered", "below")
+        return f"{after} {verb} {metric} {word} {before} by {_size(diff)} {numbers}: {phrase}."
+    return f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {phrase}."
 
 
-def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str | None:
-    """Does the gap between two models' pass@k curves close at large k ("polish, not create") or not?
-
-    Compares the curves (``pass_at_k_curve``: pass@k for k = 1..n) at k = 1 and at the largest k both have; the
-    sentence says what the numbers do.
-    """
+def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO"),
+                      narrowing: dict | None = None) -> str | None:
+    """Does the gap between two models' pass@k curves narrow at large k by more than the ceiling makes it narrow
+    ("polish, not create")? The curves (``pass_at_k_curve``: k = 1..n) at k = 1 and the largest k both have, then
+    ``narrowing`` (``evaluation.narrowing.narrowing_test``): the excess narrowing over a uniform improvement with its
+    interval decides; without it no claim is made."""
     curve_b, curve_a = before.get("pass_at_k_curve") or [], after.get("pass_at_k_curve") or []
     last = min(len(curve_b), len(curve_a))  # curves are pass@k for k = 1..n
     if last < 2:
         return None
-    first = 1
     gap_first, gap_last = curve_a[0] - curve_b[0], curve_a[last - 1] - curve_b[last - 1]
     b, a = names
-    text = (f"{a} - {b}: {_points(gap_first)} at k = {first}, {_points(gap_last)} at k = {last}. ")
-    if gap_first > 0 and abs(gap_last) < abs(gap_first):
-        return text + (f"The gap narrows as k grows: {a} mostly moves answers {b} could already reach in {last} "
-                       "tries to the first try (polish, not create).")
-    if gap_first > 0:
-        return text + f"The gap does not narrow by k = {last}: here {a} also solves problems {b} rarely reached."
-    return text + f"{a} does not lead at k = {first}, so there is nothing to polish in these numbers."
+    text = f"{a} - {b}: {_points(gap_first)} at k = 1, {_points(gap_last)} at k = {last}. "
+    if gap_first <= 0:
+        return text + f"{a} does not lead at k = 1, so there is nothing to polish in these numbers."
+    if not narrowing:
+        return text + ("pass@k is capped at 1, so a gap narrows as k grows even when every problem improved alike; "
+                       "whether it narrows more than that is not tested in this run.")
+    k = narrowing["k"]
+    numbers = (f"at k = {k} the gap is {_points(narrowing['gap_at_k'])}, against {_points(narrowing['null_gap_at_k'])} "
+               f"if {a} had turned the same share of {b}'s failed tries into successes on every problem (the "
+               f"ceiling alone); excess narrowing {_points(narrowing['excess_narrowing'])}, 95% interval over problems "
+               f"[{_bound(narrowing['low'])}, {_bound(narrowing['high'])}] points")
+    if narrowing["verdict"] == "polish":
+        return text + (f"The gap narrows by more than the ceiling makes it narrow ({numbers}): {a} mostly moves "
+                       f"answers {b} could already reach to the first try (polish, not create).")
+    if narrowing["verdict"] == "create":
+        return text + (f"The gap narrows by less than the ceiling alone would make it ({numbers}): {a} gains more on "
+                       f"problems {b} rarely reached than a uniform improvement would.")
+    return text + (f"The narrowing is what the ceiling alone produces, within the noise ({numbers}): polish or create "
+                   "is not resolved.")
 
 
 def health_verdict(health: dict) -> str:
@@ -197,14 +194,14 @@ def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names
             f"at k = 1 and {_band_points(difference, n)} at k = {n} (paired 95% bootstrap over problems)."]
     lead = cross["lead_at_1"]
     if lead == 0:
-        text.append(f"The curves are not distinguishable even at k = 1.")
+        text.append("Their difference is not resolved even at k = 1 (the band holds 0).")
     else:
         ahead, behind = (a, b) if lead > 0 else (b, a)
         if cross["first_k_includes_zero"] is None:
             text.append(f"{ahead} stays ahead at every k up to {n}: the curves do not meet within the intervals.")
         else:
             text.append(f"The interval first holds 0 at k = {cross['first_k_includes_zero']}: from there {ahead} and "
-                        f"{behind} are not distinguishable")
+                        f"{behind} are not resolved apart (pointwise)")
             text[-1] += (f", and {behind} leads (interval on the other side of 0) at k = "
                          f"{_k_ranges(cross['k_reversed'])}: the curves cross" if cross["k_reversed"] else
                          f"; {behind} never leads within the intervals up to k = {n}")
@@ -221,35 +218,25 @@ def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names
     return " ".join(text)
 
 
-SEED_VERDICTS = {"exceeds": "exceeds the seed noise", "within": "within the seed noise",
-                 "unresolved": "unresolved (the bootstrap says exceeds, Welch's t over seeds does not)"}
-
-
 def seed_pair_verdict(test: dict, a: str, b: str) -> str:
-    """One sentence on a pair of the seed study: the mean difference over seeds, its two-level 95% interval, and
-    whether it exceeds the seed noise (``seed_stats.seed_verdict``)."""
-    bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
-    family = f", both {test['correction'].replace('Holm over', 'Holm over the')} of the seed study" \
-        if test.get("correction") else ""
-    return (f"{a} - {b}: {_points(test['mean_diff'])} over seeds (two-level 95% interval "
-            f"[{_points(test['ci_low'])}, {_points(test['ci_high'])}], Holm-adjusted bootstrap {bootstrap}, "
-            f"Welch p = {test['welch_p_holm']:.3g}{family}): {SEED_VERDICTS[test['verdict']]}.")
-
-
-CHAIN_VERDICTS = {"exceeds": "survives a change of chain (exceeds the chain and the problem noise)",
-                  "within": "does not survive a change of chain (within the noise)",
-                  "unresolved": "unresolved across chains (the two-level bootstrap says exceeds, the paired t over "
-                                "chains does not)"}
+    """One sentence on a contrast of the seed or loss study (``seed_stats.versus_baseline``): the mean difference over
+    seeds and problems, its Dunnett simultaneous 95% interval, raw and Dunnett-adjusted p, its family and the plan's
+    verdict."""
+    seeds = f" over {test['seeds']} seeds" if test.get("seeds") else ""
+    return (f"{a} - {b}: {_points(test['mean_diff'])}{seeds} (pooled, seed as block: simultaneous 95% interval "
+            f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}] points, {_p_pair(test)}; {family_text(test)}): "
+            f"{verdict_phrase(test, a, b)}.")
 
 
 def chain_pair_verdict(test: dict, a: str, b: str, chains: int) -> str:
-    """One sentence on a pair of the chain study: the mean difference over chains and problems, the per-chain
-    differences, the crossed bootstrap's 95% interval, both Holm-adjusted p and their family (``chain_stats``)."""
+    """One sentence on a pair of the chain study (``chain_stats.chain_pair_tests``): the mean difference over chains
+    and problems, the per-chain differences, the crossed analysis' 95% interval, degrees of freedom and p, its family
+    and the plan's verdict."""
     per_chain = ", ".join(_points(d) for d in test.get("per_chain") or [])
-    bootstrap = p_text({"p_value": test["p_holm"], "n_resamples": test.get("n_resamples")})
-    return (f"{a} - {b}: {_points(test['mean_diff'])} over {chains} chains (per chain {per_chain}; two-level 95% "
-            f"interval [{_points(test['ci_low'])}, {_points(test['ci_high'])}], bootstrap {bootstrap}, paired t over "
-            f"chains p = {test['t_p_holm']:.3g}, both {test['family']}): {CHAIN_VERDICTS[test['verdict']]}.")
+    return (f"{a} - {b}: {_points(test['mean_diff'])} over {chains} chains (per chain {per_chain}; crossed 95% "
+            f"interval [{_bound(test['ci_low'])}, {_bound(test['ci_high'])}] points with chain and problem variance, "
+            f"{test['df']:.1f} degrees of freedom, {_p_pair(test)}; {family_text(test)}): "
+            f"{verdict_phrase(test, a, b)}.")
 
 
 FORMAT_LABELS = {"format_lenient": "lenient regex <think>.*?</think>", "format": "strict regex <think>.+?</think>",

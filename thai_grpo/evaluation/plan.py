@@ -1,0 +1,145 @@
+"""The declared analysis plan (config ``analysis:``, fixed before any result): which comparison is primary, which
+families follow it, how each is corrected, and the verdict every test gets from it.
+
+Order of testing at the confirmatory metric (``analysis.metric``, held-out pass@1):
+
+1. ``primary``: the primary comparison (``analysis.primary``, GRPO - SFT), tested alone at alpha.
+2. the families of ``analysis.families`` in their order: ``vs_sft`` (every other pair with the reference model SFT)
+   and ``methods`` (every other pair), each with Holm's step-down correction at alpha.
+
+Serial gatekeeping (Westfall & Krishen 2001; Dmitrienko, Tamhane & Wiens 2008): a family is tested, at the full
+alpha, only when every hypothesis of every family before it was rejected. The family-wise error over all families
+stays at alpha: a false rejection in a later family needs every earlier hypothesis rejected, so the first family
+holding a true null has already made one (probability <= alpha). A family whose gate is closed is ``not tested``.
+Pairs of another metric are ``secondary``: one Holm family per metric, outside the gate and the plan's error
+control. A family of the plan that is empty (its models were not run) passes its gate.
+
+Equivalence is claimed only from a test of it: two one-sided tests (TOST) against +- ``analysis.equivalence_margin``,
+their p Holm-adjusted within the family (``many_to_one.tost``). Verdict of a tested pair: ``higher`` or ``lower``
+(the family-adjusted p of no difference is below alpha; the sign of a - b), else ``equivalent`` (the adjusted TOST
+p is below alpha), else ``not_resolved``.
+"""
+
+from __future__ import annotations
+
+import copy
+
+
+DEFAULT_PLAN = {"alpha": 0.05, "metric": "pass@1", "primary": ["grpo", "sft"], "reference": "sft",
+                "families": ["vs_sft", "methods"], "equivalence_margin": 0.05,
+                "power": {"target": 0.8, "effects": {"primary": 0.10, "vs_sft": 0.10, "methods": 0.10}}}
+FAMILIES = ("primary", "vs_sft", "methods")
+MANY_TO_ONE = "many_to_one"
+SECONDARY = "secondary"
+VERDICTS = ("higher", "lower", "equivalent", "not_resolved", "not_tested")
+
+
+def analysis_plan(config: dict | None) -> dict:
+    """The config's ``analysis`` section over the defaults (``DEFAULT_PLAN``); ValueError for a family the plan does
+    not know or a primary that is not a pair."""
+    given = (config or {}).get("analysis") or {}
+    plan = copy.deepcopy(DEFAULT_PLAN)
+    for key, value in given.items():
+        plan[key] = {**plan[key], **value} if isinstance(plan.get(key), dict) else value
+    plan["power"]["effects"] = {**DEFAULT_PLAN["power"]["effects"], **plan["power"].get("effects", {})}
+    unknown = [f for f in plan["families"] if f not in FAMILIES[1:]]
+    if unknown:
+        raise ValueError(f"analysis.families: unknown family {unknown[0]!r}; use vs_sft and methods, in test order")
+    if len(plan["primary"]) != 2 or len(set(plan["primary"])) != 2:
+        raise ValueError(f"analysis.primary must name two different models [a, b], got {plan['primary']}")
+    return plan
+
+
+def holm_adjust(p_values: list[float]) -> list[float]:
+    """Holm's step-down adjustment (family-wise error rate): with the m p-values sorted ascending,
+    p_(i) -> max_{j <= i} min(1, (m - j + 1) p_(j)); returned in the input order. Reject where adjusted < alpha."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted, running = [0.0] * m, 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[index]))
+        adjusted[index] = running
+    return adjusted
+
+
+def family_of(a: str, b: str, metric: str, plan: dict) -> str:
+    """The family of the test of a - b on ``metric``: primary, vs_sft, methods or secondary."""
+    if metric != plan["metric"]:
+        return SECONDARY
+    if {a, b} == set(plan["primary"]):
+        return "primary"
+    family = "vs_sft" if plan["reference"] in (a, b) else "methods"
+    return family if family in plan["families"] else SECONDARY
+
+
+def decide(mean_diff: float, p_adjusted: float, tost_adjusted: float | None, tested: bool, alpha: float) -> str:
+    """The verdict of one test (module docstring)."""
+    if not tested:
+        return "not_tested"
+    if p_adjusted < alpha:
+        return "higher" if mean_diff > 0 else "lower"
+    if tost_adjusted is not None and tost_adjusted < alpha:
+        return "equivalent"
+    return "not_resolved"
+
+
+def _holm_family(members: list[dict], key: str) -> list[float | None]:
+    values = [t.get(key) for t in members]
+    if any(v is None for v in values):
+        return [None] * len(members)
+    return holm_adjust(values)
+
+
+def correction_text(family: str, size: int) -> str:
+    """'tested alone' (the primary) or 'Holm over the 4 pairs'."""
+    if family == "primary":
+        return "tested alone"
+    return f"Holm over the {size} pair{'s' if size != 1 else ''}"
+
+
+def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
+    """``tests`` (each with a, b, metric, mean_diff, p_value and optionally tost_p) with the plan applied: family,
+    family_size, p_holm (Holm within the family; the primary's own p), tost_p_holm, tested (its gate was open),
+    gate (the family before it), correction, verdict, supported (a difference was shown). Input order kept."""
+    alpha = plan["alpha"]
+    out = [{**t, "family": family_of(t["a"], t["b"], t["metric"], plan)} for t in tests]
+    gate_open, previous = True, None
+    for family in ("primary", *plan["families"]):
+        members = [t for t in out if t["family"] == family]
+        _finish(members, family, alpha, gate_open, previous)
+        gate_open = gate_open and all(t["p_holm"] < alpha for t in members)
+        previous = family
+    for metric in dict.fromkeys(t["metric"] for t in out if t["family"] == SECONDARY):
+        _finish([t for t in out if t["family"] == SECONDARY and t["metric"] == metric], SECONDARY, alpha, True, None)
+    return out
+
+
+def _finish(members: list[dict], family: str, alpha: float, tested: bool, gate: str | None) -> None:
+    """Adjust one family's tests in place and give each its verdict."""
+    for test, p, tost_p in zip(members, holm_adjust([t["p_value"] for t in members]),
+                               _holm_family(members, "tost_p")):
+        test.update(p_holm=p, tost_p_holm=tost_p, family_size=len(members), tested=tested, gate=gate, alpha=alpha,
+                    correction=correction_text(family, len(members)),
+                    verdict=decide(test["mean_diff"], p, tost_p, tested, alpha))
+        test["supported"] = test["verdict"] in ("higher", "lower")
+
+
+def apply_many_to_one(tests: list[dict], plan: dict, metric: str) -> list[dict]:
+    """Many-to-one tests (``many_to_one.many_to_one``: Dunnett-adjusted ``p_adjusted``) with the plan applied: the
+    confirmatory metric's contrasts are the family ``many_to_one``, another metric's are ``secondary``; TOST p
+    Holm-adjusted over the contrasts; verdicts as ``decide``."""
+    family = MANY_TO_ONE if metric == plan["metric"] else SECONDARY
+    out = []
+    for test, tost_p in zip(tests, _holm_family(tests, "tost_p")):
+        verdict = decide(test["mean_diff"], test["p_adjusted"], tost_p, True, plan["alpha"])
+        out.append({**test, "metric": metric, "family": family, "family_size": len(tests), "p_holm": test["p_adjusted"],
+                    "tost_p_holm": tost_p, "tested": True, "gate": None, "alpha": plan["alpha"],
+                    "correction": f"Dunnett over {len(tests)} contrast{'s' if len(tests) != 1 else ''}",
+                    "verdict": verdict, "supported": verdict in ("higher", "lower")})
+    return out
+
+
+def family_alpha(family: str, size: int, alpha: float) -> float:
+    """The level a pair of ``family`` is sized for in a power calculation: alpha for the primary, alpha / size for a
+    Holm or Dunnett family (its first step: Bonferroni's level)."""
+    return alpha if family == "primary" else alpha / max(size, 1)

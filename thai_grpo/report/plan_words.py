@@ -1,0 +1,107 @@
+"""The analysis plan's words: one vocabulary of verdicts for the main report, the studies' pages, README and docs,
+the family each verdict belongs to, the plan itself in sentences, and p-values as printed.
+
+Verdicts (``thai_grpo.evaluation.plan.decide``): ``higher`` / ``lower`` (no difference rejected after the family's
+correction; the sign of a - b), ``equivalent`` (TOST within the plan's margin, corrected within the family), ``not
+resolved`` (neither), ``not tested`` (the family's gate was closed). Every word here is chosen from the test's own
+fields; nothing is written in advance.
+"""
+
+from __future__ import annotations
+
+import math
+
+VERDICT_WORDS = {"higher": "higher", "lower": "lower", "equivalent": "equivalent", "not_resolved": "not resolved",
+                 "not_tested": "not tested"}
+FAMILY_NAMES = {"primary": "primary comparison", "vs_sft": "against SFT", "methods": "between methods",
+                "many_to_one": "against the baseline", "secondary": "secondary"}
+GATE_NAMES = {"primary": "primary comparison", "vs_sft": "pairs against SFT", "methods": "pairs between methods"}
+METRIC_NAMES = {"pass@1": "held-out pass@1", "greedy": "greedy accuracy"}
+
+
+def fmt_p(p: float | None, at_floor: bool = False) -> str:
+    """A p-value as printed: two significant figures below 0.1 (0.0479 -> '0.048', 0.0015 -> '0.0015'), two decimals
+    from 0.1 ('0.45'), '< 0.0001' below 0.0001; '≤ ...' when it is a bootstrap's floor (no resample as extreme: the
+    p-value is at most this)."""
+    if p is None:
+        return "n/a"
+    if p < 1e-4 and not at_floor:
+        return "< 0.0001"
+    if p >= 0.1:
+        text = f"{p:.2f}"
+    else:
+        rounded = float(f"{p:.2g}")  # two significant figures first: 9.999e-05 -> 0.00010, not 0.000100
+        text = f"{rounded:.{max(2, 1 - math.floor(math.log10(rounded)))}f}"
+    return f"≤ {text}" if at_floor else text
+
+
+def p_text(test: dict, key: str = "p_value", name: str = "p") -> str:
+    """'p = 0.012', 'p ≤ 0.0001' (a bootstrap p at its floor 1 / (B + 1)) or 'Holm-adjusted p ≤ 0.0015'."""
+    text = fmt_p(test[key], bool(test.get("p_at_floor")))
+    return f"{name} {text}" if text[0] in "<≤" else f"{name} = {text}"
+
+
+def percent(value: float) -> str:
+    """0.05 -> '5%'."""
+    return f"{100 * value:g}%"
+
+
+def family_text(test: dict) -> str:
+    """The family of a verdict and how it was tested: 'primary comparison, tested alone at 5%'; 'against SFT, Holm
+    over the 4 pairs at 5%, gated by the primary comparison'; 'secondary (greedy accuracy), Holm over the 15 pairs,
+    outside the plan's gate'; 'against the baseline grpo, Dunnett over 3 contrasts at 5%'."""
+    family, alpha = test.get("family"), test.get("alpha", 0.05)
+    name = FAMILY_NAMES.get(family, family or "unplanned")
+    correction = test.get("correction") or ""
+    if family == "secondary":
+        metric = METRIC_NAMES.get(test.get("metric"), test.get("metric"))
+        return f"secondary ({metric}), {correction}, outside the plan's gate"
+    if family == "many_to_one":
+        return f"against the baseline {test.get('b')}, {correction} at {percent(alpha)}"
+    gate = test.get("gate")
+    gated = f", gated by the {GATE_NAMES.get(gate, gate)}" if gate else ""
+    return f"{name}, {correction} at {percent(alpha)}{gated}"
+
+
+def _size(value: float) -> str:
+    return f"{abs(100 * value):.1f} points"
+
+
+def verdict_phrase(test: dict, a: str, b: str) -> str:
+    """The verdict in words: 'GRPO higher than SFT', 'PPO lower than SFT', 'Dr.GRPO and GRPO equivalent within +-5.0
+    points (TOST, Holm-adjusted p = 0.012)', 'not resolved: ... (TOST p = 0.31)' or 'not tested: ...'."""
+    verdict, margin = test["verdict"], test.get("margin")
+    if verdict in ("higher", "lower"):
+        return f"{a} {verdict} than {b}"
+    tost = f"TOST within ±{_size(margin)}, adjusted {p_text(test, 'tost_p_holm')}" \
+        if margin and test.get("tost_p_holm") is not None else ""
+    if verdict == "equivalent":
+        return f"{a} and {b} equivalent ({tost})"
+    if verdict == "not_tested":
+        gate = test.get("gate")
+        return f"not tested (the {GATE_NAMES.get(gate, gate)} did not all reject)"
+    return "not resolved (no difference shown" + (f"; equivalence not shown: {tost})" if tost else ")")
+
+
+def verdict_word(test: dict) -> str:
+    """The table cell: 'higher', 'lower', 'equivalent', 'not resolved' or 'not tested'."""
+    return VERDICT_WORDS[test["verdict"]]
+
+
+def plan_text(plan: dict) -> str:
+    """The declared plan in sentences, for the top of the statistics note (before any number)."""
+    a, b = plan["primary"]
+    alpha, metric = percent(plan["alpha"]), METRIC_NAMES.get(plan["metric"], plan["metric"])
+    steps = [f"(1) the primary comparison {a} - {b} at {metric}, tested alone at {alpha}"]
+    titles = {"vs_sft": f"every other pair with {plan['reference']}", "methods": "every other pair of models"}
+    for i, family in enumerate(plan["families"], start=2):
+        before = "the primary comparison" if i == 2 else f"every pair of family ({i - 1})"
+        steps.append(f"({i}) {FAMILY_NAMES[family]}: {titles[family]}, Holm at {alpha}, tested only when {before} "
+                     "rejected")
+    return (f"Analysis plan, declared in the config (analysis:) before any result: {'; '.join(steps)}. This is serial "
+            f"gatekeeping: each family is tested at the full {alpha} only when every hypothesis before it was "
+            f"rejected, which keeps the family-wise error over all of them at {alpha}. The seed and loss studies test "
+            f"each method against grpo (Dunnett's many-to-one, seed as block) at {alpha}. Other metrics are secondary: "
+            f"one Holm (or Dunnett) family per metric, outside the gate. Equivalence is claimed only from two one-sided "
+            f"tests (TOST) within ±{100 * plan['equivalence_margin']:.1f} points, Holm-adjusted within the family; a "
+            "pair with neither a difference nor equivalence shown is not resolved.")
