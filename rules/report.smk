@@ -7,7 +7,13 @@ rule figures:
         unpack(optional_results("passk")),
         results=rules.results.output.results,
     output:
-        figures=directory("results/figures"),
+        # report(): also in Snakemake's own report (`snakemake --report results/snakemake-report.html`)
+        figures=report(
+            directory("results/figures"),
+            patterns=["{name}.png"],
+            category="Figures",
+            caption="../report/snakemake/figure.rst",
+        ),
     log:
         "results/logs/figures.log",
     benchmark:
@@ -31,7 +37,7 @@ rule report:
         template="report/template.html.j2",
         assets=["report/style.css", "report/calculator.js"],
     output:
-        html="results/report.html",
+        html=report("results/report.html", category="Report", caption="../report/snakemake/report.rst"),
     log:
         "results/logs/report.log",
     conda:
@@ -48,7 +54,12 @@ use rule figures as figures_pitfalls with:
     input:
         results=rules.results_pitfalls.output.results,
     output:
-        figures=directory("results/pitfalls/figures"),
+        figures=report(
+            directory("results/pitfalls/figures"),
+            patterns=["{name}.png"],
+            category="Pitfalls",
+            caption="../report/snakemake/figure.rst",
+        ),
     log:
         "results/logs/figures-pitfalls.log",
     benchmark:
