@@ -16,11 +16,11 @@ from thai_grpo.core.config import (
 )
 from thai_grpo.core.scheduling import (
     CHAIN_TRAINING,
-    HEADLINE_ONE_THREAD,
-    UNBLOCKING,
+    HEADLINE_SCORING,
+    JOB_THREADS,
+    LONGEST_CHAIN,
     sampling_priority,
     scoring_priority,
-    threads_for,
     training_priority,
 )
 from thai_grpo.core.shipped import recipe
@@ -78,9 +78,9 @@ PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
-# Threads and priorities (thai_grpo.core.scheduling): the core chain (base -> SFT -> GRPO) trains and samples with
-# 2 threads, every other job with 1; the headline's jobs outrank the rest by enough that Snakemake, which reserves no
-# cores, never starts another method's job while one of them waits (on 2 cores as on 16). They change no number.
+# Threads and priorities (thai_grpo.core.scheduling): every training and sampling job takes one thread; the
+# headline's jobs outrank the rest, then the preference pairs -> reward model -> PPO chain (the run's longest). They
+# change no number.
 
 
 def training_temperature(variant):

@@ -16,7 +16,7 @@ rule sample:
     priority: lambda wildcards: sampling_priority(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
         "../envs/training.yaml"
-    threads: lambda wildcards: threads_for(wildcards.model)  # 2 for the core chain (thai_grpo.core.scheduling)
+    threads: JOB_THREADS  # one per job: two side by side beat one with two (thai_grpo.core.scheduling)
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     params:
@@ -91,7 +91,7 @@ rule token_logprobs:
         "results/benchmarks/token_logprobs.tsv"
     conda:
         "../envs/training.yaml"
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    threads: JOB_THREADS
     params:
         system_prompt=SYSTEM,
         max_completions=256,

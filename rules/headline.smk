@@ -13,7 +13,7 @@ rule headline:
         headline="results/headline.json",
     log:
         "results/logs/headline.log",
-    priority: HEADLINE_ONE_THREAD
+    priority: HEADLINE_SCORING
     conda:
         "../envs/pipeline.yaml"
     params:

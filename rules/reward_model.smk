@@ -14,10 +14,10 @@ rule reward_model:
         "results/logs/reward_model.log",
     benchmark:
         "results/benchmarks/reward_model.tsv"
-    priority: UNBLOCKING  # short, and PPO (the longest training job) waits for it: before the other train jobs
+    priority: LONGEST_CHAIN  # PPO, the longest training job, waits for it
     conda:
         "../envs/training.yaml"
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    threads: JOB_THREADS
     resources:
         gpu=1,
     params:
@@ -47,7 +47,7 @@ rule reward_model_accuracy:
         "results/benchmarks/reward_model_accuracy.tsv"
     conda:
         "../envs/training.yaml"
-    threads: 1
+    threads: JOB_THREADS
     params:
         system_prompt=SYSTEM,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),

@@ -17,10 +17,10 @@ rule preference_pairs:
         "results/logs/preference_pairs.log",
     benchmark:
         "results/benchmarks/preference_pairs.tsv"
-    priority: UNBLOCKING  # short (~25 s) and it unblocks DPO and PPO's reward model: before the train jobs (PPO is the longest)
+    priority: LONGEST_CHAIN  # it unblocks PPO's reward model, and PPO, the longest job (and DPO)
     conda:
         "../envs/training.yaml"
-    threads: 1  # a tiny model gains little from a 2nd thread: two 1-thread jobs side by side beat it (make bench)
+    threads: JOB_THREADS
     resources:
         gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
     params:
@@ -56,10 +56,10 @@ rule train:
         "results/benchmarks/train-{run}.tsv"
     wildcard_constraints:
         run=run_pattern(VARIANTS),
-    priority: lambda wildcards: training_priority(wildcards.run)  # GRPO (the headline) first, then the other runs
+    priority: lambda wildcards: training_priority(wildcards.run, method_of(variant_of(wildcards.run)))
     conda:
         "../envs/training.yaml"
-    threads: lambda wildcards: threads_for(wildcards.run)  # 2 for the core chain (thai_grpo.core.scheduling)
+    threads: JOB_THREADS
     resources:
         gpu=1,
     params:
