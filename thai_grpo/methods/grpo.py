@@ -214,19 +214,25 @@ def resumable(trainer_class):
 
 
 class _SharedPromptGenerate:
-    """``model.generate`` replaced, on this instance only and while the block runs, by
-    ``generate_sharing_prompts`` (each distinct prompt prefilled once)."""
+    """``model.generate`` replaced, on this instance only and while the block runs, by ``generate_sharing_prompts``
+    (each distinct prompt prefilled once), on ``merged`` (a ``MergedCopy`` of the policy, refreshed first) when
+    given, else on the policy itself."""
 
-    def __init__(self, model):
-        self.model = model
+    def __init__(self, model, merged=None):
+        self.model, self.merged = model, merged
 
     def __enter__(self):
         from thai_grpo.models.shared_prefix import generate_sharing_prompts
 
-        model = self.model
-        original = model.generate
-        model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
-            model, input_ids, attention_mask, generation_config, generate=original, **kwargs)
+        model, merged = self.model, self.merged
+        if merged is not None:
+            sampler = merged.refresh()
+            model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
+                sampler, input_ids, attention_mask, generation_config, **kwargs)
+        else:
+            original = model.generate
+            model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
+                model, input_ids, attention_mask, generation_config, generate=original, **kwargs)
         return model
 
     def __exit__(self, *exc):
@@ -236,7 +242,8 @@ class _SharedPromptGenerate:
 
 def sharing_prompts(trainer_class):
     """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's shared prompt once: in the rollouts
-    (``generate_sharing_prompts``) and in every log-probability pass, the policy's with grad and the reference's
+    (``generate_sharing_prompts``, from a merged copy of the policy where ``can_merge_copy``: on a CPU, without LoRA
+    dropout) and in every log-probability pass, the policy's with grad and the reference's
     (``completion_logprobs_sharing_prompts``). The same numbers up to the order of floating-point sums
     (tests/test_shared_prefix.py). Multimodal or MoE batches, and activation checkpointing (which drops the cache a
     shared prompt lives in), take TRL's own log-probability pass; vLLM rollouts are vLLM's own."""
@@ -246,7 +253,12 @@ def sharing_prompts(trainer_class):
         def _generate_single_turn(self, *args, **kwargs):
             if self.use_vllm:
                 return super()._generate_single_turn(*args, **kwargs)
-            with _SharedPromptGenerate(self.accelerator.unwrap_model(self.model)):
+            from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
+
+            policy = self.accelerator.unwrap_model(self.model)
+            if getattr(self, "_merged_copy", None) is None and can_merge_copy(policy):
+                self._merged_copy = MergedCopy(policy)
+            with _SharedPromptGenerate(policy, getattr(self, "_merged_copy", None)):
                 return super()._generate_single_turn(*args, **kwargs)
 
         def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,

@@ -34,7 +34,9 @@ Departures from TRL 1.12, each on purpose:
   resumed from checkpoint N redoes step N+1 exactly as an uninterrupted run: a checkpoint holds the policy and value
   weights, the optimizer and the step; no generator state needs saving.
 As TRL's: dropout is off in all four models (``disable_dropout_in_model``), so the first minibatch's ratio is 1 even
-with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions.
+with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions. On a CPU the rollouts
+are sampled from a merged copy of the policy (``thai_grpo.models.merged_sampler``: the same function, refreshed each
+step), as GRPO's are.
 Memory (``thai_grpo.models.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
 into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
 (gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
@@ -375,8 +377,9 @@ def load_checkpoint(path: str | Path, policy, value, optimizer) -> int:
 
 
 def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenizer, rows, system_prompt, reward_names,
-             stop_ids, chat_template_kwargs) -> dict:
-    """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need."""
+             stop_ids, chat_template_kwargs, sampler=None) -> dict:
+    """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need.
+    ``sampler``: a ``MergedCopy`` of the policy to sample from (the same function, fewer products), or None."""
     import torch
 
     from thai_grpo.core.rewards import reward_functions
@@ -395,7 +398,8 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
                                   settings.chunk_floats)
     with torch.no_grad():
         policy.eval()
-        output = generate_by_chunks(policy, encoded, config, per_generate, tokenizer.pad_token_id)
+        output = generate_by_chunks(sampler.refresh() if sampler else policy, encoded, config, per_generate,
+                                    tokenizer.pad_token_id)
         policy.train()
     completion = output[:, width:]
     counted = [completion_length(row.tolist(), stop_ids) for row in completion]
@@ -554,6 +558,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     from thai_grpo.core.io import atomic_directory, progress
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
     from thai_grpo.models.loading import count_parameters, load_tokenizer
+    from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
     from thai_grpo.models.training import clear_checkpoints
 
@@ -575,12 +580,13 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     peak_rates = [group["lr"] for group in optimizer.param_groups]
     start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
+    sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
     label = checkpoint_dir.name
     for step in range(start + 1, settings.max_steps + 1):
         for group, peak in zip(optimizer.param_groups, peak_rates):
             group["lr"] = peak * learning_rate_factor(step, settings)
         rollout = _rollout(step, settings, seed, models, tokenizer, rows, system_prompt, reward_names, stop_ids,
-                           chat_template_kwargs or {})
+                           chat_template_kwargs or {}, sampler)
         update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params)
         record = step_record(step, rollout, update, settings)
         with open(metrics_path, "a", encoding="utf-8") as handle:
