@@ -126,8 +126,11 @@ def _config_default(config: dict, dotted: str):
     """A config key's value, or the value the pipeline uses when it is unset (the offline system prompt)."""
     if dotted == "data.system_prompt":
         return config["data"].get("system_prompt", SYSTEM_PROMPT)
-    if dotted in ("base.name_or_path", "sft.name_or_path") and config[dotted.split(".")[0]]["source"] == "shipped":
-        return "assets/tiny-base (shipped, built by this pipeline)"
+    section = dotted.split(".")[0]
+    if dotted in ("base.name_or_path", "sft.name_or_path") and config[section]["source"] not in ("hub", "local"):
+        built = {"shipped": "assets/tiny-base (shipped, built by this pipeline)", "scratch": "pretrained here",
+                 "train": "trained here"}
+        return f"tiny Qwen3 {'base' if section == 'base' else 'SFT adapter'}: {built[config[section]['source']]}"
     try:
         return config_value(config, dotted)
     except KeyError:
