@@ -33,6 +33,13 @@ def cpu_name() -> str:
     return lscpu_fields().get("Model name") or platform.processor() or "unknown"
 
 
+def cpu_kind() -> str:
+    """The model name and widest vector instructions, as docs/reference names a CPU: 'AMD EPYC (AVX-512)'."""
+    from thai_grpo.report.reference import cpu_label
+
+    return cpu_label(cpu_name(), lscpu_fields().get("Flags", "").split())
+
+
 def load_config(paths: list[str]) -> dict:
     config = {}
     for path in paths:
@@ -248,6 +255,39 @@ def bench_cores(configfiles: list[str], results: Path, cores: list[int]) -> dict
     return {**estimate, "jobs_without_benchmark": missing}
 
 
+def bench_other_cpus(configfiles: list[str], results: Path, elsewhere: Path, this_cpu: str) -> list[dict]:
+    """The last run on the other CPUs of ``elsewhere`` (docs/reference/elsewhere.json ``stage_seconds``): each stage's
+    measured seconds here times its ratio between the two CPUs (both measured at one commit, ``stage_ratios``),
+    replayed on 2 cores as Snakemake schedules it (``simulate``); and, for comparison, every stage at 2x."""
+    from thai_grpo.core.io import read_json
+    from thai_grpo.report.speedup import projected_seconds, stage_ratios
+
+    records = read_json(elsewhere).get("stage_seconds", []) if elsewhere.exists() else []
+    jobs = workflow_jobs(".", configfiles, ("all",), cores=2)
+    measured = read_benchmarks(results / "benchmarks")
+    seconds = {name: measured.get(name, 0.0) for name in jobs}
+    kind = this_cpu.split(",")[0]
+    base = next((r for r in records if r["cpu"].split(",")[0] == kind), None)
+    rows = []
+    if base is None:
+        print(f"other CPUs: no stage times of this CPU kind ({kind}) in {elsewhere} to take ratios from")
+        return rows
+    for record in records:
+        if record is base or record["commit"] != base["commit"]:
+            continue
+        ratios = stage_ratios(base["seconds"], record["seconds"], record.get("rule_ranges"))
+        for label, there in ((f"by the stage ratios measured at {record['commit']}", projected_seconds(seconds, ratios)),
+                             ("every stage at 2x", {n: 2 * s for n, s in seconds.items()})):
+            times = simulate(there, jobs, 2)
+            row = {"cpu": record["cpu"], "model": label, "median_ratio": ratios["median"],
+                   "jobs_s": max(end for _, end in times.values()),
+                   "headline_s": times["headline"][1] if "headline" in times else None}
+            rows.append(row)
+            print(f"{record['cpu']}: the last run's jobs {row['jobs_s']:.0f} s, headline at {row['headline_s']:.0f} s "
+                  f"({label}; median ratio {ratios['median']:.2f}); add the venv build", flush=True)
+    return rows
+
+
 def bench_smoke(cores: list[int]) -> list[dict]:
     """Measured wall seconds of the smoke config's whole DAG (toy sizes) at each core count, each from scratch."""
     rows = []
@@ -277,6 +317,8 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sampling-problems", type=int, default=64, help="held-out problems in the sampling split")
+    parser.add_argument("--elsewhere", default="docs/reference/elsewhere.json",
+                        help="other CPUs' stage times (stage_seconds), for the last run's projection onto them")
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
                         help="core counts of the last run's critical-path extrapolation")
     parser.add_argument("--smoke-cores", type=int, nargs="*", default=[1, 2],
@@ -294,6 +336,7 @@ def main() -> None:
                                    for t in options.threads],
               "last_run": stage_shares(results / "benchmarks"),
               "cores": bench_cores(options.configfile, results, options.cores),
+              "other_cpus": bench_other_cpus(options.configfile, results, Path(options.elsewhere), cpu_kind()),
               "smoke": bench_smoke(options.smoke_cores)}
     last = report["last_run"]
     print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "

@@ -13,7 +13,7 @@ from workflow import copy_workflow
 from thai_grpo.report.headline import headline, headline_line
 from thai_grpo.core import scheduling
 from thai_grpo.report.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
-                                      read_benchmarks, simulate, workflow_jobs)
+                                      projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],
@@ -190,3 +190,18 @@ def test_every_job_takes_one_thread_and_the_headline_outranks_the_rest(default_j
     assert all(j["priority"] < lowest for n, j in default_jobs.items() if n not in headline_alone(default_jobs))
     assert scheduling.CHAIN_TRAINING > scheduling.HEADLINE_SAMPLING > scheduling.HEADLINE_SCORING
     assert scheduling.HEADLINE_SCORING > scheduling.LONGEST_CHAIN > scheduling.OTHER_TRAINING > scheduling.REST
+
+
+def test_stage_ratios_and_projection_by_stage_then_rule_then_median():
+    here = {"train-grpo": 100.0, "train-ppo": 200.0, "sample-sft": 40.0, "sample-grpo": 50.0, "score-sft": 0.5}
+    there = {"train-grpo": 250.0, "train-ppo": 300.0, "sample-sft": 60.0, "sample-grpo": 50.0, "score-sft": 9.0}
+    ratios = stage_ratios(here, there)
+    assert ratios["stages"] == {"train-grpo": 2.5, "train-ppo": 1.5, "sample-sft": 1.5, "sample-grpo": 1.0}  # <1 s out
+    assert ratios["rules"] == {"train": 2.0, "sample": 1.25} and ratios["median"] == 1.5
+    projected = projected_seconds({"train-grpo": 10.0, "train-dpo": 10.0, "sample-base": 10.0, "report": 10.0},
+                                  ratios)
+    assert projected == {"train-grpo": 25.0, "train-dpo": 20.0, "sample-base": 12.5, "report": 15.0}
+    with pytest.raises(ValueError, match="no stage measured on both"):
+        stage_ratios({"a": 5.0}, {"b": 5.0})
+    ranged = stage_ratios(here, {"train-grpo": 250.0}, {"sample": (30.0, 60.0)})  # samplings as a range there
+    assert ranged["rules"] == {"train": 2.5, "sample": 45.0 / 45.0} and ranged["median"] == pytest.approx(1.75)

@@ -105,6 +105,43 @@ def simulate(seconds: dict[str, float], jobs: dict[str, dict], cores: int) -> di
     return times
 
 
+def rule_of(stage: str) -> str:
+    """The rule a stage's benchmark name comes from: ``train-grpo`` -> ``train``, ``split`` -> ``split``."""
+    return stage.split("-", 1)[0]
+
+
+def stage_ratios(here: dict[str, float], there: dict[str, float],
+                 rule_ranges: dict[str, tuple[float, float]] | None = None) -> dict:
+    """How much longer each stage took on another CPU than here, from both CPUs' seconds of the same commit:
+    ``{"stages": {stage: there / here}, "rules": {rule: median over its stages}, "median": over every stage}`` for
+    the stages both measured (at least a second here). ``rule_ranges``: a rule whose stages the other CPU recorded
+    only as a range of seconds (low, high): its ratio is the range's middle over the median of its stages here."""
+    import statistics
+
+    stages = {s: there[s] / here[s] for s in sorted(set(here) & set(there)) if here[s] >= 1.0}
+    by_rule: dict[str, list[float]] = {}
+    for stage, ratio in stages.items():
+        by_rule.setdefault(rule_of(stage), []).append(ratio)
+    rules = {rule: statistics.median(r) for rule, r in by_rule.items()}
+    for rule, (low, high) in (rule_ranges or {}).items():
+        mine = [seconds for stage, seconds in here.items() if rule_of(stage) == rule and seconds >= 1.0]
+        if mine:
+            rules[rule] = (low + high) / 2 / statistics.median(mine)
+    if not rules:
+        raise ValueError("no stage measured on both CPUs: pass two benchmark sets of the same workflow")
+    return {"stages": stages, "rules": rules, "median": statistics.median([*stages.values(), *(
+        rules[r] for r in (rule_ranges or {}) if r in rules)])}
+
+
+def projected_seconds(seconds: dict[str, float], ratios: dict) -> dict[str, float]:
+    """``seconds`` as the other CPU of ``ratios`` (``stage_ratios``) would take them: each stage times its own
+    measured ratio, else its rule's, else the median."""
+    def ratio(stage: str) -> float:
+        return ratios["stages"].get(stage) or ratios["rules"].get(rule_of(stage)) or ratios["median"]
+
+    return {stage: s * ratio(stage) for stage, s in seconds.items()}
+
+
 def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
     """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
     out = {}
