@@ -10,6 +10,7 @@ runs' health records, so the first screen and the note cannot disagree.
 from __future__ import annotations
 
 from thai_grpo.evaluation.plan import VERDICTS, analysis_plan
+from thai_grpo.report import run_words
 from thai_grpo.report.plan_words import FAMILY_NAMES, METRIC_NAMES, family_text, verdict_word
 from thai_grpo.report.verdicts import pair_test
 
@@ -144,3 +145,17 @@ def gains_alt(rows: list[dict], reference: str, metric: str) -> str:
     parts = [f"{r['name']} {r['interval_text']} points, {r['word']}" if r["interval_text"] else f"{r['name']}: {r['word']}"
              for r in rows]
     return f"{metric} minus {reference}: " + "; ".join(parts)
+
+
+def first_screen(results: dict, main_health: dict) -> dict:
+    """Everything the first screen shows: the page's lead (``run_words.lead``), the headline, the gains figure's
+    rows with its caption and its words (alt text), and the health flags of every run."""
+    plan, names = plan_of(results), model_names(results)
+    rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
+    metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
+    problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
+    caption = (f"Dot: the mean per-problem difference from {reference} on the same {problems} held-out problems; bar: "
+               "its paired 95% bootstrap interval; verdict and family: the declared analysis plan (statistics note).")
+    return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows,
+            "gains_alt": gains_alt(rows, reference, metric), "gains_caption": caption,
+            "health": health_summary(results, main_health)}
