@@ -15,6 +15,8 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
 
 from thai_grpo.methods import kl
+from thai_grpo.report import glance
+from thai_grpo.report.figures_gains import plot_gains
 from thai_grpo.report.figures_pitfalls import draw_pitfalls
 from thai_grpo.report.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
@@ -375,7 +377,8 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
 
     Figures whose data is missing (no kl_real, no GRPO eval, no pitfall runs, ...) are left out; the report
-    shows "not run" in their place. The Pitfalls section's figures come from ``figures_pitfalls``.
+    shows "not run" in their place. The first screen's gains over SFT come from ``figures_gains`` (its rows from
+    ``glance.gain_rows``), the Pitfalls section's figures from ``figures_pitfalls``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -386,6 +389,12 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         paths[name] = out / f"{name}.png"
         plot(*args, paths[name])
 
+    gains = glance.gain_rows(results)
+    if any(row["mean_diff"] is not None for row in gains):  # the first screen's figure
+        plan = glance.plan_of(results)
+        paths["gains_over_sft"] = out / "gains_over_sft.png"
+        plot_gains(gains, paths["gains_over_sft"], glance.model_names(results)[plan["reference"]],
+                   glance.METRIC_NAMES.get(plan["metric"], plan["metric"]), plan.get("equivalence_margin"))
     if train.get("steps"):
         draw("training_curves", plot_training_curves, train["steps"])
     ppo_runs = {name: run["steps"] for name, run in (results.get("runs") or {}).items()

@@ -21,12 +21,14 @@ from markupsafe import Markup
 from thai_grpo.core.io import atomic_write_text
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
+from thai_grpo.report import glance, run_words
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
                                          verdict_word)
+from thai_grpo.report.results import chapter_token_budget
 from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
                                        pair_test, pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
@@ -136,14 +138,15 @@ def pass_keys(evals: dict) -> list[str]:
 
 
 def _tokens(run: dict) -> dict | None:
-    """Generated-token budget: per-step summary, total, and the share of the seed's full-run estimate."""
+    """Generated-token budget: per-step summary, total, and the share of the chapter's full run's ceiling (the run
+    card's ``chapter_full_run``; ``results.chapter_token_budget`` for a run card written before it was kept)."""
     tokens = run.get("generated_tokens")
     if not tokens or not tokens.get("per_step"):
         return None
-    per_step, estimate = tokens["per_step"], tokens.get("seed_estimate_full_real", 262144)
+    per_step, chapter = tokens["per_step"], tokens.get("chapter_full_run") or chapter_token_budget()
     total = tokens.get("total", sum(per_step))
     return {"per_step": per_step, "mean": sum(per_step) / len(per_step), "min": min(per_step),
-            "max": max(per_step), "total": total, "estimate": estimate, "share": total / estimate}
+            "max": max(per_step), "total": total, "chapter": chapter, "share": total / chapter["tokens"]}
 
 
 def _method_rows(results: dict) -> list[dict]:
@@ -200,7 +203,7 @@ def _headline(results: dict, health: dict) -> dict | None:
         tests = {metric: pair_test(pairwise, model, "sft", metric) for metric in ("pass@1", "greedy")}
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
                       "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
-                                   for t in tests.values() if t and "verdict" in t]})
+                                   for t in tests.values() if t and t.get("verdict") in VERDICT_KEYS]})
     narrowing = (results.get("comparison") or {}).get("narrowing")
     return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": _plan_text(results),
             "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
@@ -344,6 +347,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     return {
+        "glance": glance.first_screen(results, health),
+        "words": run_words.report_words(results),
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
         "plan_text": _plan_text(results),

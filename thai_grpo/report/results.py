@@ -7,7 +7,7 @@ import importlib.metadata
 import platform
 from pathlib import Path
 
-from thai_grpo.core.chapter import run_card_departures
+from thai_grpo.core.chapter import FACTS, TRAIN_SIZE, run_card_departures
 from thai_grpo.evaluation.narrowing import narrowing_test
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
@@ -15,7 +15,6 @@ from thai_grpo.methods.health import training_health
 from thai_grpo.methods.kl import real_kl_summary
 from thai_grpo.methods.update_size import mean_grad_norm
 
-SEED_ESTIMATE_FULL_REAL_TOKENS = 128 * 8 * 256  # problems x G x max_completion_length of the chapter's full run
 VERIFIER = "none: a verifier (code) grades"
 SHARED_BASE = "2 (policy, reference; one shared base with LoRA)"
 
@@ -43,6 +42,38 @@ def package_versions() -> dict:
         except importlib.metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return versions
+
+
+def chapter_token_budget() -> dict:
+    """The generated-token ceiling of the chapter's full run: its problems x G completions x max_completion_length
+    (one epoch: every problem sampled G times, each completion at most max_completion_length tokens)."""
+    problems, completions = TRAIN_SIZE, FACTS["grpo.num_generations"].value
+    length = FACTS["grpo.max_completion_length"].value
+    return {"problems": problems, "completions": completions, "max_completion_length": length,
+            "tokens": problems * completions * length}
+
+
+def trainer_device(args: dict | None) -> dict | None:
+    """Where one trainer ran, from the TrainingArguments it recorded (``resolved_args``, ``to_dict()``): ``use_cpu``
+    (``models.training.precision_flags`` sets it on a machine without CUDA) -> cpu in float32; bf16 or fp16 mixed
+    precision (set only on a GPU) -> gpu; neither -> None (the arguments do not tell)."""
+    args = args or {}
+    if args.get("use_cpu"):
+        return {"device": "cpu", "precision": "float32"}
+    for flag in ("bf16", "fp16"):
+        if args.get(flag):
+            return {"device": "gpu", "precision": f"{flag} mixed precision"}
+    return None
+
+
+def run_device(trains: dict) -> dict:
+    """The run card's device: per training stage that recorded its TrainingArguments (``trainer_device``) where it
+    ran, and ``kind``, "cpu", "gpu", "cpu and gpu" or None (no stage told)."""
+    stages = {name: where for name, train in trains.items()
+              if (where := trainer_device(train.get("resolved_args"))) is not None}
+    kinds = sorted({where["device"] for where in stages.values()})
+    return {"kind": " and ".join(kinds) or None, "stages": stages,
+            "source": "from the precision each trainer recorded in its arguments"}
 
 
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
@@ -312,6 +343,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         "run": {
             "seeds": {"data": config["data"]["shuffle_seed"], "train": config["seed"], "eval": config["eval"]["seed"]},
             "versions": package_versions(),
+            "device": run_device(trains),
             "data": {"source": config["data"]["source"], **split_stats},
             "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"
                       + (" (shipped, assets/tiny-base)" if config["base"]["source"] == "shipped" else ""),
@@ -326,7 +358,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "benchmarks": benchmarks,
             "peak_memory_mb": peak_memory,
             "generated_tokens": {"per_step": per_step, "total": int(sum(per_step)),
-                                 "seed_estimate_full_real": SEED_ESTIMATE_FULL_REAL_TOKENS},
+                                 "chapter_full_run": chapter_token_budget()},
         },
         "train": {"variant": main, "steps": main_train.get("steps", []),
                   "example_groups": main_train.get("example_groups", {}),

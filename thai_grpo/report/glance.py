@@ -1,0 +1,161 @@
+"""The report at a glance, what its first screen shows, computed from results.json.
+
+Three things: the headline (the declared plan's primary comparison, GRPO - SFT at held-out pass@1: its paired
+difference over problems, 95% interval, verdict and family), one row per compared model of its gain over the plan's
+reference (the rows of the gains figure, ``figures.plot_gains``), and the training-health flags of every trained run.
+Every number and word comes from ``comparison.pairwise`` (the statistics note's own tests, under the plan) and the
+runs' health records, so the first screen and the note cannot disagree.
+"""
+
+from __future__ import annotations
+
+from thai_grpo.evaluation.plan import VERDICTS, analysis_plan
+from thai_grpo.report import run_words
+from thai_grpo.report.plan_words import FAMILY_NAMES, METRIC_NAMES, family_text, verdict_word
+from thai_grpo.report.verdicts import pair_test
+
+NO_TEST = "no paired test"
+FAMILY_SHORT = {"primary": "primary", "vs_sft": "vs SFT", "methods": "between methods", "secondary": "secondary",
+                "many_to_one": "vs baseline"}
+
+
+def plan_of(results: dict) -> dict:
+    """The plan results.json was tested under: the comparison's record, else its config's ``analysis``."""
+    return (results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config"))
+
+
+def compared_models(results: dict) -> list[str]:
+    """The evaluated models in ``eval.models`` order (the config's), then any other evaluated one."""
+    evals = results.get("eval") or {}
+    listed = ((results.get("config") or {}).get("eval") or {}).get("models") or []
+    return [m for m in dict.fromkeys([*listed, *evals]) if m in evals]
+
+
+def model_names(results: dict) -> dict[str, str]:
+    """{model: its comparison name} ("grpo" -> "GRPO", "base" -> "Base (no adapter)"); a model without a row keeps
+    its own name."""
+    rows = (results.get("comparison") or {}).get("methods") or []
+    named = {row["model"]: row["method"] for row in rows if row.get("model") and row.get("method")}
+    return {model: named.get(model, model) for model in compared_models(results)}
+
+
+def _signed(value: float) -> str:
+    """0.156 -> '+15.6', -0.0001 -> '0.0': points of pass@1, signed, no sign on zero."""
+    text = f"{100 * value:+.1f}"
+    return "0.0" if float(text) == 0 else text
+
+
+def gain_row(test: dict | None, model: str, name: str) -> dict:
+    """One row of the gains figure: ``model`` - reference from its pairwise test (``verdicts.pair_test``, oriented
+    to read model - reference), with the plan's verdict word and family; a test the plan did not decide (none, or one
+    recorded before the plan) has no verdict and is labelled so."""
+    decided = bool(test) and test.get("verdict") in VERDICTS
+    row = {"model": model, "name": name, "mean_diff": None, "ci_low": None, "ci_high": None, "verdict": None,
+           "word": NO_TEST, "family": None, "family_name": None, "family_short": None, "family_text": None,
+           "supported": False, "interval_text": None}
+    if test:
+        row.update(mean_diff=test["mean_diff"], ci_low=test["ci_low"], ci_high=test["ci_high"])
+        row["interval_text"] = f"{_signed(test['mean_diff'])} [{_signed(test['ci_low'])}, {_signed(test['ci_high'])}]"
+    if decided:
+        row.update(verdict=test["verdict"], word=verdict_word(test), family=test.get("family"),
+                   family_name=FAMILY_NAMES.get(test.get("family"), test.get("family")),
+                   family_short=FAMILY_SHORT.get(test.get("family"), test.get("family")),
+                   family_text=family_text(test), supported=bool(test.get("supported")))
+    elif test:
+        row["word"] = "no verdict recorded"
+    return row
+
+
+def gain_rows(results: dict) -> list[dict]:
+    """Every compared model but the plan's reference, in ``eval.models`` order: its gain over the reference at the
+    plan's metric (``gain_row``). [] when the reference was not evaluated."""
+    plan, names = plan_of(results), model_names(results)
+    reference, metric = plan["reference"], plan["metric"]
+    pairwise = (results.get("comparison") or {}).get("pairwise") or []
+    if reference not in names:
+        return []
+    return [gain_row(pair_test(pairwise, model, reference, metric), model, name)
+            for model, name in names.items() if model != reference]
+
+
+def headline(results: dict) -> dict | None:
+    """The plan's primary comparison a - b (GRPO - SFT) at its metric, for the top of the page: both models' pass@1,
+    the paired difference with its interval (``gain_row``), and ``lead``, the sentence before the verdict word;
+    None when either model was not evaluated."""
+    plan, names, evals = plan_of(results), model_names(results), results.get("eval") or {}
+    a, b = plan["primary"]
+    if a not in names or b not in names:
+        return None
+    metric = plan["metric"]
+    test = pair_test((results.get("comparison") or {}).get("pairwise") or [], a, b, metric)
+    row = gain_row(test, a, names[a])
+    score = {m: ((evals[m].get(metric) or {}).get("estimate") if metric.startswith("pass@") else None) for m in (a, b)}
+    scores = ", ".join(f"{names[m]} {100 * score[m]:.1f}%" for m in (a, b) if score[m] is not None)
+    size = f"{evals[a].get('num_problems')} problems x {evals[a].get('n_samples')} samples"
+    what = f"{names[a]} - {names[b]}, {METRIC_NAMES.get(metric, metric)}"
+    if test:
+        lead = (f"{what}: {_signed(test['mean_diff'])} points, paired 95% interval "
+                f"[{_signed(test['ci_low'])}, {_signed(test['ci_high'])}] over problems ({scores}; {size})")
+    else:
+        lead = f"{what}: {scores} ({size}); no paired test of the two in this run"
+    sentence = f"{lead}: {row['word']}" + (f" ({row['family_text']})." if row["family_text"] else ".")
+    return {**row, "a": a, "b": b, "a_name": names[a], "b_name": names[b], "metric": metric, "lead": lead,
+            "sentence": sentence, "scores": score}
+
+
+def _flags(name: str, health: dict | None) -> dict:
+    health = health or {}
+    return {"name": name, "truncation": bool(health.get("truncation_failed")),
+            "hacking": bool(health.get("hacking_suspect")),
+            "flagged": bool(health.get("truncation_failed") or health.get("hacking_suspect"))}
+
+
+def _has_rollouts(run: dict) -> bool:
+    """Whether a run sampled completions while training (what the health checks read): DPO did not."""
+    return any("completion_length_mean" in step or "clipped_ratio" in step for step in run.get("steps") or [])
+
+
+def health_summary(results: dict, main_health: dict) -> dict:
+    """The training-health flags (truncation, reward hacking; ``methods.health.training_health``) of the main run
+    (``train``, GRPO) and of every other compared model that sampled its own completions while training
+    (``runs[model].health``): ``main``, ``others`` (each run's flags) and ``flagged`` (the others with a flag up)."""
+    names, runs = model_names(results), results.get("runs") or {}
+    main = (results.get("train") or {}).get("variant") or "grpo"
+    others = [_flags(names[m], runs[m].get("health")) for m in names
+              if m != main and m in runs and _has_rollouts(runs[m])]
+    flagged = [o for o in others if o["flagged"]]
+    return {"main": _flags(names.get(main, main), main_health), "others": others, "flagged": flagged,
+            "others_text": _others_text(others, flagged)}
+
+
+def _others_text(others: list[dict], flagged: list[dict]) -> str | None:
+    """'no flag in Dr.GRPO, RLOO or PPO'; 'flagged: PPO (truncation)'; None without other runs."""
+    if not others:
+        return None
+    if not flagged:
+        names = [o["name"] for o in others]
+        return "no flag in " + (" or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}")
+    what = lambda o: " and ".join(k for k, up in (("truncation", o["truncation"]), ("reward hacking", o["hacking"])) if up)  # noqa: E731
+    return "flagged: " + "; ".join(f"{o['name']} ({what(o)})" for o in flagged)
+
+
+def gains_alt(rows: list[dict], reference: str, metric: str) -> str:
+    """The gains figure in words (its alt text): 'held-out pass@1 minus SFT: GRPO +15.6 [+8.3, +21.9] points,
+    higher; Base (no adapter) -25.0 [-36.5, -14.6] points, lower'."""
+    parts = [f"{r['name']} {r['interval_text']} points, {r['word']}" if r["interval_text"] else f"{r['name']}: {r['word']}"
+             for r in rows]
+    return f"{metric} minus {reference}: " + "; ".join(parts)
+
+
+def first_screen(results: dict, main_health: dict) -> dict:
+    """Everything the first screen shows: the page's lead (``run_words.lead``), the headline, the gains figure's
+    rows with its caption and its words (alt text), and the health flags of every run."""
+    plan, names = plan_of(results), model_names(results)
+    rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
+    metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
+    problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
+    caption = (f"Dot: the mean per-problem difference from {reference} on the same {problems} held-out problems; bar: "
+               "its paired 95% bootstrap interval; verdict and family: the declared analysis plan (statistics note).")
+    return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows,
+            "gains_alt": gains_alt(rows, reference, metric), "gains_caption": caption,
+            "health": health_summary(results, main_health)}
