@@ -35,7 +35,9 @@ def oriented(test: dict, model: str) -> dict:
     if test["a"] == model:
         return test
     turned = {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
-              "ci_high": -test["ci_low"], "verdict": FLIP.get(test.get("verdict"), test.get("verdict"))}
+              "ci_high": -test["ci_low"]}
+    if "verdict" in test:  # a test recorded without a verdict keeps none
+        turned["verdict"] = FLIP.get(test["verdict"], test["verdict"])
     if "per_chain" in test:
         turned["per_chain"] = [-x for x in test["per_chain"]]
     if isinstance(test.get("previous"), dict) and "ci_low" in test["previous"]:
