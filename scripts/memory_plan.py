@@ -34,14 +34,14 @@ MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRE
 
 def merged_config(*extra: Path) -> dict:
     """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
-    from thai_grpo.models.memory_plan import merged_configs
+    from thai_grpo.models.memory_stages import merged_configs
 
     return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml", *extra])
 
 
 def write_plan(out_dir: Path) -> list[dict]:
     from thai_grpo.core.io import write_json
-    from thai_grpo.models.memory_plan import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
+    from thai_grpo.models.memory_stages import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
 
     plans = stage_plans(merged_config())
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +122,8 @@ def check() -> bool:
 
 def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
     """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
-    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job, stage_plans
+    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job
+    from thai_grpo.models.memory_stages import stage_plans
 
     config = merged_config(tiny)
     shape = Shape.from_config(json.loads((base / "config.json").read_text(encoding="utf-8")))
