@@ -1,14 +1,15 @@
 """The memory plan of the real config (`make memory-plan`): results/memory_plan/plan.json and plan.md, computed by
-thai_grpo.models.memory_plan for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
+thai_grpo.models.memory_stages for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
 
     python scripts/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
     python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
                                                  vocabulary, 2-3 sizes): PPO's forward-backward of one chunk, each
                                                  size in a fresh process, peak RSS above the level before the step
     python scripts/memory_plan.py --compare PEAKS BASE ADAPTER TINY
-                                                 scripts/gpu_check.sh: each job's measured peak CUDA memory (PEAKS,
-                                                 written by memory_plan.record_cuda_peak) beside the plan for the
-                                                 stand-in BASE / ADAPTER at the sizes of the TINY config
+                                                 after a DAG run on CUDA with THAI_GRPO_CUDA_PEAKS=PEAKS: each job's
+                                                 measured peak CUDA memory (memory_plan.record_cuda_peak) beside the
+                                                 plan for the stand-in BASE / ADAPTER at the sizes of the TINY config
+At Qwen3-0.6B's own shape, stage by stage: scripts/rehearse_full.py (make rehearse-full, make gpu-check).
 """
 
 from __future__ import annotations

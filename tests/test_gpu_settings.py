@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from types import SimpleNamespace
 
 import pytest
@@ -327,3 +328,37 @@ def test_ppo_runs_without_autocast_or_scaling_on_a_cpu(tiny_model_dir, tiny_adap
     policy = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True)
     assert isinstance(autocast_like(policy), contextlib.nullcontext)
     assert not grad_scaler(policy).is_enabled()
+
+
+def test_ppos_16_bit_path_updates_float32_parameters(tiny_model_dir, tiny_adapter_dir):
+    """What PPO runs on a GPU, on the CPU in bfloat16: 16-bit frozen bases, float32 LoRA and score head, every pass
+    under autocast to the frozen dtype. The step moves the trained parameters, which stay float32; the losses are
+    finite; the first minibatch's ratio is 1 (the rollout's log-probs come from the same autocast)."""
+    import torch
+
+    from thai_grpo.methods.ppo import (PPOSettings, _update, autocast_like, completion_mask, fresh_value_model,
+                                       sequence_logprobs, token_scores)
+    from thai_grpo.models.loading import load_policy, trainable_dtypes
+
+    torch.manual_seed(0)
+    models = {"policy": load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True, dtype="bfloat16"),
+              "value": fresh_value_model(tiny_model_dir, {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj"]},
+                                         dtype="bfloat16")}
+    for model in models.values():
+        assert trainable_dtypes(model) == {"trainable": {"float32"}, "frozen": {"bfloat16"}}
+    ids = torch.randint(3, 100, (4, 10))
+    mask = completion_mask(torch.tensor([6, 3, 5, 1]), 6)
+    attention = torch.cat([torch.ones(4, 4, dtype=torch.long), mask.long()], 1)
+    with torch.no_grad(), autocast_like(models["policy"]):
+        logprobs = sequence_logprobs(models["policy"], ids, attention, 4, 1.0)
+        values = token_scores(models["value"], ids, attention)[:, 3:-1] * mask
+    rollout = {"ids": ids, "width": 4, "mask": mask, "attention": attention, "logprobs": logprobs, "values": values,
+               "advantages": torch.randn(4, 6) * mask, "returns": torch.randn(4, 6) * mask}
+    params = [p for m in models.values() for p in m.parameters() if p.requires_grad]
+    before = [p.detach().clone() for p in params]
+    settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=1, num_ppo_epochs=1, learning_rate=1e-2,
+                           temperature=1.0)
+    stats = _update(rollout, 1, settings, 42, models, torch.optim.AdamW(params, lr=1e-2), params)
+    assert all(math.isfinite(value) for value in stats.values()) and stats["approx_kl"] == 0.0
+    assert any(not torch.equal(a, b) for a, b in zip(before, params))
+    assert all(p.dtype == torch.float32 for p in params)

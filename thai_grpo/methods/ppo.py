@@ -307,16 +307,16 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
 
 
 def autocast_like(model):
-    """Autocast to the dtype of ``model``'s frozen weights when they are 16-bit on a GPU (``load_models``); no autocast
-    on a CPU or for float32 weights, where every pass stays float32 as loaded."""
+    """Autocast to the dtype of ``model``'s frozen weights where they are 16-bit (on a GPU, ``load_models``), on their
+    device; no autocast for float32 weights (a CPU), where every pass stays float32 as loaded."""
     import contextlib
 
     import torch
 
     frozen = next((p for p in model.parameters() if not p.requires_grad), None)
-    if frozen is None or frozen.device.type != "cuda" or frozen.dtype == torch.float32:
+    if frozen is None or frozen.dtype == torch.float32:
         return contextlib.nullcontext()
-    return torch.autocast("cuda", dtype=frozen.dtype)
+    return torch.autocast(frozen.device.type, dtype=frozen.dtype)
 
 
 def grad_scaler(model):

@@ -157,10 +157,12 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
 
 
 def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
-                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> list[dict]:
+                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
+                logprob_rows: int = 32) -> list[dict]:
     """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
     sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
-    up to ``prompt`` tokens. ``sft_lora``: the SFT adapter's shape (``sft_shape``)."""
+    up to ``prompt`` tokens. ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions
+    the token log-probs stage scores at once (at most 32, fewer when there are fewer)."""
     from thai_grpo.core.config import passk_settings
 
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
@@ -178,7 +180,7 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     plans.append(sampling_stage(
         "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, precision,
         f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size)"))
-    rows = rows_per_chunk(logprob_pass_floats(shape, width), 32, chunk_floats)
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
     plans.append(stage("token log-probs (k1 vs k3)", {
         "weights": (base_parameters(shape) + 2 * lora_parameters(shape, sft)) * 4,
         "logits": 3 * rows * width * shape.vocab_size * 4,
