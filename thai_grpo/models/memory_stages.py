@@ -30,16 +30,21 @@ TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
 
 @dataclasses.dataclass(frozen=True)
 class Precision:
-    """How many bytes a device spends per frozen weight and per activation (KV cache, matmul outputs), and whether
-    the trained float32 weights are autocast to 16-bit copies."""
+    """How many bytes a device spends per frozen weight and per activation (KV cache, matmul outputs), whether the
+    trained float32 weights are autocast to 16-bit copies, and per entry of a tile of TRL's fused log-prob head."""
     device: str
     frozen_bytes: int
     compute_bytes: int
     autocast: bool
+    head_tile_bytes: float
 
 
-T4 = Precision("a 16 GB T4 (float16 weights and autocast)", 2, 2, True)
-CPU = Precision("a CPU (float32, no autocast)", 4, 4, False)
+# TRL's fused head on a GPU: the projection tile at the compute dtype, folded in place by its Triton kernel (+ its
+# float32 view); on a CPU its torch fallback (trl.kernels.chunked_logprob._backward_tile) holds the tile and ~8.25
+# float32 tensors of its size at once (the scaled and tempered logits, log-probs, probabilities, the gradient, the
+# target mask and its float copy, their difference and product): measured at Qwen3-0.6B's shape by make rehearse-full.
+T4 = Precision("a 16 GB T4 (float16 weights and autocast)", 2, 2, True, 2 + 4)
+CPU = Precision("a CPU (float32, no autocast)", 4, 4, False, 4 + 8.25 * 4)
 
 
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
@@ -87,15 +92,15 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
     """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
-    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head: a projection tile at the compute dtype
-    and its float32 transform."""
+    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` positions per
+    row (``Precision.head_tile_bytes`` per entry)."""
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
               "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing)}
     if head == "lm":
         tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
-        pieces["logits"] = tile * (precision.compute_bytes + 4)
+        pieces["logits"] = int(tile * precision.head_tile_bytes)
     return stage(name, pieces, note)
 
 
@@ -145,8 +150,8 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
     generation = rows * int(args.get("gradient_accumulation_steps", 1))
     checkpointing = bool(args.get("activation_checkpointing", False))
     lora = dataclasses.replace(sft, lora_dropout=0.0) if args.get("disable_dropout") else sft
-    train = trl_training_stage(
-        f"{label}: train step", shape, lora, rows, prompt + length, length,
+    train = trl_training_stage(  # TRL's fused head runs over every position; the prompt's are masked afterwards
+        f"{label}: train step", shape, lora, rows, prompt + length, prompt + length,
         f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
         f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
     rollouts = sampling_stage(
