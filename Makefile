@@ -89,7 +89,7 @@ memory-plan: setup
 	$(BIN)/python scripts/memory_plan.py results/memory_plan
 	$(BIN)/python scripts/memory_plan.py --check
 
-# A benchmark, not a test (~15 min on 2 cores): Qwen3-0.6B at full width and depth (random weights, no download)
+# A benchmark, not a test (~20 min on 2 cores): Qwen3-0.6B at full width and depth (random weights, no download)
 # through every stage on the CPU, one optimizer step each at small rows and lengths; each stage's peak RSS beside the
 # memory plan's CPU prediction at exactly those sizes, and its s/step (results/rehearse_full/rehearse.json and .md).
 # THREADS=1 on a machine others share (threads waiting on each other are slower than one).

@@ -54,6 +54,9 @@ def test_two_gpus_reported_no_two_gpu_jobs_together(workdir, tmp_path):
     assert {"train-grpo", "train-ppo", "sample-base", "token_logprobs", "reward_model_accuracy"} <= gpu
     assert gpu_jobs_together(replay) == 1
     assert max(map(len, replay["together"])) > 1  # CPU stages still run beside the model stage
+    models = yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text(encoding="utf-8"))["eval"]["models"]
+    for rule in ("sample", "sample_extra", "score_extra"):  # the whole comparison, on both held-out sets
+        assert sum(job.startswith(f"{rule}-") for job in replay["resources"]) == len(models), rule
 
 
 def test_the_command_line_overrides_the_profiles_limit(workdir, tmp_path):
