@@ -81,7 +81,8 @@ PIP_DOWNLOAD ?= $(PYTHON) -m pip download
 wheels:
 	mkdir -p $(WHEELS)
 	grep -v '^torch==' requirements.txt > $(WHEELS)/requirements.txt
-	$(PIP_DOWNLOAD) --no-deps --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
+	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
+	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) setuptools wheel  # builds a source-only pin offline
 
 # The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_stages), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
