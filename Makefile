@@ -11,7 +11,7 @@ CORES ?= all
 # Test workers (pytest-xdist): one per core; each test file stays on one worker (its module fixtures are built once).
 TEST_WORKERS ?= auto
 
-.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan clean ship-base
+.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
 
 setup: $(STAMP)
 
@@ -66,17 +66,37 @@ lint: setup
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 
-# On a GPU machine (~10 min at most): nvidia-smi, torch's CUDA view, the real config's DAG on CUDA against a cache of
-# stand-ins shaped like Qwen3-0.6B (thai_grpo.models.rehearsal), each job's peak CUDA memory beside the memory plan, then the
-# smoke DAG, with per-stage times (docs/real-run.md). On a machine without a GPU it stops with one line (exit 2).
+# On a GPU machine, no network needed (under 8 min on one large GPU): nvidia-smi, torch's CUDA view (.venv's, or the
+# machine's own CUDA torch with the other pins from `make wheels`), then Qwen3-0.6B at full size (random weights)
+# through every stage at the chapter's sizes, in float16 (a T4's path) and in bfloat16, vLLM where it imports: each
+# stage's peak CUDA memory beside the memory plan and its s/step (results/gpu_check/, docs/real-run.md). Without a GPU
+# it stops with one line (exit 2).
 gpu-check:
 	bash scripts/gpu_check.sh
 
-# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_plan), not
+# Every pinned package but torch as wheels in $(WHEELS)/ (with the list they install from), for `make gpu-check` on a
+# GPU machine without network: run it where pip reaches PyPI, with the GPU machine's Python version and platform (or
+# pass pip's --python-version/--platform/--only-binary=:all: in WHEEL_ARGS), then copy the folder there.
+WHEELS ?= wheels
+PIP_DOWNLOAD ?= $(PYTHON) -m pip download
+wheels:
+	mkdir -p $(WHEELS)
+	grep -v '^torch==' requirements.txt > $(WHEELS)/requirements.txt
+	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
+	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) setuptools wheel  # builds a source-only pin offline
+
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_stages), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
 memory-plan: setup
 	$(BIN)/python scripts/memory_plan.py results/memory_plan
 	$(BIN)/python scripts/memory_plan.py --check
+
+# A benchmark, not a test (~20 min on 2 cores): Qwen3-0.6B at full width and depth (random weights, no download)
+# through every stage on the CPU, one optimizer step each at small rows and lengths; each stage's peak RSS beside the
+# memory plan's CPU prediction at exactly those sizes, and its s/step (results/rehearse_full/rehearse.json and .md).
+# THREADS=1 on a machine others share (threads waiting on each other are slower than one).
+rehearse-full: setup
+	$(BIN)/python scripts/rehearse_full.py --out results/rehearse_full $(if $(THREADS),--threads $(THREADS))
 
 clean:
 	rm -rf results .snakemake

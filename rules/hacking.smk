@@ -20,6 +20,7 @@ if config["sft"]["source"] in ("train", "shipped"):
         threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
         resources:
             gpu=1,
+            runtime=60,
         params:
             sft=config["sft"],
             corpus=config["corpus"],

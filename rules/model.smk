@@ -28,7 +28,8 @@ if BUILDS_BASE:
             "../envs/training.yaml"
         threads: 2
         resources:
-            gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
+            gpu=1,  # a model stage: one GPU job at a time where there is a GPU (profiles/default), side by side on a CPU
+            runtime=60,  # minutes (a cluster's time limit): pretraining the tiny base takes a few
         params:
             base=config["base"],
             corpus=config["corpus"],
@@ -107,6 +108,7 @@ if config["sft"]["source"] in ("train", "shipped"):
         threads: 2
         resources:
             gpu=1,
+            runtime=60,
         params:
             sft=config["sft"],
             corpus=config["corpus"],

@@ -20,6 +20,7 @@ rule reward_model:
     threads: JOB_THREADS
     resources:
         gpu=1,
+        runtime=60,
     params:
         reward_model=config.get("reward_model", {}),
         lora=config.get("reward_model", {}).get("lora") or config["sft"].get("lora"),
@@ -48,6 +49,9 @@ rule reward_model_accuracy:
     conda:
         "../envs/training.yaml"
     threads: JOB_THREADS
+    resources:
+        gpu=1,
+        runtime=30,
     params:
         system_prompt=SYSTEM,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),

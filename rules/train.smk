@@ -22,7 +22,8 @@ rule preference_pairs:
         "../envs/training.yaml"
     threads: JOB_THREADS
     resources:
-        gpu=1,  # `--resources gpu=1`: one model stage on the GPU at a time
+        gpu=1,  # a model stage: one GPU job at a time where there is a GPU (profiles/default), side by side on a CPU
+        runtime=60,
     params:
         # GRPO's rollout settings: DPO ranks the same kind of samples GRPO starts from (n = num_generations).
         sampling={
@@ -62,6 +63,7 @@ rule train:
     threads: JOB_THREADS
     resources:
         gpu=1,
+        runtime=240,  # minutes: GRPO ~18 min on a T4, PPO (four models, 16 rollout batches) the longest
     params:
         plan=lambda wildcards: variant_plan(config, variant_of(wildcards.run)),
         method=lambda wildcards: method_of(variant_of(wildcards.run)),

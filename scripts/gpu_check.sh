@@ -1,88 +1,82 @@
 #!/usr/bin/env bash
-# Device check, one command on a GPU machine (`make gpu-check`, ~10 min at most): is this GPU usable, does the real
-# config's path run on it, and how long does each stage take?
-#   1. nvidia-smi and torch's view of the GPU (dtype and attention chosen by compute capability);
-#   2. the real config (config/qwen3-0.6b.yaml) end to end on CUDA against a Hugging Face cache of stand-ins shaped
-#      like Qwen3-0.6B but for depth and width (thai_grpo.models.rehearsal, the same as tests/test_real_config_rehearsal.py:
-#      its config.json, the 151,936-token vocabulary with its special tokens, a hub adapter with dropout), tiny sizes:
-#      every method of the chapter's comparison (SFT, GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model and with the
-#      verifier); then each job's measured peak CUDA memory beside the memory plan's prediction for the same models
-#      and sizes (thai_grpo.models.memory_plan; `make memory-plan` gives it for Qwen3-0.6B at the real sizes);
-#   3. the smoke DAG (config/smoke.yaml) on CUDA.
-# Each DAG runs in a scratch copy of the workflow (the repository's results/ are not touched); per-stage wall
-# times and peak memory are printed from its results/benchmarks/*.tsv. Exits 2 when there is no usable GPU.
-#   scripts/gpu_check.sh             the three steps above
-#   CORES=8 scripts/gpu_check.sh     more cores for Snakemake (default 4)
-# The real run itself (network or a filled hub cache): snakemake --cores 4 --configfile config/qwen3-0.6b.yaml
+# Device check, one command on a GPU machine (`make gpu-check`, under 8 minutes on one large GPU, no network needed):
+#   1. nvidia-smi, then a Python whose torch sees CUDA: .venv where `make setup` built it with a CUDA torch; else the
+#      machine's own CUDA torch (PYTHON, default python3) in .venv-gpu, a venv that sees it, with every other pinned
+#      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/);
+#   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.core.accelerators);
+#   3. Qwen3-0.6B at full size (random weights built here, no download) through every stage of the chapter's comparison
+#      at the chapter's batch sizes and lengths, one optimizer step each (scripts/rehearse_full.py --preset chapter):
+#      once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5), once in bfloat16 where the GPU has it
+#      (compute capability 8.0 or later), plus vLLM sampling and rollouts where vLLM imports. Each stage's peak CUDA
+#      memory beside the memory plan's prediction for those sizes, and its seconds per step, in
+#      OUT/<dtype>/rehearse.json (OUT default results/gpu_check).
+# Exits 2 with one line where there is no usable GPU or no CUDA torch; 1 when a stage failed.
+#   scripts/gpu_check.sh                     the steps above
+#   DTYPES=float16 scripts/gpu_check.sh      one pass only
+# The real run itself: snakemake --cores 4 --configfile config/qwen3-0.6b.yaml
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-CORES="${CORES:-4}"
-SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/gpu-check.XXXXXX")"
+OUT="${OUT:-$REPO/results/gpu_check}"
+WHEELS="${WHEELS:-$REPO/wheels}"
+PYTHON="${PYTHON:-python3}"
+STAGE_TIMEOUT="${STAGE_TIMEOUT:-300}"
 
-# 1. A GPU, or stop with a clear message.
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >/dev/null 2>&1; then
-  echo "gpu_check: no NVIDIA GPU here (nvidia-smi missing or failing); run this on a GPU machine." >&2
-  exit 2
+die() { echo "gpu_check: $*" >&2; exit 2; }
+has_cuda_torch() { "$1" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; }
+
+# 1. A GPU, then a Python with a CUDA torch, or stop with one line.
+command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
+  || die "no NVIDIA GPU here (nvidia-smi missing or failing); run this on a GPU machine"
+nvidia-smi -L
+
+if [ -x "$REPO/.venv/bin/python" ] && has_cuda_torch "$REPO/.venv/bin/python"; then
+  PY="$REPO/.venv/bin/python"
+elif command -v "$PYTHON" >/dev/null 2>&1 && has_cuda_torch "$PYTHON"; then
+  if [ ! -x "$REPO/.venv-gpu/bin/python" ]; then
+    [ -f "$WHEELS/requirements.txt" ] || die "no wheels in $WHEELS: run \`make wheels\` where pip reaches PyPI (same \
+Python and platform as this machine) and copy wheels/ here, or \`make setup\` with network"
+    "$PYTHON" -m venv --system-site-packages "$REPO/.venv-gpu"
+    "$REPO/.venv-gpu/bin/pip" install --quiet --no-index --find-links "$WHEELS" --no-deps -r "$WHEELS/requirements.txt" \
+      || { rm -rf "$REPO/.venv-gpu"; die "the wheels in $WHEELS do not install for $("$PYTHON" -V) here: rerun \
+\`make wheels\` with this Python and platform"; }
+  fi
+  PY="$REPO/.venv-gpu/bin/python"
+  export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # the package from the working tree, not installed
+else
+  die "no Python with a CUDA build of torch here (.venv has $("$REPO/.venv/bin/python" -c 'import torch; \
+print("torch", torch.__version__)' 2>/dev/null || echo none), PYTHON=$PYTHON has none): install the machine's CUDA torch \
+or run \`make setup\` with network"
 fi
-nvidia-smi
 
-# The venv from the pinned lock (once), then torch's view: CUDA build, device, dtype/attention per capability.
-make -C "$REPO" setup
-PY="$REPO/.venv/bin/python"
-"$PY" - <<'PYEOF'
+# 2. torch's view: CUDA build, device, the settings per capability, the torch the lock pins.
+cd "$REPO"
+CAPABILITY="$("$PY" - <<'PYEOF'
 import sys
 import torch
 from thai_grpo.core.accelerators import precision_summary
-if not torch.cuda.is_available():
-    sys.exit(f"gpu_check: torch {torch.__version__} sees no CUDA device (a CPU-only wheel, or a driver older "
-             f"than CUDA {torch.version.cuda}?)")
 capability = torch.cuda.get_device_capability(0)
-print(f"torch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.device_count()} GPU(s); "
-      f"GPU 0: {torch.cuda.get_device_name(0)}, sm_{capability[0]}{capability[1]}, "
-      f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.1f} GiB")
-print("settings:", precision_summary(capability))
+locked = next(line.split("==")[1].strip() for line in open("requirements.txt") if line.startswith("torch=="))
+print(f"torch {torch.__version__} (the lock pins {locked}), CUDA {torch.version.cuda}, {torch.cuda.device_count()} "
+      f"GPU(s); GPU 0: {torch.cuda.get_device_name(0)}, sm_{capability[0]}{capability[1]}, "
+      f"{torch.cuda.get_device_properties(0).total_memory / 2**30:.1f} GiB", file=sys.stderr)
+print("settings:", precision_summary(capability), file=sys.stderr)
+print(f"{capability[0]}.{capability[1]}")
 PYEOF
+)"
 
-# One DAG in a fresh copy of the workflow: run_dag NAME SNAKEMAKE_ARGS...; prints its per-stage times.
-run_dag() {
-  local name="$1"; shift
-  local work="$SCRATCH/$name"
-  mkdir -p "$work"
-  for item in Snakefile rules scripts config report envs profiles data; do cp -r "$REPO/$item" "$work/"; done
-  echo "gpu_check: $name: snakemake --cores $CORES $*"
-  local start=$(date +%s)
-  (cd "$work" && "$REPO/.venv/bin/snakemake" --cores "$CORES" "$@")
-  echo "gpu_check: $name finished in $(( $(date +%s) - start )) s (outputs in $work/results)"
-  (cd "$work" && "$PY" - <<'PYEOF'
-import csv
-from pathlib import Path
-rows = []
-for path in Path("results/benchmarks").glob("*.tsv"):
-    with path.open() as handle:
-        row = next(csv.DictReader(handle, delimiter="\t"))
-    rows.append((float(row["s"]), path.stem, row.get("max_rss", "NA")))
-print(f"{'stage':<32}{'seconds':>10}{'max_rss MB':>12}")
-for seconds, stage, rss in sorted(rows, reverse=True):
-    print(f"{stage:<32}{seconds:>10.1f}{rss:>12}")
-PYEOF
-  )
-}
-
-# 2. The real config on CUDA, offline, against the stand-in cache (built on the CPU in seconds).
-HF_CACHE="$SCRATCH/hf_home"
-mkdir -p "$SCRATCH/real"
-"$PY" -m thai_grpo.models.rehearsal "$HF_CACHE" "$SCRATCH/real/tiny.yaml"
-(
-  unset HF_HUB_CACHE HF_DATASETS_CACHE
-  export HF_HOME="$HF_CACHE" HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-  export THAI_GRPO_CUDA_PEAKS="$SCRATCH/cuda_peaks"   # each GPU job writes its peak CUDA memory there
-  run_dag real --configfile config/qwen3-0.6b.yaml "$SCRATCH/real/tiny.yaml"
-)
-echo "gpu_check: peak CUDA memory per job (torch.cuda.max_memory_allocated) beside the memory plan:"
-"$PY" "$REPO/scripts/memory_plan.py" --compare "$SCRATCH/cuda_peaks" "$SCRATCH/real/results/model/base" \
-  "$SCRATCH/real/results/model/sft_adapter" "$SCRATCH/real/tiny.yaml"
-
-# 3. The smoke DAG on CUDA.
-run_dag smoke --configfile config/smoke.yaml
-echo "gpu_check: done; logs of every stage under $SCRATCH/*/results/logs"
+# 3. Every stage at the chapter's sizes, per dtype; vLLM where it imports.
+if [ -z "${DTYPES:-}" ]; then
+  case "$CAPABILITY" in 7.5|[89].*|[1-9][0-9].*) DTYPES="float16" ;; *) DTYPES="auto" ;; esac
+  case "$CAPABILITY" in [89].*|[1-9][0-9].*) DTYPES="$DTYPES bfloat16" ;; esac
+fi
+VLLM=()
+"$PY" -c "import vllm" >/dev/null 2>&1 && VLLM=(--vllm) || echo "gpu_check: vLLM does not import here: its stages skipped"
+status=0
+for dtype in $DTYPES; do
+  echo "gpu_check: every stage at the chapter's sizes, $dtype"
+  "$PY" scripts/rehearse_full.py --device cuda --preset chapter --dtype "$dtype" --out "$OUT/$dtype" \
+    --work "$OUT/work" --timeout "$STAGE_TIMEOUT" ${VLLM[@]+"${VLLM[@]}"} || status=1
+done
+echo "gpu_check: done; tables in $OUT/*/rehearse.md"
+exit "$status"

@@ -1,14 +1,15 @@
 """The memory plan of the real config (`make memory-plan`): results/memory_plan/plan.json and plan.md, computed by
-thai_grpo.models.memory_plan for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
+thai_grpo.models.memory_stages for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
 
     python scripts/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
     python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
                                                  vocabulary, 2-3 sizes): PPO's forward-backward of one chunk, each
                                                  size in a fresh process, peak RSS above the level before the step
     python scripts/memory_plan.py --compare PEAKS BASE ADAPTER TINY
-                                                 scripts/gpu_check.sh: each job's measured peak CUDA memory (PEAKS,
-                                                 written by memory_plan.record_cuda_peak) beside the plan for the
-                                                 stand-in BASE / ADAPTER at the sizes of the TINY config
+                                                 after a DAG run on CUDA with THAI_GRPO_CUDA_PEAKS=PEAKS: each job's
+                                                 measured peak CUDA memory (memory_plan.record_cuda_peak) beside the
+                                                 plan for the stand-in BASE / ADAPTER at the sizes of the TINY config
+At Qwen3-0.6B's own shape, stage by stage: scripts/rehearse_full.py (make rehearse-full, make gpu-check).
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRE
 
 def merged_config(*extra: Path) -> dict:
     """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
-    from thai_grpo.models.memory_plan import merged_configs
+    from thai_grpo.models.memory_stages import merged_configs
 
     return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml", *extra])
 
 
 def write_plan(out_dir: Path) -> list[dict]:
     from thai_grpo.core.io import write_json
-    from thai_grpo.models.memory_plan import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
+    from thai_grpo.models.memory_stages import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
 
     plans = stage_plans(merged_config())
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -122,7 +123,8 @@ def check() -> bool:
 
 def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
     """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
-    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job, stage_plans
+    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job
+    from thai_grpo.models.memory_stages import stage_plans
 
     config = merged_config(tiny)
     shape = Shape.from_config(json.loads((base / "config.json").read_text(encoding="utf-8")))

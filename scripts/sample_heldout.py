@@ -4,11 +4,13 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 (thai_grpo.evaluation.vllm_sampling: same sampling parameters, same records).
 """
 
+from thai_grpo.core.accelerators import job_device, pin_one_device
 from thai_grpo.core.io import log_to, progress, read_jsonl, write_jsonl
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
+pin_one_device()  # one GPU per job, before CUDA (or vLLM) initialises
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval
@@ -19,15 +21,12 @@ if ev.get("use_vllm", False):
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                   snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
 else:
-    import torch
-
     from thai_grpo.models.loading import load_policy, load_tokenizer
     from thai_grpo.models.sampling import sample_heldout
 
     model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype,
                         merged=True).eval()
-    if torch.cuda.is_available():
-        model = model.to("cuda")  # load_policy leaves the model on the CPU; generate follows model.device
+    model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
     tokenizer = load_tokenizer(snakemake.input.base)
     records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
                              ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],

@@ -8,7 +8,8 @@ import torch
 
 from thai_grpo.models.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, QWEN3_0_6B, Lora, Shape, activation_floats,
                                           base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
-                                          ppo_update_floats, rows_per_chunk, stage_plans)
+                                          ppo_update_floats, rows_per_chunk)
+from thai_grpo.models.memory_stages import CPU, T4, merged_configs, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
 SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -98,21 +99,76 @@ def test_the_offline_default_keeps_every_ppo_pass_in_one_chunk():
     assert rows_per_chunk(ppo_update_floats(shape, sft, value, width, 80), 32) == 32
 
 
-def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
+def real_config(**sections) -> dict:
     from workflow import REPO
 
-    from thai_grpo.models.memory_plan import merged_configs
+    config = merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml"])
+    for section, values in sections.items():
+        config[section] = {**config.get(section, {}), **values}
+    return config
 
-    def merged_config():
-        return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml"])
 
-    plans = stage_plans(merged_config())
+def planned(plans: list[dict], name: str) -> dict:
+    return next(plan for plan in plans if plan["stage"] == name)
+
+
+def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
+    plans = stage_plans(real_config())
     names = [plan["stage"] for plan in plans]
-    for expected in ("GRPO full: train step", "GRPO fast: rollouts", "held-out sampling", "token log-probs (k1 vs k3)",
-                     "reward model: train step", "DPO (dpo): train step", "PPO (ppo): update",
-                     "PPO (ppo_verifier): rollouts"):
+    for expected in ("GRPO full: train step", "GRPO fast: rollouts", "held-out sampling", "pass@k sampling",
+                     "token log-probs (k1 vs k3)", "reward model: train step", "DPO (dpo): train step",
+                     "PPO (ppo): update", "PPO (ppo_verifier): rollouts"):
         assert expected in names
     assert all(plan["fits_t4"] for plan in plans), [(p["stage"], p["peak_gib"]) for p in plans if not p["fits_t4"]]
-    config = merged_config()
-    config["grpo"]["activation_checkpointing"] = False  # TRL's default turned off: GRPO's step no longer fits
-    assert not next(p for p in stage_plans(config) if p["stage"] == "GRPO full: train step")["fits_t4"]
+    config = real_config(grpo={"activation_checkpointing": False})  # TRL's default turned off: GRPO's step no longer fits
+    assert not planned(stage_plans(config), "GRPO full: train step")["fits_t4"]
+
+
+def test_pass_at_k_is_sized_for_the_card():
+    """The offline default's 8 problems x 64 samples per generate call would hold ~28 GiB of KV cache at Qwen3-0.6B's
+    shape; the real config's passk.batch_size keeps a call at eval's 128 sequences."""
+    real = planned(stage_plans(real_config()), "pass@k sampling")
+    assert real["fits_t4"] and real["pieces_gib"] == planned(stage_plans(real_config()), "held-out sampling")[
+        "pieces_gib"]
+    offline = planned(stage_plans(real_config(passk={"batch_size": 8})), "pass@k sampling")
+    assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == 28.0
+
+
+def test_the_plan_counts_what_each_device_holds():
+    """A T4 holds every frozen weight in 16 bits (the rollouts included: they sample through them) and keeps 16-bit
+    copies of the float32 LoRA under autocast; a CPU holds float32 and does not autocast; the token log-probs stage is
+    float32 on both."""
+    gpu, cpu = stage_plans(real_config(), precision=T4), stage_plans(real_config(), precision=CPU)
+    weights = base_parameters(QWEN3_0_6B)
+    for name in ("GRPO full: train step", "GRPO full: rollouts", "held-out sampling"):
+        assert planned(gpu, name)["pieces_gib"]["weights"] == round(2 * weights / 2 ** 30, 2)
+        assert planned(cpu, name)["pieces_gib"]["weights"] == round(4 * weights / 2 ** 30, 2)
+    assert "autocast_copies" in planned(gpu, "GRPO full: train step")["pieces_gib"]
+    assert "autocast_copies" not in planned(cpu, "GRPO full: train step")["pieces_gib"]
+    assert planned(gpu, "GRPO full: rollouts")["pieces_gib"]["kv_cache"] * 2 == \
+        planned(cpu, "GRPO full: rollouts")["pieces_gib"]["kv_cache"]
+    assert planned(gpu, "token log-probs (k1 vs k3)")["pieces_gib"] == planned(cpu, "token log-probs (k1 vs k3)")[
+        "pieces_gib"]
+    ppo = planned(gpu, "PPO (ppo): update")["pieces_gib"]["weights"]
+    assert ppo == round(2 * (2 * weights + 2 * base_parameters(QWEN3_0_6B, "score")) / 2 ** 30, 2)  # 4 frozen bases
+
+
+def test_dropout_off_in_the_config_is_dropout_off_in_the_plan():
+    with_dropout = planned(stage_plans(real_config(grpo={"disable_dropout": False})), "GRPO full: train step")
+    without = planned(stage_plans(real_config(grpo={"disable_dropout": True})), "GRPO full: train step")
+    assert without["peak_bytes"] < with_dropout["peak_bytes"] and "lora_dropout 0.0" in without["note"]
+
+
+def test_trls_fused_head_is_counted_as_each_device_runs_it():
+    """TRL's fused log-prob head covers every position of a row (the prompt's are masked afterwards). On a GPU its
+    Triton kernel folds the projection tile in place; on a CPU its torch fallback holds ~8.25 float32 tensors of the
+    tile's size beside it (measured by make rehearse-full at Qwen3-0.6B's shape: within 1% for GRPO, RLOO and DPO)."""
+    import inspect
+
+    from trl.kernels import chunked_logprob
+
+    assert "def _backward_tile" in inspect.getsource(chunked_logprob)  # the fallback the CPU count describes
+    config = real_config(grpo={"per_device_train_batch_size": 4, "max_completion_length": 16})
+    for precision, tile_bytes in ((T4, 6), (CPU, 37)):
+        step = planned(stage_plans(config, precision=precision, prompt=110), "GRPO full: train step")
+        assert step["pieces_gib"]["logits"] == round(4 * 126 * 32768 * tile_bytes / 2 ** 30, 2)

@@ -1,139 +1,128 @@
-"""Dry-runs of the real config with the default and the SLURM profiles, in a scratch copy of the workflow.
+"""Dry-runs with the default and the SLURM profiles, in a scratch copy of the workflow (tests/snakemake_dry_run.py:
+what Snakemake resolved per rule and per job, the sbatch line the SLURM plugin would build, and a replay of Snakemake's
+own scheduler over the DAG).
 
-A dry-run with `--executor slurm` needs no sbatch: Snakemake validates the plugin's settings, then hands the
-jobs to its dry-run executor. Rules with a `message:` print no resources, so each dry-run goes through a small
-wrapper that also prints, per job, its resources and the sbatch command line the plugin would build from them
-(the plugin's own `get_submit_command` + `set_gres_string`, never run).
+- On a machine that reports GPUs (an ``nvidia-smi`` that lists two), the default profile limits ``gpu`` to 1 and the
+  real config's DAG never runs two model jobs together; on a CPU-only machine there is no limit and the offline
+  default keeps running its 1-thread model jobs side by side.
+- Every rule that loads a model (derived from the workflow: its script sets torch's threads) declares one GPU, and
+  under the SLURM profile every job of such a rule, the chain study's renamed copies included, gets ``--gpus=1`` on
+  a GPU partition; every other job gets no GPU and a CPU partition.
+A dry-run with `--executor slurm` needs no sbatch: Snakemake validates the plugin's settings, then hands the jobs to
+its dry-run executor.
 """
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
+from snakemake_dry_run import dry_run, fake_nvidia_smi, install, model_rules, slurm_partitions
 from workflow import copy_workflow
 
 REPO = Path(__file__).resolve().parents[1]
-GPU_RULES = {"base_model", "sft_adapter", "train", "preference_pairs", "reward_model", "sample", "sample_extra"}
-# The second held-out set's rules run only where eval.extra_sets names one: the real config (MGSM Thai).
-EXTRA_SET_RULES = {"extra_heldout", "sample_extra", "score_extra"}
-# preference_pairs runs only when DPO or PPO is evaluated, reward_model only when a PPO variant scores with it
-ALWAYS_SCHEDULED = GPU_RULES - {"preference_pairs", "reward_model"} - EXTRA_SET_RULES
-CPU_RULES = {"dataset", "split", "score", "results", "figures", "report", "extra_heldout", "score_extra"}
-ALWAYS_SCHEDULED_CPU = CPU_RULES - EXTRA_SET_RULES
-
-WRAPPER = r'''
-import json, sys
-from snakemake.executors import dryrun
-
-_printjob = dryrun.Executor.printjob
-
-def printjob(self, job):
-    _printjob(self, job)
-    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
-    from snakemake_executor_plugin_slurm.utils import set_gres_string
-    resources = {k: v for k, v in job.resources.items() if isinstance(v, (int, float, str))}
-    partition = job.resources.get("slurm_partition")
-    params = {"run_uuid": "dry-run", "slurm_logfile": "slurm.log", "comment_str": "rule_" + job.rule.name,
-              "account": "", "partition": f" -p {partition}" if partition else "", "workdir": "."}
-    sbatch = get_submit_command(job, params) + set_gres_string(job)
-    print("JOB " + json.dumps({"rule": job.rule.name, "resources": resources, "sbatch": sbatch}), file=sys.stderr)
-
-dryrun.Executor.printjob = printjob
-from snakemake.cli import main
-main(sys.argv[1:])
-'''
+REAL = ("--configfile", "config/qwen3-0.6b.yaml")
+# Every target of the workflow (the Snakefile's rules): together they reach every rule that has jobs.
+EVERY_TARGET = ("all", "pitfalls", "passk", "seeds", "hacking", "chains", "losses", "base")
+# The model rules the workflow had when this test was written: the derivation must find at least these.
+KNOWN_MODEL_RULES = {"train", "sample", "sample_extra", "sample_own_temperature", "sample_passk", "token_logprobs",
+                     "preference_pairs", "reward_model", "reward_model_accuracy", "sft_adapter_brief",
+                     "chain_seed1_train", "chain_seed2_sample", "chain_seed1_base_model", "chain_seed2_sft_adapter"}
 
 
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory):
     target = copy_workflow(tmp_path_factory.mktemp("profiles"))
-    (target / "dry_run_jobs.py").write_text(WRAPPER)
+    install(target)
     return target
 
 
-def dry_run(workdir: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict[str, list[dict]]]:
-    """`snakemake -n ARGS` through the wrapper; the jobs it prints, grouped by rule."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "dry_run_jobs.py", "-n", *args], cwd=workdir, env=env,
-                          capture_output=True, text=True, timeout=300)
-    jobs: dict[str, list[dict]] = {}
-    for line in done.stderr.splitlines():
-        if line.startswith("JOB "):
-            job = json.loads(line[4:])
-            jobs.setdefault(job["rule"], []).append(job)
-    return done, jobs
+def gpu_jobs_together(replay: dict) -> int:
+    gpu = {job for job, resources in replay["resources"].items() if resources.get("gpu", 0) > 0}
+    return max(sum(job in gpu for job in running) for running in replay["together"])
 
 
-def test_real_config_dry_run_with_the_default_profile(workdir):
-    done, jobs = dry_run(workdir, "--configfile", "config/qwen3-0.6b.yaml")
+def test_two_gpus_reported_no_two_gpu_jobs_together(workdir, tmp_path):
+    done, seen = dry_run(workdir, "--cores", "4", *REAL, env=fake_nvidia_smi(tmp_path / "bin", gpus=2))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "workflow specific profile profiles/default" in done.stderr
-    assert ALWAYS_SCHEDULED | ALWAYS_SCHEDULED_CPU | EXTRA_SET_RULES <= set(jobs)
-    real_models = yaml.safe_load((workdir / "config/qwen3-0.6b.yaml").read_text(encoding="utf-8"))["eval"]["models"]
-    assert len(jobs["extra_heldout"]) == 1
-    assert len(jobs["sample_extra"]) == len(jobs["score_extra"]) == len(real_models)  # every model of the comparison
-    for rule, rule_jobs in jobs.items():
-        for job in rule_jobs:  # local runs: no cluster resources; a model stage may declare gpu=1 for --resources
-            assert "slurm_partition" not in job["resources"] and "gres" not in job["resources"], rule
-            if rule in GPU_RULES:
-                assert job["resources"].get("gpu", 1) == 1, rule
-            else:
-                assert "gpu" not in job["resources"], rule
+    replay = seen["replay"]
+    assert replay["limits"]["gpu"] == 1  # the profile's limit, as Snakemake resolved it
+    gpu = {job for job, resources in replay["resources"].items() if resources.get("gpu") == 1}
+    assert {"train-grpo", "train-ppo", "sample-base", "token_logprobs", "reward_model_accuracy"} <= gpu
+    assert gpu_jobs_together(replay) == 1
+    assert max(map(len, replay["together"])) > 1  # CPU stages still run beside the model stage
+    models = yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text(encoding="utf-8"))["eval"]["models"]
+    for rule in ("sample", "sample_extra", "score_extra"):  # the whole comparison, on both held-out sets
+        assert sum(job.startswith(f"{rule}-") for job in replay["resources"]) == len(models), rule
 
 
-SLURM_INVOCATIONS = {
-    "workflow-profile": ["--workflow-profile", "profiles/slurm"],
-    "profile": ["--profile", "profiles/slurm"],
-    "profile-only": ["--profile", "profiles/slurm", "--workflow-profile", "none"],
-}
+def test_the_command_line_overrides_the_profiles_limit(workdir, tmp_path):
+    done, seen = dry_run(workdir, "--cores", "4", "--resources", "gpu=2", *REAL,
+                         env=fake_nvidia_smi(tmp_path / "bin", gpus=2))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert seen["replay"]["limits"]["gpu"] == 2 and gpu_jobs_together(seen["replay"]) == 2
 
 
-@pytest.mark.parametrize("invocation", SLURM_INVOCATIONS)
-@pytest.mark.parametrize("configfile", ["config/qwen3-0.6b.yaml", "config/config.yaml"])
-def test_slurm_profile_dry_run_requests_gpus_only_for_model_stages(workdir, invocation, configfile):
-    done, jobs = dry_run(workdir, *SLURM_INVOCATIONS[invocation], "--configfile", configfile)
+@pytest.mark.parametrize("configfile", ["config/config.yaml", "config/qwen3-0.6b.yaml"])
+def test_without_a_gpu_model_jobs_run_side_by_side(workdir, tmp_path, configfile):
+    """No GPU reported (an nvidia-smi that lists none): no gpu limit, 1-thread model jobs together on 4 cores."""
+    done, seen = dry_run(workdir, "--cores", "4", "--configfile", configfile,
+                         env=fake_nvidia_smi(tmp_path / "bin", gpus=0))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "gpu" not in seen["replay"]["limits"]
+    assert gpu_jobs_together(seen["replay"]) >= 2
+
+
+def test_every_model_rule_declares_one_gpu_and_no_other_rule_does(workdir):
+    done, seen = dry_run(workdir, *EVERY_TARGET)
+    assert done.returncode == 0, done.stderr[-3000:]
+    models = model_rules(seen["rules"])
+    assert KNOWN_MODEL_RULES <= models, KNOWN_MODEL_RULES - models
+    for name, rule in seen["rules"].items():
+        assert rule["resources"].get("gpu", 0) == (1 if name in models else 0), name
+        assert "slurm_partition" not in rule["resources"] and "gres" not in rule["resources"], name
+
+
+@pytest.mark.parametrize("targets", [REAL, EVERY_TARGET], ids=["real-config", "every-target"])
+def test_slurm_gives_every_model_job_a_gpu(workdir, targets):
+    done, seen = dry_run(workdir, "--workflow-profile", "profiles/slurm", *targets, env=slurm_partitions(workdir))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "profiles/slurm" in done.stderr  # the profile was read
-    assert ALWAYS_SCHEDULED | ALWAYS_SCHEDULED_CPU <= set(jobs)
-    assert EXTRA_SET_RULES & set(jobs) == (EXTRA_SET_RULES if configfile == "config/qwen3-0.6b.yaml" else set())
-    for rule in GPU_RULES:
-        for job in jobs.get(rule, []):
-            assert job["resources"]["gpu"] == 1, rule
-            assert job["resources"]["mem_mb"] >= 16000, rule
-            assert re.search(r"--gpus=1\b", job["sbatch"]), job["sbatch"]
-            assert "--cpus-per-task=4" in job["sbatch"] and " -p gpu " in job["sbatch"] + " ", job["sbatch"]
-    for rule in CPU_RULES:
-        for job in jobs.get(rule, []):
-            assert "gpu" not in job["resources"] and "gres" not in job["resources"], rule
-            assert "--gpus" not in job["sbatch"] and "--gres" not in job["sbatch"], job["sbatch"]
-            assert " -p cpu " in job["sbatch"] and "--cpus-per-task=1" in job["sbatch"], job["sbatch"]
+    models = model_rules(seen["rules"])
+    assert models & set(seen["jobs"]) >= {"train", "sample", "token_logprobs"}
+    if targets == EVERY_TARGET:
+        assert {"chain_seed1_train", "sample_passk", "sample_own_temperature"} <= set(seen["jobs"])
+    for rule, jobs in seen["jobs"].items():
+        for job in jobs:
+            sbatch = job["sbatch"] + " "
+            if rule in models:
+                assert re.search(r"--gpus=1\b", sbatch) and job["partition"] == "gpu", (rule, sbatch)
+                assert "--cpus-per-gpu=4" in sbatch and "--mem-per-cpu 8000" in sbatch, sbatch
+                assert job["resources"]["runtime"] >= 30, rule
+            else:
+                assert "--gpus" not in sbatch and "--gres" not in sbatch and job["partition"] == "cpu", (rule, sbatch)
+                assert "--cpus-per-task=1" in sbatch, sbatch
 
 
-def test_slurm_profile_names_only_existing_rules():
+def test_slurm_profile_names_no_rule():
+    """The profile maps the rules' own needs onto the cluster: nothing in it is keyed by a rule name, so no rule
+    (a chain's renamed copy, a new stage) can be left out."""
     profile = yaml.safe_load((REPO / "profiles/slurm/config.yaml").read_text())
-    rules = set()
-    for path in (REPO / "rules").glob("*.smk"):
-        rules |= set(re.findall(r"^\s*rule (\w+):", path.read_text(), flags=re.M))
-        rules |= set(re.findall(r"^use rule \w+ as (\w+) with:", path.read_text(), flags=re.M))
-    assert set(profile["set-resources"]) == GPU_RULES
-    assert GPU_RULES | CPU_RULES <= rules
-    assert profile["executor"] == "slurm"
+    assert profile["executor"] == "slurm" and "set-resources" not in profile
     assert "gpu" not in profile["default-resources"] and "gres" not in profile["default-resources"]
+    partitions = yaml.safe_load((REPO / profile["slurm-partition-config"]).read_text())["partitions"]
+    assert [p["max_gpu"] > 0 for p in partitions.values()] == [False, True]
 
 
-def test_slurm_profile_entries_are_commented():
+@pytest.mark.parametrize("path", ["profiles/slurm/config.yaml", "profiles/default/config.yaml"])
+def test_profile_entries_are_commented(path):
     """Every top-level entry and every default resource carries a comment saying what it does."""
-    lines = (REPO / "profiles/slurm/config.yaml").read_text().splitlines()
     section = None
-    for line in lines:
-        if not line.strip() or line.lstrip().startswith("#"):
+    for line in (REPO / path).read_text().splitlines():
+        if not line.strip() or line.lstrip().startswith(("#", "-")) or line.startswith("__"):
             continue
         if not line.startswith(" "):
             section = line.split(":")[0]

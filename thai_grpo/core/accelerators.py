@@ -1,15 +1,31 @@
-"""Per-GPU settings as pure functions of the compute capability: dtype, TRL precision flags, attention kernel.
+"""Per-GPU settings as pure functions of the compute capability (dtype, TRL precision flags, attention kernel,
+autocast), and the few facts about this machine's GPUs that the jobs and the workflow profile need.
 
 ``capability`` is ``torch.cuda.get_device_capability()`` - e.g. (7, 5) T4, (8, 0) A100, (8, 6) A10/RTX 30xx,
 (8, 9) L4/RTX 40xx, (9, 0) H100/H200 - or None for CPU. The dtype rule is ``choose_dtype``; the rest follows
 from it, so that tests can cover every GPU without one.
+
+This machine:
+- ``local_gpu_limit`` (read by ``profiles/default/config.yaml``): Snakemake's ``gpu`` limit, 1 where an NVIDIA
+  GPU is present and none on a CPU-only machine, so that model jobs (each declares ``gpu=1``) take the GPU one at a
+  time while the CPU run keeps its 1-thread model jobs side by side;
+- ``pin_one_device``: a job sees one GPU only (``CUDA_VISIBLE_DEVICES``), set before CUDA initialises; TRL's GRPO,
+  DPO, RLOO and Reward trainers refuse ``nn.DataParallel``, which transformers picks when a process sees several;
+- ``current_capability`` (the one entry every job's precision goes through) pins first, then reads the GPU, or the
+  capability ``THAI_GRPO_CAPABILITY`` asks it to act as (``make gpu-check`` takes a T4's float16 path on a newer GPU).
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+
 # FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel; SDPA (PyTorch's fused attention) runs
 # everywhere, picks its own flash/memory-efficient kernel where the GPU has one, and is what the chapter uses.
 FLASH_ATTENTION_MIN_CAPABILITY = (8, 0)
+CAPABILITY_ENV = "THAI_GRPO_CAPABILITY"  # e.g. "7.5": act as a T4 (float16, fp16=True) on a newer GPU
+HIDDEN = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 
 
 def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
@@ -42,6 +58,8 @@ def precision_summary(capability: tuple[int, int] | None) -> dict:
     CPU: float32, no fp16/bf16, ``use_cpu``. Before Ampere (T4, V100): float16 and ``fp16=True`` -
     ``torch.cuda.is_bf16_supported()`` answers True on a T4 through emulation, which is slow, so it is not
     asked. From Ampere on (A100, L4, H100): bfloat16 and ``bf16=True`` (no loss scaling needed).
+    On a GPU the frozen weights are loaded in ``dtype`` and the trained ones (LoRA, value and score heads) kept in
+    float32 (``thai_grpo.models.loading``).
     """
     dtype = choose_dtype(capability)
     return {
@@ -55,8 +73,113 @@ def precision_summary(capability: tuple[int, int] | None) -> dict:
     }
 
 
+def autocast_dtype(capability: tuple[int, int] | None) -> str | None:
+    """The dtype our own training loop (PPO) autocasts to: the 16-bit dtype of ``choose_dtype`` on a GPU, None
+    (no autocast: float32 as loaded) on a CPU."""
+    return None if capability is None else choose_dtype(capability)
+
+
+def needs_grad_scaler(capability: tuple[int, int] | None) -> bool:
+    """float16 autocast needs loss scaling (its gradients underflow); bfloat16 has float32's range and does not."""
+    return autocast_dtype(capability) == "float16"
+
+
+# ----------------------------------------------------------------------------------------- this machine's GPUs
+def gpus_listed(nvidia_smi_list: str) -> int:
+    """GPUs in the output of ``nvidia-smi -L`` (one ``GPU <i>: <name> (UUID: ...)`` line each; MIG instances are
+    listed beneath their GPU and not counted)."""
+    return sum(1 for line in nvidia_smi_list.splitlines() if line.startswith("GPU "))
+
+
+def local_gpu_count(environ=os.environ) -> int:
+    """NVIDIA GPUs the jobs started from here could use: 0 without ``nvidia-smi`` on the PATH, when it fails, or
+    when ``CUDA_VISIBLE_DEVICES`` hides every GPU. Cheap (no CUDA initialised, no torch imported)."""
+    if environ.get("CUDA_VISIBLE_DEVICES", "unset").strip().lower() in HIDDEN:
+        return 0
+    binary = shutil.which("nvidia-smi", path=environ.get("PATH"))
+    if binary is None:
+        return 0
+    try:
+        done = subprocess.run([binary, "-L"], capture_output=True, text=True, timeout=30, env=dict(environ))
+    except (OSError, subprocess.TimeoutExpired):
+        return 0
+    return gpus_listed(done.stdout) if done.returncode == 0 else 0
+
+
+def gpu_limit(gpu_count: int) -> dict | None:
+    """Snakemake's global ``resources`` for a machine with ``gpu_count`` GPUs: ``{"gpu": 1}`` where there is one or
+    more (every model job declares ``gpu=1`` and is pinned to the first GPU: they take it one at a time), None on a
+    CPU-only machine (no limit: the CPU run's 1-thread model jobs run side by side)."""
+    return {"gpu": 1} if gpu_count > 0 else None
+
+
+def local_gpu_limit() -> dict | None:
+    """``gpu_limit`` of this machine (``profiles/default/config.yaml``; ``--resources gpu=N`` on the command line
+    overrides it)."""
+    return gpu_limit(local_gpu_count())
+
+
+def one_device(visible: str | None) -> str | None:
+    """The ``CUDA_VISIBLE_DEVICES`` that leaves a job one GPU: the first one it lists (an index, a UUID or a MIG
+    id), ``"0"`` when unset; None to leave it as it is (already one device, or every GPU hidden)."""
+    if visible is None:
+        return "0"
+    devices = [device.strip() for device in visible.split(",") if device.strip()]
+    if visible.strip().lower() in HIDDEN or len(devices) <= 1:
+        return None
+    return devices[0]
+
+
+def pin_one_device(environ=os.environ) -> str | None:
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to one GPU (``one_device``) before CUDA initialises; returns what it set, or
+    None when it left the variable alone. Idempotent."""
+    pinned = one_device(environ.get("CUDA_VISIBLE_DEVICES"))
+    if pinned is not None:
+        environ["CUDA_VISIBLE_DEVICES"] = pinned
+    return pinned
+
+
+def parse_capability(text: str) -> tuple[int, int]:
+    """``"7.5"`` -> (7, 5); a clear error for anything else."""
+    try:
+        major, minor = (int(part) for part in text.strip().split("."))
+    except ValueError:
+        raise ValueError(f"{CAPABILITY_ENV}={text!r}: give a compute capability as MAJOR.MINOR, e.g. 7.5 (a T4's "
+                         "float16 path) or 8.0 (bfloat16)") from None
+    return major, minor
+
+
+def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tuple[int, int] | None:
+    """The capability the pipeline acts on: the GPU's own, or ``requested`` (``THAI_GRPO_CAPABILITY``) when set.
+    It may only go down (a newer GPU runs a T4's float16 path; an older one cannot run bfloat16 natively), and needs
+    a GPU (a CPU has no 16-bit path to take)."""
+    if not requested:
+        return real
+    wanted = parse_capability(requested)
+    if real is None:
+        raise RuntimeError(f"{CAPABILITY_ENV}={requested} needs a CUDA GPU; unset it on a machine without one")
+    if wanted > tuple(real):
+        raise RuntimeError(f"{CAPABILITY_ENV}={requested} is above this GPU's own {real[0]}.{real[1]}: only a lower "
+                           "capability can be acted (e.g. 7.5 on an A100 or H100); unset it")
+    return wanted
+
+
 def current_capability() -> tuple[int, int] | None:
-    """This machine's first GPU's compute capability, or None without CUDA (initialises CUDA when present)."""
+    """The compute capability this job acts on (``acting_capability``), or None without CUDA. First pins the job to
+    one GPU (``pin_one_device``), so it must run before anything else initialises CUDA: it is what
+    ``precision_flags``, ``device_dtype`` and ``job_device`` call first in every model stage."""
+    pin_one_device()
     import torch
 
-    return tuple(torch.cuda.get_device_capability(0)) if torch.cuda.is_available() else None
+    if not torch.cuda.is_available():
+        return acting_capability(None, os.environ.get(CAPABILITY_ENV))
+    if torch.cuda.device_count() > 1:
+        raise RuntimeError(f"this job sees {torch.cuda.device_count()} GPUs although CUDA_VISIBLE_DEVICES="
+                           f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}: CUDA was initialised before the job pinned "
+                           "itself to one; TRL's trainers refuse nn.DataParallel. Set CUDA_VISIBLE_DEVICES=0")
+    return acting_capability(tuple(torch.cuda.get_device_capability(0)), os.environ.get(CAPABILITY_ENV))
+
+
+def job_device() -> str:
+    """``"cuda"`` (the one GPU this job is pinned to) or ``"cpu"``."""
+    return "cpu" if current_capability() is None else "cuda"

@@ -11,6 +11,11 @@ next-token distributions: the exact KL(pi || pi_ref) summed over the vocabulary 
 k3 under pi at that position (``position_kl``). Both distributions are taken at the temperature the samples were
 drawn at (``eval.temperature``: logits / T, as the sampler drew them), so the KL is the one between the distributions
 that produced the tokens.
+
+On a GPU the passes run there, with the weights in float32 all the same: the two log-probabilities of a token differ
+by the adapters alone (KL ~1e-3 per token), far below a 16-bit forward pass's rounding of logits of magnitude ~20
+(~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1. Qwen3-0.6B's float32 weights take 2.2 GiB
+(``make memory-plan``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,8 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
     for row, sequence in enumerate(sequences):
         ids[row, :len(sequence)] = torch.tensor(sequence)
         mask[row, :len(sequence)] = 1
+    device = next(model.parameters()).device
+    ids, mask = ids.to(device), mask.to(device)
     with torch.no_grad():
         logits = model(input_ids=ids, attention_mask=mask).logits[:, :-1].float()
         logprobs = torch.log_softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
@@ -53,7 +60,7 @@ def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id:
     ``temperature``."""
     import torch
 
-    return [rows.gather(1, torch.tensor(completion)[:, None])[:, 0].tolist()
+    return [rows.gather(1, torch.tensor(completion, device=rows.device)[:, None])[:, 0].tolist()
             for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id, temperature), pairs)]
 
 
@@ -116,14 +123,15 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     import torch
     from peft import PeftModel
 
+    from thai_grpo.core.accelerators import job_device
     from thai_grpo.core.hub import require_model_dir
     from thai_grpo.models.loading import load_base_model, load_tokenizer
 
     tokenizer = load_tokenizer(base_dir)
-    model = PeftModel.from_pretrained(load_base_model(base_dir), str(require_model_dir(policy_adapter, "adapter")),
-                                      adapter_name="policy")
+    model = PeftModel.from_pretrained(load_base_model(base_dir, "float32"),  # float32 on a GPU too: see above
+                                      str(require_model_dir(policy_adapter, "adapter")), adapter_name="policy")
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
-    model.eval()
+    model.to(job_device()).eval()
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
     if temperature <= 0:
         raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
@@ -139,7 +147,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
         model.set_adapter("reference")
         reference = completion_log_softmax(model, batch, tokenizer.pad_token_id, temperature)
         for lp, lq, (_, completion) in zip(policy, reference, batch):
-            index = torch.tensor(completion)[:, None]
+            index = torch.tensor(completion, device=lp.device)[:, None]
             exact = position_kl(lp, lq)
             for key, values in zip(keys, (lp.gather(1, index)[:, 0], lq.gather(1, index)[:, 0], exact["kl"],
                                           exact["var_k1"], exact["var_k3"])):

@@ -127,15 +127,21 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
 
 
 def _gpu_capability() -> tuple[int, int] | None:
-    """The GPU's compute capability through vLLM's platform layer (NVML): unlike torch.cuda it does not
+    """The compute capability to act on (``accelerators.acting_capability``: the GPU's own, or the lower one
+    ``THAI_GRPO_CAPABILITY`` names), read through vLLM's platform layer (NVML): unlike torch.cuda it does not
     initialise CUDA in this process, which would force vLLM's workers onto the slower 'spawn' start."""
+    import os
+
+    from thai_grpo.core.accelerators import CAPABILITY_ENV, acting_capability
+
     try:
         from vllm.platforms import current_platform
 
         capability = current_platform.get_device_capability()
-        return None if capability is None else (capability.major, capability.minor)
+        real = None if capability is None else (capability.major, capability.minor)
     except Exception:  # noqa: BLE001 - any failure: let vLLM pick the dtype
         return None
+    return acting_capability(real, os.environ.get(CAPABILITY_ENV)) if real else None
 
 
 def resolve_vllm_dtype(dtype: str, capability: tuple[int, int] | None) -> str:

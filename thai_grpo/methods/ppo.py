@@ -40,9 +40,12 @@ step), as GRPO's are.
 Memory (``thai_grpo.models.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
 into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
 (gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
-update). On a GPU the two frozen models (reference, reward) are held in 16 bits (float16 on a T4, bfloat16 from
-Ampere); the trained policy and value model stay in float32. The offline default's tiny model on a CPU fits every
-pass in one chunk and keeps float32 everywhere: its numbers do not depend on either.
+update). On a GPU every frozen weight is held in 16 bits (float16 on a T4, bfloat16 from Ampere): the reference and
+the reward model, and the bases under the policy's and the value model's LoRA; the trained parameters (LoRA, the
+value model's score head), their gradients and AdamW states stay float32, and every pass (sampling, log-probs,
+values, each forward-backward) runs under autocast to the 16-bit dtype (``autocast_like``), float16's loss scaled by
+a ``GradScaler``. The offline default's tiny model on a CPU fits every pass in one chunk and keeps float32
+everywhere, without autocast or scaling: its numbers do not depend on any of it.
 """
 
 from __future__ import annotations
@@ -277,13 +280,16 @@ def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int):
                       for output in outputs])
 
 
-def fresh_value_model(base_dir: str | Path, lora: dict | None):
-    """A value model without a reward model to start from: the sequence-classification base, a fresh LoRA (``lora``:
-    the SFT adapter's rank and targets) and a zeroed score head, so every value starts at 0."""
+def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "float32"):
+    """A value model without a reward model to start from: the sequence-classification base (frozen, in ``dtype``),
+    a fresh LoRA (``lora``: the SFT adapter's rank and targets) and a zeroed score head, both float32, so every value
+    starts at 0."""
     import torch
     from peft import LoraConfig, get_peft_model
 
-    model = get_peft_model(load_reward_base(base_dir), LoraConfig(**reward_lora(lora)))
+    from thai_grpo.models.loading import upcast_trainable
+
+    model = upcast_trainable(get_peft_model(load_reward_base(base_dir, dtype), LoraConfig(**reward_lora(lora))))
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if "score" in name:
@@ -293,36 +299,63 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None):
 
 def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False,
                      dtype: str = "float32"):
-    """The sequence-classification base with the reward model's LoRA and score head (``thai_grpo.methods.reward_model``)."""
+    """The sequence-classification base (in ``dtype``) with the reward model's LoRA and score head
+    (``thai_grpo.methods.reward_model``); trainable, those two in float32."""
     from peft import PeftModel
+
+    from thai_grpo.models.loading import upcast_trainable
 
     model = PeftModel.from_pretrained(load_reward_base(base_dir, dtype), str(reward_dir),
                                       is_trainable=trainable and not merged)
-    return model.merge_and_unload() if merged else model
+    return model.merge_and_unload() if merged else upcast_trainable(model)
+
+
+def autocast_like(model):
+    """Autocast to the dtype of ``model``'s frozen weights where they are 16-bit (on a GPU, ``load_models``), on their
+    device; no autocast for float32 weights (a CPU), where every pass stays float32 as loaded."""
+    import contextlib
+
+    import torch
+
+    frozen = next((p for p in model.parameters() if not p.requires_grad), None)
+    if frozen is None or frozen.dtype == torch.float32:
+        return contextlib.nullcontext()
+    return torch.autocast(frozen.device.type, dtype=frozen.dtype)
+
+
+def grad_scaler(model):
+    """A ``GradScaler`` for float16 autocast (its gradients underflow without loss scaling), a disabled one otherwise
+    (bfloat16 or float32: ``scale`` returns the loss, ``step`` is the optimizer's)."""
+    import torch
+
+    frozen = next((p for p in model.parameters() if not p.requires_grad), None)
+    enabled = frozen is not None and frozen.device.type == "cuda" and frozen.dtype == torch.float16
+    return torch.amp.GradScaler("cuda", enabled=enabled)
 
 
 def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str) -> dict:
-    """PPO's models on this machine's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
+    """PPO's models on this job's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
     PPOTrainer): the policy (trained), the reference (the SFT adapter merged), the value model (from the reward model,
-    or fresh without one) and, scored by it, the reward model. The frozen ones in 16 bits on a GPU."""
-    import torch
+    or fresh without one) and, scored by it, the reward model. Every frozen weight in 16 bits on a GPU, the trained
+    ones in float32."""
     from trl.trainer.utils import disable_dropout_in_model
 
-    from thai_grpo.core.accelerators import device_dtype
+    from thai_grpo.core.accelerators import device_dtype, job_device
     from thai_grpo.models.loading import load_policy
 
-    frozen = device_dtype()  # 16 bits for the frozen copies on a GPU (memory_plan); float32 on a CPU
-    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True),
+    frozen = device_dtype()  # 16 bits on a GPU (memory_plan); float32 on a CPU
+    models = {"policy": load_policy(base_dir, adapter_dir, trainable=True, dtype=frozen),
               "reference": load_policy(base_dir, adapter_dir, merged=True, dtype=frozen).eval()}
     if reward_dir is not None:
-        models["value"] = load_value_model(base_dir, reward_dir, trainable=True)
+        models["value"] = load_value_model(base_dir, reward_dir, trainable=True, dtype=frozen)
         if score == "reward_model":
             models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True,
                                                 dtype=frozen).eval()
     else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
         sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
-        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")})
-    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")},
+                                            dtype=frozen)
+    device = job_device()
     models = {name: model.to(device) for name, model in models.items()}
     for model in models.values():  # a hub adapter's lora_dropout would make the first minibatch's ratio != 1
         disable_dropout_in_model(model)
@@ -347,9 +380,10 @@ def _load_trainable(model, state: dict) -> None:
             params[name].copy_(tensor)
 
 
-def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, keep: int = 2) -> None:
-    """checkpoint-<step>/ with the trainable weights, optimizer and step; trainer_state.json written last marks it
-    complete (``training.last_checkpoint``); only the last ``keep`` are kept."""
+def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, keep: int = 2, scaler=None) -> None:
+    """checkpoint-<step>/ with the trainable weights, optimizer, float16's loss scale (when scaling) and step;
+    trainer_state.json written last marks it complete (``training.last_checkpoint``); only the last ``keep`` are
+    kept."""
     import shutil
 
     import torch
@@ -357,8 +391,11 @@ def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, k
     from thai_grpo.core.io import atomic_directory, write_json
 
     with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
-        torch.save({"policy": _trainable_state(policy), "value": _trainable_state(value),
-                    "optimizer": optimizer.state_dict(), "step": step}, tmp / STATE_FILE)
+        state = {"policy": _trainable_state(policy), "value": _trainable_state(value),
+                 "optimizer": optimizer.state_dict(), "step": step}
+        if scaler is not None and scaler.is_enabled():
+            state["scaler"] = scaler.state_dict()
+        torch.save(state, tmp / STATE_FILE)
         write_json(tmp / "trainer_state.json", {"global_step": step})
     done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
                   if p.name.split("-")[1].isdigit())
@@ -366,13 +403,15 @@ def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, k
         shutil.rmtree(old, ignore_errors=True)
 
 
-def load_checkpoint(path: str | Path, policy, value, optimizer) -> int:
+def load_checkpoint(path: str | Path, policy, value, optimizer, scaler=None) -> int:
     import torch
 
     state = torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=next(policy.parameters()).device)
     _load_trainable(policy, state["policy"])
     _load_trainable(value, state["value"])
     optimizer.load_state_dict(state["optimizer"])
+    if scaler is not None and "scaler" in state:
+        scaler.load_state_dict(state["scaler"])
     return int(state["step"])
 
 
@@ -396,7 +435,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     torch.manual_seed(int(step_rng(seed, step, 0).integers(2**31)))
     per_generate = rows_per_chunk(generation_floats(shape, width + settings.max_completion_length), len(batch),
                                   settings.chunk_floats)
-    with torch.no_grad():
+    with torch.no_grad(), autocast_like(policy):
         policy.eval()
         output = generate_by_chunks(sampler.refresh() if sampler else policy, encoded, config, per_generate,
                                     tokenizer.pad_token_id)
@@ -419,7 +458,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
         return by_chunks(lambda part: sequence_logprobs(model, ids[part], attention[part], width,
                                                         settings.temperature), len(batch), per_pass)
 
-    with torch.no_grad():
+    with torch.no_grad(), autocast_like(policy):  # the update's autocast: the first minibatch's ratio is 1
         logprobs = logprobs_of(policy)
         ref_logprobs = logprobs_of(models["reference"])
         values = token_scores(models["value"], ids, attention)[:, width - 1:-1] * mask
@@ -467,11 +506,15 @@ def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completio
     return rows_per_chunk(floats, size, settings.chunk_floats)
 
 
-def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params) -> dict:
+def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
+            scaler=None) -> dict:
     """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch too large for one
     chunk (``update_chunk_rows``) accumulates its chunks' gradients, each chunk's loss weighted by its share of the
-    minibatch's real tokens: the same gradient as one pass."""
+    minibatch's real tokens: the same gradient as one pass. Forward passes under ``autocast_like``; ``scaler`` (float16
+    on a GPU) scales the loss, unscales the gradients before clipping and skips a step whose gradients overflowed."""
     import torch
+
+    scaler = scaler or grad_scaler(models["policy"])
 
     keys = ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl", "entropy")
     stats = {key: [] for key in (*keys, "grad_norm")}
@@ -492,12 +535,15 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
                          for i in range(0, size, per_chunk)]
             sums = dict.fromkeys(keys, 0.0)
             for part, share in parts:
-                losses = _chunk_losses(rollout, part, settings, models)
-                (losses["loss"] if share == 1.0 else losses["loss"] * share).backward()
+                with autocast_like(models["policy"]):
+                    losses = _chunk_losses(rollout, part, settings, models)
+                scaler.scale(losses["loss"] if share == 1.0 else losses["loss"] * share).backward()
                 for key in keys:
                     sums[key] += float(losses[key].detach()) * share
+            scaler.unscale_(optimizer)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             for key in keys:
                 stats[key].append(sums[key])
             stats["grad_norm"].append(float(grad_norm))
@@ -578,7 +624,8 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
                                     "lr": settings.value_learning_rate or settings.learning_rate}],
                                   weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
-    start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer) if resume_from else 0
+    scaler = grad_scaler(models["policy"])  # enabled for float16 on a GPU only
+    start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
     label = checkpoint_dir.name
@@ -587,7 +634,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
             group["lr"] = peak * learning_rate_factor(step, settings)
         rollout = _rollout(step, settings, seed, models, tokenizer, rows, system_prompt, reward_names, stop_ids,
                            chat_template_kwargs or {}, sampler)
-        update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params)
+        update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params, scaler)
         record = step_record(step, rollout, update, settings)
         with open(metrics_path, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(record) + "\n")
@@ -595,7 +642,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
         progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
                  f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
         if step % settings.save_steps == 0 and step < settings.max_steps:
-            save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer)
+            save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer, scaler=scaler)
 
     with atomic_directory(out_dir) as tmp:
         models["policy"].save_pretrained(tmp, safe_serialization=True)

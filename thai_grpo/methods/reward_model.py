@@ -5,7 +5,8 @@ SFT policy that the code graded correct, rejected = a wrong one of the same trai
 can at best learn to imitate the verifier; the chapter's PPO learns from human rankings instead.
 
 Model: ``AutoModelForSequenceClassification`` (``num_labels=1``) on the tiny base, LoRA on the SFT adapter's target
-modules with the ``score`` head trained in full (``modules_to_save``). Loss: -log sigmoid(r(x, y_w) - r(x, y_l)).
+modules with the ``score`` head trained in full (``modules_to_save``); on a GPU the frozen base in 16 bits, the LoRA
+and the head in float32. Loss: -log sigmoid(r(x, y_w) - r(x, y_l)).
 Each sequence is tokenized as PPO's rollouts are: the chat prompt with the generation prompt, then the completion's
 tokens and its EOS, nothing after; the score is read at that last real token (where Qwen's sequence-classification
 head pools, the last non-pad token), the very position PPO reads it (``last_token_scores``).
@@ -106,6 +107,7 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 
     margins = []
     encoded = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
+    device = next(model.parameters()).device
     with torch.no_grad():
         for start in range(0, len(encoded), batch_size):
             chunk = encoded[start:start + batch_size]
@@ -117,8 +119,9 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
                 mask = torch.zeros((len(rows), width), dtype=torch.long)
                 for i, row in enumerate(rows):
                     ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
+                ids, mask = ids.to(device), mask.to(device)
                 per_token = token_scores(model, ids, mask)
-                scores[side] = per_token[torch.arange(len(rows)), mask.sum(1) - 1]
+                scores[side] = per_token[torch.arange(len(rows), device=device), mask.sum(1) - 1]
             margins += (scores["chosen_ids"] - scores["rejected_ids"]).tolist()
     return {"pairs": len(margins), "accuracy": sum(m > 0 for m in margins) / len(margins) if margins else None,
             "mean_margin": sum(margins) / len(margins) if margins else None}
@@ -132,7 +135,7 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from trl import RewardConfig, RewardTrainer
 
     from thai_grpo.core.io import atomic_directory
-    from thai_grpo.models.loading import count_parameters, load_tokenizer
+    from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable
     from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
                                            trainer_args)
 
@@ -152,9 +155,13 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     tokenizer = load_tokenizer(base_dir)
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     config = RewardConfig(**trainer_args(args, checkpoint_dir, seed))
-    trainer = RewardTrainer(model=load_reward_base(base_dir), args=config, train_dataset=Dataset.from_list(rows),
-                            processing_class=tokenizer, peft_config=LoraConfig(**reward_lora(lora)),
+    # The frozen base in 16 bits on a GPU (float32 on a CPU); the LoRA and the copied score head it trains in float32,
+    # before the Trainer builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
+    trainer = RewardTrainer(model=load_reward_base(base_dir, "auto"), args=config,
+                            train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                            peft_config=LoraConfig(**reward_lora(lora)),
                             callbacks=[progress_callback(Path(checkpoint_dir).name)])
+    upcast_trainable(trainer.model)
     trainer.train(resume_from_checkpoint=last_checkpoint(checkpoint_dir))
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)

@@ -84,7 +84,8 @@ def count_parameters(model) -> dict:
 
 
 def resolve_dtype(name: str):
-    """A torch dtype by name; ``auto`` is this machine's (``accelerators.device_dtype``)."""
+    """A torch dtype by name; ``auto`` is this machine's (``accelerators.device_dtype``: float32 on a CPU, float16 on
+    a T4, bfloat16 from compute capability 8.0)."""
     import torch
 
     return getattr(torch, device_dtype() if name == "auto" else name)
@@ -114,8 +115,14 @@ def load_base_model(path: str | Path, dtype: str = "float32", attn_implementatio
 
 
 def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainable: bool = False,
-                dtype: str = "float32", merged: bool = False):
+                dtype: str = "auto", merged: bool = False):
     """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given.
+
+    ``dtype`` is the frozen base's: ``auto`` keeps float32 on a CPU and takes 16 bits on a GPU (float16 on a T4 as the
+    chapter loads it, bfloat16 from compute capability 8.0); a trainable adapter stays float32 whatever the base's
+    (``upcast_trainable``), so that its gradients and AdamW states are float32 and fp16's loss scaler can unscale them.
+    The rollouts sample through these 16-bit weights: ``PeftModel.generate`` bypasses accelerate's autocast, so a
+    float32 base would sample in float32.
 
     ``merged``: fold a frozen adapter into the base weights (W + BA), a plain model again: the same function,
     without LoRA's extra matrix products on every forward (sampling ~1.5x faster on a CPU, measured).
@@ -127,7 +134,27 @@ def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainabl
         return base
     require_model_dir(adapter_path, "adapter")
     policy = PeftModel.from_pretrained(base, str(adapter_path), is_trainable=trainable and not merged)
-    return policy.merge_and_unload() if merged else policy
+    return policy.merge_and_unload() if merged else upcast_trainable(policy)
+
+
+def upcast_trainable(model):
+    """``model`` with every trainable parameter in float32 (LoRA matrices, a ``modules_to_save`` score head), the
+    frozen ones left as loaded. PEFT upcasts LoRA's own matrices of a 16-bit base (``autocast_adapter_dtype``) but not
+    a copied head. A no-op on a float32 model."""
+    import torch
+
+    for parameter in model.parameters():
+        if parameter.requires_grad and parameter.dtype != torch.float32:
+            parameter.data = parameter.data.float()
+    return model
+
+
+def trainable_dtypes(model) -> dict[str, set[str]]:
+    """The dtypes of a model's trainable and frozen parameters, ``{"trainable": {...}, "frozen": {...}}``."""
+    kinds: dict[str, set[str]] = {"trainable": set(), "frozen": set()}
+    for parameter in model.parameters():
+        kinds["trainable" if parameter.requires_grad else "frozen"].add(str(parameter.dtype).removeprefix("torch."))
+    return kinds
 
 
 def safetensors_parameter_count(model_dir: str | Path) -> int:

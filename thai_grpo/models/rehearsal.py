@@ -22,7 +22,7 @@ What the real config names, and what stands in for it here (same repo ids, same 
 - MGSM Thai (``eval.extra_sets.mgsm_th``, the original TSV in data/mgsm/): its first problems, same format.
 
 ``python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes the tiny config;
-tests/test_real_config_rehearsal.py and scripts/gpu_check.sh both use it.
+tests/test_real_config_rehearsal.py uses it. At full size, without the weights: ``thai_grpo.models.rehearsal_full``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,127 @@
+"""`make gpu-check` and `make rehearse-full` without a GPU: the check's one-line exits, the wheels it installs from,
+and the rehearsal's sizes, pairs and comparison with the memory plan (thai_grpo.models.rehearsal_full)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from snakemake_dry_run import fake_nvidia_smi
+
+from thai_grpo.models.memory_stages import CPU, merged_configs
+from thai_grpo.models.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
+                                             predicted_bytes, problem_count, rehearsal_config, table, training_rows)
+
+REPO = Path(__file__).resolve().parents[1]
+REAL = merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"])
+
+
+def cuda_torch_here() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def gpu_check(tmp_path: Path, path: str, **env) -> subprocess.CompletedProcess:
+    """scripts/gpu_check.sh with only ``path`` on the PATH (plus dirname, which it needs)."""
+    tools = tmp_path / "tools"
+    tools.mkdir(exist_ok=True)
+    for tool in ("dirname",):
+        (tools / tool).symlink_to(shutil.which(tool))
+    environment = {**os.environ, "PATH": f"{path}{os.pathsep}{tools}", **env}
+    return subprocess.run(["/bin/bash", str(REPO / "scripts/gpu_check.sh")], cwd=tmp_path, env=environment,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_without_a_gpu_it_stops_with_one_line(tmp_path):
+    done = gpu_check(tmp_path, str(tmp_path / "empty"))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().count("\n") == 0 and "no NVIDIA GPU here" in done.stderr
+
+
+@pytest.mark.skipif(cuda_torch_here(), reason="this machine has a CUDA torch: the check would run for real")
+def test_with_a_gpu_but_no_cuda_torch_it_stops_with_one_line(tmp_path):
+    bin_path = fake_nvidia_smi(tmp_path / "bin", gpus=2)["PATH"].split(os.pathsep)[0]
+    done = gpu_check(tmp_path, bin_path, PYTHON=str(tmp_path / "no-python"))
+    assert done.returncode == 2, done.stderr
+    assert "GPU 1: NVIDIA H100" in done.stdout  # nvidia-smi's list first
+    assert done.stderr.strip().count("\n") == 0 and "no Python with a CUDA build of torch" in done.stderr
+
+
+@pytest.mark.skipif(cuda_torch_here() or (REPO / ".venv-gpu").exists(), reason="would use this machine's CUDA torch")
+def test_with_the_machines_cuda_torch_but_no_wheels_it_says_how_to_get_them(tmp_path):
+    bin_path = fake_nvidia_smi(tmp_path / "bin", gpus=1)["PATH"].split(os.pathsep)[0]
+    python = tmp_path / "bin" / "cuda-python"  # a Python whose torch answers that CUDA is available
+    python.write_text("#!/bin/sh\nexit 0\n")
+    python.chmod(0o755)
+    done = gpu_check(tmp_path, bin_path, PYTHON=str(python), WHEELS=str(tmp_path / "no-wheels"))
+    assert done.returncode == 2 and "run `make wheels` where pip reaches PyPI" in done.stderr, done.stderr
+    assert not (REPO / ".venv-gpu").exists()
+
+
+def test_make_wheels_downloads_every_pin_but_torch_without_resolving(tmp_path):
+    done = subprocess.run(["make", "wheels", f"WHEELS={tmp_path}", "PIP_DOWNLOAD=echo pip download"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    lock = [line for line in (REPO / "requirements.txt").read_text().splitlines() if "==" in line]
+    listed = [line for line in (tmp_path / "requirements.txt").read_text().splitlines() if "==" in line]
+    assert listed == [line for line in lock if not line.startswith("torch==")] and len(listed) == len(lock) - 1
+    assert "--no-deps" in done.stdout  # the lock is complete: resolving would pull torch and its CUDA libraries
+
+
+# ----------------------------------------------------------------------------------------- the rehearsal's pieces
+def test_presets_keep_the_real_config_but_its_sizes():
+    cpu, chapter = rehearsal_config(REAL, "cpu"), rehearsal_config(REAL, "chapter")
+    for config in (cpu, chapter):
+        assert config["grpo"]["max_steps"] == 1 and config["grpo"]["beta"] == REAL["grpo"]["beta"]
+        assert config["base"]["name_or_path"] == "Qwen/Qwen3-0.6B" and config["variants"]["ppo"]["ppo"]["max_steps"] == 1
+    assert chapter["grpo"]["per_device_train_batch_size"] == REAL["grpo"]["per_device_train_batch_size"]
+    assert chapter["eval"] == REAL["eval"] and cpu["eval"]["max_new_tokens"] < REAL["eval"].get("max_new_tokens", 256)
+    assert problem_count(chapter) == (REAL["variants"]["ppo"]["ppo"]["batch_size"], REAL["eval"]["batch_size"])
+    assert problem_count(cpu) == (4, 2)
+    with pytest.raises(ValueError, match="use one of"):
+        rehearsal_config(REAL, "huge")
+    assert set(STAGES) >= {"grpo", "dpo", "reward_model", "ppo", "sample", "token_logprobs"} and set(PRESETS) == {
+        "cpu", "chapter"}
+
+
+def test_pairs_are_as_long_as_the_completion_budget(tiny_tokenizer):
+    rows = training_rows(3)
+    tokenizer, system = tiny_tokenizer, REAL["data"]["system_prompt"]
+    pairs = answer_pairs(tokenizer, rows, system, completion_tokens=24)
+    for pair, row in zip(pairs, rows):
+        assert pair["chosen"][0]["content"].endswith(f"</think>\n{row['answer']}")
+        assert pair["rejected"][0]["content"].endswith(f"</think>\n{row['answer'] + 1}")
+        for side in ("chosen", "rejected"):
+            tokens = len(tokenizer(pair[side][0]["content"], add_special_tokens=False)["input_ids"])
+            assert abs(tokens - 24) <= 2, tokens
+
+
+def test_each_stage_is_compared_with_its_own_prediction_at_the_rehearsals_sizes():
+    config = rehearsal_config(REAL, "cpu")
+    stage_plan = plans(config, CPU, prompt=110, completions=4)
+    grpo = predicted_bytes("grpo", stage_plan)
+    assert grpo == max(p["peak_bytes"] for p in stage_plan if p["stage"].startswith("GRPO full"))
+    assert "4 completions of 16 tokens" in next(p["note"] for p in stage_plan if p["stage"] == "GRPO full: train step")
+    rows = comparison([{"stage": "grpo", "peak_bytes": grpo // 2, "seconds_per_step": 3.0, "steps": 1},
+                       {"stage": "vllm_sample", "peak_bytes": None}, {"stage": "ppo", "error": "boom"}], stage_plan)
+    assert rows[0]["ratio"] == 0.5 and rows[1]["ratio"] is None and rows[2]["predicted_bytes"] > 0
+    markdown = table(rows, "peak RSS")
+    assert "| grpo |" in markdown and "| 0.5 | 3.0 | 1 |" in markdown
+    assert device_precision("cpu", "auto") == CPU and device_precision("cuda", "float16").frozen_bytes == 2
+
+
+def test_a_forced_float16_stage_acts_as_a_t4():
+    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "scripts/rehearse_full.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stage_env("cuda", "float16", None)["THAI_GRPO_CAPABILITY"] == "7.5"
+    assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cuda", "bfloat16", None)
+    assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cpu", "auto", 1)
+    assert module.stage_env("cpu", "auto", 1)["OMP_NUM_THREADS"] == "1"
+    assert yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text())["passk"]["batch_size"] == 2

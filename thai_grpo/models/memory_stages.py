@@ -1,0 +1,261 @@
+"""The memory plan's stages: each stage of a real-config run as the sum of ``memory_plan``'s pieces, in the bytes the
+device holds them in (``Precision``), with the verdict against a 16 GB T4.
+
+What runs on a GPU (``thai_grpo.models.loading``, ``thai_grpo.methods.ppo``): every frozen weight in 16 bits (float16
+on a T4), the trained ones (LoRA, score heads) in float32 with their gradients and AdamW states; TRL's trainers and
+PPO under 16-bit autocast, which keeps 16-bit copies of the float32 LoRA matrices for the backward pass; the rollouts
+(``generate``, which accelerate's autocast does not reach) through the 16-bit weights, so their KV cache is 16-bit
+too; the token log-probs stage in float32 (``thai_grpo.evaluation.token_logprobs``). On a CPU everything is float32
+without autocast (``CPU``): ``make rehearse-full`` measures that at Qwen3-0.6B's shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from thai_grpo.models.memory_plan import (
+    ATTENTION_TARGETS, CHUNK_FLOATS, GIB, QWEN3_0_6B, Lora, Shape, base_parameters, chunks, generation_floats,
+    kv_cache_floats, logprob_pass_floats, lora_parameters, lora_state_bytes, norm_floats_per_token_layer,
+    ppo_update_floats, rows_per_chunk, saved_per_token_layer,
+)
+
+# What a 16 GB T4 leaves to tensors: 15.1 GiB visible to CUDA, ~0.5 GiB for the CUDA context and kernels, ~1 GiB of
+# allocator slack (fragmentation): a stage "fits" when its predicted peak is within CARD_GIB - RESERVE_GIB.
+CARD_GIB, RESERVE_GIB = 15.1, 1.5
+PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
+# TRL 1.16's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
+# (trl.kernels.chunked_logprob) projects at most 4,096 tokens x 32,768 vocabulary entries at a time.
+TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
+
+
+@dataclasses.dataclass(frozen=True)
+class Precision:
+    """How many bytes a device spends per frozen weight and per activation (KV cache, matmul outputs), whether the
+    trained float32 weights are autocast to 16-bit copies, and per entry of a tile of TRL's fused log-prob head."""
+    device: str
+    frozen_bytes: int
+    compute_bytes: int
+    autocast: bool
+    head_tile_bytes: float
+
+
+# TRL's fused head on a GPU: the projection tile at the compute dtype, folded in place by its Triton kernel (+ its
+# float32 view); on a CPU its torch fallback (trl.kernels.chunked_logprob._backward_tile) holds the tile and ~8.25
+# float32 tensors of its size at once (the scaled and tempered logits, log-probs, probabilities, the gradient, the
+# target mask and its float copy, their difference and product): measured at Qwen3-0.6B's shape by make rehearse-full.
+T4 = Precision("a 16 GB T4 (float16 weights and autocast)", 2, 2, True, 2 + 4)
+CPU = Precision("a CPU (float32, no autocast)", 4, 4, False, 4 + 8.25 * 4)
+
+
+def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
+                     checkpointing: bool = False) -> int:
+    """Saved activations in bytes: RMSNorm's part in float32 (it normalises a float32 copy of its input), the rest at
+    ``compute_bytes`` (4, or 2 with 16-bit weights or autocast). With activation checkpointing each layer's input is
+    kept (the residual stream, at ``compute_bytes``), plus one layer's saved tensors while it is recomputed."""
+    per_layer = saved_per_token_layer(shape, lora)
+    norms = norm_floats_per_token_layer(shape)
+    layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
+    if checkpointing:
+        return tokens * (shape.num_layers * shape.hidden_size * compute_bytes + layer_bytes)
+    return tokens * shape.num_layers * layer_bytes
+
+
+def logits_bytes(shape: Shape, width: int, scored: int, compute_bytes: int) -> int:
+    """Per row, a log-prob pass over ``width`` positions whose last ``scored`` are scored: the full-vocabulary logits
+    (``compute_bytes``), then in float32 the scored positions' logits / T and their log-softmax, plus the float32 copy
+    of those logits when they are 16-bit."""
+    return shape.vocab_size * (width * compute_bytes + (2 if compute_bytes == 4 else 3) * scored * 4)
+
+
+def gib(value: float) -> float:
+    return round(value / GIB, 2)
+
+
+def stage(name: str, pieces: dict, note: str) -> dict:
+    """A stage's pieces (bytes), their sum and the verdict for a 16 GB T4."""
+    peak = sum(pieces.values())
+    fits = peak / GIB <= CARD_GIB - RESERVE_GIB
+    return {"stage": name, "pieces_gib": {key: gib(value) for key, value in pieces.items()}, "peak_gib": gib(peak),
+            "peak_bytes": peak, "verdict": "fits a 16 GB T4" if fits else f"needs more: {gib(peak) + RESERVE_GIB:.0f}+ "
+            "GiB card", "fits_t4": fits, "note": note}
+
+
+def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: int = 0) -> dict:
+    """The trained float32 parameters with their gradients and AdamW states, and under autocast their 16-bit copies
+    (kept for the backward pass)."""
+    pieces = {"lora_and_adamw": lora_state_bytes(shape, lora, head_params)}
+    if precision.autocast:
+        pieces["autocast_copies"] = 2 * (lora_parameters(shape, lora) + head_params)
+    return pieces
+
+
+def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
+                       note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
+    """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
+    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` positions per
+    row (``Precision.head_tile_bytes`` per entry)."""
+    head_params = shape.hidden_size if head == "score" else 0
+    pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
+              **trained_bytes(shape, lora, precision, head_params),
+              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing)}
+    if head == "lm":
+        tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
+        pieces["logits"] = int(tile * precision.head_tile_bytes)
+    return stage(name, pieces, note)
+
+
+def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None) -> dict:
+    """``generate`` on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt): the weights,
+    the KV cache, one layer's working set during the prompt's forward pass, and the last position's float32 logits
+    (x 3: scores, processed scores, probabilities); ``trained``: a trainer's float32 parameters held meanwhile."""
+    working = sequences * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                    2 * shape.hidden_size)
+    return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
+                        "kv_cache": kv_cache_floats(shape, sequences, width) * precision.compute_bytes,
+                        "prefill_layer": working * precision.compute_bytes,
+                        "logits": 3 * sequences * shape.vocab_size * 4}, note)
+
+
+def merged_configs(paths) -> dict:
+    """YAML config files merged in order, each key by key on top of the ones before, as Snakemake merges them."""
+    from pathlib import Path
+
+    import yaml
+
+    def merge(base: dict, top: dict) -> dict:
+        return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
+                           else value for key, value in top.items()}}
+
+    config: dict = {}
+    for path in paths:
+        config = merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    return config
+
+
+def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
+    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when the adapter is at hand; else the hub adapter's
+    shape is not in the config, so the reward model's (r 16 on the attention projections) with dropout 0.05, as many
+    hub adapters have it."""
+    reward_lora = config.get("reward_model", {}).get("lora") or {}
+    reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
+        "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
+    return sft_lora or Lora(r=reward.r, target_modules=reward.target_modules, lora_dropout=0.05), reward
+
+
+def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Precision, prompt: int) -> list[dict]:
+    """A GRPO/RLOO run: its forward-backward and its rollouts (TRL generates batch x accumulation completions at once,
+    through the policy's weights, beside the trainer's states)."""
+    rows, length = int(args["per_device_train_batch_size"]), int(args["max_completion_length"])
+    generation = rows * int(args.get("gradient_accumulation_steps", 1))
+    checkpointing = bool(args.get("activation_checkpointing", False))
+    lora = dataclasses.replace(sft, lora_dropout=0.0) if args.get("disable_dropout") else sft
+    train = trl_training_stage(  # TRL's fused head runs over every position; the prompt's are masked afterwards
+        f"{label}: train step", shape, lora, rows, prompt + length, prompt + length,
+        f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
+        f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
+    rollouts = sampling_stage(
+        f"{label}: rollouts", shape, generation, prompt + length, prompt, precision,
+        f"{generation} completions per generation batch (TRL: batch x gradient_accumulation_steps), sampled through "
+        "the policy's weights", trained_bytes(shape, lora, precision))
+    return [train, rollouts]
+
+
+def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
+                logprob_rows: int = 32) -> list[dict]:
+    """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
+    sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
+    up to ``prompt`` tokens. ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions
+    the token log-probs stage scores at once (at most 32, fewer when there are fewer)."""
+    from thai_grpo.core.config import passk_settings
+
+    grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
+    sft, reward = sft_shape(config, sft_lora)
+    completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
+    plans = []
+    for variant, label in (("grpo", "GRPO full"), ("grpo_fast", "GRPO fast")):
+        if variant in variants:
+            plans += grpo_stages(label, {**grpo, **variants[variant].get("grpo", {})}, shape, sft, precision, prompt)
+    width = prompt + completion
+    plans.append(sampling_stage(
+        "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), width, prompt, precision,
+        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, the adapter merged"))
+    passk = passk_settings(config)
+    plans.append(sampling_stage(
+        "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, precision,
+        f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size)"))
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
+    plans.append(stage("token log-probs (k1 vs k3)", {
+        "weights": (base_parameters(shape) + 2 * lora_parameters(shape, sft)) * 4,
+        "logits": 3 * rows * width * shape.vocab_size * 4,
+        "exact_kl": 12 * completion * shape.vocab_size * 8},
+        f"float32 weights on every device; {rows} rows per chunk of {width} tokens (two log-softmax batches held), "
+        "float64 exact KL of one completion at a time"))
+    if any(v.get("method") in ("ppo", "dpo") for v in variants.values()):
+        rm = config.get("reward_model", {}).get("args", {})
+        rm_rows, checkpointing = 2 * int(rm.get("per_device_train_batch_size", 8)), bool(
+            rm.get("activation_checkpointing", False))
+        plans.append(trl_training_stage(
+            "reward model: train step", shape, reward, rm_rows, prompt + completion + 1, 0,
+            f"{rm_rows // 2} pairs (chosen and rejected) of up to {prompt + completion + 1} tokens, sequence-"
+            f"classification head in float32; activation checkpointing {'on' if checkpointing else 'off'}",
+            precision, head="score", checkpointing=checkpointing))
+    for name, overrides in variants.items():
+        if name not in ev.get("models", []):
+            continue
+        if overrides.get("method") == "dpo":
+            dpo = {**grpo, **overrides.get("grpo", {}), **overrides.get("dpo", {})}  # DPO inherits grpo's loop fields
+            pairs, length = int(dpo.get("per_device_train_batch_size", 8)), int(dpo.get("max_length", 1024))
+            checkpointing = bool(dpo.get("activation_checkpointing", False))
+            plans.append(trl_training_stage(
+                f"DPO ({name}): train step", shape, dataclasses.replace(sft, lora_dropout=0.0), 2 * pairs, length,
+                length, f"{pairs} pairs, chosen and rejected concatenated: {2 * pairs} rows of up to {length} tokens; "
+                f"activation checkpointing {'on' if checkpointing else 'off'}; dropout off (DPOConfig's default)",
+                precision, checkpointing=checkpointing))
+        if overrides.get("method") == "ppo":
+            plans += ppo_stages(name, shape, sft, reward, {**overrides.get("ppo", {})}, completion, chunk_floats,
+                                precision, prompt)
+    return plans
+
+
+def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
+               chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> list[dict]:
+    """PPO (thai_grpo.methods.ppo): the bases of the policy and the value model, the reference and the reward model
+    (frozen, at ``precision.frozen_bytes``), the trained LoRA and score head in float32, dropout off; its rollouts
+    and its minibatch update, each split into chunks of rows (``rows_per_chunk``, as the code sizes them)."""
+    batch, minibatches = int(settings.get("batch_size", 64)), int(settings.get("num_mini_batches", 1))
+    chunk_floats = int(settings.get("chunk_floats", chunk_floats))
+    width, compute = prompt + completion, precision.compute_bytes
+    nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
+    frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
+        (base_parameters(shape, "score") if settings.get("score") != "verifier" else 0)
+    weights = frozen * precision.frozen_bytes
+    states = {key: trained_bytes(shape, nodrop, precision)[key] + trained_bytes(shape, value, precision,
+                                                                                  shape.hidden_size)[key]
+              for key in trained_bytes(shape, nodrop, precision)}
+    generate_rows = rows_per_chunk(generation_floats(shape, width), batch, chunk_floats)
+    pass_rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, chunk_floats)
+    size = batch // minibatches
+    update_rows = rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size, chunk_floats)
+    rollout = {"weights": weights, **states, "kv_cache": kv_cache_floats(shape, generate_rows, width) * compute,
+               "logprob_pass": pass_rows * logits_bytes(shape, width, completion, compute)}
+    update = {"weights": weights, **states,
+              "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +
+                              activation_bytes(shape, value, update_rows * width, compute)),
+              "logits": update_rows * logits_bytes(shape, width, completion, compute)}
+    return [stage(f"PPO ({name}): rollouts", rollout,
+                  f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
+                  "the largest of generation and log-prob pass counted once each"),
+            stage(f"PPO ({name}): update", update,
+                  f"minibatches of {size} rows in {chunks(size, update_rows)} chunks of {update_rows} "
+                  "(gradients accumulated), under autocast where the weights are 16-bit")]
+
+
+def markdown_table(plans: list[dict]) -> str:
+    """The plan as a markdown table: stage, its pieces in GiB, the peak and the verdict."""
+    lines = ["| stage | pieces (GiB) | peak (GiB) | verdict |", "|---|---|---|---|"]
+    for plan in plans:
+        pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
+        lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
+    return "\n".join(lines)
