@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from thai_grpo.core.io import atomic_write_text, read_json, write_json
+from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
 from thai_grpo.report import reference as ref
 from thai_grpo.report import reference_tables as rt
 from thai_grpo.report.bench import lscpu_fields
@@ -69,7 +69,21 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
         date = datetime.datetime.fromtimestamp((results / path).stat().st_mtime, datetime.timezone.utc)
         out[part] = {"source": ref.source(part, commit, cpu, cores, wall, jobs, date.strftime("%Y-%m-%d"),
                                           (notes or {}).get(part)), **summary}
+        if part == "main":  # one held-out problem with SFT's and GRPO's answers, for README
+            samples = {m: read_jsonl(results / f"eval/{m}/samples.jsonl") for m in ("sft", "grpo")
+                       if (results / f"eval/{m}/samples.jsonl").exists()}
+            out[part]["example"] = ref.example_problem(samples)
+            headline = results / "headline.json"
+            out[part]["source"]["headline_seconds"] = _headline_seconds(headline, stages) if headline.exists() \
+                else None
     return out
+
+
+def _headline_seconds(headline: Path, stages: dict) -> float | None:
+    """Seconds from the first job's start to results/headline.json, from the benchmark files' times."""
+    if not stages:
+        return None
+    return round(headline.stat().st_mtime - min(end - s for end, s in stages.values()))
 
 
 def _rows(path: Path):

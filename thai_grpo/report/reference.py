@@ -238,6 +238,27 @@ def summarise_pitfalls(results: dict) -> dict:
     return {"models": scores["models"], "vs_sft": scores["vs_sft"]}
 
 
+REWARD_PARTS = ("correct", "format", "thai", "total")
+
+
+def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: str = "grpo") -> dict | None:
+    """One held-out problem to show, with each model's greedy answer and its reward breakdown: the first (in the
+    held-out order) that ``after`` answers right and ``before`` wrong, else the first ``after`` answers right.
+    ``samples``: {model: its results/eval/<model>/samples.jsonl records}."""
+    if before not in samples or after not in samples:
+        return None
+    pairs = list(zip(samples[before], samples[after]))
+    chosen = next((b for b, a in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]), None) or \
+        next((b for b, a in pairs if a["greedy"]["correct"]), None)
+    if chosen is None:
+        return None
+    index = [b["id"] for b, _ in pairs].index(chosen["id"])
+    return {"id": chosen["id"], "index": index, "question": chosen["question"], "gold": chosen["gold"],
+            "greedy": {model: {"text": records[index]["greedy"]["text"],
+                               **{part: records[index]["greedy"][part] for part in REWARD_PARTS}}
+                       for model, records in ((before, samples[before]), (after, samples[after]))}}
+
+
 SUMMARISERS = {"main": summarise_main, "passk": summarise_passk, "seeds": summarise_seeds,
                "hacking": summarise_hacking, "pitfalls": summarise_pitfalls, "chain_study": summarise_chain_study}
 

@@ -207,6 +207,42 @@ def table_stages(ref: dict) -> str:
     return f"{provenance(main['source'])}:\n\n" + _table(["stage (rule-wildcard)", "seconds"], rows)
 
 
+def _cell(text: str) -> str:
+    """Text for a markdown table cell: its lines joined by <br>, pipes escaped."""
+    return "<br>".join(line.replace("|", "\\|") for line in text.strip().splitlines())
+
+
+def table_example(ref: dict) -> str:
+    """One held-out problem of the reference run with SFT's and GRPO's greedy answers and their reward breakdown."""
+    main = ref["main"]
+    example = main.get("example")
+    if not example:
+        return _missing("main")
+    names = list(example["greedy"])
+    rows = [["answer", *(_cell(example["greedy"][m]["text"]) for m in names)]]
+    rows += [[part, *(f"{example['greedy'][m][part]:.1f}" for m in names)] for part in ("correct", "format", "thai",
+                                                                                         "total")]
+    return (f"{provenance(main['source'])}, held-out problem {example['index'] + 1} (gold answer {example['gold']}):\n\n"
+            f"> {example['question']}\n\n" + _table(["", *(f"{label(m)} (greedy)" for m in names)], rows))
+
+
+def table_run_times(ref: dict, elsewhere: dict) -> str:
+    """When `make run` shows the headline and when it ends, per CPU: measured runs only, each with its commit."""
+    main = ref["main"]["source"]
+    rows = []
+    if main.get("wall_seconds"):
+        rows.append([main["cpu"], fmt_seconds(main.get("headline_seconds")), fmt_seconds(main["wall_seconds"]),
+                     main["commit"], main.get("note") or "measured"])
+    for cost in elsewhere.get("costs", []):
+        if cost["part"] == "main" and cost.get("commit"):  # a run of known code only
+            rows.append([cost["cpu"], fmt_seconds(cost.get("headline_seconds")), fmt_seconds(cost["wall_seconds"]),
+                         cost.get("commit", "-"), cost.get("note") or "measured"])
+    if not rows:
+        return _missing("main")
+    return _table(["CPU", "headline ready (after the jobs start)", "whole run (`time make run`, venv included)",
+                   "commit", "how"], rows)
+
+
 def table_departures(ref: dict) -> str:
     """Where the reference run (the offline default) departs from the chapter's experiment, and why: the run card's
     table (thai_grpo.core.chapter), as the trainers received each setting."""
@@ -342,7 +378,8 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
             "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
-            "departures": table_departures(ref)}
+            "departures": table_departures(ref), "example": table_example(ref),
+            "run-times": table_run_times(ref, elsewhere)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
