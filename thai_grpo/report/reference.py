@@ -27,7 +27,8 @@ PARTS = {"main": ("results.json", "make run"),
          "seeds": ("seeds/results.json", "snakemake --cores 2 seeds"),
          "hacking": ("hacking/results.json", "snakemake --cores 2 hacking"),
          "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls"),
-         "chain_study": ("chains/results.json", "snakemake --cores 2 chains")}
+         "chain_study": ("chains/results.json", "snakemake --cores 2 chains"),
+         "bench": ("bench/bench.json", "make bench")}
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
                  "seeds": ("seed_results",), "pitfalls": ("figures-pitfalls",), "chain_study": ("chain_results",)}
@@ -259,8 +260,29 @@ def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: 
                        for model, records in ((before, samples[before]), (after, samples[after]))}}
 
 
+def summarise_bench(bench: dict) -> dict:
+    """`make bench` (results/bench/bench.json): each method's step and held-out sampling split into parts (seconds,
+    at the threads the pipeline gives each), and the last run projected onto other CPUs."""
+    def split(record: dict) -> dict:
+        return {"threads": record.get("threads"), "seconds": {k: _r(v) for k, v in record["seconds"].items()}}
+
+    steps = {}
+    for record in bench.get("grpo_step", []):
+        steps[f"GRPO ({record['threads']} thread{'s' if record['threads'] > 1 else ''})"] = split(record)
+    for key, name in (("dr_grpo_step", "Dr.GRPO"), ("ppo_step", "PPO"), ("dpo_step", "DPO")):
+        if bench.get(key):
+            steps[name] = split(bench[key])
+    for record in bench.get("heldout_sampling", []):
+        steps[f"held-out sampling, {record['problems']} problems ({record['threads']} thread"
+              f"{'s' if record['threads'] > 1 else ''})"] = split(record)
+    return {"cpu": bench.get("cpu"), "steps": steps,
+            "other_cpus": [{k: _r(v) if isinstance(v, float) else v for k, v in row.items()}
+                           for row in bench.get("other_cpus", [])]}
+
+
 SUMMARISERS = {"main": summarise_main, "passk": summarise_passk, "seeds": summarise_seeds,
-               "hacking": summarise_hacking, "pitfalls": summarise_pitfalls, "chain_study": summarise_chain_study}
+               "hacking": summarise_hacking, "pitfalls": summarise_pitfalls, "chain_study": summarise_chain_study,
+               "bench": summarise_bench}
 
 
 def stage_span(stages: dict[str, tuple[float, float]]) -> float | None:

@@ -243,6 +243,30 @@ def table_run_times(ref: dict, elsewhere: dict) -> str:
                    "commit", "how"], rows)
 
 
+def table_bench_steps(ref: dict) -> str:
+    """`make bench`'s split of one step of each method (and of held-out sampling) into its parts, in seconds."""
+    if "bench" not in ref:
+        return _missing("bench")
+    bench = ref["bench"]
+    rows = []
+    for name, step in bench["steps"].items():
+        seconds = step["seconds"]
+        parts = [f"{part} {value:.2f}" for part, value in seconds.items() if part != "total" and value]
+        rows.append([name, f"{seconds['total']:.2f}", "; ".join(parts)])
+    return f"{provenance(bench['source'])}:\n\n" + _table(["step", "seconds", "parts (seconds)"], rows)
+
+
+def table_projection(ref: dict) -> str:
+    """`make bench`'s projection of the reference run onto other CPUs (2 cores, Snakemake's schedule replayed)."""
+    if "bench" not in ref or not ref["bench"].get("other_cpus"):
+        return _missing("bench")
+    bench = ref["bench"]
+    rows = [[row["cpu"], row["model"], fmt_seconds(row["headline_s"]), fmt_seconds(row["jobs_s"])]
+            for row in bench["other_cpus"]]
+    return (f"{provenance(bench['source'])}, from the last run's stage times:\n\n"
+            + _table(["CPU", "stage model", "headline ready", "all jobs (add the venv build)"], rows))
+
+
 def table_departures(ref: dict) -> str:
     """Where the reference run (the offline default) departs from the chapter's experiment, and why: the run card's
     table (thai_grpo.core.chapter), as the trainers received each setting."""
@@ -379,7 +403,8 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
             "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
             "departures": table_departures(ref), "example": table_example(ref),
-            "run-times": table_run_times(ref, elsewhere)}
+            "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
+            "projection": table_projection(ref)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
