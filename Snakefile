@@ -1,11 +1,8 @@
-# GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO,
-# RLOO, DPO, PPO with its reward model, from the same adapter) -> held-out sampling -> pass@k with intervals
-# -> figures -> one HTML report. `snakemake --cores 2` runs it offline; `snakemake --cores 2 pitfalls` adds the
-# pitfall variants' report; `snakemake --cores 2 passk` pass@k to k = 64 (shown by the main report once built);
-# `snakemake --cores 2 seeds` retrains the RL methods at more training seeds (results/seeds/).
-# `snakemake --cores 2 hacking` the reward-hacking experiment (results/hacking/report.html).
-# `snakemake --cores 2 losses` GRPO's loss family (TRL's defaults, DAPO, GSPO, ...) against the chapter's grpo at
-# the seed study's training seeds (results/losses/report.html).
+# GRPO with code-graded rewards on Thai grade-school math: data -> base + SFT adapter -> GRPO (and Dr.GRPO, DPO,
+# PPO with its reward model, from the same adapter) -> held-out sampling -> pass@k with intervals -> figures -> one
+# HTML report. `snakemake --cores all` runs it offline. Optional targets, each with its own results: pitfalls
+# (the pitfall variants' report), passk (pass@k at large k), seeds (more training seeds), hacking (the
+# reward-hacking experiment), chains (whole chains at other seeds), losses (GRPO's loss family).
 
 from snakemake.utils import min_version
 
@@ -53,7 +50,7 @@ rule pitfalls:
         rules.report_pitfalls.output.html,
 
 
-rule passk:  # pass@k to k = 64 for base, SFT and GRPO (~3 min on 2 cores); `snakemake` then shows it
+rule passk:  # pass@k to k = passk.num_samples for passk.models; `snakemake` then shows it
     input:
         rules.passk_results.output.results,
 
@@ -70,7 +67,7 @@ rule hacking:
         rules.hacking_report.output.html,
 
 
-rule chains:  # every method rebuilt at each chains.seeds seed (~12 min a chain on 2 cores); `snakemake` then shows it
+rule chains:  # every method rebuilt at each chains.seeds seed; `snakemake` then shows it
     input:
         rules.chain_results.output.results,
 
