@@ -48,6 +48,7 @@ def with_change(path, value):
     ("grpo.per_device_train_batch_size", 60, r"= 60 is not divisible by num_generations=8"),
     ("grpo.gradient_accumulation_steps", 3, None),
     ("grpo.temperature", 0.0, r"grpo.temperature=0.0 must be > 0"),
+    ("grpo.beta", -0.04, r"grpo.beta=-0.04 must be >= 0"),
     ("grpo.loss_type", "ppo", r"grpo.loss_type='ppo' is not a TRL loss type"),
     ("grpo.scale_rewards", "std", r"grpo.scale_rewards='std': use one of"),
     ("eval.ks", [1, 16], r"k=16 > eval.num_samples=8"),

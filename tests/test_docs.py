@@ -1,18 +1,15 @@
 """README.md and docs/: the generated tables equal what `make docs` writes from docs/reference/ (a number edited by
-hand fails), thai_grpo.report.reference's summaries, spread and comparison, and every command line of the README's code
-blocks works as written (as a dry-run: `make -n`, `snakemake -n` in a scratch copy of the workflow)."""
+hand fails), and thai_grpo.report.reference's summaries, spread and comparison (the documents' commands:
+tests/test_documented_commands.py)."""
 
 from __future__ import annotations
 
 import json
 import re
-import shlex
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from workflow import OFFLINE_ENV, REPO, copy_workflow
+from workflow import REPO
 
 from thai_grpo.evaluation.large_k import large_k_results
 from thai_grpo.evaluation.scoring import pairwise_tests, score_model
@@ -187,41 +184,3 @@ def test_k_ranges_read_as_spans():
     assert ref._ranges([]) == "none"
 
 
-# ---- every command of the README's code blocks works as written --------------------------------------------
-
-def readme_commands() -> list[str]:
-    """Each command of README.md's ```bash blocks, comments cut, `a && b` split into a and b."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    commands = []
-    for block in re.findall(r"```bash\n(.*?)```", text, re.S):
-        for line in block.splitlines():
-            line = re.split(r"\s+#\s", " " + line, maxsplit=1)[0].strip()
-            commands += [part.strip() for part in line.split("&&") if part.strip()]
-    return commands
-
-
-def dry_run(command: str, workdir) -> subprocess.CompletedProcess:
-    """The command as a dry-run: `make -n TARGET` in the repository, `snakemake ... -n` in a scratch copy."""
-    words = shlex.split(command)
-    if words[0] == "make":
-        return subprocess.run(["make", "-n", *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=60)
-    if words[0] == "snakemake":
-        env = {**__import__("os").environ, **OFFLINE_ENV}
-        return subprocess.run([sys.executable, "-m", "snakemake", *words[1:], "-n"], cwd=workdir, env=env,
-                              capture_output=True, text=True, timeout=300)
-    raise AssertionError(f"README command {command!r}: no dry-run known for it; teach tests/test_docs.py one")
-
-
-def test_readme_commands_work_as_written(tmp_path):
-    commands = readme_commands()
-    assert "make run" in commands and "make test" in commands
-    workdir = copy_workflow(tmp_path / "workflow")
-    checked = []
-    for command in commands:
-        if command.startswith("source "):
-            assert command == "source .venv/bin/activate" and "VENV := .venv" in (REPO / "Makefile").read_text()
-            continue
-        done = dry_run(command, workdir)
-        assert done.returncode == 0, f"{command!r} failed as a dry-run:\n{(done.stdout + done.stderr)[-2000:]}"
-        checked.append(command)
-    assert len(checked) >= 10, checked

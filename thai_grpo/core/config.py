@@ -131,6 +131,10 @@ def _check_grpo(grpo: dict, where: str) -> None:
     if temperature <= 0:
         raise ConfigError(f"{where}.temperature={temperature!r} must be > 0: sampling at 0 makes every group "
                           "identical (no learning signal); the chapter uses 1.0")
+    beta = grpo.get("beta", 0.0)
+    if not isinstance(beta, (int, float)) or beta < 0:
+        raise ConfigError(f"{where}.beta={beta!r} must be >= 0: it weights the KL penalty (0 turns it off; the "
+                          "chapter uses 0.04)")
     if grpo.get("loss_type", "grpo") not in TRL_LOSS_TYPES:
         raise ConfigError(f"{where}.loss_type={grpo['loss_type']!r} is not a TRL loss type: use one of "
                           f"{', '.join(TRL_LOSS_TYPES)}")

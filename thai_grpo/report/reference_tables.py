@@ -111,6 +111,13 @@ def table_headline(ref: dict) -> str:
     return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
 
 
+def elsewhere_cost(cost: dict | None) -> str:
+    """A wall time measured on another CPU, with the commit it ran (older records did not keep theirs)."""
+    if cost is None:
+        return "-"
+    return f"{fmt_seconds(cost['wall_seconds'])} ({cost.get('commit') or 'an earlier commit, not recorded'})"
+
+
 def table_costs(ref: dict, elsewhere: dict) -> str:
     """Wall time of each command on the reference run's CPU and on the CPUs of elsewhere.json's ``costs``."""
     main = ref["main"]["source"]
@@ -120,8 +127,8 @@ def table_costs(ref: dict, elsewhere: dict) -> str:
     for part, (_, command) in PARTS.items():
         src = (ref.get(part) or {}).get("source")
         own = "not run yet" if not src else fmt_seconds(src["wall_seconds"]) if src["wall_seconds"] else "not measured"
-        measured = {c["cpu"]: c["wall_seconds"] for c in kept if c["part"] == part}
-        rows.append([f"`{command}`", own, *(fmt_seconds(measured.get(cpu)) for cpu in others)])
+        measured = {c["cpu"]: c for c in kept if c["part"] == part}
+        rows.append([f"`{command}`", own, *(elsewhere_cost(measured.get(cpu)) for cpu in others)])
     notes = [f"{PARTS[part][1]}: {s['source']['note']}" for part, s in ref.items() if s["source"].get("note")]
     return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows) + \
         "".join(f"\n\n*{note}*" for note in notes)
@@ -231,8 +238,8 @@ def table_run_times(ref: dict, elsewhere: dict) -> str:
     main = ref["main"]["source"]
     rows = []
     if main.get("wall_seconds"):
-        rows.append([main["cpu"], fmt_seconds(main.get("headline_seconds")), fmt_seconds(main["wall_seconds"]),
-                     main["commit"], main.get("note") or "measured"])
+        rows.append([f"{main['cpu']}, {main['cores']} cores", fmt_seconds(main.get("headline_seconds")),
+                     fmt_seconds(main["wall_seconds"]), main["commit"], main.get("note") or "measured"])
     for cost in elsewhere.get("costs", []):
         if cost["part"] == "main" and cost.get("commit"):  # a run of known code only
             rows.append([cost["cpu"], fmt_seconds(cost.get("headline_seconds")), fmt_seconds(cost["wall_seconds"]),
