@@ -11,9 +11,13 @@ CORES ?= all
 # Test workers (pytest-xdist): one per core; each test file stays on one worker (its module fixtures are built once).
 TEST_WORKERS ?= auto
 
-.PHONY: setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
+# `make help`: every target with its line (the `## ` text after its name).
+.PHONY: help setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
 
-setup: $(STAMP)
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 16
+
+setup: $(STAMP)  ## build .venv from the pinned lock (every other target does it first)
 
 # Bytecode is compiled after the install, on every core, not file by file by pip; like pip, it passes over the files
 # written for a newer Python (torch's py312-only test helpers), which compileall reports as failures. The resolver
@@ -26,14 +30,14 @@ $(STAMP): requirements.txt pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-run: setup
+run: setup  ## the whole pipeline on the offline default config -> results/report.html
 	$(BIN)/snakemake --cores $(CORES)
 
 # Where the time goes on this machine: sampler vs its forward-pass bound, one step of GRPO, Dr.GRPO, PPO and DPO and
 # held-out sampling split into their parts, each stage's share of the last run, the last run's critical path and its
 # wall time extrapolated to 1-16 cores, and the smoke DAG timed at 1 and 2 cores (results/bench/bench.json). Builds
 # the base, SFT adapter, preference pairs and reward model first if needed.
-bench: setup
+bench: setup  ## where the time goes: one step of each method split into its parts, per-CPU projection
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python scripts/bench.py
 
@@ -41,27 +45,27 @@ bench: setup
 # FROM=results/model after a run with base.source: scratch and sft.source: train; FROM=results/model/scratch after
 # `snakemake --cores 2 base` under base.source: shipped. Records the config, data hashes and COMMIT (default HEAD).
 FROM ?= results/model
-ship-base: setup
+ship-base: setup  ## recreate the shipped tiny base and SFT adapter from a scratch build (FROM=...)
 	$(BIN)/python scripts/ship_base.py --from $(FROM) $(if $(COMMIT),--commit $(COMMIT))
 
 # Headless Chromium for the report's browser tests, and a Thai font (TLWG) so their screenshots show Thai glyphs,
 # not boxes; the tests skip, or the Thai-glyph test fails naming the package, where these cannot be installed.
-browser:
+browser:  ## headless Chromium and a Thai font for the report's browser tests
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null && fc-list :lang=th | grep -q . || \
 	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-thai-tlwg) >/dev/null 2>&1 || \
 	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
-test: setup browser lint
+test: setup browser lint  ## the test suite as CI runs it: venv, headless Chromium, linters, pytest
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-test-fast: setup
+test-fast: setup  ## the suite without the slow pipeline runs and the browser tests
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser"
 
 # Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
 # (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.
-lint: setup
+lint: setup  ## snakemake --lint, snakefmt --check, lint-imports
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
@@ -71,7 +75,7 @@ lint: setup
 # through every stage at the chapter's sizes, in float16 (a T4's path) and in bfloat16, vLLM where it imports: each
 # stage's peak CUDA memory beside the memory plan and its s/step (results/gpu_check/, docs/real-run.md). Without a GPU
 # it stops with one line (exit 2).
-gpu-check:
+gpu-check:  ## on a GPU machine: every stage at the chapter's sizes, peak memory against the plan
 	bash scripts/gpu_check.sh
 
 # Every pinned package but torch as wheels in $(WHEELS)/ (with the list they install from), for `make gpu-check` on a
@@ -79,7 +83,7 @@ gpu-check:
 # pass pip's --python-version/--platform/--only-binary=:all: in WHEEL_ARGS), then copy the folder there.
 WHEELS ?= wheels
 PIP_DOWNLOAD ?= $(PYTHON) -m pip download
-wheels:
+wheels:  ## every pin but torch as wheels, for a GPU machine without network
 	mkdir -p $(WHEELS)
 	grep -v '^torch==' requirements.txt > $(WHEELS)/requirements.txt
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
@@ -87,7 +91,7 @@ wheels:
 
 # The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_stages), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
-memory-plan: setup
+memory-plan: setup  ## the real config's planned GPU memory per stage
 	$(BIN)/python scripts/memory_plan.py results/memory_plan
 	$(BIN)/python scripts/memory_plan.py --check
 
@@ -95,10 +99,10 @@ memory-plan: setup
 # through every stage on the CPU, one optimizer step each at small rows and lengths; each stage's peak RSS beside the
 # memory plan's CPU prediction at exactly those sizes, and its s/step (results/rehearse_full/rehearse.json and .md).
 # THREADS=1 on a machine others share (threads waiting on each other are slower than one).
-rehearse-full: setup
+rehearse-full: setup  ## the real config end to end on full-size stand-ins (CPU, slow)
 	$(BIN)/python scripts/rehearse_full.py --out results/rehearse_full $(if $(THREADS),--threads $(THREADS))
 
-clean:
+clean:  ## delete results/ and .snakemake/
 	rm -rf results .snakemake
 
 # The README's and docs' generated tables (thai_grpo.report.reference, scripts/docs.py): `make docs` rewrites them from the
@@ -106,12 +110,12 @@ clean:
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
 .PHONY: docs docs-reference compare
 
-docs: setup
+docs: setup  ## rewrite the generated tables of README.md and docs/ from docs/reference/
 	$(BIN)/python scripts/docs.py render
 
-docs-reference: setup
+docs-reference: setup  ## summarise results/ into docs/reference/ (TIME=file: time make run's output), then make docs
 	$(BIN)/python scripts/docs.py summarise $(if $(TIME),--time-file $(TIME))
 	$(BIN)/python scripts/docs.py render
 
-compare: setup
+compare: setup  ## your results/ against the reference run, within its spread
 	$(BIN)/python scripts/docs.py compare

@@ -17,7 +17,7 @@ if config["sft"]["source"] in ("train", "shipped"):
             "results/benchmarks/sft_adapter_brief.tsv"
         conda:
             "../envs/training.yaml"
-        threads: 1  # measured on the shared 2-core machine: 1.2 s/step with 1 thread, 13 s/step with 2
+        threads: 1  # as every training job: 2 threads beside another job spin-wait (docs/findings.md)
         resources:
             gpu=1,
             runtime=60,

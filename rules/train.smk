@@ -63,7 +63,7 @@ rule train:
     threads: JOB_THREADS
     resources:
         gpu=1,
-        runtime=240,  # minutes: GRPO ~18 min on a T4, PPO (four models, 16 rollout batches) the longest
+        runtime=240,  # minutes: GRPO takes the chapter ~18 min on a T4, PPO (four models, 16 rollout batches) the longest
     params:
         plan=lambda wildcards: variant_plan(config, variant_of(wildcards.run)),
         method=lambda wildcards: method_of(variant_of(wildcards.run)),

@@ -184,3 +184,33 @@ def test_k_ranges_read_as_spans():
     assert ref._ranges([]) == "none"
 
 
+
+
+# ---- no hand-written time: each comes from a generated table, or is the chapter's own ------------------------------
+
+WRITTEN = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config/README.md", REPO / "CONTRIBUTING.md",
+           REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml", REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+A_TIME = re.compile(r"\b\d+(\.\d+)?\s?(min|minutes|s|seconds|h|hours)\b")
+THE_CHAPTERS_TIMES = {  # what the chapter published (its T4 times), and a profile value; nothing measured here
+    "docs/real-run.md": ["| `grpo` (full, the reported one) | 8 | 256 | 4 | ~18 min |",
+                         "| `grpo_fast` | 4 | 192 | 2 | ~10 min |", "over the cluster's 60 s"],
+    "config/qwen3-0.6b.yaml": ["~10 min on a T4 instead of ~18"],
+    "rules/train.smk": ["GRPO takes the chapter ~18 min on a T4"],
+}
+
+
+def hand_written_times(name: str, text: str) -> list[str]:
+    """The lines of ``text`` outside generated blocks that state a time, less the chapter's own."""
+    text = rt.BLOCK.sub("", text)
+    allowed = THE_CHAPTERS_TIMES.get(name, [])
+    return [line.strip() for line in text.splitlines()
+            if A_TIME.search(line) and not any(phrase in line for phrase in allowed)]
+
+
+def test_no_time_is_written_by_hand_outside_the_generated_tables():
+    found = {path.relative_to(REPO).as_posix(): hand_written_times(path.relative_to(REPO).as_posix(),
+                                                                    path.read_text(encoding="utf-8"))
+             for path in WRITTEN}
+    assert not any(found.values()), {name: lines for name, lines in found.items() if lines}
+    assert hand_written_times("x.md", "A GRPO step took 2.75 s here.\n<!-- table:a -->\n1 min\n<!-- /table:a -->") \
+        == ["A GRPO step took 2.75 s here."]

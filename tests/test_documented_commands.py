@@ -179,3 +179,13 @@ def test_a_broken_command_fails_the_check(folders, tmp_path):
     assert all(why.values()), why
     assert "side by side" in why["snakemake2"]
     assert "no check known" in why["wget4"]
+
+
+def test_make_help_lists_every_target_with_its_line():
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    phony = {t for line in re.findall(r"^\.PHONY:(.*)$", makefile, re.M) for t in line.split()}
+    done = subprocess.run(["make", "--no-print-directory", "help"], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    listed = {line.split()[0]: line.split(None, 1)[1] for line in done.stdout.splitlines() if line.strip()}
+    assert done.returncode == 0 and phony <= set(listed), sorted(phony - set(listed))
+    assert all(len(text) > 10 for text in listed.values()), listed

@@ -106,6 +106,14 @@ def test_second_run_has_nothing_to_do(smoke_run):
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_snakemakes_own_report_holds_the_figures_and_the_report(smoke_run):
+    """`snakemake --report` (README): Snakemake's self-contained report of the finished run, with the rules' captions."""
+    done = snakemake(smoke_run, "--configfile", "config/smoke.yaml", "--report", "results/snakemake-report.html")
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    html = (smoke_run / "results/snakemake-report.html").read_text(encoding="utf-8")
+    assert "report.html" in html and "training_curves" in html
+
+
 def test_changing_grpo_reruns_grpo_and_downstream_only(smoke_run):
     dry = snakemake(smoke_run, "--configfile", "config/smoke.yaml", "-n", "--config", 'grpo={"beta":0.05}')
     out = dry.stdout + dry.stderr

@@ -11,6 +11,7 @@ ones a text holds that differ (a number edited by hand, or summaries newer than 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 from thai_grpo.report import plan_words
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS
@@ -402,7 +403,18 @@ def table_pitfalls(ref: dict) -> str:
     return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1", "greedy", "pass@1 - SFT"], rows)
 
 
-def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
+REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
+
+
+def table_memory_plan(root: Path) -> str:
+    """`make memory-plan`'s table: each stage of the real config's run planned on a 16 GB T4, computed from the
+    config files under ``root`` (thai_grpo.models.memory_stages), not measured."""
+    from thai_grpo.models.memory_stages import markdown_table, merged_configs, stage_plans
+
+    return markdown_table(stage_plans(merged_configs([root / path for path in REAL_CONFIGS])))
+
+
+def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[2]) -> dict[str, str]:
     """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
     return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
@@ -411,7 +423,7 @@ def render_tables(ref: dict, elsewhere: dict) -> dict[str, str]:
             "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
-            "projection": table_projection(ref)}
+            "projection": table_projection(ref), "memory-plan": table_memory_plan(root)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
