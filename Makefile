@@ -14,7 +14,7 @@ TEST_WORKERS ?= auto
 # `make help`: every target with its line (the `## ` text after its name).
 .PHONY: help setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
 
-help:  ## this list
+help:  ## every target with its line (this list)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 16
 
 setup: $(STAMP)  ## build .venv from the pinned lock (every other target does it first)

@@ -18,7 +18,7 @@ PUBLISHED = REPO / "docs" / "reference"
 
 def published():
     return (json.loads((PUBLISHED / "chain_study.json").read_text()),
-            json.loads((PUBLISHED / "main.json").read_text()))
+            json.loads((PUBLISHED / "chain_study_main.json").read_text()))
 
 
 def test_the_published_study_is_approximated_from_per_chain_values_and_one_chains_interval():
