@@ -35,9 +35,9 @@ MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRE
 
 def merged_config(*extra: Path) -> dict:
     """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
-    from thai_grpo.models.memory_stages import merged_configs
+    from thai_grpo.models.memory_stages import real_config
 
-    return merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml", *extra])
+    return real_config(REPO, *extra)
 
 
 def write_plan(out_dir: Path) -> list[dict]:

@@ -1,7 +1,8 @@
 """Before and after the change of decision rule, and how many chains each family of the plan needs
 (thai_grpo.report.rule_change).
 
-  published  from docs/reference/chain_study.json and chain_study_main.json (its seed-42 chain; a study summarised before the crossed analysis:
+  published  from docs/reference/chain_study.json and chain_study_main.json (its seed-42 chain); a study summarised
+             before the crossed analysis:
              approximated from per-chain values and the main chain's interval over problems)
   study      from a chain study's results/chains/results.json (exact: the crossed analysis it holds)
   seeds      from results/seeds/results.json: each method against grpo, and the seeds the family needs
@@ -41,8 +42,9 @@ if args.source in ("seeds", "losses"):
               f"{100 * power['effect']:.1f} points at level {power['alpha']:.3g} ({power['target']:.0%} power); "
               f"{power['seeds']} now give {power['power_now']:.0%}")
 else:
-    rows = (rc.published_rows(read_json(args.reference / "chain_study.json"), read_json(args.reference / "chain_study_main.json"),
-                              plan) if args.source == "published" else rc.study_rows(results))
+    rows = (rc.published_rows(read_json(args.reference / "chain_study.json"),
+                              read_json(args.reference / "chain_study_main.json"), plan)
+            if args.source == "published" else rc.study_rows(results))
     print(rc.markdown_table(rows))
     print()
     print(rc.needs_text(rc.family_needs(rows), plan["power"]["target"]))

@@ -188,8 +188,9 @@ def test_k_ranges_read_as_spans():
 
 # ---- no hand-written time: each comes from a generated table, or is the chapter's own ------------------------------
 
-WRITTEN = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config/README.md", REPO / "CONTRIBUTING.md",
-           REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml", REPO / "Snakefile", *sorted((REPO / "rules").glob("*.smk"))]
+WRITTEN = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config/README.md",
+           REPO / "CONTRIBUTING.md", REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml", REPO / "Snakefile",
+           *sorted((REPO / "rules").glob("*.smk"))]
 A_TIME = re.compile(r"\b\d+(\.\d+)?\s?(min|minutes|s|seconds|h|hours)\b")
 THE_CHAPTERS_TIMES = {  # what the chapter published (its T4 times), and a profile value; nothing measured here
     "docs/real-run.md": ["| `grpo` (full, the reported one) | 8 | 256 | 4 | ~18 min |",
@@ -208,9 +209,8 @@ def hand_written_times(name: str, text: str) -> list[str]:
 
 
 def test_no_time_is_written_by_hand_outside_the_generated_tables():
-    found = {path.relative_to(REPO).as_posix(): hand_written_times(path.relative_to(REPO).as_posix(),
-                                                                    path.read_text(encoding="utf-8"))
-             for path in WRITTEN}
+    names = {path.relative_to(REPO).as_posix(): path for path in WRITTEN}
+    found = {name: hand_written_times(name, path.read_text(encoding="utf-8")) for name, path in names.items()}
     assert not any(found.values()), {name: lines for name, lines in found.items() if lines}
     assert hand_written_times("x.md", "A GRPO step took 2.75 s here.\n<!-- table:a -->\n1 min\n<!-- /table:a -->") \
         == ["A GRPO step took 2.75 s here."]

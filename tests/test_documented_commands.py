@@ -27,6 +27,7 @@ from snakemake_dry_run import dry_run, fake_nvidia_smi, install
 from workflow import OFFLINE_ENV, REPO, copy_workflow
 
 from thai_grpo.core.config import check_config, load_config_files
+from thai_grpo.core.io import write_jsonl
 
 GUIDE = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config/README.md", REPO / "CONTRIBUTING.md"]
 REAL_CONFIG = "config/qwen3-0.6b.yaml"
@@ -124,9 +125,7 @@ def results_with_the_shipped_models(home: Path) -> Path:
     shutil.copytree(shipped / "sft_adapter", home / "results/runs/grpo/adapter")
     heldout = [{"question": f"มีส้ม {a} ผล ซื้อเพิ่มอีก {b} ผล มีส้มกี่ผล", "answer": a + b}
                for a, b in [(2, 3), (4, 1), (5, 5), (3, 6)]]
-    (home / "results/data").mkdir(parents=True)
-    (home / "results/data/heldout.jsonl").write_text(
-        "".join(__import__("json").dumps(row, ensure_ascii=False) + "\n" for row in heldout), encoding="utf-8")
+    write_jsonl(home / "results/data/heldout.jsonl", heldout)
     return home
 
 

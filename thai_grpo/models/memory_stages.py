@@ -117,6 +117,17 @@ def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
+#: The real run's config files, in the order Snakemake merges them (`--configfile` on top of the default).
+REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
+
+
+def real_config(root, *extra) -> dict:
+    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
+    from pathlib import Path
+
+    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
+
+
 def merged_configs(paths) -> dict:
     """YAML config files merged in order, each key by key on top of the ones before, as Snakemake merges them."""
     from pathlib import Path

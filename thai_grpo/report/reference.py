@@ -266,15 +266,17 @@ def summarise_bench(bench: dict) -> dict:
     def split(record: dict) -> dict:
         return {"threads": record.get("threads"), "seconds": {k: _r(v) for k, v in record["seconds"].items()}}
 
+    def threads(record: dict) -> str:
+        return f"{record['threads']} thread{'s' if record['threads'] > 1 else ''}"
+
     steps = {}
     for record in bench.get("grpo_step", []):
-        steps[f"GRPO ({record['threads']} thread{'s' if record['threads'] > 1 else ''})"] = split(record)
+        steps[f"GRPO ({threads(record)})"] = split(record)
     for key, name in (("dr_grpo_step", "Dr.GRPO"), ("ppo_step", "PPO"), ("dpo_step", "DPO")):
         if bench.get(key):
             steps[name] = split(bench[key])
     for record in bench.get("heldout_sampling", []):
-        steps[f"held-out sampling, {record['problems']} problems ({record['threads']} thread"
-              f"{'s' if record['threads'] > 1 else ''})"] = split(record)
+        steps[f"held-out sampling, {record['problems']} problems ({threads(record)})"] = split(record)
     return {"cpu": bench.get("cpu"), "steps": steps,
             "other_cpus": [{k: _r(v) if isinstance(v, float) else v for k, v in row.items()}
                            for row in bench.get("other_cpus", [])]}

@@ -403,15 +403,12 @@ def table_pitfalls(ref: dict) -> str:
     return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1", "greedy", "pass@1 - SFT"], rows)
 
 
-REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
-
-
 def table_memory_plan(root: Path) -> str:
     """`make memory-plan`'s table: each stage of the real config's run planned on a 16 GB T4, computed from the
     config files under ``root`` (thai_grpo.models.memory_stages), not measured."""
-    from thai_grpo.models.memory_stages import markdown_table, merged_configs, stage_plans
+    from thai_grpo.models.memory_stages import markdown_table, real_config, stage_plans
 
-    return markdown_table(stage_plans(merged_configs([root / path for path in REAL_CONFIGS])))
+    return markdown_table(stage_plans(real_config(root)))
 
 
 def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[2]) -> dict[str, str]:

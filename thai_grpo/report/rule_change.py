@@ -5,11 +5,10 @@ Two sources:
 
 * ``study_rows``: a chain study's results/chains/results.json written by ``evaluation.chain_stats`` (each pair holds
   the crossed analysis, its plan verdict and the previous rule's verdict under ``previous``): exact.
-* ``published_rows``: the published summaries docs/reference/chain_study.json and chain_study_main.json (its seed-42 chain, the make run it
-  was built from) of a chain study run
-  before the crossed analysis existed. They hold per-chain pass@1 but no per-problem values, so the crossed analysis
-  is approximated (``power.components_from_summary``): Var(mean difference) = s2_chains / C + se_problems^2, with
-  s2_chains the variance of the per-chain differences (df C - 1) and se_problems the standard error over problems of
+* ``published_rows``: the published summaries docs/reference/chain_study.json and chain_study_main.json (its seed-42
+  chain: the make run it was built from) of a chain study run before the crossed analysis existed. They hold
+  per-chain pass@1 but no per-problem values, so the crossed analysis is approximated
+  (``power.components_from_summary``): Var(mean difference) = s2_chains / C + se_problems^2, with s2_chains the variance of the per-chain differences (df C - 1) and se_problems the standard error over problems of
   the same pair in the main chain, read from its paired 95% bootstrap interval as width / (2 x 1.96) (df P - 1), both
   combined by Satterthwaite. Counting the main chain's whole problem variance as shared by the chains is the
   conservative reading (it cannot shrink with more chains).
