@@ -34,7 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 # glibc returns every freed tensor of 64 KiB or more to the system at once: RSS follows the live tensors
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
 ORDER = ("grpo", "grpo_fast", "rloo", "sample", "token_logprobs", "dpo", "reward_model", "ppo", "ppo_verifier",
-         "vllm_sample", "vllm_grpo")
+         "vllm_sample")
 
 
 # ----------------------------------------------------------------------------------------- in a stage's process
@@ -136,13 +136,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     out = work / "outputs" / name
     grpo_adapter = work / "outputs" / "grpo" / "adapter"
     policy = str(grpo_adapter) if grpo_adapter.is_dir() else sft
-    if name in ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier", "vllm_grpo"):
-        variant = {"vllm_grpo": "grpo"}.get(name, name)
-        plan = variant_plan(config, variant)
-        if name == "vllm_grpo":
-            from thai_grpo.evaluation.vllm_sampling import grpo_vllm_overrides
-
-            plan = {**plan, "grpo": {**plan["grpo"], **grpo_vllm_overrides(True, 0.3)}}
+    if name in ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier"):
+        plan = variant_plan(config, name)
         import thai_grpo.methods.ppo as ppo
 
         reward = work / "outputs" / "reward_model" / "model"
@@ -257,7 +252,7 @@ def main() -> int:
         return 0
 
     stages = options.stages or [*(GPU_STAGES if options.device == "cuda" else CPU_STAGES),
-                                *(("vllm_sample", "vllm_grpo") if options.vllm else ())]
+                                *(("vllm_sample",) if options.vllm else ())]
     env = stage_env(options.device, options.dtype, options.threads)
     work.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, str(Path(__file__).resolve()), "--device", options.device, "--preset", options.preset,

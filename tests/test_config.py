@@ -70,6 +70,40 @@ def test_bad_values_get_a_one_line_message(path, value, message):
     assert "\n" not in str(caught.value)
 
 
+def real_config():
+    return deep_merge(load(), load("qwen3-0.6b.yaml"))
+
+
+@pytest.mark.parametrize("where", ["grpo", "variants.grpo_fast.grpo", "variants.dr_grpo.grpo"])
+def test_vllm_rollouts_are_refused_with_the_reasons(where):
+    """TRL 1.16's colocated vLLM would change the experiment (16-bit merge/unmerge drift, importance-sampling
+    correction, a seed per process): refused in every GRPO section of the real config, in one line."""
+    config = real_config()
+    node = config
+    for key in where.split("."):
+        node = node.setdefault(key, {})
+    node["use_vllm"] = True
+    with pytest.raises(ConfigError, match=rf"{re.escape(where)}\.use_vllm: true is refused") as caught:
+        check_config(config)
+    message = str(caught.value)
+    assert "\n" not in message
+    for reason in ("does not round-trip in 16 bits", "vllm_importance_sampling_correction", "seed"):
+        assert reason in message
+
+
+@pytest.mark.parametrize("dtype, refused", [("bfloat16", True), ("float16", True), ("auto", True),
+                                            ("float32", False)])
+def test_vllm_held_out_sampling_only_in_the_evaluation_precision(dtype, refused):
+    config = real_config()
+    config["eval"].update(use_vllm=True, dtype=dtype)
+    if not refused:
+        check_config(config)
+        return
+    with pytest.raises(ConfigError, match=rf"eval.use_vllm: true with eval.dtype={dtype}") as caught:
+        check_config(config)
+    assert "eval.dtype: float32" in str(caught.value) and "\n" not in str(caught.value)
+
+
 @pytest.mark.parametrize("path, value, message", [
     ("data.source", "huggingface", "is not one of"),
     ("data.train_size", "many", "is not of type 'integer'"),

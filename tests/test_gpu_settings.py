@@ -11,7 +11,6 @@ import pytest
 from thai_grpo.core.accelerators import attention_implementation, flash_attention_2_possible, precision_summary
 from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
-    grpo_vllm_overrides,
     problem_seeds,
     prompt_token_ids,
     records_from_completions,
@@ -129,33 +128,6 @@ def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
     encoded = encode_prompts(tiny_tokenizer, questions, SYSTEM_PROMPT, {})
     for ids, row, mask in zip(ours, encoded["input_ids"].tolist(), encoded["attention_mask"].tolist()):
         assert ids == [token for token, keep in zip(row, mask) if keep]
-
-
-def test_grpo_vllm_overrides():
-    assert grpo_vllm_overrides(False, 0.3) == {"use_vllm": False}
-    on = grpo_vllm_overrides(True, 0.3)
-    assert on["use_vllm"] is True and on["vllm_mode"] == "colocate"
-    assert on["vllm_gpu_memory_utilization"] == 0.3 and on["vllm_max_model_length"] == 1024
-    for bad in (0.0, 1.5):
-        with pytest.raises(ValueError):
-            grpo_vllm_overrides(True, bad)
-
-
-def test_vllm_fields_exist_in_the_installed_trl():
-    from trl import GRPOConfig
-
-    known = {f.name for f in dataclasses.fields(GRPOConfig)}
-    assert set(grpo_vllm_overrides(True, 0.3, sleep_mode=True)) <= known
-
-
-def test_grpo_config_accepts_the_vllm_fields_without_vllm(tmp_path):
-    """Building the config needs no vLLM (only GRPOTrainer does, when use_vllm is true)."""
-    from trl import GRPOConfig
-
-    overrides = grpo_vllm_overrides(True, 0.3)
-    config = GRPOConfig(**overrides, use_cpu=True, bf16=False, output_dir=str(tmp_path), report_to="none")
-    for key, value in overrides.items():
-        assert getattr(config, key) == value
 
 
 def test_sample_heldout_vllm_explains_a_missing_vllm(tmp_path, monkeypatch):

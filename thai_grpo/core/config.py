@@ -117,6 +117,16 @@ def variant_settings(config: dict, variant: str) -> dict:
             "rewards": list(overrides.get("rewards", config.get("rewards", ["correct", "format", "thai"])))}
 
 
+# Why GRPO's rollouts never go through vLLM here (TRL 1.16, colocate mode with a PeftModel): what each would change.
+VLLM_ROLLOUTS_INEXACT = (
+    "TRL 1.16 syncs a LoRA policy to vLLM by merging the adapter into the 16-bit base weights and unmerging it every "
+    "step, which does not round-trip in 16 bits (the frozen base, and with it the KL reference, drifts), turns on "
+    "vllm_importance_sampling_correction (an importance ratio in the loss: not the chapter's objective) and seeds "
+    "vLLM with the process index, not the config's seed")
+# Held-out sampling's precision: the one every evaluation stage uses (eval.dtype), which vLLM must sample in too.
+EXACT_EVAL_DTYPE = "float32"
+
+
 def _check_grpo(grpo: dict, where: str) -> None:
     g = grpo.get("num_generations", 8)
     if not isinstance(g, int) or g < 2:
@@ -145,6 +155,9 @@ def _check_grpo(grpo: dict, where: str) -> None:
     scale = grpo.get("scale_rewards", "group")
     if scale not in TRL_SCALE_REWARDS and not isinstance(scale, bool):
         raise ConfigError(f"{where}.scale_rewards={scale!r}: use one of {', '.join(TRL_SCALE_REWARDS)}")
+    if grpo.get("use_vllm", False):
+        raise ConfigError(f"{where}.use_vllm: true is refused: {VLLM_ROLLOUTS_INEXACT}; remove use_vllm (rollouts "
+                          "through transformers' generate, the chapter's path; docs/real-run.md, 'vLLM')")
 
 
 def _check_data(data: dict, sft_source: str) -> None:
@@ -170,6 +183,11 @@ def _check_eval(config: dict) -> None:
     if ev.get("temperature", 1.0) <= 0:
         raise ConfigError(f"eval.temperature={ev['temperature']!r} must be > 0 (greedy accuracy is reported "
                           "separately)")
+    eval_dtype = ev.get("dtype", EXACT_EVAL_DTYPE)
+    if ev.get("use_vllm", False) and eval_dtype != EXACT_EVAL_DTYPE:
+        raise ConfigError(f"eval.use_vllm: true with eval.dtype={eval_dtype}: vLLM would sample in {eval_dtype}, "
+                          f"whose rounding is as large as the trained update; set eval.dtype: {EXACT_EVAL_DTYPE} "
+                          "(vLLM then samples in float32) or eval.use_vllm: false")
     known = set(RESERVED_MODEL_NAMES) | set(config.get("variants", {}))
     unknown = [m for m in ev.get("models", []) if m not in known]
     if unknown:

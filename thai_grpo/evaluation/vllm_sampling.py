@@ -1,16 +1,13 @@
-"""Held-out sampling through vLLM's offline engine, and the TRL fields that put GRPO's rollouts on vLLM.
+"""Held-out sampling through vLLM's offline engine (``eval.use_vllm: true``; off by default: vLLM needs a CUDA GPU
+and is not installed offline).
 
-Generation is where nearly all of a GRPO run's time goes; vLLM (paged KV cache, continuous batching) is what
-production systems use for it. Two switches, both off by default (vLLM needs a CUDA GPU and is not installed
-offline):
+``scripts/sample_heldout.py`` calls ``sample_heldout_vllm`` instead of the transformers path: same prompts (token for
+token), same sampling distribution (temperature, top_p=1, no top-k, n = eval.num_samples, max_new_tokens), same
+record format as ``thai_grpo.models.sampling.sample_heldout``, in the evaluation precision (``eval.dtype``; the config
+check refuses vLLM in any other). Not the same samples: the random streams differ.
 
-- ``eval.use_vllm: true`` - ``scripts/sample_heldout.py`` calls ``sample_heldout_vllm`` instead of the
-  transformers path. Same prompts (token for token), same sampling distribution (temperature, top_p=1, no
-  top-k, n = eval.num_samples, max_new_tokens), same record format as ``thai_grpo.models.sampling.sample_heldout``.
-  Not the same samples: the random streams differ (here one seed per problem, there one per batch).
-- GRPO rollouts: the TRL fields of ``grpo_vllm_overrides(True, ...)`` in the ``grpo`` section (TRL's own
-  names, passed straight to ``GRPOConfig``). Colocate mode: vLLM shares the training GPU, TRL merges the LoRA
-  weights into it after each optimizer step.
+GRPO's rollouts never go through vLLM: the config check refuses ``use_vllm`` in a ``grpo`` section
+(``thai_grpo.core.config.VLLM_ROLLOUTS_INEXACT`` says why).
 
 vLLM is imported inside ``sample_heldout_vllm`` only; everything else here is pure and tested without it.
 """
@@ -26,7 +23,6 @@ from thai_grpo.models.sampling import score_completion
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.85  # held-out sampling has the GPU to itself
-GRPO_GPU_MEMORY_UTILIZATION = 0.3      # colocated with training: TRL's default share, enough for a 0.6B model
 
 
 def vllm_sampling_params_kwargs(eval_cfg: dict) -> dict:
@@ -79,24 +75,6 @@ def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, max_model_le
     if lora_rank is not None:
         kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=vllm_lora_rank(lora_rank))
     return kwargs
-
-
-def grpo_vllm_overrides(enabled: bool, gpu_memory_utilization: float = GRPO_GPU_MEMORY_UTILIZATION,
-                        max_model_length: int = 1024, sleep_mode: bool = False) -> dict:
-    """TRL 1.16 ``GRPOConfig`` fields that move GRPO's rollouts to a colocated vLLM engine (or keep them off).
-
-    ``vllm_max_model_length`` bounds the KV cache to prompt + completion (Thai GSM8K prompts are well under
-    768 tokens; completions 192-256); ``vllm_enable_sleep_mode`` frees vLLM's memory during the backward pass
-    at the cost of reloading weights each step (useful on a 16 GB T4, not needed on 40-80 GB cards).
-    """
-    if not enabled:
-        return {"use_vllm": False}
-    if not 0.0 < gpu_memory_utilization <= 1.0:
-        raise ValueError(f"vllm_gpu_memory_utilization={gpu_memory_utilization!r} must be in (0, 1]: the share of "
-                         "GPU memory vLLM may take; the rest is for training")
-    return {"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": float(gpu_memory_utilization),
-            "vllm_max_model_length": int(max_model_length), "vllm_tensor_parallel_size": 1,
-            "vllm_enable_sleep_mode": bool(sleep_mode)}
 
 
 def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,

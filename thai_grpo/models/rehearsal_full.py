@@ -50,7 +50,7 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
           "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update"),
           "sample": ("held-out sampling",), "token_logprobs": ("token log-probs (k1 vs k3)",),
-          "vllm_sample": (), "vllm_grpo": ()}
+          "vllm_sample": ()}
 CPU_STAGES = ("grpo", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
 GPU_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
 
