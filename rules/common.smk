@@ -73,6 +73,9 @@ SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFA
 # Sampling and scoring settings (thai_grpo.core.config.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
+# Every evaluation stage's precision (eval.dtype); every training stage loads its frozen weights in base.dtype.
+EVAL_DTYPE = config["eval"].get("dtype", "float32")
+TRAIN_DTYPE = config["base"].get("dtype", "float32")
 # The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
 PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])

@@ -22,7 +22,7 @@ rule sample:
         runtime=120,  # minutes: 256 problems x 9 completions of up to 256 tokens (also pass@k's 100 x 65)
     params:
         eval=sample_settings,  # eval.seed, or a seed-study run's own sampling seed
-        dtype=config["base"].get("dtype", "float32"),
+        dtype=EVAL_DTYPE,
         system_prompt=SYSTEM,
     message:
         "Sampling {config[eval][num_samples]} completions per held-out problem from {wildcards.model}"
@@ -59,7 +59,7 @@ use rule sample as sample_own_temperature with:
         "results/benchmarks/sample_own_temperature-{model}.tsv"
     params:
         eval=lambda wildcards: {**EVAL_SETTINGS, "temperature": training_temperature(wildcards.model)},
-        dtype=config["base"].get("dtype", "float32"),
+        dtype=EVAL_DTYPE,
         system_prompt=SYSTEM,
     message:
         "Sampling {wildcards.model} at the temperature it was trained at"
@@ -101,6 +101,7 @@ rule token_logprobs:
         max_completions=256,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
         temperature=EVAL_SETTINGS.get("temperature", 1.0),  # the samples' own: both distributions at the temperature drawn at
+        dtype=EVAL_DTYPE,
     message:
         "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
     script:

@@ -27,6 +27,7 @@ if config["sft"]["source"] in ("train", "shipped"):
             brief_think=config["hacking"]["sft"],
             seed=config["seed"],
             system_prompt=SYSTEM,
+            dtype=TRAIN_DTYPE,
             checkpoints=results_path("results/checkpoints/sft_brief_think"),
         message:
             "Training the brief thinkers' SFT adapter ({config[hacking][sft][empty_think_share]} empty, "

@@ -114,6 +114,7 @@ if config["sft"]["source"] in ("train", "shipped"):
             corpus=config["corpus"],
             seed=config["seed"],
             system_prompt=SYSTEM,
+            dtype=TRAIN_DTYPE,
             checkpoints=results_path(f"results/checkpoints/sft{SCRATCH_NAME}"),
         message:
             "Training the SFT LoRA adapter on {config[data][sft_size]} examples"

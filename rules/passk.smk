@@ -12,7 +12,7 @@ use rule sample as sample_passk with:
         "results/benchmarks/sample_passk-{model}.tsv"
     params:
         eval=PASSK_SETTINGS,
-        dtype=config["base"].get("dtype", "float32"),
+        dtype=EVAL_DTYPE,
         system_prompt=SYSTEM,
     message:
         "Sampling {params.eval[num_samples]} completions per problem on {params.eval[problems]} held-out problems "

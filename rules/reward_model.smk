@@ -26,6 +26,7 @@ rule reward_model:
         lora=config.get("reward_model", {}).get("lora") or config["sft"].get("lora"),
         seed=config["seed"],
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+        dtype=TRAIN_DTYPE,
         checkpoints=results_path("results/checkpoints/reward_model"),
     message:
         "Training PPO's reward model (Bradley-Terry, LoRA + score head) on the preference pairs"
@@ -55,6 +56,7 @@ rule reward_model_accuracy:
     params:
         system_prompt=SYSTEM,
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
+        dtype=EVAL_DTYPE,
     message:
         "Pairwise accuracy of the reward model on training pairs and on held-out pairs from SFT's samples"
     script:

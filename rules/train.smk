@@ -34,7 +34,7 @@ rule preference_pairs:
             "seed": config["seed"],
             "chat_template_kwargs": config["eval"].get("chat_template_kwargs", {}),
         },
-        dtype=config["base"].get("dtype", "float32"),
+        dtype=EVAL_DTYPE,  # the SFT policy samples as the evaluation does
         system_prompt=SYSTEM,
     message:
         "Sampling the SFT policy on the training problems; pairs of a correct and a wrong answer for DPO"
@@ -69,6 +69,7 @@ rule train:
         method=lambda wildcards: method_of(variant_of(wildcards.run)),
         seed=lambda wildcards: parse_run(wildcards.run, VARIANTS, config["seed"])[1],
         system_prompt=SYSTEM,
+        dtype=TRAIN_DTYPE,
         checkpoints=lambda wildcards: results_path(
             f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}"
         ),

@@ -29,5 +29,6 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    reward_model=reward_model,
                    displacements=adapter_displacements(dict(zip(params.variants, snakemake.input.adapters)),
                                                        snakemake.input.sft_adapter),
-                   chapter_values=recorded_values(params.config, stage_records(trains, reward_model_train)))
+                   chapter_values=recorded_values(params.config, stage_records(trains, reward_model_train)),
+                   reward_model_train=reward_model_train)
 write_json(snakemake.output.results, results)

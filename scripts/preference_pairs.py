@@ -5,7 +5,7 @@ import torch
 from thai_grpo.core.accelerators import pin_one_device
 from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
-from thai_grpo.models.loading import load_policy, load_tokenizer
+from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
@@ -14,7 +14,7 @@ pin_one_device()  # one GPU per job, before CUDA initialises (TRL refuses nn.Dat
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sampling = snakemake.params.sampling
-model = load_policy(snakemake.input.base, snakemake.input.adapter, dtype=snakemake.params.dtype, merged=True).eval()
+model = load_for_evaluation(snakemake.input.base, snakemake.input.adapter, snakemake.params.dtype)  # eval.dtype
 if torch.cuda.is_available():
     model = model.to("cuda")
 records = sample_training_problems(model, load_tokenizer(snakemake.input.base), read_jsonl(snakemake.input.train),
@@ -24,4 +24,4 @@ records = sample_training_problems(model, load_tokenizer(snakemake.input.base), 
 pairs, stats = build_pairs(records, snakemake.params.system_prompt)
 print(stats)
 write_jsonl(snakemake.output.pairs, pairs)
-write_json(snakemake.output.stats, {**stats, "sampling": sampling})
+write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model)})

@@ -6,7 +6,7 @@ from thai_grpo.core.io import log_to, read_json, read_jsonl, write_json
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs
 from thai_grpo.methods.reward_model import pairwise_accuracy
-from thai_grpo.models.loading import load_tokenizer
+from thai_grpo.models.loading import load_tokenizer, merge_keeps_update, weights_dtype
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
@@ -14,8 +14,9 @@ log_to(snakemake.log[0])
 pin_one_device()  # one GPU per job, before CUDA initialises
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)
-# frozen: 16 bits on a GPU (a ranking; the score head's float32 output is compared), float32 on a CPU
-model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False, merged=True, dtype="auto")
+dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by default (scripts/precision_probe.py)
+model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False,
+                         merged=merge_keeps_update(dtype), dtype=dtype)
 model = model.to(job_device()).eval()
 tokenizer = load_tokenizer(snakemake.input.base)
 heldout_pairs, heldout_stats = build_pairs(read_jsonl(snakemake.input.heldout), snakemake.params.system_prompt)
@@ -28,4 +29,4 @@ write_json(snakemake.output.accuracy, {
                 "problems": heldout_stats["problems"], "all_right": heldout_stats["all_right"],
                 "all_wrong": heldout_stats["all_wrong"]},
     "labels": train["labels"], "parameters": train["parameters"], "steps": train["steps"],
-    "skipped": train.get("skipped")})
+    "skipped": train.get("skipped"), "dtype": weights_dtype(model)})

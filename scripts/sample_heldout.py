@@ -21,14 +21,15 @@ if ev.get("use_vllm", False):
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                   snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
 else:
-    from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
     from thai_grpo.models.sampling import sample_heldout
 
-    model = load_policy(snakemake.input.base, snakemake.input.get("adapter"), dtype=snakemake.params.dtype,
-                        merged=True).eval()
+    # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, scripts/precision_probe.py)
+    model = load_for_evaluation(snakemake.input.base, snakemake.input.get("adapter"), snakemake.params.dtype)
     model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
     tokenizer = load_tokenizer(snakemake.input.base)
     records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
                              ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],
                              ev.get("chat_template_kwargs"), progress=progress)
+    records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
 write_jsonl(snakemake.output.samples, records)

@@ -5,5 +5,7 @@ from thai_grpo.evaluation.scoring import score_model
 
 log_to(snakemake.log[0])
 ev = snakemake.params.eval
-scores = score_model(read_jsonl(snakemake.input.samples), ev["ks"], ev["bootstrap_samples"], ev["seed"])
+records = read_jsonl(snakemake.input.samples)
+scores = score_model(records, ev["ks"], ev["bootstrap_samples"], ev["seed"])
+scores["dtype"] = records[0].get("dtype") if records else None  # the sampler's weights (eval.dtype), for the run card
 write_json(snakemake.output.scores, scores)

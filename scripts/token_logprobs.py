@@ -14,6 +14,6 @@ result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.pol
                                        read_jsonl(snakemake.input.samples), snakemake.params.system_prompt,
                                        snakemake.params.max_completions,
                                        chat_template_kwargs=snakemake.params.chat_template_kwargs,
-                                       temperature=snakemake.params.temperature)
+                                       temperature=snakemake.params.temperature, dtype=snakemake.params.dtype)
 print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
 write_json(snakemake.output.logprobs, result)

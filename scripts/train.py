@@ -14,5 +14,5 @@ pairs = read_jsonl(snakemake.input.pairs) if "pairs" in snakemake.input.keys() e
 result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.input.adapter,
                        read_jsonl(snakemake.input.train), pairs, snakemake.params.system_prompt,
                        snakemake.output.adapter, snakemake.params.checkpoints, snakemake.params.seed,
-                       reward_dir=snakemake.input.get("reward_model"))
+                       reward_dir=snakemake.input.get("reward_model"), dtype=snakemake.params.dtype)
 write_json(snakemake.output.train, result)

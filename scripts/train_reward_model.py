@@ -13,5 +13,5 @@ set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may ru
 result = train_reward_model(snakemake.input.base, read_jsonl(snakemake.input.pairs),
                             snakemake.params.reward_model.get("args", {}), snakemake.params.lora,
                             snakemake.output.model, snakemake.params.checkpoints, snakemake.params.seed,
-                            snakemake.params.chat_template_kwargs)
+                            snakemake.params.chat_template_kwargs, dtype=snakemake.params.dtype)
 write_json(snakemake.output.train, result)

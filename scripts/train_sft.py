@@ -17,5 +17,5 @@ if brief:
     rows = brief_thinks(rows, brief["empty_think_share"], brief["one_line_think_share"], corpus["seed"] + 2)
 records = sft_records(rows, snakemake.params.system_prompt)
 history = train_sft_adapter(snakemake.input.base, records, sft["lora"], sft["args"], snakemake.output.adapter,
-                            snakemake.params.checkpoints, snakemake.params.seed)
+                            snakemake.params.checkpoints, snakemake.params.seed, dtype=snakemake.params.dtype)
 write_json(snakemake.output.history, history)

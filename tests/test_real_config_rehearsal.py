@@ -157,3 +157,27 @@ def test_enable_thinking_reaches_the_template(rehearsal):
                          "config/qwen3-0.6b.yaml", tiny.name, off.name, timeout=900, env=offline_env(hf_home))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert think_share() == 0.0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_a_16_bit_rehearsal_trains_in_16_bits_and_evaluates_in_float32(rehearsal, dtype):
+    """The real config with base.dtype set to 16 bits, on the CPU: GRPO, DPO and PPO (its reward model too) load their
+    frozen weights in that dtype and record it; the held-out samples, the preference pairs and the token log-probs are
+    taken in float32 (eval.dtype)."""
+    from thai_grpo.models.rehearsal import precision_overrides
+
+    workdir, hf_home, tiny = rehearsal
+    overrides = workdir / f"precision-{dtype}.yaml"
+    overrides.write_text(json.dumps(precision_overrides(dtype)))
+    targets = ["results/runs/grpo/train.json", "results/runs/dpo/train.json", "results/runs/ppo/train.json",
+               "results/eval/grpo/token_logprobs.json", "results/eval/grpo/scores.json"]
+    done = run_snakemake(workdir, "--cores", "2", *targets, "--configfile", "config/qwen3-0.6b.yaml", tiny.name,
+                         overrides.name, timeout=1800, env=offline_env(hf_home))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for run in ("grpo", "dpo", "ppo"):
+        assert json.loads((workdir / f"results/runs/{run}/train.json").read_text())["weights_dtype"] == dtype, run
+    assert json.loads((workdir / "results/model/reward_model.json").read_text())["weights_dtype"] == dtype
+    for output in ("results/eval/grpo/token_logprobs.json", "results/eval/grpo/scores.json",
+                   "results/data/preference_pairs_stats.json"):
+        assert json.loads((workdir / output).read_text())["dtype"] == "float32", output

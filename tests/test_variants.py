@@ -189,7 +189,7 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
         assert result["variant"] == variant and result["method"] == variant
     (grpo_name, grpo_args, _), (rloo_name, _, rloo_kwargs), (dpo_name, dpo_args_, _) = calls
     assert (grpo_name, rloo_name, dpo_name) == ("train_grpo", "train_rloo", "train_dpo")
-    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {"beta": 0.001}}  # KL matched
+    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {"beta": 0.001}, "dtype": "auto"}  # KL matched
     assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
         train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)

@@ -12,10 +12,10 @@ k3 under pi at that position (``position_kl``). Both distributions are taken at 
 drawn at (``eval.temperature``: logits / T, as the sampler drew them), so the KL is the one between the distributions
 that produced the tokens.
 
-On a GPU the passes run there, with the weights in float32 all the same: the two log-probabilities of a token differ
-by the adapters alone (KL ~1e-3 per token), far below a 16-bit forward pass's rounding of logits of magnitude ~20
-(~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1. Qwen3-0.6B's float32 weights take 2.2 GiB
-(``make memory-plan``).
+On a GPU the passes run there, the weights in ``eval.dtype`` (float32 by default): the two log-probabilities of a
+token differ by the adapters alone (KL ~1e-3 per token), far below a 16-bit forward pass's rounding of logits of
+magnitude ~20 (~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1 (scripts/precision_probe.py measures it).
+Qwen3-0.6B's float32 weights take 2.2 GiB (``make memory-plan``).
 """
 
 from __future__ import annotations
@@ -115,20 +115,21 @@ def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
                                   samples: list[dict], system_prompt: str, max_completions: int,
                                   batch_size: int = 32, chat_template_kwargs: dict | None = None,
-                                  temperature: float = 1.0) -> dict:
+                                  temperature: float = 1.0, dtype: str = "float32") -> dict:
     """Per sampled token of the first ``max_completions`` completions (in file order, flattened): its log-prob
     under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
     completion its token count (``completion_lengths``, to group tokens by completion) and its problem's id
-    (``completion_problems``: the n completions of one problem are not independent, so intervals resample problems)."""
+    (``completion_problems``: the n completions of one problem are not independent, so intervals resample problems),
+    and the dtype the base weights were loaded in (``dtype``, ``eval.dtype``)."""
     import torch
     from peft import PeftModel
 
     from thai_grpo.core.accelerators import job_device
     from thai_grpo.core.hub import require_model_dir
-    from thai_grpo.models.loading import load_base_model, load_tokenizer
+    from thai_grpo.models.loading import load_base_model, load_tokenizer, weights_dtype
 
     tokenizer = load_tokenizer(base_dir)
-    model = PeftModel.from_pretrained(load_base_model(base_dir, "float32"),  # float32 on a GPU too: see above
+    model = PeftModel.from_pretrained(load_base_model(base_dir, dtype),  # eval.dtype, float32 by default: see above
                                       str(require_model_dir(policy_adapter, "adapter")), adapter_name="policy")
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
     model.to(job_device()).eval()
@@ -156,5 +157,5 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
             "completion_problems": problems,
             "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
-            "temperature": temperature,
+            "temperature": temperature, "dtype": weights_dtype(model),
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

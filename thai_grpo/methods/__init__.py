@@ -72,25 +72,27 @@ def trainer_for(method: str):
 
 def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, train_rows: list[dict],
                   pairs: list[dict] | None, system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-                  seed: int, reward_dir: str | Path | None = None) -> dict:
-    """Train one variant from the SFT adapter with its method's trainer; the result records the plan. PPO also
-    reads the reward model (``reward_dir``, rule reward_model) unless it is scored by the verifier."""
+                  seed: int, reward_dir: str | Path | None = None, dtype: str = "auto") -> dict:
+    """Train one variant from the SFT adapter with its method's trainer, the frozen weights in ``dtype``
+    (``base.dtype``); the result records the plan and the dtype they were loaded in. PPO also reads the reward model
+    (``reward_dir``, rule reward_model) unless it is scored by the verifier."""
     method = plan["method"]
     if method == "grpo":
         result = trainer_for("grpo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
-                                     system_prompt, out_dir, checkpoint_dir, seed)
+                                     system_prompt, out_dir, checkpoint_dir, seed, dtype=dtype)
     elif method == "rloo":
         result = trainer_for("rloo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
-                                     system_prompt, out_dir, checkpoint_dir, seed, overrides=plan["rloo"])
+                                     system_prompt, out_dir, checkpoint_dir, seed, overrides=plan["rloo"],
+                                     dtype=dtype)
     elif method == "ppo":
         result = trainer_for("ppo")(base_dir, adapter_dir, reward_dir, train_rows, plan["grpo"], plan["rewards"],
                                     plan["ppo"], system_prompt, out_dir, checkpoint_dir, seed,
-                                    plan["grpo"].get("chat_template_kwargs"))
+                                    plan["grpo"].get("chat_template_kwargs"), dtype=dtype)
     else:
         if pairs is None:
             raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
         result = trainer_for(method)(base_dir, adapter_dir, pairs, plan["grpo"], plan["dpo"], out_dir,
-                                     checkpoint_dir, seed)
+                                     checkpoint_dir, seed, dtype=dtype)
     return {**result, "variant": plan["variant"], "method": method, "group": plan["group"]}
 
 

@@ -73,7 +73,8 @@ def make_dpo_logger(metrics_path: Path):
 
 
 def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], grpo_args: dict,
-              overrides: dict | None, out_dir: str | Path, checkpoint_dir: str | Path, seed: int) -> dict:
+              overrides: dict | None, out_dir: str | Path, checkpoint_dir: str | Path, seed: int,
+              dtype: str = "auto") -> dict:
     """Run DPO from the SFT adapter on ``pairs``; save the adapter; return per-step metrics.
 
     Without pairs nothing can be trained: the SFT adapter is saved unchanged and the result says why.
@@ -85,7 +86,7 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
 
     from thai_grpo.core.io import atomic_directory
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer
+    from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer, weights_dtype
     from thai_grpo.models.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
 
     args, dropped = dpo_args(grpo_args, {f.name for f in dataclasses.fields(DPOConfig)}, overrides)
@@ -95,14 +96,15 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
         print(NO_PAIRS, flush=True)
         with atomic_directory(out_dir) as tmp:
             shutil.copytree(adapter_dir, tmp, dirs_exist_ok=True)
-        model = load_policy(base_dir, adapter_dir, trainable=True)
-        return {**base, "steps": [], "parameters": count_parameters(model), "skipped": NO_PAIRS}
+        model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)
+        return {**base, "steps": [], "parameters": count_parameters(model), "skipped": NO_PAIRS,
+                "weights_dtype": weights_dtype(model)}
 
     metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
     seed_everything(seed)
     config = DPOConfig(**trainer_args(args, checkpoint_dir, seed))
     tokenizer = load_tokenizer(base_dir)
-    model = load_policy(base_dir, adapter_dir, trainable=True)
+    model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)  # base.dtype; the LoRA in float32
     rows = [{key: pair[key] for key in ("prompt", "chosen", "rejected")} for pair in pairs]
     trainer = DPOTrainer(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                          processing_class=tokenizer,
@@ -113,6 +115,6 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     result = {**base, "steps": read_step_metrics(metrics_path), "parameters": count_parameters(trainer.model),
               "resolved_args": trainer.args.to_dict(), "optimizer_steps": trainer.state.max_steps,
-              "trl_log_history": trainer.state.log_history}
+              "trl_log_history": trainer.state.log_history, "weights_dtype": weights_dtype(trainer.model)}
     clear_checkpoints(checkpoint_dir)
     return result

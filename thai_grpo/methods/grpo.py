@@ -310,10 +310,10 @@ def use_reference(trainer, reference: str) -> str:
 
 def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
                     rows: list[dict], reward_names: list[str], system_prompt: str, checkpoint_dir: str | Path,
-                    seed: int, scale_by_std: bool = True, advantages=None):
+                    seed: int, scale_by_std: bool = True, advantages=None, dtype: str = "auto"):
     """A resumable GRPO/RLOO trainer on the SFT policy with recorded rewards, step metrics and progress lines, its KL
     reference set by ``args["reference"]``; returns (trainer, its step logger, the checkpoint to resume from or None,
-    the step-metrics file, the KL reference's description)."""
+    the step-metrics file, the KL reference's description). The frozen base in ``dtype`` (``base.dtype``)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
@@ -322,7 +322,7 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
     seed_everything(seed)
     config = config_class(**trainer_args(args, checkpoint_dir, seed))
     tokenizer = load_tokenizer(base_dir)
-    model = load_policy(base_dir, adapter_dir, trainable=True)
+    model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)
     recorder = GroupRecorder(config.num_generations, tokenizer)
     funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
     logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
@@ -338,15 +338,15 @@ def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Pat
 def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
                         rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
                         checkpoint_dir: str | Path, seed: int, kl_note: str = "", scale_by_std: bool = True,
-                        advantages=None) -> dict:
+                        advantages=None, dtype: str = "auto") -> dict:
     """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
     numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples.
     ``kl_note``: how the method uses the KL, added to the reference's description in the record."""
-    from thai_grpo.models.loading import count_parameters
+    from thai_grpo.models.loading import count_parameters, weights_dtype
 
     trainer, logger, resume_from, metrics_path, kl_reference = rollout_trainer(
         trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names, system_prompt, checkpoint_dir,
-        seed, scale_by_std, advantages)
+        seed, scale_by_std, advantages, dtype)
     trainer.train(resume_from_checkpoint=resume_from)
 
     with atomic_directory(out_dir) as tmp:
@@ -355,18 +355,19 @@ def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str |
               "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
               "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
               "resolved_args": trainer.args.to_dict(), "reference": args.get("reference", "sft"),
-              "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history}
+              "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history,
+              "weights_dtype": weights_dtype(trainer.model)}
     clear_checkpoints(checkpoint_dir)
     return result
 
 
 def train_grpo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
                reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-               seed: int) -> dict:
-    """Run GRPO from the SFT adapter; save the trained adapter; return per-step metrics and example groups."""
+               seed: int, dtype: str = "auto") -> dict:
+    """Run GRPO from the SFT adapter, the frozen base in ``dtype``; save the trained adapter; return per-step metrics and example groups."""
     from trl import GRPOConfig, GRPOTrainer
 
     scale_by_std = grpo_args.get("scale_rewards", "group") not in ("none", False)
     return {"method": "grpo", **train_with_rollouts(
         GRPOTrainer, GRPOConfig, grpo_args, base_dir, adapter_dir, rows, reward_names, system_prompt, out_dir,
-        checkpoint_dir, seed, scale_by_std=scale_by_std)}
+        checkpoint_dir, seed, scale_by_std=scale_by_std, dtype=dtype)}

@@ -324,28 +324,31 @@ def autocast_like(model):
 
 
 def grad_scaler(model):
-    """A ``GradScaler`` for float16 autocast (its gradients underflow without loss scaling), a disabled one otherwise
-    (bfloat16 or float32: ``scale`` returns the loss, ``step`` is the optimizer's)."""
+    """A ``GradScaler`` on the frozen weights' device for float16 autocast (its gradients underflow without loss
+    scaling; torch's scaler runs on a CPU too), a disabled one otherwise (bfloat16 or float32: ``scale`` returns the
+    loss, ``step`` is the optimizer's)."""
     import torch
 
     frozen = next((p for p in model.parameters() if not p.requires_grad), None)
-    enabled = frozen is not None and frozen.device.type == "cuda" and frozen.dtype == torch.float16
-    return torch.amp.GradScaler("cuda", enabled=enabled)
+    enabled = frozen is not None and frozen.dtype == torch.float16
+    return torch.amp.GradScaler("cpu" if frozen is None else frozen.device.type, enabled=enabled)
 
 
-def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str) -> dict:
+def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str,
+                dtype: str = "auto") -> dict:
     """PPO's models on this job's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
     PPOTrainer): the policy (trained), the reference (the SFT adapter merged), the value model (from the reward model,
-    or fresh without one) and, scored by it, the reward model. Every frozen weight in 16 bits on a GPU, the trained
-    ones in float32."""
+    or fresh without one) and, scored by it, the reward model. Every frozen weight in ``dtype`` (``base.dtype``: ``auto``
+    is 16 bits on a GPU, float32 on a CPU), the trained ones in float32; the reference merged only where merging in
+    that dtype keeps the adapter (``merge_keeps_update``), so that it starts equal to the policy."""
     from trl.trainer.utils import disable_dropout_in_model
 
-    from thai_grpo.core.accelerators import device_dtype, job_device
-    from thai_grpo.models.loading import load_policy
+    from thai_grpo.core.accelerators import job_device
+    from thai_grpo.models.loading import load_policy, merge_keeps_update, resolved_dtype_name
 
-    frozen = device_dtype()  # 16 bits on a GPU (memory_plan); float32 on a CPU
+    frozen = resolved_dtype_name(dtype)
     models = {"policy": load_policy(base_dir, adapter_dir, trainable=True, dtype=frozen),
-              "reference": load_policy(base_dir, adapter_dir, merged=True, dtype=frozen).eval()}
+              "reference": load_policy(base_dir, adapter_dir, merged=merge_keeps_update(frozen), dtype=frozen).eval()}
     if reward_dir is not None:
         models["value"] = load_value_model(base_dir, reward_dir, trainable=True, dtype=frozen)
         if score == "reward_model":
@@ -594,8 +597,8 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -
 def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, rows: list[dict],
               grpo_args: dict, reward_names: list[str], overrides: dict | None, system_prompt: str,
               out_dir: str | Path, checkpoint_dir: str | Path, seed: int,
-              chat_template_kwargs: dict | None = None) -> dict:
-    """Run PPO from the SFT adapter; save the policy adapter (and the value model beside it); return per-step
+              chat_template_kwargs: dict | None = None, dtype: str = "auto") -> dict:
+    """Run PPO from the SFT adapter, every frozen weight in ``dtype`` (``base.dtype``); save the policy adapter (and the value model beside it); return per-step
     metrics. Resumes from the last complete checkpoint in ``checkpoint_dir``. The value model starts from the reward
     model (``reward_dir``), or without one (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT
     adapter's rank and target modules."""
@@ -603,7 +606,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
 
     from thai_grpo.core.io import atomic_directory, progress
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
-    from thai_grpo.models.loading import count_parameters, load_tokenizer
+    from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
     from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
     from thai_grpo.models.training import clear_checkpoints
@@ -616,7 +619,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     random.seed(seed)
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(base_dir)
-    models = load_models(base_dir, adapter_dir, reward_dir, settings.score)
+    models = load_models(base_dir, adapter_dir, reward_dir, settings.score, dtype)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
@@ -624,7 +627,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
                                     "lr": settings.value_learning_rate or settings.learning_rate}],
                                   weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
-    scaler = grad_scaler(models["policy"])  # enabled for float16 on a GPU only
+    scaler = grad_scaler(models["policy"])  # enabled for float16 frozen weights only
     start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
@@ -654,6 +657,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
                              "trainable": policy_count["trainable"] + value_count["trainable"],
                              "policy_trainable": policy_count["trainable"],
                              "value_trainable": value_count["trainable"]},
-              "models_in_memory": {k: MODELS_IN_MEMORY[k] for k in models}}
+              "models_in_memory": {k: MODELS_IN_MEMORY[k] for k in models},
+              "weights_dtype": weights_dtype(models["policy"])}
     clear_checkpoints(checkpoint_dir)
     return result

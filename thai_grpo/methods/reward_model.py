@@ -128,14 +128,16 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 
 
 def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
-                       checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None = None) -> dict:
-    """Train the reward model on ``pairs``; save its adapter (LoRA + score head); return steps and parameter counts."""
+                       checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None = None,
+                       dtype: str = "auto") -> dict:
+    """Train the reward model on ``pairs``, the frozen base in ``dtype`` (``base.dtype``); save its adapter (LoRA +
+    score head); return steps, parameter counts and the dtype the base was loaded in."""
     from datasets import Dataset
     from peft import LoraConfig
     from trl import RewardConfig, RewardTrainer
 
     from thai_grpo.core.io import atomic_directory
-    from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable
+    from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable, weights_dtype
     from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
                                            trainer_args)
 
@@ -147,17 +149,17 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
         from peft import get_peft_model
 
         print(NO_PAIRS, flush=True)
-        model = get_peft_model(load_reward_base(base_dir), LoraConfig(**reward_lora(lora)))
+        model = get_peft_model(load_reward_base(base_dir, dtype), LoraConfig(**reward_lora(lora)))
         with atomic_directory(out_dir) as tmp:
             model.save_pretrained(tmp, safe_serialization=True)
         return {"pairs": 0, "steps": [], "parameters": count_parameters(model), "args": args,
-                "lora": reward_lora(lora), "labels": labels, "skipped": NO_PAIRS}
+                "lora": reward_lora(lora), "labels": labels, "skipped": NO_PAIRS, "weights_dtype": weights_dtype(model)}
     tokenizer = load_tokenizer(base_dir)
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     config = RewardConfig(**trainer_args(args, checkpoint_dir, seed))
-    # The frozen base in 16 bits on a GPU (float32 on a CPU); the LoRA and the copied score head it trains in float32,
-    # before the Trainer builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
-    trainer = RewardTrainer(model=load_reward_base(base_dir, "auto"), args=config,
+    # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
+    # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
+    trainer = RewardTrainer(model=load_reward_base(base_dir, dtype), args=config,
                             train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                             peft_config=LoraConfig(**reward_lora(lora)),
                             callbacks=[progress_callback(Path(checkpoint_dir).name)])
@@ -169,4 +171,5 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log}}
              for log in trainer.state.log_history if "loss" in log]  # a resumed run's history holds the earlier steps
     return {"pairs": len(pairs), "steps": steps, "parameters": count_parameters(trainer.model), "args": args,
-            "resolved_args": trainer.args.to_dict(), "lora": reward_lora(lora), "labels": labels}
+            "resolved_args": trainer.args.to_dict(), "lora": reward_lora(lora), "labels": labels,
+            "weights_dtype": weights_dtype(trainer.model)}

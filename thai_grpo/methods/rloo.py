@@ -47,7 +47,7 @@ def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tu
 
 def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
                reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-               seed: int, overrides: dict | None = None) -> dict:
+               seed: int, overrides: dict | None = None, dtype: str = "auto") -> dict:
     """Run RLOO from the SFT adapter with the GRPO section's shared settings; save the adapter; return steps."""
     import dataclasses
 
@@ -59,5 +59,5 @@ def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], 
     print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)
     result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, base_dir, adapter_dir, rows, reward_names,
                                  system_prompt, out_dir, checkpoint_dir, seed, KL_NOTE,
-                                 advantages=leave_one_out_advantages)
+                                 advantages=leave_one_out_advantages, dtype=dtype)
     return {"method": "rloo", **result, "dropped_grpo_fields": dropped}

@@ -20,10 +20,15 @@ def lora_layers(policy) -> dict:
 
 
 def can_merge_copy(policy) -> bool:
-    """True for a PeftModel on a CPU whose active LoRA layers apply no dropout (identity, or p = 0)."""
+    """True for a PeftModel on a CPU, its base in float32 (a fold into 16-bit weights rounds a small update away,
+    ``loading.MERGE_KEEPS_UPDATE``), whose active LoRA layers apply no dropout (identity, or p = 0)."""
     import torch
 
+    from thai_grpo.models.loading import MERGE_KEEPS_UPDATE, weights_dtype
+
     if not hasattr(policy, "get_base_model") or policy.device.type != "cpu":
+        return False
+    if weights_dtype(policy) not in MERGE_KEEPS_UPDATE:
         return False
     for layer in lora_layers(policy).values():
         for adapter in layer.active_adapters:

@@ -370,3 +370,9 @@ if __name__ == "__main__":
     if len(sys.argv) not in (3, 4):
         sys.exit("usage: python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]")
     fill_hub_cache(*sys.argv[1:])
+
+
+def precision_overrides(dtype: str) -> dict:
+    """The config file a 16-bit rehearsal adds on top of the tiny one: every training stage's frozen weights in
+    ``dtype`` (``base.dtype``; honoured on a CPU too), evaluation in float32 (``eval.dtype``'s default)."""
+    return {"base": {"dtype": dtype}, "eval": {"dtype": "float32"}}

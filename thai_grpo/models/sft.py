@@ -78,14 +78,15 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
 
 
 def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, args: dict, out_dir: str | Path,
-                      checkpoint_dir: str | Path, seed: int) -> list[dict]:
-    """Train a LoRA adapter on the prompt-completion records; save only the adapter (safetensors)."""
+                      checkpoint_dir: str | Path, seed: int, dtype: str = "float32") -> list[dict]:
+    """Train a LoRA adapter on the prompt-completion records, the frozen base in ``dtype`` (``base.dtype``; the
+    adapter in float32); save only the adapter (safetensors)."""
     from peft import LoraConfig
 
     from thai_grpo.models.loading import load_base_model, load_tokenizer
 
     tokenizer = load_tokenizer(base_dir)
-    model = load_base_model(base_dir)
+    model = load_base_model(base_dir, dtype)
     trainer = _run_sft_trainer(model, tokenizer, records, args, Path(checkpoint_dir), seed,
                                peft_config=LoraConfig(task_type="CAUSAL_LM", **lora))
     with atomic_directory(out_dir) as tmp:

@@ -76,6 +76,23 @@ def run_device(trains: dict) -> dict:
             "source": "from the precision each trainer recorded in its arguments"}
 
 
+def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_model: dict | None = None,
+                 kl_real: dict | None = None, reward_model_train: dict | None = None,
+                 extra_sets: dict | None = None) -> dict[str, str]:
+    """Per stage (its benchmark name), the dtype its model's weights were really loaded in, as each stage recorded it:
+    a training stage its frozen base (``weights_dtype`` in train.json, ``base.dtype``), an evaluation stage the model it
+    scored (``dtype`` in its output, ``eval.dtype``). A stage that recorded none is left out."""
+    recorded = {f"train-{run}": train.get("weights_dtype") for run, train in trains.items()}
+    recorded["reward_model"] = (reward_model_train or {}).get("weights_dtype")
+    recorded.update({f"sample-{model}": score.get("dtype") for model, score in scores.items()})
+    for name, extra in (extra_sets or {}).items():
+        recorded.update({f"sample_extra-{name}-{model}": score.get("dtype")
+                         for model, score in extra.get("scores", {}).items()})
+    recorded.update({"preference_pairs": (pairs or {}).get("dtype"), "token_logprobs": (kl_real or {}).get("dtype"),
+                     "reward_model_accuracy": (reward_model or {}).get("dtype")})
+    return {stage: dtype for stage, dtype in recorded.items() if dtype is not None}
+
+
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
     """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
     number (``-``: a job too short for psutil to sample) is left out."""
@@ -321,7 +338,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
              own_temperature: dict | None = None, peak_memory: dict | None = None,
              reward_model: dict | None = None, displacements: dict | None = None,
-             chapter_values: dict | None = None) -> dict:
+             chapter_values: dict | None = None, reward_model_train: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
@@ -330,7 +347,8 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
     ``reward_model`` PPO's reward model record (its pairwise accuracies), ``displacements`` each run's
     ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm),
     ``chapter_values`` every contract key's value in this run (``thai_grpo.methods.contract.resolved_values``), for
-    the run card's departures from the chapter's experiment."""
+    the run card's departures from the chapter's experiment, ``reward_model_train`` the reward model's train.json (the
+    dtype it trained in, ``stage_dtypes``)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -344,6 +362,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "seeds": {"data": config["data"]["shuffle_seed"], "train": config["seed"], "eval": config["eval"]["seed"]},
             "versions": package_versions(),
             "device": run_device(trains),
+            "stage_dtypes": stage_dtypes(trains, scores, pairs, reward_model, kl_real, reward_model_train, extra_sets),
             "data": {"source": config["data"]["source"], **split_stats},
             "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"
                       + (" (shipped, assets/tiny-base)" if config["base"]["source"] == "shipped" else ""),
