@@ -158,13 +158,13 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
             from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
             meter.start()
-            records = sample_heldout_vllm(base, policy, heldout, system, ev, dtype=config["base"].get("dtype", "auto"))
+            records = sample_heldout_vllm(base, policy, heldout, system, ev, dtype=ev.get("dtype", "float32"))
             return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
         from thai_grpo.core.accelerators import job_device
-        from thai_grpo.models.loading import load_policy, load_tokenizer
+        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
-        model = load_policy(base, policy, dtype=config["base"].get("dtype", "auto"), merged=True).eval()
+        model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32"))  # the pipeline's eval precision
         model = model.to(job_device())
         meter.start()
         records = sample_heldout(model, load_tokenizer(base), heldout, system, ev["num_samples"], ev["max_new_tokens"],
