@@ -109,3 +109,40 @@ def test_dpos_reference_is_the_sft_policy(tiny_model_dir, trained_adapter_dir, t
     assert start and all(torch.equal(p, model.get_parameter(name.replace(".default.", ".ref.")))
                          for name, p in start.items())
     assert "SFT policy" in KL_REFERENCE
+
+
+@pytest.mark.parametrize("reference", ["sft", "base"])
+def test_the_report_says_what_each_kl_is_to(reference, tmp_path):
+    """The PPO-curves panel and caption name the configured reference; the k1-vs-k3 section calls its KL
+    KL(GRPO || SFT), and the KL TRL optimises against only when grpo.reference is sft."""
+    import copy
+
+    from workflow import load_report_fixture
+
+    from thai_grpo.core.references import REFERENCE_NAMES, sft_kl_words, training_kl_name
+    from thai_grpo.report.figures import draw_all
+    from thai_grpo.report.html import build_context, render_report
+
+    results, samples = load_report_fixture()
+    results = copy.deepcopy(results)
+    results.setdefault("config", {}).setdefault("grpo", {})["reference"] = reference
+    assert training_kl_name(results["config"]) == REFERENCE_NAMES[reference]
+    context = build_context(results, samples, {})
+    assert context["training_kl_name"] == REFERENCE_NAMES[reference]
+    html = render_report(results, samples, draw_all({"kl_real": results["kl_real"]}, tmp_path), REPO / "report")
+    assert "KL(GRPO || SFT)" in html
+    assert ("the KL TRL optimises against" in html) == (reference == "sft")
+    assert ("not the KL GRPO trained against" in sft_kl_words(results["config"])) == (reference == "base")
+
+
+def test_the_ppo_kl_panel_is_titled_with_the_reference(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from thai_grpo.report import figures
+
+    titles = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: titles.extend(a.get_title() for a in fig.axes))
+    steps = [{"step": 1, "reward_mean": 0.5, "kl": 0.01, "clip_ratio": 0.0}]
+    figures.plot_ppo_curves({"grpo": steps}, tmp_path / "ppo.png", "the base model (adapter disabled)")
+    plt.close("all")
+    assert "KL to the base model (adapter disabled) (PPO: k1, GRPO: k3)" in titles
