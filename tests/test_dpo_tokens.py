@@ -160,3 +160,21 @@ def test_the_real_configs_dpo_max_length_holds_the_chapters_prompt_and_budget():
     arguments = stage_arguments(config, "dpo")
     check_max_length(arguments.max_length, 256, config["grpo"]["max_completion_length"], "dpo.")  # max_prompt_length
     assert arguments.max_length >= 1024
+
+
+def test_sampled_records_carry_the_prompt_ids_and_the_budget(tiny_model_dir, synthetic_rows):
+    """sample_training_problems (the preference_pairs stage) on a tiny policy: each record's prompt_ids are what the
+    sampler fed the model, each completion keeps its sampled ids, within the budget."""
+    from thai_grpo.data.problems import SYSTEM_PROMPT, normalize_rows
+    from thai_grpo.methods.preferences import sample_training_problems
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.sampling import encode_prompts
+
+    rows, _ = normalize_rows(synthetic_rows[:3], "translated_question", "translated_answer")
+    tokenizer = load_tokenizer(tiny_model_dir)
+    records = sample_training_problems(load_policy(tiny_model_dir, None).eval(), tokenizer, rows, SYSTEM_PROMPT, 2,
+                                       6, 1.0, 2, seed=0)
+    for record, row in zip(records, rows):
+        encoded = encode_prompts(tokenizer, [row["question"]], SYSTEM_PROMPT, {})
+        assert record["prompt_ids"] == encoded["input_ids"][0].tolist() and record["completion_budget"] == 6
+        assert all(1 <= len(c["token_ids"]) <= 6 for c in record["completions"])
