@@ -103,7 +103,7 @@ rule token_logprobs:
         temperature=EVAL_SETTINGS.get("temperature", 1.0),  # the samples' own: both distributions at the temperature drawn at
         dtype=EVAL_DTYPE,
     message:
-        "Per-token log-probs of GRPO's held-out samples under the policy and the SFT reference (k1 vs k3)"
+        "Per-token log-probs of GRPO's held-out samples under GRPO and SFT: KL(GRPO || SFT), k1 vs k3"
     script:
         "../scripts/token_logprobs.py"
 

@@ -1,4 +1,4 @@
-"""Stage 6a: per-token log-probs of the GRPO policy's held-out samples under the policy and the SFT reference."""
+"""Stage 6a: per-token log-probs of the GRPO policy's held-out samples under GRPO and SFT: KL(GRPO || SFT)."""
 
 from thai_grpo.core.accelerators import pin_one_device
 from thai_grpo.core.io import log_to, read_jsonl, write_json

@@ -92,6 +92,7 @@ def set_grpo(field, value):
     (set_grpo("disable_dropout", False), {"grpo.disable_dropout", "grpo_fast.disable_dropout"}),
     (lambda overlay: overlay["reward_model"]["args"].pop("lr_scheduler_type"), {"reward_model.lr_scheduler_type"}),
     (lambda overlay: overlay["variants"]["dpo"]["dpo"].pop("max_steps"), {"dpo.max_steps"}),
+    (lambda overlay: overlay["variants"]["dpo"]["dpo"].pop("max_length"), {"dpo.max_length"}),  # the offline 512
     (lambda overlay: overlay["data"].pop("selection"), {"config.data.selection"}),
 ])
 def test_a_leak_or_a_changed_choice_is_a_departure(tmp_path, edit, caught):

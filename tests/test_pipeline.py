@@ -75,6 +75,7 @@ def test_smoke_run_trains_the_four_methods_side_by_side(smoke_run):
     lines = (smoke_run / "results/data/preference_pairs.jsonl").read_text().splitlines()
     assert len(lines) == pairs["pairs"] and pairs["problems"] == 8 and pairs["samples_per_problem"] == 4
     assert pairs["pairs"] + pairs["all_right"] + pairs["all_wrong"] == pairs["problems"]
+    assert all({"prompt_ids", "chosen_ids", "rejected_ids"} <= set(json.loads(line)) for line in lines)  # DPO's
     if pairs["pairs"]:  # DPO trained on them and logged TRL's numbers per step
         assert all("reward_margin" in s and "reward_accuracy" in s for s in runs["dpo"]["steps"])
     else:  # the smoke SFT model solves nothing: nothing to rank, and the run says so instead of failing

@@ -120,7 +120,7 @@ def test_ppo_and_its_reward_model_train_with_16_bit_frozen_weights_on_a_cpu(tiny
     reward = train_reward_model(tiny_model_dir, pairs, {"max_steps": 1, "per_device_train_batch_size": 4}, None,
                                 tmp_path / "rm", tmp_path / "ckpt-rm", 0, dtype=dtype)
     assert reward["weights_dtype"] == dtype
-    models = load_models(tiny_model_dir, tiny_adapter_dir, tmp_path / "rm", "reward_model", dtype)
+    models = load_models(tiny_model_dir, tiny_adapter_dir, tmp_path / "rm", "reward_model", dtype=dtype)
     assert {name: weights_dtype(model) for name, model in models.items()} == dict.fromkeys(models, dtype)
     assert trainable_dtypes(models["policy"])["trainable"] == trainable_dtypes(models["value"])["trainable"] == \
         {"float32"}

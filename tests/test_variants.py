@@ -333,10 +333,21 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
     from thai_grpo.methods.dpo import train_dpo
     from thai_grpo.methods.rloo import train_rloo
 
+    from thai_grpo.methods.preferences import prompt_token_ids
+    from thai_grpo.models.loading import load_tokenizer
+
     rows, _ = normalize_rows(synthetic_rows[:4], "translated_question", "translated_answer")
+    tokenizer = load_tokenizer(tiny_model_dir)
+
+    def ids(text):
+        return tokenizer(text, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+
     pairs = [{"prompt": build_prompt(r["question"]), "id": r["id"],
               "chosen": [{"role": "assistant", "content": f"<think>x</think>\n{r['answer']}"}],
-              "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
+              "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}],
+              "prompt_ids": prompt_token_ids(tokenizer, [r["question"]], SYSTEM_PROMPT)[0],
+              "chosen_ids": ids(f"<think>x</think>\n{r['answer']}"),
+              "rejected_ids": ids(f"<think></think>\n{r['answer'] + 1}"), "completion_budget": 8} for r in rows]
     grpo = {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 2,
             "learning_rate": 1e-3, "beta": 0.04, "loss_type": "grpo", "scale_rewards": "group", "save_steps": 1}
     dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2,

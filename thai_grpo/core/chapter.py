@@ -91,6 +91,8 @@ CHAPTER: tuple[Fact, ...] = (
     Fact("dpo.max_steps", -1, "the comparison's rule (the chapter gives no DPO settings): one pass over the pairs"),
     Fact("dpo.num_train_epochs", 1, "the comparison's rule: one pass over the pairs"),
     Fact("dpo.lr_scheduler_type", "linear", "the comparison's rule: TRL's schedule"),
+    Fact("dpo.max_length", 1024, "the comparison's rule: TRL's 1024, which holds the longest prompt plus the 256-token "
+         "budget, so that no answer is cut"),
     Fact("reward_model.max_steps", -1, "the comparison's rule (the chapter gives no reward-model settings): one "
          "pass over the pairs"),
     Fact("reward_model.num_train_epochs", 1, "the comparison's rule: one pass over the pairs"),
@@ -134,6 +136,7 @@ OFFLINE_REASONS = {
     "rloo.optimizer_steps": "as GRPO's: 40 steps",
     "dpo.max_steps": "GRPO's 40 optimizer steps over ~110 pairs",
     "dpo.lr_scheduler_type": "GRPO's constant learning rate",
+    "dpo.max_length": "prompt plus the 80-token budget fits 512 here",
     "reward_model.num_train_epochs": "2 passes over ~110 pairs (4 passes: no better on held-out pairs)",
     "reward_model.lr_scheduler_type": "a constant learning rate, as GRPO's",
     "ppo.learning_rate": "a tiny LoRA policy: GRPO's 1e-3 spread over the 4 optimizer steps of each batch",

@@ -1,8 +1,10 @@
-"""Per-token log-probabilities of sampled completions under the trained policy and under its reference.
+"""Per-token log-probabilities of GRPO's sampled completions under the GRPO policy and under the SFT policy.
 
 The raw material of the report's real k1-vs-k3 figure: for tokens x sampled from pi_theta, k1 = log pi_theta(x)
-- log pi_ref(x) and k3 = (r - 1) - log r with r = pi_ref(x) / pi_theta(x) (see thai_grpo.methods.kl). The reference
-is the SFT adapter, the policy GRPO started from (the KL TRL optimises against, see thai_grpo.methods.grpo).
+- log pi_ref(x) and k3 = (r - 1) - log r with r = pi_ref(x) / pi_theta(x) (see thai_grpo.methods.kl). Here pi_ref
+is the SFT adapter, the policy GRPO started from: KL(GRPO || SFT). That is the KL TRL optimises against only when
+``grpo.reference`` is ``sft``; with ``base`` (the real config) GRPO trained against the base model
+(``thai_grpo.core.references`` words it for the report).
 
 The tokens scored are the sampled ids themselves (``token_ids`` of the samples file, the stop token included as
 TRL's completion mask includes it), after the prompt as the sampler encoded it (the run's chat template and its

@@ -97,15 +97,18 @@ def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, tra
 
 
 def check_method_fields(config: dict) -> None:
-    """Refuse ``rloo:`` / ``dpo:`` fields the installed TRL does not know, ``ppo:`` fields ``PPOSettings`` does not
+    """Refuse a DPO max_length that leaves no room for a prompt, ``rloo:`` / ``dpo:`` fields the installed TRL does
+    not know, ``ppo:`` fields ``PPOSettings`` does not
     have, and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). Imports TRL: call
     once, before the jobs run."""
     import dataclasses
 
     from trl import DPOConfig, RLOOConfig
 
+    from thai_grpo.methods.dpo import check_max_length_in_config
     from thai_grpo.methods.ppo import PPOSettings, ppo_settings
 
+    check_max_length_in_config(config)
     classes = {"rloo": RLOOConfig, "dpo": DPOConfig, "ppo": PPOSettings}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")

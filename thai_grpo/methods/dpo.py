@@ -7,7 +7,11 @@ built once, before training, and never refreshed. Where it departs from GRPO:
   TRL's ``sigmoid`` loss; ``beta`` here scales the implicit reward, it is not a KL weight.
 - No reward function and no advantage: the verifier only ranked the pairs. DPO can only rank answers that
   exist in the file, so problems the SFT policy never (or always) solves teach it nothing.
-- Reference: the frozen copy of the SFT adapter (TRL's ``ref`` adapter; ``ref_model=None`` with a PeftModel).
+- Reference: the SFT policy, by DPO's definition (the policy the pairs were sampled from), whatever GRPO's
+  ``grpo.reference``: TRL's frozen ``ref`` copy of the SFT adapter (``ref_model=None`` with a PeftModel).
+- Tokens: the loss reads the pairs' own token ids (prompt as the policy read it, completion as sampled), not their
+  text re-rendered through the chat template (``SampledTokenDPOTrainer``). ``max_length`` must hold the longest
+  prompt plus the completion budget, so that nothing is cut (``check_max_length``).
 Per step it records TRL's log: loss, rewards/margins, rewards/accuracies (share of pairs ranked right).
 """
 
@@ -17,9 +21,12 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.core.config import inherited_args
+from thai_grpo.core.config import ConfigError, inherited_args
 
-KL_REFERENCE = "frozen copy of the SFT adapter (TRL's 'ref' adapter): DPO's implicit reward is beta x log(pi/pi_ref)"
+KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
+                "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
+TOKEN_COLUMNS = ("prompt_ids", "chosen_ids", "rejected_ids")
+TRL_MAX_LENGTH = 1024  # DPOConfig's default max_length
 # Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
 # its per_device_train_batch_size counts completions, DPO's counts pairs. And the length and schedule of training:
 # GRPO's steps count rollout batches, not passes over DPO's pairs, so DPO takes TRL's (one epoch, linear decay)
@@ -48,6 +55,67 @@ def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tupl
     variant's ``dpo:`` overrides."""
     kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
     return {**kept, **(overrides or {})}, dropped
+
+
+def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
+    """Refuse a DPO ``max_length`` shorter than the longest prompt plus the completion budget: TRL's collator would
+    cut the end of the longest answers (``truncation_mode`` keep_start), the very tokens that decide a pair. None is
+    no limit."""
+    if max_length is not None and max_length < longest_prompt + completion_budget:
+        raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
+                          f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
+                          f"set it to at least {longest_prompt + completion_budget}")
+
+
+def check_max_length_in_config(config: dict) -> None:
+    """What the config alone tells of ``check_max_length``: each DPO variant's ``max_length`` (TRL's 1024 when unset)
+    must exceed the pairs' completion budget (``grpo.max_completion_length``), leaving room for a prompt; the longest
+    prompt is checked when the job starts."""
+    budget = config.get("grpo", {}).get("max_completion_length", 256)
+    for name, variant in config.get("variants", {}).items():
+        if variant.get("method") != "dpo":
+            continue
+        max_length = variant.get("dpo", {}).get("max_length", TRL_MAX_LENGTH)
+        if max_length is not None and max_length <= budget:
+            raise ConfigError(f"variants.{name}.dpo.max_length={max_length} leaves no room for a prompt beside the "
+                              f"pairs' completion budget (grpo.max_completion_length={budget}): set it to at least "
+                              f"the longest prompt plus {budget} (TRL's default is {TRL_MAX_LENGTH})")
+
+
+def token_rows(pairs: list[dict]) -> list[dict]:
+    """DPOTrainer's rows from the pairs: their stored ids (``TOKEN_COLUMNS``); a pair without them (or without its
+    completion budget) is refused."""
+    for number, pair in enumerate(pairs, 1):
+        missing = [key for key in (*TOKEN_COLUMNS, "completion_budget") if key not in pair]
+        if missing:
+            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has no {missing[0]}: the pairs file "
+                             "predates token ids; rebuild it (rule preference_pairs)")
+    return [{key: list(pair[key]) for key in TOKEN_COLUMNS} for pair in pairs]
+
+
+def longest_prompt(pairs: list[dict]) -> int:
+    return max((len(pair["prompt_ids"]) for pair in pairs), default=0)
+
+
+def sampled_token_trainer():
+    """``SampledTokenDPOTrainer``: TRL's DPOTrainer fed the pairs' own token ids (imports TRL)."""
+    from trl import DPOTrainer
+
+    class SampledTokenDPOTrainer(DPOTrainer):
+        """DPOTrainer whose dataset step keeps the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as given.
+
+        TRL 1.16's ``_prepare_dataset`` always tokenizes text: it renders prompt + completion through the chat template
+        (or appends EOS to plain text). With Qwen3's template a completion cut at the budget comes back as
+        ``<think>\n\n</think>\n\n<think>...cut<|im_end|>`` (an empty think block and an end-of-turn the policy never
+        wrote) and a finished one with an extra newline: the loss would read tokens that tell truncated answers from
+        finished ones, not the policy's samples. Here the collator (TRL's ``DataCollatorForPreference``) concatenates
+        prompt ids + sampled ids, the stop token only where it was sampled. Everything after (padding, masks, the
+        reference log-probs, the loss) is TRL's."""
+
+        def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
+            return dataset.select_columns(list(TOKEN_COLUMNS))
+
+    return SampledTokenDPOTrainer
 
 
 def dpo_step(logs: dict, step: int) -> dict | None:
@@ -82,7 +150,7 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     import dataclasses
 
     from datasets import Dataset
-    from trl import DPOConfig, DPOTrainer
+    from trl import DPOConfig
 
     from thai_grpo.core.io import atomic_directory
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
@@ -100,15 +168,18 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
         return {**base, "steps": [], "parameters": count_parameters(model), "skipped": NO_PAIRS,
                 "weights_dtype": weights_dtype(model)}
 
+    rows = token_rows(pairs)
+    config = DPOConfig(**trainer_args(args, checkpoint_dir, seed))
+    check_max_length(config.max_length, longest_prompt(pairs), max(pair["completion_budget"] for pair in pairs),
+                     "the DPO variant's dpo.")
     metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
     seed_everything(seed)
-    config = DPOConfig(**trainer_args(args, checkpoint_dir, seed))
     tokenizer = load_tokenizer(base_dir)
     model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)  # base.dtype; the LoRA in float32
-    rows = [{key: pair[key] for key in ("prompt", "chosen", "rejected")} for pair in pairs]
-    trainer = DPOTrainer(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
-                         processing_class=tokenizer,
-                         callbacks=[make_dpo_logger(metrics_path), progress_callback(Path(checkpoint_dir).name)])
+    trainer = sampled_token_trainer()(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
+                                      processing_class=tokenizer,
+                                      callbacks=[make_dpo_logger(metrics_path),
+                                                 progress_callback(Path(checkpoint_dir).name)])
     trainer.train(resume_from_checkpoint=resume_from)
 
     with atomic_directory(out_dir) as tmp:

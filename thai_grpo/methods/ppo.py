@@ -1,8 +1,10 @@
 """PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with
 PPO"), compact, following TRL 1.12.0's ``trl.experimental.ppo.PPOTrainer`` (the last TRL PPO: TRL PR #7020
-removed it) except where said. Four models: the policy (LoRA, from the SFT adapter), the reference (the SFT
-policy, frozen: the same KL reference as GRPO's), the reward model (``thai_grpo.methods.reward_model``, frozen; or the
-code rewards for ``score: verifier``) and the value model (initialised from the reward model, trained).
+removed it) except where said. Four models: the policy (LoRA, from the SFT adapter), the reference (frozen: GRPO's
+own KL reference in each config, ``grpo.reference``: ``sft`` = the SFT adapter merged into a copy of the base,
+``base`` = a copy of the bare base, what GRPO's policy with its adapter disabled computes), the reward model
+(``thai_grpo.methods.reward_model``, frozen; or the code rewards for ``score: verifier``) and the value model
+(initialised from the reward model, trained).
 
 One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
 completion budget; T_i = the completion's real tokens (up to and including its first stop token):
@@ -59,10 +61,13 @@ import numpy as np
 
 from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
 
-KL_REFERENCE = ("the SFT policy, frozen (a merged copy of the SFT adapter): the same reference as GRPO's KL; "
-                "PPO subtracts kl_coef x k1 per token from the reward")
+KL_REFERENCES = {"sft": "the SFT policy, frozen (a merged copy of the SFT adapter), as GRPO's grpo.reference: sft; "
+                        "PPO subtracts kl_coef x k1 per token from the reward",
+                 "base": "the base model, frozen (a copy without the adapter), as GRPO's grpo.reference: base; "
+                         "PPO subtracts kl_coef x k1 per token from the reward"}
+REFERENCE_MODELS = {"sft": "base with the SFT adapter merged (frozen)", "base": "the bare base (frozen)"}
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
-                    "reference": "base with the SFT adapter merged (frozen)",
+                    "reference": REFERENCE_MODELS["sft"],
                     "reward": "sequence-classification base + the reward model's LoRA and score head, merged (frozen)",
                     "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
                              "(trained)"}
@@ -334,21 +339,34 @@ def grad_scaler(model):
     return torch.amp.GradScaler("cpu" if frozen is None else frozen.device.type, enabled=enabled)
 
 
+def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: str, dtype: str):
+    """PPO's frozen KL reference, GRPO's in the same config (``grpo.reference``): ``sft`` = the SFT adapter on a copy
+    of the base, merged where merging in ``dtype`` keeps the adapter (``merge_keeps_update``: float32; TRL's ``ref``
+    adapter computes the same function); ``base`` = a copy of the bare base (what GRPO's policy computes with its
+    adapter disabled). Either is one more base in memory: the bare base could be shared with the policy's (adapter
+    disabled), a second copy is simpler and costs what the merged one did."""
+    from thai_grpo.models.loading import load_policy, merge_keeps_update
+
+    if reference not in REFERENCE_MODELS:
+        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(REFERENCE_MODELS)}")
+    adapter = adapter_dir if reference == "sft" else None
+    return load_policy(base_dir, adapter, merged=adapter is not None and merge_keeps_update(dtype), dtype=dtype).eval()
+
+
 def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str,
-                dtype: str = "auto") -> dict:
+                reference: str = "sft", dtype: str = "auto") -> dict:
     """PPO's models on this job's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
-    PPOTrainer): the policy (trained), the reference (the SFT adapter merged), the value model (from the reward model,
-    or fresh without one) and, scored by it, the reward model. Every frozen weight in ``dtype`` (``base.dtype``: ``auto``
-    is 16 bits on a GPU, float32 on a CPU), the trained ones in float32; the reference merged only where merging in
-    that dtype keeps the adapter (``merge_keeps_update``), so that it starts equal to the policy."""
+    PPOTrainer): the policy (trained), the reference (``reference_model``), the value model (from the reward model,
+    or fresh without one) and, scored by it, the reward model. Every frozen weight in ``dtype`` (``base.dtype``:
+    ``auto`` is 16 bits on a GPU, float32 on a CPU), the trained ones in float32."""
     from trl.trainer.utils import disable_dropout_in_model
 
     from thai_grpo.core.accelerators import job_device
-    from thai_grpo.models.loading import load_policy, merge_keeps_update, resolved_dtype_name
+    from thai_grpo.models.loading import load_policy, resolved_dtype_name
 
     frozen = resolved_dtype_name(dtype)
     models = {"policy": load_policy(base_dir, adapter_dir, trainable=True, dtype=frozen),
-              "reference": load_policy(base_dir, adapter_dir, merged=merge_keeps_update(frozen), dtype=frozen).eval()}
+              "reference": reference_model(base_dir, adapter_dir, reference, frozen)}
     if reward_dir is not None:
         models["value"] = load_value_model(base_dir, reward_dir, trainable=True, dtype=frozen)
         if score == "reward_model":
@@ -619,7 +637,8 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     random.seed(seed)
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(base_dir)
-    models = load_models(base_dir, adapter_dir, reward_dir, settings.score, dtype)
+    reference = grpo_args.get("reference", "sft")
+    models = load_models(base_dir, adapter_dir, reward_dir, settings.score, reference, dtype)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
@@ -651,13 +670,14 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
         models["policy"].save_pretrained(tmp, safe_serialization=True)
         models["value"].save_pretrained(tmp / "value_model", safe_serialization=True)
     policy_count, value_count = count_parameters(models["policy"]), count_parameters(models["value"])
-    result = {"method": "ppo", "kl_reference": KL_REFERENCE, "args": dataclasses.asdict(settings),
+    result = {"method": "ppo", "kl_reference": KL_REFERENCES[reference], "args": dataclasses.asdict(settings),
               "score": settings.score, "steps": read_step_metrics(metrics_path),
               "parameters": {"total": policy_count["total"] + value_count["total"],
                              "trainable": policy_count["trainable"] + value_count["trainable"],
                              "policy_trainable": policy_count["trainable"],
                              "value_trainable": value_count["trainable"]},
-              "models_in_memory": {k: MODELS_IN_MEMORY[k] for k in models},
+              "models_in_memory": {**{k: MODELS_IN_MEMORY[k] for k in models},
+                                   "reference": REFERENCE_MODELS[reference]},
               "weights_dtype": weights_dtype(models["policy"])}
     clear_checkpoints(checkpoint_dir)
     return result

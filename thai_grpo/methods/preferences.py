@@ -5,12 +5,17 @@ section's num_generations, temperature and max_completion_length), graded by the
 with at least one correct and one wrong completion gives one pair: chosen = its first correct completion
 (correct reward 1.0), rejected = its first wrong one. Problems the policy always or never solves give no
 pair: DPO can only rank answers that exist in the file, exactly as GRPO learns nothing from all-equal groups.
+
+A pair keeps the tokens themselves: the prompt's ids as the policy read them (``prompt_ids``) and each completion's
+sampled ids (``chosen_ids``, ``rejected_ids``: the stop token included when one was sampled, none when the completion
+was cut at the budget), so that DPO trains on exactly those sequences (``thai_grpo.methods.dpo``). The texts stay
+beside them, for reading and for the reward model. ``completion_budget`` is the budget they were sampled under.
 """
 
 from __future__ import annotations
 
 from thai_grpo.core.rewards import CORRECT_REWARD
-from thai_grpo.data.problems import build_prompt
+from thai_grpo.data.problems import build_prompt, chat_prompt_texts
 
 
 def _is_correct(completion: dict) -> bool:
@@ -28,8 +33,10 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
     """DPOTrainer's conversational rows ``{prompt, chosen, rejected}`` (plus id, gold and both rewards) and
     the counts: problems, samples, pairs, problems skipped as all right / all wrong, tokens generated.
 
-    ``records`` are ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``.
-    Deterministic: the same records give the same pairs in the same order.
+    ``records`` are ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``; a record
+    sampled by ``sample_training_problems`` also has ``prompt_ids`` and ``completion_budget``, and its completions
+    ``token_ids``: a pair then keeps them (``token_fields``). Deterministic: the same records give the same pairs in
+    the same order.
     """
     pairs, all_right, all_wrong = [], 0, 0
     for record in records:
@@ -46,7 +53,8 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
                       "prompt": build_prompt(record["question"], system_prompt),
                       "chosen": [{"role": "assistant", "content": chosen["text"]}],
                       "rejected": [{"role": "assistant", "content": rejected["text"]}],
-                      "chosen_reward": chosen["total"], "rejected_reward": rejected["total"]})
+                      "chosen_reward": chosen["total"], "rejected_reward": rejected["total"],
+                      **token_fields(record, chosen, rejected)})
     samples = [c for r in records for c in r["completions"]]
     stats = {"problems": len(records), "samples": len(samples),
              "samples_per_problem": len(records[0]["completions"]) if records else 0,
@@ -56,10 +64,28 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
     return pairs, stats
 
 
+def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
+    """``{prompt_ids, chosen_ids, rejected_ids, completion_budget}`` of one pair, the ids as sampled; empty when the
+    record carries no token ids."""
+    if "prompt_ids" not in record:
+        return {}
+    return {"prompt_ids": list(record["prompt_ids"]), "chosen_ids": list(chosen["token_ids"]),
+            "rejected_ids": list(rejected["token_ids"]), "completion_budget": record["completion_budget"]}
+
+
+def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
+                     chat_template_kwargs: dict | None = None) -> list[list[int]]:
+    """Each prompt's ids as ``sampling.generate`` feeds them to the policy (``chat_prompt_texts`` encoded without
+    special tokens), without the batch's left padding."""
+    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
+    return [list(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem (batch b seeded with seed + b), as records."""
+    """``num_samples`` graded completions per training problem (batch b seeded with seed + b), as records with the
+    prompt's ids and the completion budget (``build_pairs`` keeps them)."""
     from thai_grpo.models.sampling import generate, score_completion
 
     records = []
@@ -68,9 +94,11 @@ def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: 
         sampled = generate(model, tokenizer, [r["question"] for r in batch], system_prompt, num_samples,
                            max_new_tokens, temperature, seed=seed + batch_index,
                            chat_template_kwargs=chat_template_kwargs)
-        records += [{"id": row["id"], "question": row["question"], "gold": row["answer"],
+        prompts = prompt_token_ids(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
+        records += [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
+                     "completion_budget": max_new_tokens,
                      "completions": [score_completion(c, row["answer"]) for c in samples]}
-                    for row, samples in zip(batch, sampled)]
+                    for row, prompt, samples in zip(batch, prompts, sampled)]
         if progress:
             progress(f"sampled {len(records)}/{len(rows)} training problems")
     return records

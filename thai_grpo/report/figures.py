@@ -14,6 +14,7 @@ import numpy as np
 from matplotlib.patches import FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
 
+from thai_grpo.core.references import training_kl_name
 from thai_grpo.methods import kl
 from thai_grpo.report import glance
 from thai_grpo.report.figures_gains import plot_gains
@@ -87,9 +88,10 @@ def plot_training_curves(steps: list[dict], path) -> None:
 PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
 
 
-def plot_ppo_curves(runs: dict[str, list[dict]], path) -> None:
+def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT policy") -> None:
     """PPO's run health beside GRPO's, per step: the code reward (the same for every run) and the score PPO
-    maximised; KL to the SFT reference (PPO: k1, GRPO: TRL's k3, both per token); the value loss and the explained
+    maximised; KL to their shared reference, ``kl_name`` (``core.references.training_kl_name``; PPO: k1, GRPO: TRL's
+    k3, both per token); the value loss and the explained
     variance of the value model (1 - Var(R - V) / Var(R), before the step's update); the share of tokens whose ratio
     the clip bound. ``runs``: ``{name: steps}``, GRPO's among them when it ran (no value network: no value panels)."""
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
@@ -105,7 +107,7 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path) -> None:
             axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
     axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
     axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
-    axes[1, 0].set(title="KL to the SFT reference (PPO: k1, GRPO: k3)", ylabel="nats / token")
+    axes[1, 0].set(title=f"KL to {kl_name} (PPO: k1, GRPO: k3)", ylabel="nats / token")
     axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
     axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
     axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
@@ -401,7 +403,7 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
                 if run.get("method") == "ppo" and run.get("steps")}
     if ppo_runs:
         grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
-        draw("ppo_curves", plot_ppo_curves, {**grpo, **ppo_runs})
+        draw("ppo_curves", plot_ppo_curves, {**grpo, **ppo_runs}, training_kl_name(results.get("config")))
     if train.get("example_groups"):
         draw("group_advantages", plot_group_advantages, train["example_groups"])
     draw("grpo_vs_ppo", plot_grpo_vs_ppo)

@@ -88,7 +88,7 @@ def plot_clipping(runs: dict, evals: dict, names: list[str], path) -> None:
     labels = {n: run_label(n, runs[n], evals, "clipping") for n in names}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     _overlay(axes[0], runs, names, "clip_ratio", labels, "Tokens clipped (ratio outside 1 +/- epsilon)", "share")
-    _overlay(axes[1], runs, names, "kl", labels, "KL to the SFT policy", "KL per token")
+    _overlay(axes[1], runs, names, "kl", labels, "KL to each run's reference (grpo.reference)", "KL per token")
     axes[0].legend(fontsize=8, loc="best")
     save_figure(fig, path)
 

@@ -136,7 +136,8 @@ def plot_curves(results: dict, path) -> None:
     """Per step, one line per variant (mean over its seeds): KL to the reference, share of tokens clipped, mean
     completion length, share of completions cut at the budget."""
     fig, axes = plt.subplots(2, 2, figsize=(12, 8), layout="constrained")
-    _curve_panel(axes[0, 0], results, "kl", "KL to the SFT policy (logged only when beta > 0)", "KL per token")
+    _curve_panel(axes[0, 0], results, "kl", "KL to the reference (grpo.reference; logged only when beta > 0)",
+                 "KL per token")
     _curve_panel(axes[0, 1], results, "clip_ratio", "Clipped by the ratio (TRL clip_ratio/region_mean)", "share")
     _curve_panel(axes[1, 0], results, "completion_length_mean", "Mean completion length", "tokens")
     _curve_panel(axes[1, 1], results, "clipped_ratio", "Cut at max_completion_length", "share")
