@@ -10,7 +10,8 @@ import pytest
 import torch
 
 from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
-from thai_grpo.models.loading import load_for_evaluation, merge_keeps_update, trainable_dtypes, weights_dtype
+from thai_grpo.models.loading import (load_for_evaluation, load_tokenizer, merge_keeps_update, trainable_dtypes,
+                                      weights_dtype)
 from thai_grpo.report.results import stage_dtypes
 
 SIXTEEN_BITS = ["bfloat16", "float16"]
@@ -101,6 +102,11 @@ def test_grpo_and_dpo_train_with_a_16_bit_frozen_base_on_a_cpu(tiny_model_dir, t
     pairs = [{"prompt": build_prompt(r["question"]), "id": r["id"],
               "chosen": [{"role": "assistant", "content": f"<think>x</think>\n{r['answer']}"}],
               "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
+    tokenizer = load_tokenizer(tiny_model_dir)
+    for pair, row in zip(pairs, rows):  # DPO reads the sampled tokens (thai_grpo.methods.dpo.token_rows)
+        pair.update(prompt_ids=tokenizer(row["question"])["input_ids"], completion_budget=16,
+                    chosen_ids=tokenizer(pair["chosen"][0]["content"])["input_ids"] + [tokenizer.eos_token_id],
+                    rejected_ids=tokenizer(pair["rejected"][0]["content"])["input_ids"])
     dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, GRPO, {"per_device_train_batch_size": 4,
                                                                     "num_train_epochs": 1},
                     tmp_path / "dpo", tmp_path / "ckpt-dpo", 0, dtype=dtype)
