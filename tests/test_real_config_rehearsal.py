@@ -162,22 +162,23 @@ def test_enable_thinking_reaches_the_template(rehearsal):
 @pytest.mark.slow
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_a_16_bit_rehearsal_trains_in_16_bits_and_evaluates_in_float32(rehearsal, dtype):
-    """The real config with base.dtype set to 16 bits, on the CPU: GRPO, DPO and PPO (its reward model too) load their
-    frozen weights in that dtype and record it; the held-out samples, the preference pairs and the token log-probs are
-    taken in float32 (eval.dtype)."""
+    """The real config with base.dtype set to 16 bits, on the CPU (device: cpu): GRPO, Dr.GRPO, DPO and PPO (its
+    reward model too) load their frozen weights in that dtype, and the run card's stage_dtypes says so for every
+    training stage; every evaluation stage (held-out samples on both sets, preference pairs, token log-probs, reward
+    model accuracy) ran in float32 (eval.dtype)."""
     from thai_grpo.models.rehearsal import precision_overrides
 
     workdir, hf_home, tiny = rehearsal
     overrides = workdir / f"precision-{dtype}.yaml"
     overrides.write_text(json.dumps(precision_overrides(dtype)))
-    targets = ["results/runs/grpo/train.json", "results/runs/dpo/train.json", "results/runs/ppo/train.json",
-               "results/eval/grpo/token_logprobs.json", "results/eval/grpo/scores.json"]
-    done = run_snakemake(workdir, "--cores", "2", *targets, "--configfile", "config/qwen3-0.6b.yaml", tiny.name,
-                         overrides.name, timeout=1800, env=offline_env(hf_home))
+    done = run_snakemake(workdir, "--cores", "2", "results/results.json", "--configfile", "config/qwen3-0.6b.yaml",
+                         tiny.name, overrides.name, timeout=1800, env=offline_env(hf_home))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    for run in ("grpo", "dpo", "ppo"):
-        assert json.loads((workdir / f"results/runs/{run}/train.json").read_text())["weights_dtype"] == dtype, run
-    assert json.loads((workdir / "results/model/reward_model.json").read_text())["weights_dtype"] == dtype
-    for output in ("results/eval/grpo/token_logprobs.json", "results/eval/grpo/scores.json",
-                   "results/data/preference_pairs_stats.json"):
-        assert json.loads((workdir / output).read_text())["dtype"] == "float32", output
+    dtypes = json.loads((workdir / "results/results.json").read_text())["run"]["stage_dtypes"]
+    training = {stage: d for stage, d in dtypes.items() if stage.startswith("train-") or stage == "reward_model"}
+    assert set(training) == {"train-grpo", "train-dr_grpo", "train-dpo", "train-ppo", "reward_model"}
+    assert set(training.values()) == {dtype}
+    evaluation = {stage: d for stage, d in dtypes.items() if stage not in training}
+    assert {"sample-grpo", "sample-sft", "sample_extra-mgsm_th-grpo", "preference_pairs", "token_logprobs",
+            "reward_model_accuracy"} <= set(evaluation)
+    assert set(evaluation.values()) == {"float32"}
