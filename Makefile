@@ -22,7 +22,19 @@ setup: $(STAMP)  ## build .venv from the pinned lock (every other target does it
 # Bytecode is compiled after the install, on every core, not file by file by pip; like pip, it passes over the files
 # written for a newer Python (torch's py312-only test helpers), which compileall reports as failures. The resolver
 # stays: on a GPU machine it brings torch's CUDA libraries, which the CPU lock does not list.
+# The lock needs Python >= 3.11 (pyproject.toml's requires-python): an older one stops here with one line, before any
+# venv or install (pip's resolver would fail later with a long error).
+SETUP_PYTHON = $(if $(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+MIN_PYTHON := 3.11
+MIN_MAJOR := $(word 1,$(subst ., ,$(MIN_PYTHON)))
+MIN_MINOR := $(word 2,$(subst ., ,$(MIN_PYTHON)))
 $(STAMP): requirements.txt pyproject.toml
+	@version="$$($(SETUP_PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])')" || exit 1; \
+	major="$${version%%.*}"; minor="$${version#*.}"; \
+	if [ "$$major" -lt $(MIN_MAJOR) ] || { [ "$$major" -eq $(MIN_MAJOR) ] && [ "$$minor" -lt $(MIN_MINOR) ]; }; then \
+	  echo "make setup: $(SETUP_PYTHON) is Python $$version; the pinned lock needs Python >= $(MIN_PYTHON): \
+	install one and run \`make setup PYTHON=python$(MIN_PYTHON)\` (or newer)" >&2; exit 1; \
+	fi
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps -e .

@@ -18,7 +18,7 @@ rule sample:
         "../envs/training.yaml"
     threads: JOB_THREADS  # one per job: two side by side beat one with two (thai_grpo.core.scheduling)
     resources:
-        gpu=1,  # a model stage: one GPU job at a time where there is a GPU (profiles/default), side by side on a CPU
+        gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
         runtime=120,  # minutes: 256 problems x 9 completions of up to 256 tokens (also pass@k's 100 x 65)
     params:
         eval=sample_settings,  # eval.seed, or a seed-study run's own sampling seed

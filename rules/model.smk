@@ -28,7 +28,7 @@ if BUILDS_BASE:
             "../envs/training.yaml"
         threads: 2
         resources:
-            gpu=1,  # a model stage: one GPU job at a time where there is a GPU (profiles/default), side by side on a CPU
+            gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
             runtime=60,  # minutes (a cluster's time limit): pretraining the tiny base takes a few
         params:
             base=config["base"],

@@ -22,7 +22,7 @@ rule preference_pairs:
         "../envs/training.yaml"
     threads: JOB_THREADS
     resources:
-        gpu=1,  # a model stage: one GPU job at a time where there is a GPU (profiles/default), side by side on a CPU
+        gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
         runtime=60,
     params:
         # GRPO's rollout settings: DPO ranks the same kind of samples GRPO starts from (n = num_generations).

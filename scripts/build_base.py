@@ -1,6 +1,6 @@
 """Stage 3a (offline): train a byte-level BPE tokenizer and pretrain a tiny Qwen3 from scratch."""
 
-from thai_grpo.core.accelerators import pin_one_device
+from thai_grpo.core.accelerators import start_model_job
 from thai_grpo.core.io import log_to, read_jsonl, write_json
 from thai_grpo.data.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
 from thai_grpo.data.problems import pretraining_text, sft_target
@@ -9,7 +9,7 @@ from thai_grpo.models.sft import pretrain_base
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
-pin_one_device()  # one GPU per job, before CUDA initialises (TRL refuses nn.DataParallel)
+start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 base, corpus, seed = snakemake.params.base, snakemake.params.corpus, snakemake.params.seed
 clean_rows = read_jsonl(snakemake.input.pretrain)

@@ -2,7 +2,8 @@
 # Device check, one command on a GPU machine (`make gpu-check`, under 8 minutes on one large GPU, no network needed):
 #   1. nvidia-smi, then a Python whose torch sees CUDA: .venv where `make setup` built it with a CUDA torch; else the
 #      machine's own CUDA torch (PYTHON, default python3) in .venv-gpu, a venv that sees it, with every other pinned
-#      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/);
+#      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/). The first line
+#      says which torch is measured (version, CUDA build), and that it is not .venv's where it fell back;
 #   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.core.accelerators);
 #   3. Qwen3-0.6B at full size (random weights built here, no download) through every stage of the chapter's comparison
 #      at the chapter's batch sizes and lengths, one optimizer step each (scripts/rehearse_full.py --preset chapter):
@@ -24,15 +25,26 @@ STAGE_TIMEOUT="${STAGE_TIMEOUT:-300}"
 
 die() { echo "gpu_check: $*" >&2; exit 2; }
 has_cuda_torch() { "$1" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; }
+torch_label() {  # "torch 2.5.1+cu124, CUDA 12.4 build" / "torch 2.13.0+cpu, CPU build" / "no torch"
+  "$1" -c 'import torch; cuda = torch.version.cuda
+print(f"torch {torch.__version__}, " + (f"CUDA {cuda} build" if cuda else "CPU build"))' 2>/dev/null || echo "no torch"
+}
 
-# 1. A GPU, then a Python with a CUDA torch, or stop with one line.
+# 1. A GPU, then a Python with a CUDA torch (.venv's own, or, said in the first line, the machine's in .venv-gpu), or
+#    stop with one line.
 command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 \
   || die "no NVIDIA GPU here (nvidia-smi missing or failing); run this on a GPU machine"
-nvidia-smi -L
 
 if [ -x "$REPO/.venv/bin/python" ] && has_cuda_torch "$REPO/.venv/bin/python"; then
   PY="$REPO/.venv/bin/python"
+  echo "gpu_check: measuring .venv's own $(torch_label "$PY")"
+  nvidia-smi -L
 elif command -v "$PYTHON" >/dev/null 2>&1 && has_cuda_torch "$PYTHON"; then
+  if [ -x "$REPO/.venv/bin/python" ]; then VENV_TORCH="$(torch_label "$REPO/.venv/bin/python") sees no CUDA GPU"
+  else VENV_TORCH="does not exist"; fi
+  echo "gpu_check: FELL BACK to .venv-gpu: .venv's torch $VENV_TORCH, so this measures $PYTHON's \
+$(torch_label "$PYTHON") (rerun \`make setup\` with a CUDA torch to measure .venv itself)"
+  nvidia-smi -L
   if [ ! -x "$REPO/.venv-gpu/bin/python" ]; then
     [ -f "$WHEELS/requirements.txt" ] || die "no wheels in $WHEELS: run \`make wheels\` where pip reaches PyPI (same \
 Python and platform as this machine) and copy wheels/ here, or \`make setup\` with network"
@@ -44,6 +56,7 @@ Python and platform as this machine) and copy wheels/ here, or \`make setup\` wi
   PY="$REPO/.venv-gpu/bin/python"
   export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # the package from the working tree, not installed
 else
+  nvidia-smi -L
   die "no Python with a CUDA build of torch here (.venv has $("$REPO/.venv/bin/python" -c 'import torch; \
 print("torch", torch.__version__)' 2>/dev/null || echo none), PYTHON=$PYTHON has none): install the machine's CUDA torch \
 or run \`make setup\` with network"

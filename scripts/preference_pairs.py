@@ -2,7 +2,7 @@
 
 import torch
 
-from thai_grpo.core.accelerators import pin_one_device
+from thai_grpo.core.accelerators import start_model_job
 from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
@@ -10,7 +10,7 @@ from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
-pin_one_device()  # one GPU per job, before CUDA initialises (TRL refuses nn.DataParallel)
+start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sampling = snakemake.params.sampling

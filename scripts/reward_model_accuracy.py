@@ -1,7 +1,7 @@
 """Evaluation only: the reward model's pairwise accuracy on its training pairs and on held-out pairs built the same
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
-from thai_grpo.core.accelerators import job_device, pin_one_device
+from thai_grpo.core.accelerators import job_device, start_model_job
 from thai_grpo.core.io import log_to, read_json, read_jsonl, write_json
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs
@@ -11,7 +11,7 @@ from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
-pin_one_device()  # one GPU per job, before CUDA initialises
+start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)
 dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by default (scripts/precision_probe.py)

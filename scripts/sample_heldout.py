@@ -4,13 +4,13 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 (thai_grpo.evaluation.vllm_sampling: same sampling parameters, same records).
 """
 
-from thai_grpo.core.accelerators import job_device, pin_one_device
+from thai_grpo.core.accelerators import job_device, start_model_job
 from thai_grpo.core.io import log_to, progress, read_jsonl, write_jsonl
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
-pin_one_device()  # one GPU per job, before CUDA (or vLLM) initialises
+start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
 record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval

@@ -1,6 +1,6 @@
 """Stage 3b (offline): the SFT LoRA adapter, trained with TRL on prompt-completion examples."""
 
-from thai_grpo.core.accelerators import pin_one_device
+from thai_grpo.core.accelerators import start_model_job
 from thai_grpo.core.io import log_to, read_jsonl, write_json
 from thai_grpo.data.corpus import brief_thinks, noisy_solutions
 from thai_grpo.data.problems import sft_records
@@ -8,7 +8,7 @@ from thai_grpo.models.sft import train_sft_adapter
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
-pin_one_device()  # one GPU per job, before CUDA initialises (TRL refuses nn.DataParallel)
+start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 sft, corpus = snakemake.params.sft, snakemake.params.corpus
 rows = noisy_solutions(read_jsonl(snakemake.input.sft), corpus["sft_slip_rate"], corpus["seed"] + 1)

@@ -56,12 +56,38 @@ def test_with_a_gpu_but_no_cuda_torch_it_stops_with_one_line(tmp_path):
 @pytest.mark.skipif(cuda_torch_here() or (REPO / ".venv-gpu").exists(), reason="would use this machine's CUDA torch")
 def test_with_the_machines_cuda_torch_but_no_wheels_it_says_how_to_get_them(tmp_path):
     bin_path = fake_nvidia_smi(tmp_path / "bin", gpus=1)["PATH"].split(os.pathsep)[0]
-    python = tmp_path / "bin" / "cuda-python"  # a Python whose torch answers that CUDA is available
-    python.write_text("#!/bin/sh\nexit 0\n")
+    python = tmp_path / "bin" / "cuda-python"  # a Python whose torch answers that CUDA is available, and its build
+    python.write_text('#!/bin/sh\ncase "$*" in *version*) echo "torch 2.5.1+cu124, CUDA 12.4 build";; esac\nexit 0\n')
     python.chmod(0o755)
     done = gpu_check(tmp_path, bin_path, PYTHON=str(python), WHEELS=str(tmp_path / "no-wheels"))
     assert done.returncode == 2 and "run `make wheels` where pip reaches PyPI" in done.stderr, done.stderr
+    first = done.stdout.splitlines()[0]  # said before anything else: what is measured is not .venv's torch
+    assert first.startswith("gpu_check: FELL BACK to .venv-gpu: .venv's torch "), first
+    assert f"this measures {python}'s torch 2.5.1+cu124, CUDA 12.4 build" in first, first
+    venv = REPO / ".venv/bin/python"
+    assert ("CPU build sees no CUDA GPU" if venv.exists() else "does not exist") in first, first
     assert not (REPO / ".venv-gpu").exists()
+
+
+@pytest.mark.skipif(cuda_torch_here(), reason="this machine has a CUDA torch: the check would run for real")
+def test_gpu_check_names_the_torch_it_measures_in_its_first_line(tmp_path):
+    """.venv's torch is taken where it sees CUDA, and said to be; a stand-in .venv here (the check's own copy)."""
+    repo = tmp_path / "repo"
+    (repo / "scripts").mkdir(parents=True)
+    shutil.copy(REPO / "scripts/gpu_check.sh", repo / "scripts/gpu_check.sh")
+    (repo / ".venv/bin").mkdir(parents=True)
+    python = repo / ".venv/bin/python"  # answers as a CUDA torch, then fails the next step (torch's view)
+    python.write_text('#!/bin/sh\ncase "$*" in *version*) echo "torch 2.5.1+cu124, CUDA 12.4 build";; '
+                      '-) exit 3;; esac\nexit 0\n')
+    python.chmod(0o755)
+    bin_path = fake_nvidia_smi(tmp_path / "bin", gpus=1)["PATH"].split(os.pathsep)[0]
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    (tools / "dirname").symlink_to(shutil.which("dirname"))
+    done = subprocess.run(["/bin/bash", str(repo / "scripts/gpu_check.sh")], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "PATH": f"{bin_path}{os.pathsep}{tools}"})
+    assert done.stdout.splitlines()[0] == "gpu_check: measuring .venv's own torch 2.5.1+cu124, CUDA 12.4 build"
+    assert "GPU 0: NVIDIA H100" in done.stdout and done.returncode != 0
 
 
 def test_make_wheels_downloads_every_pin_but_torch_without_resolving(tmp_path):

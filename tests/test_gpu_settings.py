@@ -170,14 +170,15 @@ def test_gpus_are_counted_from_nvidia_smi(tmp_path):
     env = fake_nvidia_smi(tmp_path / "bin", gpus=2)
     assert local_gpu_count({"PATH": env["PATH"]}) == 2
     assert local_gpu_count({"PATH": env["PATH"], "CUDA_VISIBLE_DEVICES": ""}) == 0  # every GPU hidden
+    assert local_gpu_count({"PATH": env["PATH"], "CUDA_VISIBLE_DEVICES": "1"}) == 1  # the ones it lists
     assert local_gpu_count({"PATH": str(tmp_path / "nowhere")}) == 0  # no nvidia-smi: a CPU-only machine
 
 
-def test_the_gpu_limit_is_one_job_where_there_is_a_gpu_and_none_without():
+def test_the_gpu_limit_is_one_job_per_gpu_and_none_without():
     from thai_grpo.core.accelerators import gpu_limit
 
     assert gpu_limit(0) is None
-    assert gpu_limit(1) == gpu_limit(8) == {"gpu": 1}  # every job is pinned to the first GPU
+    assert gpu_limit(1) == {"gpu": 1} and gpu_limit(8) == {"gpu": 8}  # each job claims a GPU of its own
 
 
 @pytest.mark.parametrize("visible, pinned", [

@@ -2,10 +2,11 @@
 what Snakemake resolved per rule and per job, the sbatch line the SLURM plugin would build, and a replay of Snakemake's
 own scheduler over the DAG).
 
-- On a machine that reports GPUs (an ``nvidia-smi`` that lists two), the default profile limits ``gpu`` to 1 and the
-  real config's DAG never runs two model jobs together; on a CPU-only machine there is no limit and the offline
-  default keeps running its 1-thread model jobs side by side.
-- Every rule that loads a model (derived from the workflow: its script sets torch's threads) declares one GPU, and
+- On a machine that reports N GPUs (an ``nvidia-smi`` that lists 1, 2 or 4), the default profile limits ``gpu`` to N
+  and the real config's DAG runs up to N model jobs together, N of them at some point; on a CPU-only machine there is
+  no limit and the offline default keeps running its 1-thread model jobs side by side.
+- Every rule that loads a model (derived from the workflow: its script sets torch's threads) declares one GPU and
+  starts with ``start_model_job`` (its GPU, or the CPU, or the one-line stop), and
   under the SLURM profile every job of such a rule, the chain study's renamed copies included, gets ``--gpus=1`` on
   a GPU partition; every other job gets no GPU and a CPU partition.
 A dry-run with `--executor slurm` needs no sbatch: Snakemake validates the plugin's settings, then hands the jobs to
@@ -39,31 +40,35 @@ def workdir(tmp_path_factory):
     return target
 
 
-def gpu_jobs_together(replay: dict) -> int:
+def gpu_jobs_ever_together(replay: dict) -> int:
     gpu = {job for job, resources in replay["resources"].items() if resources.get("gpu", 0) > 0}
     return max(sum(job in gpu for job in running) for running in replay["together"])
 
 
-def test_two_gpus_reported_no_two_gpu_jobs_together(workdir, tmp_path):
-    done, seen = dry_run(workdir, "--cores", "4", *REAL, env=fake_nvidia_smi(tmp_path / "bin", gpus=2))
+@pytest.mark.parametrize("gpus", [1, 2, 4])
+def test_n_gpus_reported_n_model_jobs_side_by_side(workdir, tmp_path, gpus):
+    """The profile's limit is one model job per GPU: never more than N at once, and N of them together when the DAG
+    has that many ready (the real config's samplers and trainers do); each claims its own GPU as it starts
+    (tests/test_job_device.py)."""
+    done, seen = dry_run(workdir, "--cores", "8", *REAL, env=fake_nvidia_smi(tmp_path / "bin", gpus=gpus))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "workflow specific profile profiles/default" in done.stderr
     replay = seen["replay"]
-    assert replay["limits"]["gpu"] == 1  # the profile's limit, as Snakemake resolved it
+    assert replay["limits"]["gpu"] == gpus  # the profile's limit, as Snakemake resolved it
     gpu = {job for job, resources in replay["resources"].items() if resources.get("gpu") == 1}
     assert {"train-grpo", "train-ppo", "sample-base", "token_logprobs", "reward_model_accuracy"} <= gpu
-    assert gpu_jobs_together(replay) == 1
-    assert max(map(len, replay["together"])) > 1  # CPU stages still run beside the model stage
+    assert gpu_jobs_ever_together(replay) == gpus
+    assert max(map(len, replay["together"])) > gpus  # CPU stages still run beside the model stages
     models = yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text(encoding="utf-8"))["eval"]["models"]
     for rule in ("sample", "sample_extra", "score_extra"):  # the whole comparison, on both held-out sets
         assert sum(job.startswith(f"{rule}-") for job in replay["resources"]) == len(models), rule
 
 
 def test_the_command_line_overrides_the_profiles_limit(workdir, tmp_path):
-    done, seen = dry_run(workdir, "--cores", "4", "--resources", "gpu=2", *REAL,
+    done, seen = dry_run(workdir, "--cores", "4", "--resources", "gpu=1", *REAL,
                          env=fake_nvidia_smi(tmp_path / "bin", gpus=2))
     assert done.returncode == 0, done.stderr[-3000:]
-    assert seen["replay"]["limits"]["gpu"] == 2 and gpu_jobs_together(seen["replay"]) == 2
+    assert seen["replay"]["limits"]["gpu"] == 1 and gpu_jobs_ever_together(seen["replay"]) == 1
 
 
 @pytest.mark.parametrize("configfile", ["config/config.yaml", "config/qwen3-0.6b.yaml"])
@@ -73,7 +78,7 @@ def test_without_a_gpu_model_jobs_run_side_by_side(workdir, tmp_path, configfile
                          env=fake_nvidia_smi(tmp_path / "bin", gpus=0))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "gpu" not in seen["replay"]["limits"]
-    assert gpu_jobs_together(seen["replay"]) >= 2
+    assert gpu_jobs_ever_together(seen["replay"]) >= 2
 
 
 def test_every_model_rule_declares_one_gpu_and_no_other_rule_does(workdir):
@@ -83,6 +88,10 @@ def test_every_model_rule_declares_one_gpu_and_no_other_rule_does(workdir):
     assert KNOWN_MODEL_RULES <= models, KNOWN_MODEL_RULES - models
     for name, rule in seen["rules"].items():
         assert rule["resources"].get("gpu", 0) == (1 if name in models else 0), name
+        if name in models:  # its first step after the log: its own GPU, or the CPU, or the one-line stop
+            lines = Path(rule["script"]).read_text(encoding="utf-8").splitlines()
+            first = lines.index(next(line for line in lines if line.startswith("log_to(")))
+            assert lines[first + 1].startswith("start_model_job(snakemake.config)"), rule["script"]
         assert "slurm_partition" not in rule["resources"] and "gres" not in rule["resources"], name
 
 

@@ -6,26 +6,33 @@ autocast), and the few facts about this machine's GPUs that the jobs and the wor
 from it, so that tests can cover every GPU without one.
 
 This machine:
-- ``local_gpu_limit`` (read by ``profiles/default/config.yaml``): Snakemake's ``gpu`` limit, 1 where an NVIDIA
-  GPU is present and none on a CPU-only machine, so that model jobs (each declares ``gpu=1``) take the GPU one at a
-  time while the CPU run keeps its 1-thread model jobs side by side;
-- ``pin_one_device``: a job sees one GPU only (``CUDA_VISIBLE_DEVICES``), set before CUDA initialises; TRL's GRPO,
-  DPO, RLOO and Reward trainers refuse ``nn.DataParallel``, which transformers picks when a process sees several;
+- ``local_gpu_limit`` (read by ``profiles/default/config.yaml``): Snakemake's ``gpu`` limit, the number of NVIDIA
+  GPUs present and none on a CPU-only machine, so that up to that many model jobs (each declares ``gpu=1``) run side
+  by side while the CPU run keeps its 1-thread model jobs side by side;
+- ``start_model_job``, the first line of every model job: ``device: cpu`` hides every GPU; otherwise the job claims
+  a GPU of its own (``claim_gpu_slot``: the lowest free slot of a lock file per slot, held for the job's life) and
+  sees only that one (``CUDA_VISIBLE_DEVICES``, set before CUDA initialises; TRL's GRPO, DPO, RLOO and Reward
+  trainers refuse ``nn.DataParallel``, which transformers picks when a process sees several); then it stops with one
+  line where the config needs a GPU that this job's torch cannot see (``choose_job_device``);
 - ``current_capability`` (the one entry every job's precision goes through) pins first, then reads the GPU, or the
   capability ``THAI_GRPO_CAPABILITY`` asks it to act as (``make gpu-check`` takes a T4's float16 path on a newer GPU).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 # FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel; SDPA (PyTorch's fused attention) runs
 # everywhere, picks its own flash/memory-efficient kernel where the GPU has one, and is what the chapter uses.
 FLASH_ATTENTION_MIN_CAPABILITY = (8, 0)
 CAPABILITY_ENV = "THAI_GRPO_CAPABILITY"  # e.g. "7.5": act as a T4 (float16, fp16=True) on a newer GPU
 HIDDEN = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
+DEVICE_SETTINGS = ("auto", "cuda", "cpu")  # the config's top-level `device`
+GPU_SLOTS = Path(".snakemake") / "gpu_slots"  # one lock file per slot, in the workflow's directory (jobs' cwd)
 
 
 def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
@@ -91,11 +98,19 @@ def gpus_listed(nvidia_smi_list: str) -> int:
     return sum(1 for line in nvidia_smi_list.splitlines() if line.startswith("GPU "))
 
 
-def local_gpu_count(environ=os.environ) -> int:
-    """NVIDIA GPUs the jobs started from here could use: 0 without ``nvidia-smi`` on the PATH, when it fails, or
-    when ``CUDA_VISIBLE_DEVICES`` hides every GPU. Cheap (no CUDA initialised, no torch imported)."""
-    if environ.get("CUDA_VISIBLE_DEVICES", "unset").strip().lower() in HIDDEN:
-        return 0
+def listed_devices(visible: str | None) -> list[str] | None:
+    """The devices ``CUDA_VISIBLE_DEVICES`` lists (indices, UUIDs or MIG ids), [] when it hides every GPU, None
+    when it is unset."""
+    if visible is None:
+        return None
+    if visible.strip().lower() in HIDDEN:
+        return []
+    return [device.strip() for device in visible.split(",") if device.strip()]
+
+
+def nvidia_smi_gpus(environ=os.environ) -> int:
+    """GPUs ``nvidia-smi -L`` lists: 0 without ``nvidia-smi`` on the PATH or when it fails. Cheap (no CUDA
+    initialised, no torch imported)."""
     binary = shutil.which("nvidia-smi", path=environ.get("PATH"))
     if binary is None:
         return 0
@@ -106,11 +121,27 @@ def local_gpu_count(environ=os.environ) -> int:
     return gpus_listed(done.stdout) if done.returncode == 0 else 0
 
 
+def visible_gpus(environ=os.environ) -> list[str]:
+    """The GPUs a job started from here may use, as ``CUDA_VISIBLE_DEVICES`` entries: those it lists where it is
+    set (none where it hides every GPU, or where ``nvidia-smi`` lists none), else ``nvidia-smi``'s indices."""
+    present = nvidia_smi_gpus(environ)
+    listed = listed_devices(environ.get("CUDA_VISIBLE_DEVICES"))
+    if present == 0:
+        return []
+    return [str(index) for index in range(present)] if listed is None else listed
+
+
+def local_gpu_count(environ=os.environ) -> int:
+    """NVIDIA GPUs the jobs started from here could use (``visible_gpus``)."""
+    return len(visible_gpus(environ))
+
+
 def gpu_limit(gpu_count: int) -> dict | None:
-    """Snakemake's global ``resources`` for a machine with ``gpu_count`` GPUs: ``{"gpu": 1}`` where there is one or
-    more (every model job declares ``gpu=1`` and is pinned to the first GPU: they take it one at a time), None on a
-    CPU-only machine (no limit: the CPU run's 1-thread model jobs run side by side)."""
-    return {"gpu": 1} if gpu_count > 0 else None
+    """Snakemake's global ``resources`` for a machine with ``gpu_count`` GPUs: ``{"gpu": gpu_count}`` where there is
+    one or more (every model job declares ``gpu=1`` and claims a GPU of its own, ``claim_gpu_slot``: up to
+    ``gpu_count`` model jobs side by side, one per GPU), None on a CPU-only machine (no limit: the CPU run's 1-thread
+    model jobs run side by side)."""
+    return {"gpu": gpu_count} if gpu_count > 0 else None
 
 
 def local_gpu_limit() -> dict | None:
@@ -137,6 +168,94 @@ def pin_one_device(environ=os.environ) -> str | None:
     if pinned is not None:
         environ["CUDA_VISIBLE_DEVICES"] = pinned
     return pinned
+
+
+_HELD_SLOTS: list = []  # the open lock files of this process's claimed slots: released when it ends, however
+
+
+def claim_gpu_slot(folder: str | Path = GPU_SLOTS):
+    """The lowest slot 0, 1, 2, ... that no running process holds, and the open file whose exclusive ``flock`` holds
+    it: the lock lasts as long as the file is open and the kernel drops it when the process ends, a crash or a kill
+    included, so no slot is ever left taken. Two processes never hold one slot (the lock is taken atomically)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    slot = 0
+    while True:
+        handle = open(folder / f"slot-{slot}.lock", "a+", encoding="utf-8")  # noqa: SIM115 - held until exit
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            slot += 1
+            continue
+        handle.truncate(0)
+        handle.write(f"{os.getpid()}\n")  # who holds it, for a person looking
+        handle.flush()
+        return slot, handle
+
+
+def slot_device(slot: int, devices: list[str]) -> str:
+    """The GPU of a slot: slot i takes ``devices[i % len(devices)]``, so N jobs on N GPUs get one each, and with
+    ``--resources gpu=2N`` two jobs share each card."""
+    return devices[slot % len(devices)]
+
+
+def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | None:
+    """Leave this job one GPU of its own before CUDA initialises: where it sees several, claim a slot
+    (``claim_gpu_slot``, held until the process ends) and set ``CUDA_VISIBLE_DEVICES`` to its device; where it sees
+    one or none (a SLURM job, which sbatch gives its own GPU; a CPU machine), ``pin_one_device``. Returns what it set,
+    or None when it left the variable alone."""
+    devices = visible_gpus(environ)
+    if len(devices) <= 1:
+        return pin_one_device(environ)
+    slot, handle = claim_gpu_slot(folder)
+    _HELD_SLOTS.append(handle)
+    environ["CUDA_VISIBLE_DEVICES"] = slot_device(slot, devices)
+    return environ["CUDA_VISIBLE_DEVICES"]
+
+
+def torch_build(torch_version: str, cuda_build: str | None) -> str:
+    """``torch 2.13.0+cpu, a CPU build`` / ``torch 2.5.1+cu124, built for CUDA 12.4``."""
+    return f"torch {torch_version}, " + (f"built for CUDA {cuda_build}" if cuda_build else "a CPU build")
+
+
+def choose_job_device(setting: str, base_source: str, cuda_available: bool, torch_version: str,
+                      cuda_build: str | None = None) -> str:
+    """``"cuda"`` or ``"cpu"`` for a model job, from the config's ``device`` (auto, cuda, cpu), ``base.source`` and
+    what this job's torch sees; a ``RuntimeError`` with one line where the job must not run. ``cpu``: the CPU, even
+    where there is a GPU (a rehearsal). ``cuda``, or ``auto`` with a hub base (the real model, days on a CPU
+    instead of an hour on a GPU): the GPU, or the stop. ``auto`` with any other base (the offline tiny models): the
+    GPU where there is one, else the CPU."""
+    if setting not in DEVICE_SETTINGS:
+        raise ValueError(f"device: {setting!r}: use one of {', '.join(DEVICE_SETTINGS)}")
+    if setting == "cpu":
+        return "cpu"
+    if cuda_available:
+        return "cuda"
+    if setting == "cuda" or base_source == "hub":
+        needs = "`device: cuda` needs one" if setting == "cuda" else f"a {base_source} base (the real model) needs one"
+        raise RuntimeError(f"this job's torch sees no CUDA GPU ({torch_build(torch_version, cuda_build)}): {needs}; "
+                           "install a CUDA build of torch on a GPU machine, or set `device: cpu` to run on the CPU "
+                           "anyway (slow: days)")
+    return "cpu"
+
+
+def start_model_job(config: dict, environ=os.environ) -> str:
+    """The first line of every model job's script (``start_model_job(snakemake.config)``), before any model or CUDA:
+    ``device: cpu`` hides every GPU from the job (so every stage takes its CPU path); otherwise the job gets a GPU
+    of its own (``pin_job_gpu``), then ``choose_job_device`` decides, and the job stops with its one line where the
+    config needs a GPU this torch cannot see. Returns ``"cuda"`` or ``"cpu"``."""
+    setting, source = config.get("device", "auto"), config["base"]["source"]
+    if setting == "cpu":
+        environ["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        pin_job_gpu(environ)
+    import torch
+
+    try:
+        return choose_job_device(setting, source, torch.cuda.is_available(), torch.__version__, torch.version.cuda)
+    except (RuntimeError, ValueError) as error:
+        raise SystemExit(f"device: {error}") from None
 
 
 def parse_capability(text: str) -> tuple[int, int]:

@@ -81,6 +81,7 @@ STANDIN_ADAPTER = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
 PPO_TINY = {"batch_size": 4, "max_steps": 2, "num_ppo_epochs": 1, "num_mini_batches": 2, "save_steps": 1,
             "chunk_floats": 40_000_000}
 TINY_CONFIG = {
+    "device": "cpu",  # the real config stops without a CUDA GPU; the stand-ins run on the CPU (config `device`)
     "data": {"train_size": 4, "heldout_size": 4},
     "grpo": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 24,
              "max_steps": 2, "save_steps": 1},
