@@ -8,7 +8,7 @@
 #   3. Qwen3-0.6B at full size (random weights built here, no download) through every stage of the chapter's comparison
 #      at the chapter's batch sizes and lengths, one optimizer step each (scripts/rehearse_full.py --preset chapter):
 #      once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5), once in bfloat16 where the GPU has it
-#      (compute capability 8.0 or later), plus vLLM sampling and rollouts where vLLM imports. Each stage's peak CUDA
+#      (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM imports. Each stage's peak CUDA
 #      memory beside the memory plan's prediction for those sizes, and its seconds per step, in
 #      OUT/<dtype>/rehearse.json (OUT default results/gpu_check).
 # Exits 2 with one line where there is no usable GPU or no CUDA torch; 1 when a stage failed.
