@@ -7,7 +7,8 @@ offline):
 - ``eval.use_vllm: true`` - ``scripts/sample_heldout.py`` calls ``sample_heldout_vllm`` instead of the
   transformers path. Same prompts (token for token), same sampling distribution (temperature, top_p=1, no
   top-k, n = eval.num_samples, max_new_tokens), same record format as ``thai_grpo.models.sampling.sample_heldout``.
-  Not the same samples: the random streams differ (here one seed per problem, there one per batch).
+  Not the same samples: the random streams differ (here vLLM's, one seed per problem; there one generator
+  per (problem, sample)); on each path a batch size changes no sample.
 - GRPO rollouts: the TRL fields of ``grpo_vllm_overrides(True, ...)`` in the ``grpo`` section (TRL's own
   names, passed straight to ``GRPOConfig``). Colocate mode: vLLM shares the training GPU, TRL merges the LoRA
   weights into it after each optimizer step.
