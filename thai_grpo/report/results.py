@@ -76,6 +76,17 @@ def run_device(trains: dict) -> dict:
             "source": "from the precision each trainer recorded in its arguments"}
 
 
+def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
+    """The run card's sizes: what each job ran with (``auto`` resolved on its card): each model's held-out batch
+    (its sampling job's sizes.json), the preference pairs' batch, each PPO run's ``chunk_floats``."""
+    return {"eval.batch_size": {model: record.get("batch_size") for model, record in sampling.items()},
+            "card_gib": sorted({record["card_gib"] for record in sampling.values() if record.get("card_gib")}),
+            "preference_pairs.batch_size": ((pairs or {}).get("sampling") or {}).get("batch_size"),
+            "ppo.chunk_floats": {name: train["args"]["chunk_floats"] for name, train in trains.items()
+                                 if train.get("method") == "ppo" and "chunk_floats" in train.get("args", {})},
+            "source": "what each sampling job and PPO run recorded (auto: sized to its GPU's memory)"}
+
+
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
     """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
     number (``-``: a job too short for psutil to sample) is left out."""
@@ -321,7 +332,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
              own_temperature: dict | None = None, peak_memory: dict | None = None,
              reward_model: dict | None = None, displacements: dict | None = None,
-             chapter_values: dict | None = None) -> dict:
+             chapter_values: dict | None = None, sizes: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
@@ -330,7 +341,8 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
     ``reward_model`` PPO's reward model record (its pairwise accuracies), ``displacements`` each run's
     ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm),
     ``chapter_values`` every contract key's value in this run (``thai_grpo.methods.contract.resolved_values``), for
-    the run card's departures from the chapter's experiment."""
+    the run card's departures from the chapter's experiment; ``sizes`` each sampling job's sizes.json by model
+    (the run card's ``sizes``, with PPO's chunk size from its record)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -344,6 +356,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "seeds": {"data": config["data"]["shuffle_seed"], "train": config["seed"], "eval": config["eval"]["seed"]},
             "versions": package_versions(),
             "device": run_device(trains),
+            "sizes": run_sizes(sizes or {}, trains, pairs),
             "data": {"source": config["data"]["source"], **split_stats},
             "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"
                       + (" (shipped, assets/tiny-base)" if config["base"]["source"] == "shipped" else ""),
