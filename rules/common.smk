@@ -163,6 +163,7 @@ def scope_inputs(scope):
         "stats": rules.split.output.stats,
         "base": rules.base_model.output.model,
         "scores": expand(rules.score.output.scores, model=models),
+        "sizes": expand(rules.sample.output.sizes, model=models),  # the batch size each sampling job ran with
         "train": expand(rules.train.output.train, run=trained(models)),
         # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.methods.update_size)
         "adapters": expand(rules.train.output.adapter, run=trained(models)),

@@ -9,6 +9,7 @@ rule sample:
         heldout=rules.split.output.heldout,
     output:
         samples="results/eval/{model}/samples.jsonl",
+        sizes="results/eval/{model}/sizes.json",  # the batch size it ran with (auto: sized to its GPU)
     log:
         "results/logs/sample-{model}.log",
     benchmark:
@@ -53,6 +54,7 @@ rule score:
 use rule sample as sample_own_temperature with:
     output:
         samples="results/eval/{model}/own_temperature/samples.jsonl",
+        sizes="results/eval/{model}/own_temperature/sizes.json",
     log:
         "results/logs/sample_own_temperature-{model}.log",
     benchmark:

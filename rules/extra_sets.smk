@@ -37,6 +37,7 @@ use rule sample as sample_extra with:
         heldout=rules.extra_heldout.output.rows,
     output:
         samples="results/eval_extra/{extra}/{model}/samples.jsonl",
+        sizes="results/eval_extra/{extra}/{model}/sizes.json",
     log:
         "results/logs/sample_extra-{extra}-{model}.log",
     benchmark:

@@ -6,6 +6,7 @@
 use rule sample as sample_passk with:
     output:
         samples="results/passk/{model}/samples.jsonl",
+        sizes="results/passk/{model}/sizes.json",
     log:
         "results/logs/sample_passk-{model}.log",
     benchmark:

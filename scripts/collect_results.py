@@ -13,6 +13,7 @@ trains = {variant: read_json(path) for variant, path in zip(params.variants, sna
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
 reward_model_train = read_json(snakemake.input.reward_model_train) if reward_model else None
+sizes = {model: read_json(path) for model, path in zip(params.models, snakemake.input.sizes)}
 kl_real = read_json(snakemake.input.kl_real) if "kl_real" in snakemake.input.keys() else None
 # Second held-out sets: expand() listed the scores set by set, each in eval.models order.
 extra_scores = iter(snakemake.input.get("extra_scores", []))
@@ -26,7 +27,7 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
                    plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets,
                    own_temperature=own_temperature, peak_memory=benchmark_max_rss(params.benchmarks),
-                   reward_model=reward_model,
+                   reward_model=reward_model, sizes=sizes,
                    displacements=adapter_displacements(dict(zip(params.variants, snakemake.input.adapters)),
                                                        snakemake.input.sft_adapter),
                    chapter_values=recorded_values(params.config, stage_records(trains, reward_model_train)),

@@ -42,15 +42,21 @@ def merged_config(*extra: Path) -> dict:
 
 def write_plan(out_dir: Path) -> list[dict]:
     from thai_grpo.core.io import write_json
-    from thai_grpo.models.memory_stages import CARD_GIB, RESERVE_GIB, markdown_table, stage_plans
+    from thai_grpo.models.memory_stages import (CARD_GIB, CARDS_GIB, RESERVE_GIB, markdown_table, sizes_for_card,
+                                                stage_plans)
 
-    plans = stage_plans(merged_config())
+    config = merged_config()
+    plans = stage_plans(config)
+    sizes = {card: sizes_for_card(config, gib) for card, gib in CARDS_GIB.items()}  # what auto chooses per card
     out_dir.mkdir(parents=True, exist_ok=True)
     write_json(out_dir / "plan.json", {"model": "Qwen/Qwen3-0.6B", "card": "16 GB T4", "card_gib": CARD_GIB,
-                                       "reserve_gib": RESERVE_GIB, "measured": False, "stages": plans})
+                                       "reserve_gib": RESERVE_GIB, "measured": False, "stages": plans,
+                                       "sizes_per_card": sizes})
     table = markdown_table(plans)
     (out_dir / "plan.md").write_text(table + "\n", encoding="utf-8")
     print(table)
+    for card, chosen in sizes.items():
+        print(f"{card}: {chosen}")
     return plans
 
 

@@ -5,8 +5,9 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 """
 
 from thai_grpo.core.accelerators import job_device, start_model_job
-from thai_grpo.core.io import log_to, progress, read_jsonl, write_jsonl
+from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.models.memory_plan import record_cuda_peak
+from thai_grpo.models.memory_stages import sampling_sizes
 from thai_grpo.models.training import set_threads
 
 log_to(snakemake.log[0])
@@ -15,9 +16,13 @@ record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
 set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
 ev = snakemake.params.eval
 rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)
+# eval.batch_size / passk.batch_size: a number, or auto (the most the memory plan fits on this job's GPU)
+sizes = sampling_sizes(ev["batch_size"], snakemake.input.base, ev["num_samples"], ev["max_new_tokens"], len(rows),
+                       job_device())
 if ev.get("use_vllm", False):
     from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
+    sizes = {**sizes, "batch_size": None, "sequences_per_call": None, "note": "vLLM schedules its own batches"}
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                   snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
 else:
@@ -29,7 +34,8 @@ else:
     model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
     tokenizer = load_tokenizer(snakemake.input.base)
     records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
-                             ev["max_new_tokens"], ev["temperature"], ev["batch_size"], ev["seed"],
+                             ev["max_new_tokens"], ev["temperature"], sizes["batch_size"], ev["seed"],
                              ev.get("chat_template_kwargs"), progress=progress)
     records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
 write_jsonl(snakemake.output.samples, records)
+write_json(snakemake.output.sizes, sizes)

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from snakemake_dry_run import fake_nvidia_smi
 
-from thai_grpo.models.memory_stages import CPU, merged_configs
+from thai_grpo.models.memory_stages import CARD_GIB, CPU, merged_configs, sizes_for_card
 from thai_grpo.models.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
                                              predicted_bytes, problem_count, rehearsal_config, table, training_rows)
 
@@ -107,8 +107,11 @@ def test_presets_keep_the_real_config_but_its_sizes():
         assert config["grpo"]["max_steps"] == 1 and config["grpo"]["beta"] == REAL["grpo"]["beta"]
         assert config["base"]["name_or_path"] == "Qwen/Qwen3-0.6B" and config["variants"]["ppo"]["ppo"]["max_steps"] == 1
     assert chapter["grpo"]["per_device_train_batch_size"] == REAL["grpo"]["per_device_train_batch_size"]
-    assert chapter["eval"] == REAL["eval"] and cpu["eval"]["max_new_tokens"] < REAL["eval"].get("max_new_tokens", 256)
-    assert problem_count(chapter) == (REAL["variants"]["ppo"]["ppo"]["batch_size"], REAL["eval"]["batch_size"])
+    t4 = sizes_for_card(REAL, CARD_GIB)  # auto sizes as the chapter's T4 chooses them
+    assert chapter["eval"] == {**REAL["eval"], "batch_size": t4["eval.batch_size"]}
+    assert cpu["eval"]["max_new_tokens"] < REAL["eval"].get("max_new_tokens", 256)
+    assert chapter["variants"]["ppo"]["ppo"]["chunk_floats"] == t4["ppo.chunk_floats"]["ppo"]
+    assert problem_count(chapter) == (REAL["variants"]["ppo"]["ppo"]["batch_size"], t4["eval.batch_size"])
     assert problem_count(cpu) == (4, 2)
     with pytest.raises(ValueError, match="use one of"):
         rehearsal_config(REAL, "huge")
@@ -150,4 +153,4 @@ def test_a_forced_float16_stage_acts_as_a_t4():
     assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cuda", "bfloat16", None)
     assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cpu", "auto", 1)
     assert module.stage_env("cpu", "auto", 1)["OMP_NUM_THREADS"] == "1"
-    assert yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text())["passk"]["batch_size"] == 2
+    assert yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text())["passk"]["batch_size"] == "auto"

@@ -129,12 +129,78 @@ def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
 
 def test_pass_at_k_is_sized_for_the_card():
     """The offline default's 8 problems x 64 samples per generate call would hold ~28 GiB of KV cache at Qwen3-0.6B's
-    shape; the real config's passk.batch_size keeps a call at eval's 128 sequences."""
+    shape; the real config's passk.batch_size: auto keeps a T4's call within the card."""
     real = planned(stage_plans(real_config()), "pass@k sampling")
-    assert real["fits_t4"] and real["pieces_gib"] == planned(stage_plans(real_config()), "held-out sampling")[
-        "pieces_gib"]
+    assert real["fits_t4"] and real["pieces_gib"]["kv_cache"] < 13
     offline = planned(stage_plans(real_config(passk={"batch_size": 8})), "pass@k sampling")
     assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == 28.0
+
+
+def decode_steps(plans_config: dict, sizes: dict) -> dict:
+    """GRPO's and PPO's generate calls x max new tokens over a run of the real config, at ``sizes``."""
+    from thai_grpo.models.memory_plan import generation_floats
+
+    grpo, ppo = plans_config["grpo"], plans_config["variants"]["ppo"]["ppo"]
+    length = grpo["max_completion_length"]
+    grpo_calls = 128 * grpo["num_generations"] // (grpo["per_device_train_batch_size"] *
+                                                   grpo["gradient_accumulation_steps"])
+    per_call = rows_per_chunk(generation_floats(QWEN3_0_6B, 256 + length), ppo["batch_size"],
+                              sizes["ppo.chunk_floats"]["ppo"])
+    ppo_calls = ppo["max_steps"] * -(-ppo["batch_size"] // per_call)
+    return {"grpo": grpo_calls * length, "ppo": ppo_calls * length}
+
+
+def test_each_card_gets_its_own_sizes_and_each_fits_its_card():
+    from thai_grpo.models.memory_stages import CARDS_GIB, fits_card, sizes_for_card
+
+    config = real_config()
+    assert config["eval"]["batch_size"] == config["passk"]["batch_size"] == "auto"
+    t4, large = (sizes_for_card(config, gib) for gib in CARDS_GIB.values())
+    assert large["eval.batch_size"] > t4["eval.batch_size"] and large["passk.batch_size"] > t4["passk.batch_size"]
+    assert large["ppo.chunk_floats"]["ppo"] > t4["ppo.chunk_floats"]["ppo"]
+    for gib in CARDS_GIB.values():
+        plans = stage_plans(config, card_gib=gib)
+        assert all(fits_card(plan, gib) for plan in plans), [(p["stage"], p["peak_gib"]) for p in plans]
+    for sizes, gib in ((t4, CARDS_GIB["T4 16 GB"]), (large, CARDS_GIB["80 GB (A100, H100)"])):  # one more won't fit
+        bigger = real_config(eval={"batch_size": sizes["eval.batch_size"] * 2})
+        assert not fits_card(planned(stage_plans(bigger, card_gib=gib), "held-out sampling"), gib)
+    steps = decode_steps(config, large)
+    assert steps["ppo"] <= 2 * steps["grpo"], steps  # an 80 GB card: PPO's rollouts in at most 2x GRPO's decode steps
+    assert decode_steps(config, t4)["ppo"] > steps["ppo"]
+
+
+def test_numbers_set_in_the_config_are_kept_on_every_card():
+    from thai_grpo.models.memory_stages import CARDS_GIB, sizes_for_card
+
+    offline = merged_configs([__import__("workflow").REPO / "config" / "config.yaml"])
+    for gib in CARDS_GIB.values():
+        sizes = sizes_for_card(offline, gib)
+        assert sizes["eval.batch_size"] == offline["eval"]["batch_size"] == 64
+        assert sizes["passk.batch_size"] == offline["passk"]["batch_size"]
+        assert set(sizes["ppo.chunk_floats"].values()) == {2 ** 28}  # the dataclass default, not auto
+
+
+def test_batches_are_evened_out_over_the_calls_they_need():
+    from thai_grpo.models.memory_stages import balanced_batch
+
+    assert balanced_batch(256, 130) == 128 and balanced_batch(256, 256) == 256 and balanced_batch(256, 1000) == 256
+    assert balanced_batch(250, 24) == 23 and -(-250 // 23) == -(-250 // 24)  # as many calls, none larger
+
+
+def test_a_sampling_job_sizes_auto_for_its_card_and_refuses_a_bad_size(tmp_path):
+    import json
+
+    from thai_grpo.models.memory_stages import CARD_GIB, sampling_batch_for_card, sampling_sizes
+
+    (tmp_path / "config.json").write_text(json.dumps({
+        "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True}))
+    on_cpu = sampling_sizes("auto", tmp_path, 8, 256, 256, "cpu")
+    assert on_cpu["batch_size"] == sampling_batch_for_card(QWEN3_0_6B, 8, 256, 256, CARD_GIB)  # a CPU sizes as a T4
+    assert on_cpu["card_gib"] is None and on_cpu["sequences_per_call"] == 8 * on_cpu["batch_size"]
+    assert sampling_sizes(5, tmp_path, 8, 256, 256, "cpu")["batch_size"] == 5
+    with pytest.raises(ValueError, match="positive integer or auto"):
+        sampling_sizes("big", tmp_path, 8, 256, 256, "cpu")
 
 
 def test_the_plan_counts_what_each_device_holds():

@@ -35,6 +35,10 @@ def test_smoke_run_writes_results_and_report(smoke_run):
         for k in ["pass@1", "pass@4"]:
             metric = results["eval"][model][k]
             assert metric["wilson_low"] <= metric["estimate"] <= metric["wilson_high"]
+    sizes = results["run"]["sizes"]  # what each sampling job ran with: the config's number, on a CPU
+    assert set(sizes["eval.batch_size"]) == set(results["eval"])
+    assert set(sizes["eval.batch_size"].values()) == {results["config"]["eval"]["batch_size"]}
+    assert sizes["preference_pairs.batch_size"] == results["config"]["eval"]["batch_size"]
     html = (smoke_run / "results/report.html").read_text()
     assert "<html" in html and "pass@1" in html
     headline = json.loads((smoke_run / "results/headline.json").read_text())  # the same numbers as results.json

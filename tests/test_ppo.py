@@ -209,6 +209,50 @@ def test_a_minibatch_split_into_chunks_makes_the_same_update(tmp_path, tiny_mode
     assert any(not torch.equal(a, b) for a, b in zip(whole_params, start))  # the step did move the parameters
 
 
+def test_rollouts_are_the_same_whatever_the_chunk_size():
+    """generate_by_chunks on the shipped tiny base + SFT adapter: one prompt per call, three, or all at once give the
+    same rollouts token for token (each row samples from its own seed), so a card's chunk size changes no sample."""
+    from pathlib import Path
+
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.methods.ppo import generate_by_chunks
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.sampling import encode_prompts, generation_config, row_seeds, stop_token_ids
+
+    shipped = Path(__file__).resolve().parents[1] / "assets" / "tiny-base"
+    policy = load_policy(shipped / "base", shipped / "sft_adapter", merged=True).eval()
+    tokenizer = load_tokenizer(shipped / "base")
+    encoded = encode_prompts(tokenizer, ["2 บวก 3", "มีแอปเปิล 3 ผล ได้อีก 4 ผล มีกี่ผล", "10 ลบ 4", "5 คูณ 2"],
+                             SYSTEM_PROMPT, {})
+    config = generation_config(tokenizer, stop_token_ids(policy, tokenizer), 1, 8, 0.7)
+    with torch.no_grad():
+        outputs = [generate_by_chunks(policy, encoded, config, per_chunk, tokenizer.pad_token_id,
+                                      row_seeds(seed, range(4), 1)) for per_chunk, seed in ((1, 5), (3, 5), (4, 5),
+                                                                                            (4, 6))]
+    assert torch.equal(outputs[0], outputs[1]) and torch.equal(outputs[0], outputs[2])
+    assert not torch.equal(outputs[2], outputs[3])  # another seed, other rollouts
+
+
+def test_chunk_floats_is_a_number_or_auto_sized_to_the_card(tiny_model_dir, tiny_adapter_dir):
+    """auto: the memory plan's choice for the policy's shape and adapters on the job's card (a CPU sizes as a T4),
+    recorded in the settings the run's args come from; a number is kept; anything else is refused."""
+    import dataclasses
+
+    from thai_grpo.methods.ppo import load_models, lora_of, sized_for_card
+    from thai_grpo.models.memory_plan import Shape
+    from thai_grpo.models.memory_stages import CARD_GIB, ppo_chunk_floats_for_card
+
+    with pytest.raises(ValueError, match="positive integer or auto"):
+        PPOSettings(chunk_floats="big")
+    models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
+    assert sized_for_card(PPOSettings(chunk_floats=1234), models).chunk_floats == 1234
+    auto = PPOSettings(score="verifier", chunk_floats="auto", batch_size=4)
+    expected = ppo_chunk_floats_for_card(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
+                                         lora_of(models["value"]), dataclasses.asdict(auto), auto.max_completion_length,
+                                         CARD_GIB)
+    assert sized_for_card(auto, models).chunk_floats == expected == 2 ** 24  # the tiny model: one chunk at the floor
+
+
 def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_none(tmp_path, tiny_model_dir):
     """Qwen3-0.6B's config.json has no pad_token_id; the reward model (and PPO's value models) read the tokenizer's,
     as TRL's RewardTrainer does, and pool at the last non-pad token."""

@@ -49,3 +49,80 @@ def test_merged_adapter_gives_the_same_next_token_distribution(tiny_model_dir, t
     assert torch.allclose(a, b, atol=1e-5)
     assert not torch.allclose(a, c, atol=1e-3), "the adapter must change the model for this test to mean anything"
     assert not any("lora" in name for name, _ in merged.named_parameters())
+
+
+# ----------------------------------------------------------------------------------------- seeded per sample
+SHIPPED = __import__("pathlib").Path(__file__).resolve().parents[1] / "assets" / "tiny-base"
+
+
+@pytest.fixture(scope="module")
+def shipped_policy():
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    model = load_policy(SHIPPED / "base", SHIPPED / "sft_adapter", merged=True).eval()
+    return model, load_tokenizer(SHIPPED / "base")
+
+
+@pytest.fixture(scope="module")
+def heldout_rows(synthetic_rows):
+    return [{"id": f"p{i}", "question": r["translated_question"], "answer": r["answer"]}
+            for i, r in enumerate(synthetic_rows[:6])]
+
+
+def test_gumbel_max_draws_from_the_tempered_softmax():
+    """Each row's argmax of scores / T + its own Gumbel noise, over 10,000 rows of one logits vector, against
+    softmax(logits / T): a chi-square test that passes at T and fails at the wrong temperature (the test can fail)."""
+    import torch
+    from scipy.stats import chisquare
+
+    from thai_grpo.models.sampling import PerRowGumbel
+
+    logits, temperature, draws = torch.tensor([2.0, 1.0, 0.0, -1.0, 0.5]), 0.7, 10000
+    picks = PerRowGumbel(temperature, list(range(draws)), "cpu")(None, logits.repeat(draws, 1)).argmax(-1)
+    counts = torch.bincount(picks, minlength=len(logits)).numpy()
+    for tried, should_pass in ((temperature, True), (1.0, False)):
+        expected = torch.softmax(logits.double() / tried, -1).numpy() * draws
+        assert (chisquare(counts, expected).pvalue > 1e-3) == should_pass, (tried, counts, expected)
+
+
+def test_a_row_draws_the_same_noise_whatever_its_batch_mates():
+    import torch
+
+    from thai_grpo.models.sampling import PerRowGumbel, row_seeds
+
+    seeds = row_seeds(1234, ["a", "b", "c"], 2)
+    assert len(set(seeds)) == 6 and seeds == row_seeds(1234, ["a", "b", "c"], 2)
+    scores = torch.zeros(6, 11)
+    together = PerRowGumbel(1.0, seeds, "cpu")(None, scores)
+    alone = torch.cat([PerRowGumbel(1.0, [seed], "cpu")(None, scores[:1]) for seed in seeds])
+    assert torch.equal(together, alone)
+    with pytest.raises(ValueError, match="one seed per generated row"):
+        PerRowGumbel(1.0, seeds[:2], "cpu")(None, scores)
+
+
+def test_the_batch_size_changes_no_sample(shipped_policy, heldout_rows):
+    """Held-out sampling on the shipped tiny base + SFT adapter: batch sizes 1, 2 and 8 give the same samples and
+    greedy answers token for token; another seed gives other samples (so the comparison means something)."""
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.models.sampling import sample_heldout
+
+    model, tokenizer = shipped_policy
+
+    def tokens(batch_size: int, seed: int = 1234):
+        records = sample_heldout(model, tokenizer, heldout_rows, SYSTEM_PROMPT, 2, 10, 1.0, batch_size, seed)
+        return [([c["token_ids"] for c in r["completions"]], r["greedy"]["token_ids"]) for r in records]
+
+    one = tokens(1)
+    assert tokens(2) == one and tokens(8) == one
+    assert len({tuple(ids) for sampled, _ in one for ids in sampled}) > len(heldout_rows)  # samples differ
+    assert [s for s, _ in tokens(8, seed=99)] != [s for s, _ in one]
+
+
+def test_the_preference_pairs_sampling_is_seeded_per_problem(shipped_policy, heldout_rows):
+    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.methods.preferences import sample_training_problems
+
+    model, tokenizer = shipped_policy
+    runs = [[[c["token_ids"] for c in r["completions"]] for r in sample_training_problems(
+        model, tokenizer, heldout_rows[:3], SYSTEM_PROMPT, 2, 8, 1.0, batch_size, 42)] for batch_size in (1, 3)]
+    assert runs[0] == runs[1]

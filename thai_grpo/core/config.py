@@ -173,8 +173,27 @@ def _check_data(data: dict, sft_source: str) -> None:
         raise ConfigError(f"data.sft_size must be >= 1 when sft.source={sft_source}: the SFT adapter needs examples")
 
 
+def check_batch_size(value, where: str) -> None:
+    """A sampling batch size is a positive integer or ``auto`` (sized to the job's GPU by the memory plan)."""
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}={value!r}: use a positive integer (problems per generate call) or auto (the most "
+                          "the memory plan fits on the job's GPU)")
+
+
+def check_chunk_floats(value, where: str) -> None:
+    """PPO's chunk budget is a positive integer of floats or ``auto`` (sized to the job's GPU)."""
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ConfigError(f"{where}={value!r}: use a positive integer (floats per chunk, e.g. 268435456) or auto "
+                          "(the largest the memory plan fits on the job's GPU)")
+
+
 def _check_eval(config: dict) -> None:
     ev = config["eval"]
+    check_batch_size(ev.get("batch_size", 32), "eval.batch_size")
+    check_batch_size((config.get("passk") or {}).get("batch_size", PASSK_DEFAULTS["batch_size"]), "passk.batch_size")
+    for name, variant in config.get("variants", {}).items():
+        if "chunk_floats" in (variant.get("ppo") or {}):
+            check_chunk_floats(variant["ppo"]["chunk_floats"], f"variants.{name}.ppo.chunk_floats")
     n = ev.get("num_samples", 8)
     too_large = [k for k in ev.get("ks", [1, 8]) if k > n]
     if too_large:

@@ -100,7 +100,7 @@ class PPOSettings:
     save_steps: int = 10
     temperature: float = 0.7
     max_completion_length: int = 53  # TRL: response_length
-    chunk_floats: int = 2 ** 28      # ours: floats one chunk of a pass may hold per row (thai_grpo.models.memory_plan)
+    chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
 
     def __post_init__(self):
         if self.score not in SCORES:
@@ -111,6 +111,9 @@ class PPOSettings:
             raise ValueError(f"ppo.lr_scheduler_type={self.lr_scheduler_type!r}: use linear (TRL's) or constant")
         if self.whiten_rewards:
             raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
+        if self.chunk_floats != "auto" and not (isinstance(self.chunk_floats, int) and self.chunk_floats >= 1):
+            raise ValueError(f"ppo.chunk_floats={self.chunk_floats!r}: use a positive integer or auto (sized to the "
+                             "GPU's memory by the memory plan)")
         if self.batch_size % self.num_mini_batches:
             raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
                              f"{self.num_mini_batches}: pick sizes that divide")
@@ -270,16 +273,23 @@ def by_chunks(function, rows: int, per_chunk: int):
     return torch.cat([function(slice(start, start + per_chunk)) for start in range(0, rows, per_chunk)])
 
 
-def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int):
+def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, seeds: list[int]):
     """``policy.generate`` on ``per_chunk`` prompts at a time (the KV cache of one chunk within the budget), the
-    outputs right-padded with ``pad_id`` to one width."""
+    outputs right-padded with ``pad_id`` to one width. Row i samples from its own seed ``seeds[i]``
+    (``sampling.seeded_per_row``), so the chunk size changes no rollout."""
     import torch
+
+    from thai_grpo.models.sampling import seeded_per_row
+
+    def generate(start: int, stop: int):
+        chunk_config, processors = seeded_per_row(config, seeds[start:stop], policy.device)
+        return policy.generate(**{key: value[start:stop] for key, value in encoded.items()},
+                               generation_config=chunk_config, logits_processor=processors)
 
     rows = encoded["input_ids"].shape[0]
     if per_chunk >= rows:
-        return policy.generate(**encoded, generation_config=config)
-    outputs = [policy.generate(**{key: value[start:start + per_chunk] for key, value in encoded.items()},
-                               generation_config=config) for start in range(0, rows, per_chunk)]
+        return generate(0, rows)
+    outputs = [generate(start, start + per_chunk) for start in range(0, rows, per_chunk)]
     width = max(output.shape[1] for output in outputs)
     return torch.cat([torch.nn.functional.pad(output, (0, width - output.shape[1]), value=pad_id)
                       for output in outputs])
@@ -444,7 +454,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
 
     from thai_grpo.core.rewards import reward_functions
     from thai_grpo.models.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
-    from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config
+    from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config, row_seeds
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
     policy = models["policy"]
@@ -453,13 +463,14 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     encoded = encoded.to(policy.device)
     width = encoded["input_ids"].shape[1]
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
-    torch.manual_seed(int(step_rng(seed, step, 0).integers(2**31)))
+    sampling_seed = int(step_rng(seed, step, 0).integers(2**31))
+    torch.manual_seed(sampling_seed)
     per_generate = rows_per_chunk(generation_floats(shape, width + settings.max_completion_length), len(batch),
                                   settings.chunk_floats)
     with torch.no_grad(), autocast_like(policy):
         policy.eval()
         output = generate_by_chunks(sampler.refresh() if sampler else policy, encoded, config, per_generate,
-                                    tokenizer.pad_token_id)
+                                    tokenizer.pad_token_id, row_seeds(sampling_seed, range(len(batch)), 1))
         policy.train()
     completion = output[:, width:]
     counted = [completion_length(row.tolist(), stop_ids) for row in completion]
@@ -513,13 +524,32 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
             "entropy": masked_mean(entropy.detach(), m)}
 
 
+def lora_of(model):
+    """The ``memory_plan.Lora`` of a PEFT model's adapter, dropout off (as PPO trains it)."""
+    from thai_grpo.models.memory_plan import Lora
+
+    config = model.peft_config["default"]
+    return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
+
+
+def sized_for_card(settings: PPOSettings, models: dict) -> PPOSettings:
+    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for the policy's card
+    (``memory_stages.ppo_chunk_floats_for_card``; a CPU sizes as a T4); a number is kept."""
+    if settings.chunk_floats != "auto":
+        return settings
+    from thai_grpo.models.memory_plan import Shape
+    from thai_grpo.models.memory_stages import ppo_chunk_floats_for_card, sizing_gib
+
+    policy = models["policy"]
+    floats = ppo_chunk_floats_for_card(Shape.from_config(policy.config), lora_of(policy), lora_of(models["value"]),
+                                       dataclasses.asdict(settings), settings.max_completion_length,
+                                       sizing_gib(policy.device))
+    return dataclasses.replace(settings, chunk_floats=floats)
+
+
 def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
     """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
-    from thai_grpo.models.memory_plan import Lora, Shape, ppo_update_floats, rows_per_chunk
-
-    def lora_of(model) -> Lora:
-        config = model.peft_config["default"]
-        return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
+    from thai_grpo.models.memory_plan import Shape, ppo_update_floats, rows_per_chunk
 
     size = settings.batch_size // settings.num_mini_batches
     floats = ppo_update_floats(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
@@ -639,6 +669,7 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     tokenizer = load_tokenizer(base_dir)
     reference = grpo_args.get("reference", "sft")
     models = load_models(base_dir, adapter_dir, reward_dir, settings.score, reference, dtype)
+    settings = sized_for_card(settings, models)  # chunk_floats: auto -> the card's (recorded in the run's args)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},

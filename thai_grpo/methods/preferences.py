@@ -84,16 +84,17 @@ def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem (batch b seeded with seed + b), as records with the
-    prompt's ids and the completion budget (``build_pairs`` keeps them)."""
+    """``num_samples`` graded completions per training problem, as records with the prompt's ids and the completion
+    budget (``build_pairs`` keeps them); each sample seeded from (seed, problem id, sample index), so the batch size
+    changes no sample."""
     from thai_grpo.models.sampling import generate, score_completion
 
     records = []
-    for batch_index, start in enumerate(range(0, len(rows), batch_size)):
+    for start in range(0, len(rows), batch_size):
         batch = rows[start:start + batch_size]
         sampled = generate(model, tokenizer, [r["question"] for r in batch], system_prompt, num_samples,
-                           max_new_tokens, temperature, seed=seed + batch_index,
-                           chat_template_kwargs=chat_template_kwargs)
+                           max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
+                           problem_keys=[r["id"] for r in batch])
         prompts = prompt_token_ids(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
         records += [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
                      "completion_budget": max_new_tokens,

@@ -7,6 +7,10 @@ PPO under 16-bit autocast, which keeps 16-bit copies of the float32 LoRA matrice
 (``generate``, which accelerate's autocast does not reach) through the 16-bit weights, so their KV cache is 16-bit
 too; the token log-probs stage in float32 (``thai_grpo.evaluation.token_logprobs``). On a CPU everything is float32
 without autocast (``CPU``): ``make rehearse-full`` measures that at Qwen3-0.6B's shape.
+
+Sized to the card: ``eval.batch_size``, ``passk.batch_size`` and ``ppo.chunk_floats`` may be ``auto``, chosen by a job
+from its GPU's total memory (``sizes_for_card``: the largest sizes whose stages this plan fits on the card); a CPU job
+sizes as a T4 would. A size changes how much work one call does, never a sample (``thai_grpo.models.sampling``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from thai_grpo.models.memory_plan import (
 # What a 16 GB T4 leaves to tensors: 15.1 GiB visible to CUDA, ~0.5 GiB for the CUDA context and kernels, ~1 GiB of
 # allocator slack (fragmentation): a stage "fits" when its predicted peak is within CARD_GIB - RESERVE_GIB.
 CARD_GIB, RESERVE_GIB = 15.1, 1.5
+#: The cards the documents size for, by the total memory CUDA reports (GiB): a 16 GB T4 and an 80 GB A100 or H100.
+CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
+AUTO = "auto"
 PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
 # TRL 1.16's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
 # (trl.kernels.chunked_logprob) projects at most 4,096 tokens x 32,768 vocabulary entries at a time.
@@ -172,15 +179,143 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
     return [train, rollouts]
 
 
-def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
-                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
-                logprob_rows: int = 32) -> list[dict]:
-    """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
-    sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
-    up to ``prompt`` tokens. ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions
-    the token log-probs stage scores at once (at most 32, fewer when there are fewer)."""
+def fits_card(plan: dict, card_gib: float) -> bool:
+    """Whether a stage's peak is within a card of ``card_gib`` total GiB, less the CUDA context and allocator slack."""
+    return plan["peak_bytes"] / GIB <= card_gib - RESERVE_GIB
+
+
+def balanced_batch(problems: int, largest: int) -> int:
+    """Problems per call when at most ``largest`` fit: as few calls as ``largest`` needs, their sizes evened out
+    (256 problems with room for 130: two calls of 128, the same decode steps, less memory)."""
+    calls = -(-problems // max(1, largest))
+    return -(-problems // calls)
+
+
+def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, problems: int, card_gib: float,
+                            precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
+    """Problems per ``generate`` call (x ``num_samples`` sequences of up to ``prompt + completion`` tokens) for a card
+    of ``card_gib`` GiB: the most whose sampling stage fits it, evened out over the calls ``problems`` need."""
+    def fits(batch: int) -> bool:
+        return fits_card(sampling_stage("", shape, batch * num_samples, prompt + completion, prompt, precision, ""),
+                         card_gib)
+
+    largest = next((batch for batch in range(max(1, problems), 0, -1) if fits(batch)), None)
+    if largest is None:
+        raise ValueError(f"one problem x {num_samples} samples of {prompt + completion} tokens does not fit a "
+                         f"{card_gib:.1f} GiB card: lower num_samples or max_new_tokens, or set batch_size: 1")
+    return balanced_batch(problems, largest)
+
+
+def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
+                              precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
+    """``ppo.chunk_floats`` for a card of ``card_gib`` GiB: the largest power of two (2^24 to 2^40) whose PPO stages
+    (rollouts, log-prob passes, a minibatch's forward-backward) fit it, then the smallest with the same chunks (a
+    larger budget would split no pass less)."""
+    def peaks(power: int) -> tuple:
+        plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
+                           precision, prompt)
+        return tuple(plan["peak_bytes"] for plan in plans)
+
+    budget = (card_gib - RESERVE_GIB) * GIB
+    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= budget), None)
+    if power is None:
+        raise ValueError(f"PPO does not fit a {card_gib:.1f} GiB card even in chunks of 2^24 floats: lower "
+                         "ppo.batch_size or the completion length")
+    while power > 24 and peaks(power - 1) == peaks(power):
+        power -= 1
+    return 2 ** power
+
+
+def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                   precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
+    """The sizes a card of ``card_gib`` GiB runs the config with: ``eval.batch_size`` (for the held-out set of
+    ``data.heldout_size`` problems), ``passk.batch_size`` (``passk.problems``) and each PPO variant's
+    ``ppo.chunk_floats``, as the jobs choose them for ``auto``; a number set in the config is kept."""
     from thai_grpo.core.config import passk_settings
 
+    grpo, ev = config["grpo"], config["eval"]
+    completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
+    passk = passk_settings(config)
+
+    def batch(requested, num_samples: int, problems: int) -> int:
+        if requested != AUTO:
+            return int(requested)
+        return sampling_batch_for_card(shape, num_samples, completion, problems, card_gib, precision, prompt)
+
+    sft, reward = sft_shape(config, sft_lora)
+    chunk_floats = {}
+    for name, overrides in config.get("variants", {}).items():
+        if overrides.get("method") == "ppo":
+            settings = overrides.get("ppo", {})
+            requested = settings.get("chunk_floats", CHUNK_FLOATS)
+            length = int(settings.get("max_completion_length", grpo.get("max_completion_length", 256)))
+            chunk_floats[name] = int(requested) if requested != AUTO else ppo_chunk_floats_for_card(
+                shape, sft, reward, settings, length, card_gib, precision, prompt)
+    return {"eval.batch_size": batch(ev.get("batch_size", 32), int(ev.get("num_samples", 8)),
+                                     int(config.get("data", {}).get("heldout_size", 256))),
+            "passk.batch_size": batch(passk["batch_size"], int(passk["num_samples"]), int(passk["problems"])),
+            "ppo.chunk_floats": chunk_floats}
+
+
+def card_gib_of(device) -> float | None:
+    """The total memory (GiB) of ``device`` when it is a CUDA GPU, else None."""
+    import torch
+
+    device = torch.device(device)
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_properties(device).total_memory / GIB
+
+
+def sizing_gib(device) -> float:
+    """The card memory a job sizes ``auto`` for: its GPU's, or a T4's on a CPU (the smallest card planned)."""
+    return card_gib_of(device) or CARD_GIB
+
+
+def shape_of(model_dir) -> Shape:
+    """The ``Shape`` in a model folder's ``config.json``."""
+    import json
+    from pathlib import Path
+
+    return Shape.from_config(json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8")))
+
+
+def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
+    """What a sampling job runs with, as it records it beside its samples: ``batch_size`` (problems per generate
+    call: ``requested``, or for ``auto`` ``sampling_batch_for_card`` on the job's card), the sequences per call and
+    the card it was sized for."""
+    card = card_gib_of(device)
+    if requested == AUTO:
+        batch = sampling_batch_for_card(shape_of(model_dir), num_samples, completion, problems, card or CARD_GIB)
+    elif isinstance(requested, int) and requested >= 1:
+        batch = requested
+    else:
+        raise ValueError(f"batch_size={requested!r}: use a positive integer or auto (sized to the GPU's memory)")
+    return {"batch_size": batch, "requested": requested, "sequences_per_call": batch * num_samples,
+            "problems": problems, "card_gib": None if card is None else round(card, 1),
+            "sized_for": "the GPU" if card else "a CPU (sized as a T4 when auto)"}
+
+
+def sized_config(config: dict, sizes: dict) -> dict:
+    """``config`` with ``sizes_for_card``'s sizes in place of ``auto`` (and of the numbers, which they keep)."""
+    chunk_floats = sizes["ppo.chunk_floats"]
+    variants = {name: {**overrides, "ppo": {**overrides.get("ppo", {}), "chunk_floats": chunk_floats[name]}}
+                if name in chunk_floats else overrides for name, overrides in config.get("variants", {}).items()}
+    return {**config, "eval": {**config["eval"], "batch_size": sizes["eval.batch_size"]},
+            "passk": {**(config.get("passk") or {}), "batch_size": sizes["passk.batch_size"]}, "variants": variants}
+
+
+def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
+                logprob_rows: int = 32, card_gib: float = CARD_GIB) -> list[dict]:
+    """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
+    sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
+    up to ``prompt`` tokens, at the sizes a card of ``card_gib`` GiB chooses where the config says ``auto``.
+    ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions the token log-probs stage
+    scores at once (at most 32, fewer when there are fewer)."""
+    from thai_grpo.core.config import passk_settings
+
+    config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))

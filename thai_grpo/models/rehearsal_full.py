@@ -21,7 +21,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from thai_grpo.models.memory_stages import CPU, T4, Precision, stage_plans
+from thai_grpo.models.memory_stages import CARD_GIB, CPU, T4, Precision, sized_config, sizes_for_card, stage_plans
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
 PRESETS = {
@@ -61,10 +61,12 @@ def deep_merge(base: dict, top: dict) -> dict:
 
 
 def rehearsal_config(real: dict, preset: str) -> dict:
-    """The merged real config (config.yaml + qwen3-0.6b.yaml) with a preset's sizes on top."""
+    """The merged real config (config.yaml + qwen3-0.6b.yaml) with a preset's sizes on top, ``auto`` sizes as a T4
+    chooses them (the chapter's card)."""
     if preset not in PRESETS:
         raise ValueError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
-    return deep_merge(real, PRESETS[preset])
+    config = deep_merge(real, PRESETS[preset])
+    return sized_config(config, sizes_for_card(config, CARD_GIB))
 
 
 def problem_count(config: dict) -> tuple[int, int]:

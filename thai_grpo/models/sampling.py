@@ -4,12 +4,17 @@ Sampling follows GRPO's rollouts: no top-k/top-p truncation, the same chat templ
 the same stop tokens (``stop_token_ids``: TRL's rule) and the same completion budget (``eval.max_new_tokens``
 defaults to ``grpo.max_completion_length``). Every model is scored at one temperature, ``eval.temperature``
 (the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
-temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every batch is seeded from
-(seed, batch index): same config, same samples. A problem's prompt is computed once for all its samples
-(``shared_prefix.generate_sharing_prompts``: the same tokens as ``generate`` on the repeated rows).
+temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every sample draws its noise
+from its own generator, seeded from (seed, problem id, sample index) (``row_seeds``, ``PerRowGumbel``): the same
+config gives the same samples whatever the batch size, the card or the batch mates. A problem's prompt is computed
+once for all its samples (``shared_prefix.generate_sharing_prompts``: the same tokens as ``generate`` on the repeated
+rows).
 """
 
 from __future__ import annotations
+
+import copy
+import hashlib
 
 from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.problems import chat_prompt_texts
@@ -63,19 +68,77 @@ def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_
     )
 
 
+def row_seed(seed: int, key, sample: int) -> int:
+    """The seed of one sample: a 63-bit integer from (seed, problem key, sample index), the same in every process
+    (a hash of their text, not Python's salted ``hash``)."""
+    digest = hashlib.sha256(f"{seed}/{key}/{sample}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1
+
+
+def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
+    """The seeds of the rows ``generate`` builds for problems ``keys`` x ``num_samples`` samples, in its order (each
+    problem's samples side by side)."""
+    return [row_seed(seed, key, sample) for key in keys for sample in range(num_samples)]
+
+
+class PerRowGumbel:
+    """A logits processor for ``generate`` that makes greedy decoding sample: each row's scores / temperature plus
+    Gumbel noise -log(-log U) from that row's own generator, so the argmax is an exact draw from
+    softmax(scores / temperature) (the Gumbel-max trick), with no top-k or top-p truncation. A row consumes one
+    vocabulary of uniforms per decoding step whatever its batch mates do, so its sample depends only on its seed, not
+    on the batch it is in. U is float32 (24 bits): a token more than ~19 nats below the best is never drawn (each has
+    probability below 4e-9). Per step it holds one float32 copy of the scores beside its result (a sampling
+    ``generate`` would hold the probabilities there): one uniform draw per row, the rest in place on the batch."""
+
+    def __init__(self, temperature: float, seeds: list[int], device):
+        import torch
+
+        self.temperature = float(temperature)
+        self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
+
+    def __call__(self, input_ids, scores):
+        import torch
+
+        if scores.shape[0] != len(self.generators):
+            raise ValueError(f"PerRowGumbel got {scores.shape[0]} rows for {len(self.generators)} seeds: give one "
+                             "seed per generated row (problems x samples)")
+        noise = torch.empty(scores.shape, dtype=torch.float32, device=scores.device)
+        for row, generator in zip(noise, self.generators):
+            row.uniform_(generator=generator)
+        noise.clamp_(min=torch.finfo(torch.float32).tiny).log_().neg_().log_().neg_()
+        return noise.add_(scores, alpha=1 / self.temperature)
+
+
+def seeded_per_row(config, seeds: list[int], device):
+    """(generation config, logits processors) that sample as ``config`` does, each row from its own seed: greedy
+    decoding over ``PerRowGumbel``'s perturbed scores; ``config`` itself when it is greedy."""
+    from transformers import LogitsProcessorList
+
+    if not config.do_sample:
+        return config, LogitsProcessorList()
+    greedy = copy.deepcopy(config)
+    greedy.do_sample, greedy.temperature, greedy.top_k, greedy.top_p = False, None, None, None
+    return greedy, LogitsProcessorList([PerRowGumbel(config.temperature, seeds, device)])
+
+
 def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
-             temperature: float | None, seed: int, chat_template_kwargs: dict | None = None) -> list[list[dict]]:
+             temperature: float | None, seed: int, chat_template_kwargs: dict | None = None,
+             problem_keys: list | None = None) -> list[list[dict]]:
     """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}``; greedy when temperature
-    is None."""
+    is None. Sample j of question i is drawn from seed ``row_seed(seed, problem_keys[i], j)`` (``problem_keys``:
+    the problems' ids; default their positions in ``questions``), whatever else is in the batch."""
     import torch
 
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
     stop_ids = stop_token_ids(model, tokenizer)
     config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
+    keys = list(range(len(questions))) if problem_keys is None else list(problem_keys)
+    config, processors = seeded_per_row(config, row_seeds(seed, keys, num_samples), model.device)
     encoded = encoded.to(model.device)
     torch.manual_seed(seed)
     with torch.no_grad():  # each prompt prefilled once for its num_samples rows: the same tokens, less work
-        output = generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], config)
+        output = generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], config,
+                                          logits_processor=processors)
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
     return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]
@@ -90,16 +153,16 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
                    progress=None) -> list[dict]:
     """One record per held-out problem: its sampled completions and greedy answer, each with rewards.
 
-    Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call (batch b seeded with
-    seed + b); the greedy answers take ``batch_size x num_samples`` problems per call, the same number of sequences,
+    Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call, each sample seeded from
+    (seed, problem id, sample index): the batch size changes the work per call, never a sample; the greedy answers take ``batch_size x num_samples`` problems per call, the same number of sequences,
     so the per-token overhead of ``generate`` is paid as rarely for them.
     """
     questions = [r["question"] for r in rows]
     sampled: list[list[dict]] = []
-    for batch_index, start in enumerate(range(0, len(rows), batch_size)):
+    for start in range(0, len(rows), batch_size):
         sampled += generate(model, tokenizer, questions[start:start + batch_size], system_prompt, num_samples,
-                            max_new_tokens, temperature, seed=seed + batch_index,
-                            chat_template_kwargs=chat_template_kwargs)
+                            max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
+                            problem_keys=[row["id"] for row in rows[start:start + batch_size]])
         if progress:
             progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
     greedy_batch = batch_size * num_samples

@@ -411,6 +411,18 @@ def table_memory_plan(root: Path) -> str:
     return markdown_table(stage_plans(real_config(root)))
 
 
+def table_time_plan(root: Path) -> str:
+    """The real run's predicted time per stage on a T4 and an H100-class GPU (thai_grpo.report.time_plan), from the
+    config files under ``root`` and, when present, a `make gpu-check` record in docs/reference/gpu_check.json."""
+    import json
+
+    from thai_grpo.models.memory_stages import real_config
+    from thai_grpo.report.time_plan import markdown_table
+
+    measured = root / "docs" / "reference" / "gpu_check.json"
+    return markdown_table(real_config(root), json.loads(measured.read_text()) if measured.exists() else None)
+
+
 def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[2]) -> dict[str, str]:
     """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
     return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
@@ -420,7 +432,8 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolv
             "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
-            "projection": table_projection(ref), "memory-plan": table_memory_plan(root)}
+            "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
+            "time-plan": table_time_plan(root)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)

@@ -93,6 +93,17 @@ def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_m
     return {stage: dtype for stage, dtype in recorded.items() if dtype is not None}
 
 
+def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
+    """The run card's sizes: what each job ran with (``auto`` resolved on its card): each model's held-out batch
+    (its sampling job's sizes.json), the preference pairs' batch, each PPO run's ``chunk_floats``."""
+    return {"eval.batch_size": {model: record.get("batch_size") for model, record in sampling.items()},
+            "card_gib": sorted({record["card_gib"] for record in sampling.values() if record.get("card_gib")}),
+            "preference_pairs.batch_size": ((pairs or {}).get("sampling") or {}).get("batch_size"),
+            "ppo.chunk_floats": {name: train["args"]["chunk_floats"] for name, train in trains.items()
+                                 if train.get("method") == "ppo" and "chunk_floats" in train.get("args", {})},
+            "source": "what each sampling job and PPO run recorded (auto: sized to its GPU's memory)"}
+
+
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
     """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
     number (``-``: a job too short for psutil to sample) is left out."""
@@ -338,7 +349,8 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
              own_temperature: dict | None = None, peak_memory: dict | None = None,
              reward_model: dict | None = None, displacements: dict | None = None,
-             chapter_values: dict | None = None, reward_model_train: dict | None = None) -> dict:
+             chapter_values: dict | None = None, reward_model_train: dict | None = None,
+             sizes: dict | None = None) -> dict:
     """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
     its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
     ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
@@ -348,7 +360,8 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
     ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm),
     ``chapter_values`` every contract key's value in this run (``thai_grpo.methods.contract.resolved_values``), for
     the run card's departures from the chapter's experiment, ``reward_model_train`` the reward model's train.json (the
-    dtype it trained in, ``stage_dtypes``)."""
+    dtype it trained in, ``stage_dtypes``); ``sizes`` each sampling job's sizes.json by model (the run card's
+    ``sizes``, with PPO's chunk size from its record)."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
@@ -363,6 +376,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "versions": package_versions(),
             "device": run_device(trains),
             "stage_dtypes": stage_dtypes(trains, scores, pairs, reward_model, kl_real, reward_model_train, extra_sets),
+            "sizes": run_sizes(sizes or {}, trains, pairs),
             "data": {"source": config["data"]["source"], **split_stats},
             "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"
                       + (" (shipped, assets/tiny-base)" if config["base"]["source"] == "shipped" else ""),
