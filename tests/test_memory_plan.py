@@ -123,17 +123,18 @@ def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
     checkpointed = planned(plans, "GRPO full: train step")["peak_gib"]
     config = real_config(grpo={"activation_checkpointing": False})  # TRL's default turned off: every layer's activations
     assert planned(stage_plans(config), "GRPO full: train step")["peak_gib"] > 3 * checkpointed
-    config = real_config(grpo={"activation_checkpointing": False, "max_completion_length": 1024})  # and twice as long
+    config = real_config(grpo={"activation_checkpointing": False, "max_completion_length": 1024},  # and twice as long
+                         eval={"max_new_tokens": 256})  # (scored at the chapter's budget: sampling sizes stay)
     assert not planned(stage_plans(config), "GRPO full: train step")["fits_t4"]
 
 
 def test_pass_at_k_is_sized_for_the_card():
-    """The offline default's 8 problems x 64 samples per generate call would hold ~28 GiB of KV cache at Qwen3-0.6B's
+    """The offline default's 8 problems x 64 samples per generate call would hold ~56 GiB of float32 KV cache at Qwen3-0.6B's
     shape; the real config's passk.batch_size: auto keeps a T4's call within the card."""
     real = planned(stage_plans(real_config()), "pass@k sampling")
     assert real["fits_t4"] and real["pieces_gib"]["kv_cache"] < 13
     offline = planned(stage_plans(real_config(passk={"batch_size": 8})), "pass@k sampling")
-    assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == 28.0
+    assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == 56.0  # float32 (eval.dtype)
 
 
 def decode_steps(plans_config: dict, sizes: dict) -> dict:
@@ -204,14 +205,19 @@ def test_a_sampling_job_sizes_auto_for_its_card_and_refuses_a_bad_size(tmp_path)
 
 
 def test_the_plan_counts_what_each_device_holds():
-    """A T4 holds every frozen weight in 16 bits (the rollouts included: they sample through them) and keeps 16-bit
-    copies of the float32 LoRA under autocast; a CPU holds float32 and does not autocast; the token log-probs stage is
-    float32 on both."""
+    """A T4 holds every frozen weight of training in 16 bits (the rollouts included: they sample through them) and
+    keeps 16-bit copies of the float32 LoRA under autocast; a CPU holds float32 and does not autocast; the evaluation
+    stages (held-out sampling, the token log-probs) are float32 (eval.dtype) on both, and 16-bit on a T4 only when
+    eval.dtype says so."""
     gpu, cpu = stage_plans(real_config(), precision=T4), stage_plans(real_config(), precision=CPU)
     weights = base_parameters(QWEN3_0_6B)
-    for name in ("GRPO full: train step", "GRPO full: rollouts", "held-out sampling"):
+    for name in ("GRPO full: train step", "GRPO full: rollouts"):
         assert planned(gpu, name)["pieces_gib"]["weights"] == round(2 * weights / 2 ** 30, 2)
         assert planned(cpu, name)["pieces_gib"]["weights"] == round(4 * weights / 2 ** 30, 2)
+    for plans in (gpu, cpu):
+        assert planned(plans, "held-out sampling")["pieces_gib"]["weights"] == round(4 * weights / 2 ** 30, 2)
+    sixteen = stage_plans(real_config(eval={"dtype": "float16"}), precision=T4)
+    assert planned(sixteen, "held-out sampling")["pieces_gib"]["weights"] == round(2 * weights / 2 ** 30, 2)
     assert "autocast_copies" in planned(gpu, "GRPO full: train step")["pieces_gib"]
     assert "autocast_copies" not in planned(cpu, "GRPO full: train step")["pieces_gib"]
     assert planned(gpu, "GRPO full: rollouts")["pieces_gib"]["kv_cache"] * 2 == \

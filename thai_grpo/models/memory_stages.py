@@ -52,6 +52,14 @@ class Precision:
 # target mask and its float copy, their difference and product): measured at Qwen3-0.6B's shape by make rehearse-full.
 T4 = Precision("a 16 GB T4 (float16 weights and autocast)", 2, 2, True, 2 + 4)
 CPU = Precision("a CPU (float32, no autocast)", 4, 4, False, 4 + 8.25 * 4)
+# Every evaluation stage on any device: eval.dtype (float32 by default: 16 bits would round away the chapter's update).
+FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4 + 4)
+
+
+def evaluation_precision(config: dict, training: Precision) -> Precision:
+    """The precision the evaluation stages hold tensors in: float32 where ``eval.dtype`` is float32 (the default),
+    else the training stages' own (a 16-bit ``eval.dtype`` on a GPU)."""
+    return FLOAT32_EVALUATION if config.get("eval", {}).get("dtype", "float32") == "float32" else training
 
 
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
@@ -192,7 +200,7 @@ def balanced_batch(problems: int, largest: int) -> int:
 
 
 def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, problems: int, card_gib: float,
-                            precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
+                            precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
     """Problems per ``generate`` call (x ``num_samples`` sequences of up to ``prompt + completion`` tokens) for a card
     of ``card_gib`` GiB: the most whose sampling stage fits it, evened out over the calls ``problems`` need."""
     def fits(batch: int) -> bool:
@@ -240,7 +248,8 @@ def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft
     def batch(requested, num_samples: int, problems: int) -> int:
         if requested != AUTO:
             return int(requested)
-        return sampling_batch_for_card(shape, num_samples, completion, problems, card_gib, precision, prompt)
+        return sampling_batch_for_card(shape, num_samples, completion, problems, card_gib,
+                                       evaluation_precision(config, precision), prompt)
 
     sft, reward = sft_shape(config, sft_lora)
     chunk_floats = {}
@@ -324,12 +333,13 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
         if variant in variants:
             plans += grpo_stages(label, {**grpo, **variants[variant].get("grpo", {})}, shape, sft, precision, prompt)
     width = prompt + completion
+    evaluation = evaluation_precision(config, precision)
     plans.append(sampling_stage(
-        "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), width, prompt, precision,
-        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, the adapter merged"))
+        "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), width, prompt, evaluation,
+        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, in {evaluation.device}"))
     passk = passk_settings(config)
     plans.append(sampling_stage(
-        "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, precision,
+        "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, evaluation,
         f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size)"))
     rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
     plans.append(stage("token log-probs (k1 vs k3)", {
