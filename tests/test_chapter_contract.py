@@ -192,3 +192,18 @@ def test_the_run_card_reads_the_same_values_from_what_the_trainers_recorded():
     recorded = recorded_values(config, stage_records(trains, reward_model))
     resolved = resolved_values(config)
     assert recorded == resolved
+
+
+@pytest.mark.parametrize("section", ["grpo", "eval"])
+def test_vllm_is_refused_where_it_would_not_run_the_chapters_experiment(tmp_path, section):
+    """The real config with TRL's colocated vLLM rollouts, or with vLLM sampling the held-out sets in 16 bits, is not
+    the chapter's experiment: the config check refuses both before any job (thai_grpo.core.config)."""
+    from thai_grpo.core.config import ConfigError, check_config
+
+    def turn_on(overlay):
+        overlay[section]["use_vllm"] = True
+        if section == "eval":
+            overlay["eval"]["dtype"] = "bfloat16"
+
+    with pytest.raises(ConfigError, match=rf"{section}\.use_vllm: true"):
+        check_config(real_config(tmp_path, turn_on))

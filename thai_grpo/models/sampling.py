@@ -154,8 +154,9 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
     """One record per held-out problem: its sampled completions and greedy answer, each with rewards.
 
     Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call, each sample seeded from
-    (seed, problem id, sample index): the batch size changes the work per call, never a sample; the greedy answers take ``batch_size x num_samples`` problems per call, the same number of sequences,
-    so the per-token overhead of ``generate`` is paid as rarely for them.
+    (seed, problem id, sample index): the batch size changes the work per call, never a sample. The greedy answers
+    take ``batch_size x num_samples`` problems per call, the same number of sequences, so the per-token overhead of
+    ``generate`` is paid as rarely for them.
     """
     questions = [r["question"] for r in rows]
     sampled: list[list[dict]] = []
