@@ -146,3 +146,14 @@ def test_the_ppo_kl_panel_is_titled_with_the_reference(tmp_path, monkeypatch):
     figures.plot_ppo_curves({"grpo": steps}, tmp_path / "ppo.png", "the base model (adapter disabled)")
     plt.close("all")
     assert "KL to the base model (adapter disabled) (PPO: k1, GRPO: k3)" in titles
+
+
+def test_the_ppo_curves_are_drawn_into_the_figures_folder_under_their_name(tmp_path, monkeypatch):
+    """draw_all passes the figure's path where plot_ppo_curves takes it (not the reference's name as a file name)."""
+    from thai_grpo.report.figures import draw_all
+
+    monkeypatch.chdir(tmp_path)
+    steps = [{"step": 1, "reward_mean": 0.5, "kl": 0.01, "clip_ratio": 0.0}]
+    paths = draw_all({"runs": {"ppo": {"method": "ppo", "steps": steps}}}, tmp_path / "figures")
+    assert paths["ppo_curves"] == tmp_path / "figures" / "ppo_curves.png" and paths["ppo_curves"].is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["figures"]  # nothing written beside it

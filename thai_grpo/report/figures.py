@@ -403,7 +403,8 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
                 if run.get("method") == "ppo" and run.get("steps")}
     if ppo_runs:
         grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
-        draw("ppo_curves", plot_ppo_curves, {**grpo, **ppo_runs}, training_kl_name(results.get("config")))
+        kl_name = training_kl_name(results.get("config"))
+        draw("ppo_curves", lambda runs, path: plot_ppo_curves(runs, path, kl_name), {**grpo, **ppo_runs})
     if train.get("example_groups"):
         draw("group_advantages", plot_group_advantages, train["example_groups"])
     draw("grpo_vs_ppo", plot_grpo_vs_ppo)
