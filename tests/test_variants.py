@@ -436,7 +436,8 @@ def test_only_a_variant_trained_at_another_temperature_is_also_scored_at_its_own
     assert summary.returncode == 0, summary.stderr[-3000:]
     own = [line.split("\t")[0] for line in summary.stdout.splitlines() if "/own_temperature/" in line]
     assert sorted(own) == ["results/eval/temp0.3/own_temperature/samples.jsonl",
-                           "results/eval/temp0.3/own_temperature/scores.json"]
+                           "results/eval/temp0.3/own_temperature/scores.json",
+                           "results/eval/temp0.3/own_temperature/sizes.json"]  # the batch it was sampled with
 
 
 @pytest.mark.slow
