@@ -105,7 +105,8 @@ def slurm_partitions(workdir: Path) -> dict:
 def dry_run(workdir: Path, *args: str, env: dict | None = None) -> tuple[subprocess.CompletedProcess, dict]:
     """`snakemake -n ARGS` through the wrapper (``install`` first); returns the process and
     {"jobs": {rule: [job records]}, "rules": {rule: record}, "replay": record or None}."""
-    environment = {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}
+    environment = {key: value for key, value in {**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})}.items()
+                   if value is not None}  # None: unset it
     done = subprocess.run([sys.executable, "dry_run_jobs.py", "-n", *args], cwd=workdir, env=environment,
                           capture_output=True, text=True, timeout=600)
     seen: dict = {"jobs": {}, "rules": {}, "replay": None}
@@ -131,7 +132,8 @@ def fake_nvidia_smi(folder: Path, gpus: int) -> dict:
     binary = folder / "nvidia-smi"
     binary.write_text("#!/bin/sh\n" + lines, encoding="utf-8")
     binary.chmod(0o755)
-    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}
+    # every listed GPU visible: not a CUDA_VISIBLE_DEVICES left in this process by a test that pinned a job to one
+    return {"PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}", "CUDA_VISIBLE_DEVICES": None}
 
 
 def model_rules(rules: dict) -> set[str]:

@@ -50,10 +50,7 @@ def test_n_gpus_reported_n_model_jobs_side_by_side(workdir, tmp_path, gpus):
     """The profile's limit is one model job per GPU: never more than N at once, and N of them together when the DAG
     has that many ready (the real config's samplers and trainers do); each claims its own GPU as it starts
     (tests/test_job_device.py)."""
-    # Snakemake's greedy selector: its ILP solver has a time limit and, on a loaded machine, may stop at a feasible
-    # but smaller selection; the limit under test is the same for both.
-    done, seen = dry_run(workdir, "--cores", "8", "--scheduler", "greedy", *REAL,
-                         env=fake_nvidia_smi(tmp_path / "bin", gpus=gpus))
+    done, seen = dry_run(workdir, "--cores", "8", *REAL, env=fake_nvidia_smi(tmp_path / "bin", gpus=gpus))
     assert done.returncode == 0, done.stderr[-3000:]
     assert "workflow specific profile profiles/default" in done.stderr
     replay = seen["replay"]
