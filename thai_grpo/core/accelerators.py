@@ -153,12 +153,10 @@ def local_gpu_limit() -> dict | None:
 def one_device(visible: str | None) -> str | None:
     """The ``CUDA_VISIBLE_DEVICES`` that leaves a job one GPU: the first one it lists (an index, a UUID or a MIG
     id), ``"0"`` when unset; None to leave it as it is (already one device, or every GPU hidden)."""
-    if visible is None:
+    devices = listed_devices(visible)
+    if devices is None:
         return "0"
-    devices = [device.strip() for device in visible.split(",") if device.strip()]
-    if visible.strip().lower() in HIDDEN or len(devices) <= 1:
-        return None
-    return devices[0]
+    return devices[0] if len(devices) > 1 else None
 
 
 def pin_one_device(environ=os.environ) -> str | None:
