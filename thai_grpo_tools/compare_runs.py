@@ -1,0 +1,200 @@
+"""Two of your own runs side by side (`make compare BEFORE=DIR`): each model's held-out pass@1 before and after a
+change, on the same problems, the paired difference with its interval, and the config keys that differ.
+
+A run is a results folder as `make run` leaves it (or a `cp -r` of one): ``results.json`` (the run's config, its run
+card, and per model the per-problem correct counts c of n samples), ``data/heldout.jsonl`` (the held-out problems'
+ids, in the order every model was sampled) and, where kept, ``eval/<model>/samples.jsonl`` (the ids each model was
+scored on, in the order of its counts). Problems are paired by id, not by position.
+
+Per model, with P problems and c_j correct of n samples on problem j:
+
+    pass@1 = (1/P) sum_j c_j / n,    difference = (1/P) sum_j (c_j^after / n^after - c_j^before / n^before)
+
+and the interval of the difference is the paired percentile bootstrap over problems (``scoring.paired_test``: the
+n samples of one problem are correlated, so problems are the unit resampled). Its two-sided p-values are
+Holm-adjusted over the models compared (one family: did any model move?); a model "moved" where its adjusted p is
+below the after run's ``analysis.alpha``. No verdict here claims that two runs are the same: a p above alpha says
+only that the problems' resampling explains the difference.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+from pathlib import Path
+
+from thai_grpo.core.io import read_json, read_jsonl
+from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
+from thai_grpo.evaluation.scoring import paired_test, per_problem_values
+
+ABSENT = "(absent)"
+NO_COMMIT = "commit not recorded"
+
+
+class RunMismatch(ValueError):
+    """A refusal in one line, naming the fix: a folder that is not a finished run, or two runs on other problems."""
+
+
+def recorded_commit(results: dict) -> str | None:
+    """The commit the run card records (``run.commit``), or None: the pipeline may not record one, and the checkout's
+    HEAD today is not the commit a copied run was made at."""
+    commit = (results.get("run") or {}).get("commit")
+    return str(commit) if commit else None
+
+
+def load_run(path: str | Path) -> dict:
+    """A finished run's comparable parts: its path, recorded commit, finish time, config, held-out ids, and per
+    model its held-out ids, per-problem correct counts and samples per problem. RunMismatch if ``path`` is not one."""
+    path = Path(path).resolve()
+    if not (path / "results.json").is_file():
+        raise RunMismatch(f"{path} is not a finished run (no results.json): finish it with `make run`, or name the "
+                          f"folder `cp -r results` made")
+    if not (path / "data" / "heldout.jsonl").is_file():
+        raise RunMismatch(f"{path} is not a finished run (no data/heldout.jsonl): copy the whole results/ folder")
+    results = read_json(path / "results.json")
+    heldout = [row["id"] for row in read_jsonl(path / "data" / "heldout.jsonl")]
+    models = {}
+    for name, scores in (results.get("eval") or {}).items():
+        samples = path / "eval" / name / "samples.jsonl"
+        ids = [record["id"] for record in read_jsonl(samples)] if samples.is_file() else heldout
+        counts = scores["per_problem_correct"]
+        if len(ids) != len(counts):
+            raise RunMismatch(f"{path}: {name} has {len(counts)} scored problems and {len(ids)} held-out ids: "
+                              f"the run did not finish; rerun it with `make run`")
+        models[name] = {"ids": ids, "per_problem_correct": counts, "n_samples": scores["n_samples"]}
+    if not models:
+        raise RunMismatch(f"{path}: results.json scores no model: rerun it with `make run`")
+    finished = datetime.datetime.fromtimestamp((path / "results.json").stat().st_mtime, datetime.timezone.utc)
+    return {"path": str(path), "commit": recorded_commit(results), "finished": finished.strftime("%Y-%m-%d %H:%M UTC"),
+            "config": results.get("config") or {}, "heldout": heldout, "models": models}
+
+
+def flatten_config(tree: dict, prefix: str = "") -> dict:
+    """{"a.b.c": value} for every leaf of nested dicts; a list or an empty dict is one leaf, compared whole."""
+    out = {}
+    for key, value in tree.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        if isinstance(value, dict) and value:
+            out.update(flatten_config(value, dotted))
+        else:
+            out[dotted] = value
+    return out
+
+
+def config_differences(before: dict, after: dict) -> list[dict]:
+    """Every dotted config key whose value differs, sorted: {"key", "before", "after"}; ``ABSENT`` where a run lacks
+    the key."""
+    flat_before, flat_after = flatten_config(before), flatten_config(after)
+    keys = sorted(set(flat_before) | set(flat_after))
+    return [{"key": key, "before": flat_before.get(key, ABSENT), "after": flat_after.get(key, ABSENT)}
+            for key in keys if flat_before.get(key, ABSENT) != flat_after.get(key, ABSENT)]
+
+
+def check_same_problems(before: dict, after: dict, differences: list[dict]) -> None:
+    """RunMismatch unless both runs held out the same problems (as sets of ids), naming the data keys that differ."""
+    ids_before, ids_after = set(before["heldout"]), set(after["heldout"])
+    if ids_before == ids_after:
+        return
+    data_keys = [d["key"] for d in differences if d["key"].startswith("data.")]
+    cause = f" ({', '.join(data_keys)} differ)" if data_keys else ""
+    raise RunMismatch(f"the held-out sets differ: {len(ids_before)} problems before, {len(ids_after)} after, "
+                      f"{len(ids_before & ids_after)} in common{cause}: compare two runs of the same data settings")
+
+
+def paired_scores(before: dict, after: dict) -> tuple[dict, dict]:
+    """One model's before and after scores with the after counts put in the before run's problem order (by id)."""
+    position = {problem: i for i, problem in enumerate(after["ids"])}
+    if set(position) != set(before["ids"]):
+        raise RunMismatch("a model was scored on other problems than its run's held-out set: rerun it with `make run`")
+    after_counts = [after["per_problem_correct"][position[problem]] for problem in before["ids"]]
+    return ({"per_problem_correct": before["per_problem_correct"], "n_samples": before["n_samples"]},
+            {"per_problem_correct": after_counts, "n_samples": after["n_samples"]})
+
+
+def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
+    """``load_run``'s two runs compared: per model in both, pass@1 before and after and the paired bootstrap of
+    after - before (B = ``n_boot``, default the after run's ``eval.bootstrap_samples``; ``seed`` its ``eval.seed``),
+    p Holm-adjusted over the models; the models in one run only; the config keys that differ; a computed verdict."""
+    differences = config_differences(before["config"], after["config"])
+    check_same_problems(before, after, differences)
+    evaluation = after["config"].get("eval") or {}
+    n_boot = int(n_boot if n_boot is not None else evaluation.get("bootstrap_samples", 10_000))
+    seed = int(seed if seed is not None else evaluation.get("seed", 0))
+    alpha = analysis_plan(after["config"])["alpha"]
+    names = [m for m in after["models"] if m in before["models"]]
+    if not names:
+        raise RunMismatch("the two runs score no model in common: add the same models to eval.models in both")
+    rows = []
+    for name in names:
+        scores_before, scores_after = paired_scores(before["models"][name], after["models"][name])
+        test = paired_test(scores_after, scores_before, "pass@1", n_boot, seed)
+        rows.append({"model": name, "problems": len(scores_before["per_problem_correct"]),
+                     "n_before": scores_before["n_samples"], "n_after": scores_after["n_samples"],
+                     "pass@1_before": float(per_problem_values(scores_before, "pass@1").mean()),
+                     "pass@1_after": float(per_problem_values(scores_after, "pass@1").mean()), **test})
+    for row, adjusted in zip(rows, holm_adjust([row["p_value"] for row in rows])):
+        row["p_holm"] = adjusted
+        row["moved"] = adjusted < alpha
+    return {"before": _run_name(before), "after": _run_name(after), "problems": len(before["heldout"]),
+            "n_resamples": n_boot, "seed": seed, "alpha": alpha, "models": rows,
+            "only_before": [m for m in before["models"] if m not in after["models"]],
+            "only_after": [m for m in after["models"] if m not in before["models"]],
+            "config_differences": differences, "verdict": verdict(rows, alpha)}
+
+
+def _run_name(run: dict) -> dict:
+    return {"path": run["path"], "commit": run["commit"], "finished": run["finished"]}
+
+
+def verdict(rows: list[dict], alpha: float) -> str:
+    """One sentence from the rows: which models' pass@1 moved (Holm-adjusted p < alpha), and which did not."""
+    moved = [f"{r['model']} {r['mean_diff']:+.4f} (Holm p {_p(r)})" for r in rows if r["moved"]]
+    still = len(rows) - len(moved)
+    if not moved:
+        return (f"No model's pass@1 moved beyond what resampling the problems gives (every Holm-adjusted p >= "
+                f"{alpha:g}); that is not evidence that the runs are the same.")
+    rest = f"; the other {still} did not move beyond the problems' resampling" if still else ""
+    return f"pass@1 moved at alpha {alpha:g} (Holm over {len(rows)} models): {', '.join(moved)}{rest}."
+
+
+def _p(row: dict) -> str:
+    """The Holm-adjusted p; at the bootstrap's floor (no resample as extreme) as the upper bound it is."""
+    return f"{'<=' if row['p_at_floor'] else ''}{row['p_holm']:.3g}"
+
+
+def _value(value) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def render_text(comparison: dict) -> str:
+    """The comparison as the text `make compare BEFORE=DIR` prints."""
+    lines = []
+    for label in ("before", "after"):
+        run = comparison[label]
+        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT}; finished {run['finished']})")
+    rows = comparison["models"]
+    lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; difference = after - before",
+              f"with its 95% paired bootstrap interval over problems (B = {comparison['n_resamples']}, seed "
+              f"{comparison['seed']}); p Holm-adjusted over the {len(rows)} models", ""]
+    width = max(len("model"), *(len(r["model"]) for r in rows))
+    lines.append(f"{'model':<{width}}  {'before':>7}  {'after':>7}  {'difference':>10}  {'95% interval':<18}  "
+                 f"{'p (Holm)':>8}")
+    for r in rows:
+        interval = f"[{r['ci_low']:+.4f}, {r['ci_high']:+.4f}]"
+        samples = "" if r["n_before"] == r["n_after"] else f"  (n = {r['n_before']} -> {r['n_after']} samples)"
+        lines.append(f"{r['model']:<{width}}  {r['pass@1_before']:>7.4f}  {r['pass@1_after']:>7.4f}  "
+                     f"{r['mean_diff']:>+10.4f}  {interval:<18}  {_p(r):>8}{samples}")
+    for label in ("only_before", "only_after"):
+        if comparison[label]:
+            lines.append(f"{label.replace('_', ' ')} (not compared): {', '.join(comparison[label])}")
+    if any(r["p_at_floor"] for r in rows):
+        lines.append(f"<= : no resample was as extreme as the difference; p is at most this (B = "
+                     f"{comparison['n_resamples']}: more resamples with --resamples)")
+    lines += ["", comparison["verdict"], ""]
+    differences = comparison["config_differences"]
+    if differences:
+        lines.append(f"config keys that differ ({len(differences)}, before -> after):")
+        lines += [f"  {d['key']}: {_value(d['before'])} -> {_value(d['after'])}" for d in differences]
+    else:
+        lines.append("config: identical (a difference above comes from the code, the machine or the libraries)")
+    return "\n".join(lines)
