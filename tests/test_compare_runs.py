@@ -16,7 +16,7 @@ from workflow import FIXTURES, REPO
 
 from thai_grpo.evaluation.intervals import paired_bootstrap_test
 from thai_grpo.evaluation.plan import holm_adjust
-from thai_grpo_tools.compare_runs import compare_runs, config_differences, load_run
+from thai_grpo_tools.compare_runs import compare_runs, config_differences, load_run, render_text
 
 SCRIPT = REPO / "scripts" / "compare_runs.py"
 IDS = [f"problem-{i}" for i in range(8)]
@@ -94,6 +94,12 @@ def test_the_difference_and_its_interval_are_the_paired_bootstrap_over_problems(
     assert grpo["moved"] and not any(r["moved"] for name, r in rows.items() if name != "grpo")
     assert all(r["mean_diff"] == r["ci_low"] == r["ci_high"] == 0 for name, r in rows.items() if name != "grpo")
 
+
+def test_a_run_compared_with_itself_is_said_to_be_the_same_on_every_problem(runs):
+    before, _ = runs
+    text = render_text(compare_runs(load_run(before), load_run(before)))
+    assert "Every model solved each problem exactly as often in both runs." in text
+    assert "config: identical in both runs" in text
 
 def test_a_commit_the_run_card_records_names_the_run(runs):
     before, after = runs

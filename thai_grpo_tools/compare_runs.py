@@ -131,7 +131,8 @@ def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int
         rows.append({"model": name, "problems": len(scores_before["per_problem_correct"]),
                      "n_before": scores_before["n_samples"], "n_after": scores_after["n_samples"],
                      "pass@1_before": float(per_problem_values(scores_before, "pass@1").mean()),
-                     "pass@1_after": float(per_problem_values(scores_after, "pass@1").mean()), **test})
+                     "pass@1_after": float(per_problem_values(scores_after, "pass@1").mean()),
+                     "identical": scores_before == scores_after, **test})
     for row, adjusted in zip(rows, holm_adjust([row["p_value"] for row in rows])):
         row["p_holm"] = adjusted
         row["moved"] = adjusted < alpha
@@ -147,9 +148,12 @@ def _run_name(run: dict) -> dict:
 
 
 def verdict(rows: list[dict], alpha: float) -> str:
-    """One sentence from the rows: which models' pass@1 moved (Holm-adjusted p < alpha), and which did not."""
+    """One sentence from the rows: which models' pass@1 moved (Holm-adjusted p < alpha), and which did not; or that
+    every model's per-problem counts are the same in both runs."""
     moved = [f"{r['model']} {r['mean_diff']:+.4f} (Holm p {_p(r)})" for r in rows if r["moved"]]
     still = len(rows) - len(moved)
+    if all(r["identical"] for r in rows):
+        return "Every model solved each problem exactly as often in both runs."
     if not moved:
         return (f"No model's pass@1 moved beyond what resampling the problems gives (every Holm-adjusted p >= "
                 f"{alpha:g}); that is not evidence that the runs are the same.")
@@ -196,5 +200,6 @@ def render_text(comparison: dict) -> str:
         lines.append(f"config keys that differ ({len(differences)}, before -> after):")
         lines += [f"  {d['key']}: {_value(d['before'])} -> {_value(d['after'])}" for d in differences]
     else:
-        lines.append("config: identical (a difference above comes from the code, the machine or the libraries)")
+        lines.append("config: identical in both runs (a difference above comes from the code, the machine or the "
+                     "libraries, not from a knob)")
     return "\n".join(lines)
