@@ -120,6 +120,9 @@ clean:  ## delete results/ and .snakemake/
 # The README's and docs' generated tables (thai_grpo.report.reference, scripts/docs.py): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
+# `make compare BEFORE=DIR` compares two of your own runs instead (scripts/compare_runs.py): DIR (a `cp -r results`
+# kept before a change) against results/ (AFTER=DIR for another), per model pass@1 before and after on the same
+# held-out problems, the paired difference with its bootstrap interval, and the config keys that differ.
 .PHONY: docs docs-reference compare
 
 docs: setup  ## rewrite the generated tables of README.md and docs/ from docs/reference/
@@ -129,5 +132,6 @@ docs-reference: setup  ## summarise results/ into docs/reference/ (TIME=file: ti
 	$(BIN)/python scripts/docs.py summarise $(if $(TIME),--time-file $(TIME))
 	$(BIN)/python scripts/docs.py render
 
-compare: setup  ## your results/ against the reference run, within its spread
-	$(BIN)/python scripts/docs.py compare
+compare: setup  ## your results/ against the reference run, within its spread (BEFORE=DIR: against your own run)
+	$(if $(BEFORE),$(BIN)/python scripts/compare_runs.py --before $(BEFORE) $(if $(AFTER),--after $(AFTER)),\
+	$(BIN)/python scripts/docs.py compare)

@@ -136,3 +136,22 @@ def test_config_differences_are_dotted_keys_with_absent_ones_named():
         {"key": "grpo.top_k", "before": 0, "after": "(absent)"},
     ]
 
+
+def test_make_compare_runs_the_new_script_with_before_and_the_reference_comparison_without():
+    def recipe(*words: str) -> str:
+        done = subprocess.run(["make", "-n", "compare", *words], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    assert "scripts/compare_runs.py --before results-before" in recipe("BEFORE=results-before")
+    assert "scripts/compare_runs.py --before x --after y" in recipe("BEFORE=x", "AFTER=y")
+    without = recipe()
+    assert "scripts/docs.py compare" in without and "compare_runs" not in without
+
+
+def test_the_guide_ends_change_a_knob_with_the_comparison_of_two_runs():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Change a knob\n")[1].split("\n## ")[0]
+    last_block = re.findall(r"^```bash\n(.*?)^```", section, re.S | re.M)[-1]
+    assert last_block.splitlines()[-1].split("#")[0].strip() == "make compare BEFORE=results-before"
+    assert "cp -r results results-before" in last_block
