@@ -63,7 +63,7 @@ def test_compares_each_model_of_two_runs_on_the_same_problems(runs, tmp_path):
     done = compare("--before", "results-before", "--json", "comparison.json", cwd=tmp_path)  # --after: results
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert f"before: {before}  (commit not recorded;" in out and f"after:  {after}  (commit not recorded;" in out
+    assert out.startswith(f"before: {before}  (commit not recorded)\nafter:  {after}  (commit not recorded)\n")
     assert "on the same 8 problems, paired by id" in out
     grpo = re.search(r"^grpo +0\.1562 +0\.8125 +\+0\.6562 +\[(\S+), (\S+)\]", out, re.M)
     assert grpo, out
@@ -125,6 +125,17 @@ def test_a_folder_that_is_not_a_finished_run_is_refused_in_one_line(runs, tmp_pa
     done = compare("--before", "unfinished", cwd=tmp_path)
     assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1
     assert "unfinished is not a finished run (no results.json): finish it with `make run`" in done.stderr
+
+
+def test_a_copy_made_inside_an_existing_folder_is_named(runs, tmp_path):
+    before, after = runs
+    nested = tmp_path / "kept"
+    nested.mkdir()
+    after.rename(nested / "results")  # what `cp -r results kept` does when kept/ exists
+    refused = compare("--before", "kept", "--after", str(before), cwd=tmp_path)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (f"compare: {nested} holds a run in results/ (`cp -r results DIR` into an "
+                                      f"existing DIR copies inside it): name {nested / 'results'}")
 
 
 def test_config_differences_are_dotted_keys_with_absent_ones_named():

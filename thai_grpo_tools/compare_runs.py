@@ -19,7 +19,6 @@ only that the problems' resampling explains the difference.
 
 from __future__ import annotations
 
-import datetime
 import json
 from pathlib import Path
 
@@ -43,9 +42,13 @@ def recorded_commit(results: dict) -> str | None:
 
 
 def load_run(path: str | Path) -> dict:
-    """A finished run's comparable parts: its path, recorded commit, finish time, config, held-out ids, and per
-    model its held-out ids, per-problem correct counts and samples per problem. RunMismatch if ``path`` is not one."""
+    """A finished run's comparable parts: its path, recorded commit, config, held-out ids, and per model its held-out
+    ids, per-problem correct counts and samples per problem. RunMismatch if ``path`` is not one. (No date: `cp -r`
+    gives the copy the time of copying.)"""
     path = Path(path).resolve()
+    if (path / "results" / "results.json").is_file() and not (path / "results.json").is_file():
+        raise RunMismatch(f"{path} holds a run in results/ (`cp -r results DIR` into an existing DIR copies inside "
+                          f"it): name {path / 'results'}")
     if not (path / "results.json").is_file():
         raise RunMismatch(f"{path} is not a finished run (no results.json): finish it with `make run`, or name the "
                           f"folder `cp -r results` made")
@@ -64,9 +67,8 @@ def load_run(path: str | Path) -> dict:
         models[name] = {"ids": ids, "per_problem_correct": counts, "n_samples": scores["n_samples"]}
     if not models:
         raise RunMismatch(f"{path}: results.json scores no model: rerun it with `make run`")
-    finished = datetime.datetime.fromtimestamp((path / "results.json").stat().st_mtime, datetime.timezone.utc)
-    return {"path": str(path), "commit": recorded_commit(results), "finished": finished.strftime("%Y-%m-%d %H:%M UTC"),
-            "config": results.get("config") or {}, "heldout": heldout, "models": models}
+    return {"path": str(path), "commit": recorded_commit(results), "config": results.get("config") or {},
+            "heldout": heldout, "models": models}
 
 
 def flatten_config(tree: dict, prefix: str = "") -> dict:
@@ -144,7 +146,7 @@ def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int
 
 
 def _run_name(run: dict) -> dict:
-    return {"path": run["path"], "commit": run["commit"], "finished": run["finished"]}
+    return {"path": run["path"], "commit": run["commit"]}
 
 
 def verdict(rows: list[dict], alpha: float) -> str:
@@ -175,7 +177,7 @@ def render_text(comparison: dict) -> str:
     lines = []
     for label in ("before", "after"):
         run = comparison[label]
-        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT}; finished {run['finished']})")
+        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT})")
     rows = comparison["models"]
     lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; difference = after - before",
               f"with its 95% paired bootstrap interval over problems (B = {comparison['n_resamples']}, seed "
@@ -193,7 +195,8 @@ def render_text(comparison: dict) -> str:
             lines.append(f"{label.replace('_', ' ')} (not compared): {', '.join(comparison[label])}")
     if any(r["p_at_floor"] for r in rows):
         lines.append(f"<= : no resample was as extreme as the difference; p is at most this (B = "
-                     f"{comparison['n_resamples']}: more resamples with --resamples)")
+                     f"{comparison['n_resamples']}, the after run's eval.bootstrap_samples; scripts/compare_runs.py "
+                     f"--resamples N for more)")
     lines += ["", comparison["verdict"], ""]
     differences = comparison["config_differences"]
     if differences:
