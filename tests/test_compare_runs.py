@@ -120,6 +120,15 @@ def test_held_out_sets_that_differ_are_refused_in_one_line(runs, tmp_path):
                                    "compare two runs of the same data settings")
 
 
+def test_a_model_scored_on_other_problems_than_the_other_run_is_refused(runs, tmp_path):
+    before, after = runs
+    (after / "eval" / "grpo" / "samples.jsonl").write_text(
+        "".join(json.dumps({"id": i}) + "\n" for i in ["elsewhere", *IDS[1:]]), encoding="utf-8")
+    done = compare("--before", str(before), "--after", str(after), cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.strip() == ("compare: grpo was scored on other problems in the two runs "
+                                   "(eval/grpo/samples.jsonl): rerun it with `make run`")
+
 def test_a_folder_that_is_not_a_finished_run_is_refused_in_one_line(runs, tmp_path):
     (tmp_path / "unfinished" / "data").mkdir(parents=True)
     done = compare("--before", "unfinished", cwd=tmp_path)

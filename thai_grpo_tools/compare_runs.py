@@ -13,8 +13,8 @@ Per model, with P problems and c_j correct of n samples on problem j:
 and the interval of the difference is the paired percentile bootstrap over problems (``scoring.paired_test``: the
 n samples of one problem are correlated, so problems are the unit resampled). Its two-sided p-values are
 Holm-adjusted over the models compared (one family: did any model move?); a model "moved" where its adjusted p is
-below the after run's ``analysis.alpha``. No verdict here claims that two runs are the same: a p above alpha says
-only that the problems' resampling explains the difference.
+below the after run's ``analysis.alpha``. A p above alpha is never read as "the same": it says only that resampling
+the problems explains the difference; runs that solved every problem equally often are said to, from the counts.
 """
 
 from __future__ import annotations
@@ -103,11 +103,12 @@ def check_same_problems(before: dict, after: dict, differences: list[dict]) -> N
                       f"{len(ids_before & ids_after)} in common{cause}: compare two runs of the same data settings")
 
 
-def paired_scores(before: dict, after: dict) -> tuple[dict, dict]:
-    """One model's before and after scores with the after counts put in the before run's problem order (by id)."""
+def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
+    """Model ``name``'s before and after scores, the after counts put in the before run's problem order (by id)."""
     position = {problem: i for i, problem in enumerate(after["ids"])}
     if set(position) != set(before["ids"]):
-        raise RunMismatch("a model was scored on other problems than its run's held-out set: rerun it with `make run`")
+        raise RunMismatch(f"{name} was scored on other problems in the two runs (eval/{name}/samples.jsonl): rerun "
+                          f"it with `make run`")
     after_counts = [after["per_problem_correct"][position[problem]] for problem in before["ids"]]
     return ({"per_problem_correct": before["per_problem_correct"], "n_samples": before["n_samples"]},
             {"per_problem_correct": after_counts, "n_samples": after["n_samples"]})
@@ -128,7 +129,7 @@ def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int
         raise RunMismatch("the two runs score no model in common: add the same models to eval.models in both")
     rows = []
     for name in names:
-        scores_before, scores_after = paired_scores(before["models"][name], after["models"][name])
+        scores_before, scores_after = paired_scores(name, before["models"][name], after["models"][name])
         test = paired_test(scores_after, scores_before, "pass@1", n_boot, seed)
         rows.append({"model": name, "problems": len(scores_before["per_problem_correct"]),
                      "n_before": scores_before["n_samples"], "n_after": scores_after["n_samples"],
@@ -179,7 +180,8 @@ def render_text(comparison: dict) -> str:
         run = comparison[label]
         lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT})")
     rows = comparison["models"]
-    lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; difference = after - before",
+    lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; "
+              "difference = after - before",
               f"with its 95% paired bootstrap interval over problems (B = {comparison['n_resamples']}, seed "
               f"{comparison['seed']}); p Holm-adjusted over the {len(rows)} models", ""]
     width = max(len("model"), *(len(r["model"]) for r in rows))
