@@ -122,19 +122,23 @@ def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir,
 
     import thai_grpo.methods.grpo as grpo
     import thai_grpo.models.shared_prefix as shared
-
-    calls = {"generate": 0, "logprobs": 0, "trl_logprobs": 0}
-    for name, key in (("generate_sharing_prompts", "generate"), ("completion_logprobs_sharing_prompts", "logprobs")):
-        original = getattr(shared, name)
-        monkeypatch.setattr(shared, name, lambda *a, _f=original, _k=key, **k: calls.__setitem__(_k, calls[_k] + 1)
-                            or _f(*a, **k))
-    trl_pass = GRPOTrainer._get_per_token_logps_and_entropies
-    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies",
-                        lambda *a, **k: calls.__setitem__("trl_logprobs", calls["trl_logprobs"] + 1) or trl_pass(*a, **k))
-    on_this_device = grpo.shares_prompts_on
-    monkeypatch.setattr(grpo, "shares_prompts_on", lambda _device, use_vllm=False: on_this_device(device, use_vllm))
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
+    calls = {"generate": 0, "logprobs": 0, "trl_logprobs": 0}
+
+    def counted(key, function):
+        def call(*args, **kwargs):
+            calls[key] += 1
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(shared, "generate_sharing_prompts", counted("generate", shared.generate_sharing_prompts))
+    monkeypatch.setattr(shared, "completion_logprobs_sharing_prompts",
+                        counted("logprobs", shared.completion_logprobs_sharing_prompts))
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies",
+                        counted("trl_logprobs", GRPOTrainer._get_per_token_logps_and_entropies))
+    on_this_device = grpo.shares_prompts_on
+    monkeypatch.setattr(grpo, "shares_prompts_on", lambda _device, use_vllm=False: on_this_device(device, use_vllm))
     model, tokenizer = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True), load_tokenizer(tiny_model_dir)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=6, beta=0.04, max_steps=1, save_strategy="no",

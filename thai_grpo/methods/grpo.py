@@ -9,6 +9,12 @@ Where this departs from the textbook (DeepSeekMath) algorithm, and why:
   model with the adapter disabled (the chapter's pi_ref); ``sft`` = a frozen copy of the starting adapter (TRL's
   ``ref`` adapter, which TRL 1.16 makes for a ready ``PeftModel`` when beta > 0: DeepSeekMath's definition).
   No value network, no reward model.
+The objective TRL computes, written out as the chapter writes it, is ``thai_grpo.methods.objective``
+(tests/test_objective.py checks it against TRL's loss on a real batch of this trainer).
+
+Of TRL's private methods, the trainer here overrides the train sampler (``resumable``: correctness of a resumed run)
+and, on a CPU only, the rollouts and log-probability passes (``sharing_prompts``: each group's prompt computed once,
+measured ~1.7x faster per step there); on a GPU generation and scoring are TRL's own.
 
 The rollout loop (``train_with_rollouts``: groups graded by the code rewards, per-step metrics, example groups,
 empty-think completions, resumable checkpoints) is shared with RLOO (``thai_grpo.methods.rloo``).
