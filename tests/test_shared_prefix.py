@@ -103,3 +103,53 @@ def test_trainer_log_probs_and_gradients_match_trls_own_pass(policy, tmp_path):
     assert any(g.abs().sum() > 0 for g in full[2])  # the comparison is of real gradients
     for ours, theirs in zip(shared[2], full[2]):
         torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-4)
+
+
+def test_prompts_are_shared_on_a_cpu_only():
+    from thai_grpo.methods.grpo import shares_prompts_on
+
+    assert shares_prompts_on("cpu") and shares_prompts_on(torch.device("cpu"))
+    assert not shares_prompts_on(torch.device("cuda", 0)) and not shares_prompts_on("cuda")
+    assert not shares_prompts_on("cpu", use_vllm=True)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir, tmp_path, monkeypatch, device):
+    """On a GPU (here: the trainer told its device is one) no pass of a step is replaced: ``model.generate`` is the
+    model's own and the log-probabilities come from TRL's method; on a CPU both shared passes run."""
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    import thai_grpo.methods.grpo as grpo
+    import thai_grpo.models.shared_prefix as shared
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    calls = {"generate": 0, "logprobs": 0, "trl_logprobs": 0}
+
+    def counted(key, function):
+        def call(*args, **kwargs):
+            calls[key] += 1
+            return function(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(shared, "generate_sharing_prompts", counted("generate", shared.generate_sharing_prompts))
+    monkeypatch.setattr(shared, "completion_logprobs_sharing_prompts",
+                        counted("logprobs", shared.completion_logprobs_sharing_prompts))
+    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies",
+                        counted("trl_logprobs", GRPOTrainer._get_per_token_logps_and_entropies))
+    on_this_device = grpo.shares_prompts_on
+    monkeypatch.setattr(grpo, "shares_prompts_on", lambda _device, use_vllm=False: on_this_device(device, use_vllm))
+    model, tokenizer = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True), load_tokenizer(tiny_model_dir)
+    args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
+                      num_generations=2, max_completion_length=6, beta=0.04, max_steps=1, save_strategy="no",
+                      activation_checkpointing=False, bf16=False, disable_tqdm=True)
+    trainer = grpo.sharing_prompts(GRPOTrainer)(
+        model=model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]], args=args,
+        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS[:2]]))
+    trainer.train()
+    assert "generate" not in vars(model)  # the instance's generate was restored (or never replaced)
+    if device == "cpu":
+        assert calls["generate"] >= 1 and calls["logprobs"] >= 1
+    else:
+        assert calls == {"generate": 0, "logprobs": 0, "trl_logprobs": calls["trl_logprobs"]}
+        assert calls["trl_logprobs"] >= 2  # the reference pass and the policy's, TRL's own

@@ -11,6 +11,11 @@ Dr.GRPO:  A_i =  r_i - mean_g                                 (scale_by_std=Fals
 
 A group whose rewards are all equal has A_i = 0 for every member: it carries
 no learning signal.
+
+These numpy functions feed the figures and the per-step health metrics; the
+objective that trains, in torch, is ``thai_grpo.methods.objective``, whose
+``group_advantages`` is this formula. tests/test_objective.py checks both
+against the advantages TRL computes on a real batch of a run.
 """
 
 from __future__ import annotations

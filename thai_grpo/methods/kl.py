@@ -7,6 +7,9 @@ d = log pi_ref(y) - log pi(y) and x = exp(d) = pi_ref(y) / pi(y):
     k3 = (x - 1) - log x = expm1(d) - d       unbiased, always >= 0, lower variance when close
 
 Both satisfy E_{y~pi}[k] = KL(pi || pi_ref) = sum_y pi(y) log(pi(y) / pi_ref(y)).
+
+GRPO's loss uses k3 (``thai_grpo.methods.objective.k3``, the same formula in torch, checked against TRL's loss by
+tests/test_objective.py); these numpy estimators serve the k1-vs-k3 figure and the study on real tokens.
 """
 
 from __future__ import annotations

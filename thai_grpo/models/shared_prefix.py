@@ -6,6 +6,7 @@ floating-point sums differs, by ~1e-6), and so is the sampling: the same number 
 same-shaped distributions, so a seeded run consumes the generator identically. It removes the repeated prompt work:
 with the offline default's 8 completions of ~45 tokens per ~95-token prompt, a training forward-backward reads
 8 x 95 + 64 x 46 positions instead of 64 x 141, and held-out sampling prefills 64 prompts instead of 512 rows.
+GRPO's and RLOO's trainers use it on a CPU only, where it was measured (``thai_grpo.methods.grpo.sharing_prompts``).
 
 - ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
 - ``prompt_cache``: the key/value cache of the distinct prompts' first ``width`` positions, one copy per row.

@@ -1,0 +1,80 @@
+"""GRPO's objective as the chapter writes it, in small torch functions: the arithmetic TRL's ``GRPOTrainer`` runs.
+
+For a prompt, G completions o_1..o_G are sampled and graded, rewards r_1..r_G. Every token t of completion i shares
+the completion's group-relative advantage, the policy's probability of the token is compared with the sampling
+policy's (rho) and with the reference's (k3), and the loss to minimise is
+
+    A_i       = (r_i - mean(r)) / (std(r) + eps)                    sample std (ddof = 1), eps = 1e-4
+    rho_i,t   = pi_theta(o_i,t | ...) / pi_theta_old(o_i,t | ...)
+    surr_i,t  = min(rho_i,t * A_i, clip(rho_i,t, 1 - epsilon, 1 + epsilon) * A_i)
+    x_i,t     = pi_ref(o_i,t | ...) / pi_theta(o_i,t | ...),   k3_i,t = (x_i,t - 1) - log x_i,t
+    loss      = (1/G) sum_i (1/|o_i|) sum_t [ -surr_i,t + beta * k3_i,t ]
+
+Dr.GRPO (Liu et al. 2025) keeps the mean subtraction and drops the division by std, and replaces the per-completion
+token mean 1/|o_i| by one constant for the whole batch, 1 / (G * max_completion_length): a long completion's tokens
+weigh as much as a short one's (TRL's ``loss_type: dr_grpo`` with ``scale_rewards: none``).
+
+The pipeline trains with TRL's trainer; ``tests/test_objective.py`` runs one real batch of it (generation, the code
+rewards, the reference pass) and checks that ``group_advantages`` gives the advantages TRL computed and that
+``grpo_loss`` gives TRL's loss and its gradient, for the chapter's settings and for Dr.GRPO's. With TRL's default
+``num_iterations: 1`` each batch is used once, on-policy: pi_theta_old is pi_theta itself (detached), so rho = 1 in
+value and only its gradient, d rho / d log pi_theta = 1, acts. The numpy twins for the figures and the per-step
+metrics are ``thai_grpo.methods.advantages`` (the same A_i) and ``thai_grpo.methods.kl`` (the same k3).
+"""
+
+from __future__ import annotations
+
+import torch
+
+STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_by_std: bool = True,
+                     eps: float = STD_EPS) -> torch.Tensor:
+    """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards (TRL's order), sample std;
+    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``."""
+    groups = rewards.reshape(-1, group_size)
+    centered = groups - groups.mean(dim=1, keepdim=True)
+    if scale_by_std:
+        centered = centered / (groups.std(dim=1, keepdim=True) + eps)
+    return centered.reshape(-1)
+
+
+def k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
+    """Per-token k3 = (x - 1) - log x with x = pi_ref / pi_theta = exp(ref_logp - logp): >= 0, unbiased for
+    KL(pi_theta || pi_ref). Its gradient in log pi_theta is 1 - x, zero where the two policies agree."""
+    log_x = ref_logp - logp
+    return torch.expm1(log_x) - log_x
+
+
+def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,
+                      epsilon: float) -> torch.Tensor:
+    """Per-token PPO surrogate min(rho * A, clip(rho, 1 - epsilon, 1 + epsilon) * A), rho = exp(logp - old_logp);
+    ``advantages`` per completion, shape (B,), shared by its tokens."""
+    ratio = torch.exp(logp - old_logp)
+    advantages = advantages.unsqueeze(1)
+    return torch.min(ratio * advantages, torch.clamp(ratio, 1 - epsilon, 1 + epsilon) * advantages)
+
+
+def completion_token_mean(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """(1/|o_i|) sum_t per_token[i, t] over each completion's own tokens (``mask``: 1 on them, 0 on padding); shape
+    (B,). A completion with no token (none is sampled so) counts as one token, as in TRL, not as a division by 0."""
+    return (per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+
+
+def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, advantages: torch.Tensor,
+              mask: torch.Tensor, beta: float, epsilon: float, loss_type: str = "grpo",
+              max_completion_length: int | None = None) -> torch.Tensor:
+    """The loss of one batch: -surrogate + beta * k3 per token, then the chapter's per-completion token mean averaged
+    over completions (``loss_type="grpo"``), or Dr.GRPO's sum over the batch's tokens divided by
+    B * ``max_completion_length`` (``"dr_grpo"``). Per-token tensors are (B, T), ``advantages`` (B,)."""
+    per_token = -clipped_surrogate(logp, old_logp, advantages, epsilon)
+    if beta:
+        per_token = per_token + beta * k3(logp, ref_logp)
+    if loss_type == "grpo":
+        return completion_token_mean(per_token, mask).mean()
+    if loss_type == "dr_grpo":
+        if not max_completion_length:
+            raise ValueError("Dr.GRPO's normaliser needs max_completion_length")
+        return (per_token * mask).sum() / (per_token.size(0) * max_completion_length)
+    raise ValueError(f"loss_type={loss_type!r}: the chapter's objective is 'grpo' or Dr.GRPO's 'dr_grpo'")
