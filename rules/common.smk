@@ -39,8 +39,10 @@ from thai_grpo.methods.ppo import ppo_settings
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
-try:
+try:  # every key of every method section, by the checked-in TRL field names: no TRL import, `snakemake -n` too
     check_config(config)
+    check_trainer_fields(config)
+    check_method_fields(config)
     check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
