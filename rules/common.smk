@@ -89,10 +89,13 @@ EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
 def training_temperature(variant):
-    """The temperature a variant samples its rollouts at: its grpo section's, or its ppo section's for PPO."""
+    """The temperature a variant's training samples were drawn at: its grpo section's, its ppo section's for PPO, and
+    for DPO the preference pairs' (grpo's: rule preference_pairs)."""
     plan = variant_plan(config, variant)
     if plan["method"] == "ppo":
         return ppo_settings(plan["grpo"], plan["ppo"]).temperature
+    if plan["method"] == "dpo":
+        return config["grpo"].get("temperature", 1.0)
     return plan["grpo"].get("temperature", 1.0)
 
 

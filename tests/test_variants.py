@@ -14,7 +14,7 @@ import yaml
 from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
-from thai_grpo.core.config import ConfigError, deep_merge
+from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.methods.dpo import NOT_INHERITED, SCHEDULE, dpo_args, dpo_step
@@ -54,7 +54,7 @@ def test_rloo_args_on_hand_made_fields_with_overrides():
 def test_dpo_args_inherit_the_bookkeeping_not_the_schedule_nor_the_meaning_changing_fields():
     from trl import DPOConfig
 
-    grpo = variant_plan(load(), "dpo")["grpo"]
+    grpo = variant_settings(load(), "dpo")["grpo"]  # the merged section, before the plan keeps what DPO reads
     args, dropped = dpo_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, {"beta": 0.1})
     assert args["save_steps"] == grpo["save_steps"] and args["logging_steps"] == grpo["logging_steps"]
     assert not set(SCHEDULE) & set(args)  # GRPO's 40 rollout steps are no length for a pass over DPO's pairs

@@ -28,17 +28,40 @@ GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
 
 
 def variant_plan(config: dict, variant: str) -> dict:
-    """Everything the training rule needs for one variant: method, group, the merged ``grpo`` section, the
-    rewards and the method's own overrides. Only this variant's entries: changing another variant's
-    overrides leaves it (and so the rule's params) unchanged."""
+    """Everything the training rule needs for one variant, and nothing more (the rule's params: a knob reruns the
+    variants that read it): method, group, the rewards, the method's own overrides and the part of the merged
+    ``grpo`` section its trainer reads (``method_grpo_args``). Only this variant's entries: changing another
+    variant's overrides leaves it (and so the rule's params) unchanged."""
     settings = variant_settings(config, variant)
     overrides = config["variants"][variant]
     method = overrides.get("method", "grpo")
     if method not in METHOD_NAMES:
         raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHOD_NAMES)}")
-    return {"variant": variant, "method": method, "group": overrides.get("group", "method"), **settings,
+    return {"variant": variant, "method": method, "group": overrides.get("group", "method"),
+            "grpo": method_grpo_args(method, settings["grpo"]),
+            "rewards": [] if method == "dpo" else settings["rewards"],  # DPO's pairs are ranked by correctness alone
             "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {})),
             "ppo": dict(overrides.get("ppo", {}))}
+
+
+# What PPO takes from a merged grpo section: it samples as GRPO does (temperature, completion budget, chat template)
+# and its frozen reference is GRPO's KL reference (thai_grpo.methods.ppo.ppo_settings, train_ppo).
+PPO_FROM_GRPO = ("temperature", "max_completion_length", "reference", "chat_template_kwargs")
+
+
+def method_grpo_args(method: str, grpo: dict) -> dict:
+    """The part of a merged ``grpo`` section that ``method``'s trainer reads. GRPO: all of it. RLOO: all of it (its
+    run records the GRPO-only fields it ignored). DPO: the DPOConfig fields ``dpo.dpo_args`` inherits (bookkeeping:
+    logging, checkpoints, dropout; never beta, the loss or the schedule). PPO: ``PPO_FROM_GRPO``. The DPOConfig
+    names come from the checked-in field list (``thai_grpo.core.trainer_fields``): no TRL import."""
+    if method == "dpo":
+        from thai_grpo.core.trainer_fields import fields_of
+        from thai_grpo.methods.dpo import NOT_INHERITED
+
+        return {k: v for k, v in grpo.items() if k in fields_of("DPOConfig") and k not in NOT_INHERITED}
+    if method == "ppo":
+        return {k: grpo[k] for k in PPO_FROM_GRPO if k in grpo}
+    return dict(grpo)
 
 
 def method_kind(plan: dict) -> str:
