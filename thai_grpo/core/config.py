@@ -87,6 +87,19 @@ def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
     return kept, sorted(set(section) - set(kept))
 
 
+def settings_fingerprint(config: dict) -> str:
+    """The settings a study's results were built from, in 16 hex digits: sha256 of the config as canonical JSON
+    (sorted keys), without ``results_dir`` (where a chain's files go, not how they are made). A study stores it in
+    its results.json; the main report compares it with the current config's to say whether the study it shows
+    was built from other settings."""
+    import hashlib
+    import json
+
+    settings = {key: value for key, value in config.items() if key != "results_dir"}
+    canonical = json.dumps(settings, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
 def eval_settings(config: dict) -> dict:
     """How held-out sets are sampled and scored: the ``eval`` section without its model list and second held-out
     sets (adding a model or a set resamples nothing else), with ``max_new_tokens`` defaulting to the training
