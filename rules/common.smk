@@ -204,6 +204,13 @@ OPTIONAL_RESULTS = {
 }
 
 
+def fingerprint_while_built(*names):
+    """A params function: SETTINGS_FINGERPRINT while one of the studies ``names`` is built (a config change then
+    rerenders what shows it, whose mark may change), else empty (no study shown, nothing to rerender)."""
+    built = optional_results(*names)
+    return lambda wildcards: SETTINGS_FINGERPRINT if built(wildcards) else ""
+
+
 def optional_inputs(*names):
     """An input function: the results files among ``names`` that exist now (for a study's own report, whose target
     rebuilds what it reads)."""

@@ -27,6 +27,9 @@ rule figures:
         "../scripts/make_figures.py"
 
 
+MAIN_REPORT_STUDIES = ("passk", "hacking", "seeds", "losses", "chains")
+
+
 rule report:
     input:
         results=rules.results.output.results,
@@ -45,8 +48,8 @@ rule report:
         # pass@k to 64, the reward-hacking verdicts, the seed study's verdicts beside each row, the loss-family
         # study's and the chain study's verdicts, once built (params, not inputs: rules/common.smk OPTIONAL_RESULTS),
         # each marked when built from other settings than these
-        studies=optional_results("passk", "hacking", "seeds", "losses", "chains"),
-        settings_fingerprint=SETTINGS_FINGERPRINT,
+        studies=optional_results(*MAIN_REPORT_STUDIES),
+        settings_fingerprint=fingerprint_while_built(*MAIN_REPORT_STUDIES),
     message:
         "Rendering results/report.html"
     script:
