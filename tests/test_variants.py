@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
+from workflow import copy_workflow, placeholder_run, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
@@ -383,20 +383,8 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
 def placeholder_workflow(tmp_path_factory):
     """A scratch copy whose every output (of rule all and rule pitfalls) is an empty placeholder, marked up to
     date by ``--touch --forceall``: Snakemake's metadata then holds every job's params, as after a real run."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("variants"))
-    targets = ["all", "pitfalls", "--configfile", "config/smoke.yaml"]
-    summary = snakemake(workdir, "--summary", *targets)
-    assert summary.returncode == 0, summary.stderr[-3000:]
-    for line in summary.stdout.splitlines()[1:]:
-        path = workdir / line.split("\t")[0]
-        if path.suffix:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-        else:
-            path.mkdir(parents=True, exist_ok=True)
-    touched = snakemake(workdir, "--touch", "--forceall", *targets)
-    assert touched.returncode == 0, touched.stderr[-3000:]
-    return workdir
+    return placeholder_run(copy_workflow(tmp_path_factory.mktemp("variants")), "all", "pitfalls",
+                           "--configfile", "config/smoke.yaml")
 
 
 @pytest.mark.slow
