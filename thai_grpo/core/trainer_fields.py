@@ -4,7 +4,7 @@ refused when Snakemake parses the workflow (also by ``snakemake -n``), without i
 ``trainer_fields.json`` holds, per class (TRL's ``GRPOConfig``, ``RLOOConfig``, ``DPOConfig``, ``RewardConfig``,
 ``SFTConfig`` and transformers' ``TrainingArguments``), its dataclass field names, with the library versions they
 were read from. ``installed_fields()`` reads them from the installed libraries (imports TRL);
-``python -m thai_grpo.core.trainer_fields`` rewrites the file after an upgrade, and tests/test_knobs.py compares the two.
+``python -m thai_grpo.core.trainer_fields`` rewrites the file after an upgrade; tests/test_knobs.py compares the two.
 PPO's section is our own ``PPOSettings`` (``thai_grpo.methods.ppo``), read directly.
 """
 

@@ -129,7 +129,8 @@ def check_method_fields(config: dict) -> None:
     from thai_grpo.methods.ppo import PPO_FIELDS, ppo_settings
 
     check_max_length_in_config(config)
-    classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"), "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
+    classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
+               "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
                "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.ppo.PPOSettings")}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")

@@ -345,7 +345,8 @@ def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None
 
 
 # The optional targets' results (rules/common.smk OPTIONAL_RESULTS) and their keys in the main report's results.
-STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "losses": "losses", "chains": "chain_study"}
+STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "losses": "losses",
+              "chains": "chain_study"}
 
 
 def add_studies(results: dict, studies: dict, fingerprint: str | None) -> dict:
