@@ -28,15 +28,6 @@ include: "rules/chains.smk"
 include: "rules/losses.smk"
 
 
-onstart:
-    # TRL field names need TRL imported (seconds): checked once before the first job, never on dry-runs.
-    try:
-        check_trainer_fields(config)
-        check_method_fields(config)
-    except ConfigError as error:
-        sys.exit(f"config error: {error}")
-
-
 rule all:
     input:
         HEADLINE_TARGET,  # first: SFT vs GRPO, while the other methods train

@@ -38,6 +38,7 @@ rule chain_results:
     conda:
         "../envs/pipeline.yaml"
     params:
+        settings_fingerprint=SETTINGS_FINGERPRINT,  # the settings it is built from, for the main report
         seeds=CHAIN_SEEDS,
         models=CHAIN_MODELS,
         default_seed=config["seed"],

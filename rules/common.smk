@@ -13,6 +13,7 @@ from thai_grpo.core.config import (
     check_trainer_fields,
     eval_settings,
     passk_settings,
+    settings_fingerprint,
 )
 from thai_grpo.core.scheduling import (
     CHAIN_TRAINING,
@@ -39,8 +40,10 @@ from thai_grpo.methods.ppo import ppo_settings
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
-try:
+try:  # every key of every method section, by the checked-in TRL field names: no TRL import, `snakemake -n` too
     check_config(config)
+    check_trainer_fields(config)
+    check_method_fields(config)
     check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
@@ -87,10 +90,13 @@ EXTRA_SETS = config["eval"].get("extra_sets") or {}
 
 
 def training_temperature(variant):
-    """The temperature a variant samples its rollouts at: its grpo section's, or its ppo section's for PPO."""
+    """The temperature a variant's training samples were drawn at: its grpo section's, its ppo section's for PPO, and
+    for DPO the preference pairs' (grpo's: rule preference_pairs)."""
     plan = variant_plan(config, variant)
     if plan["method"] == "ppo":
         return ppo_settings(plan["grpo"], plan["ppo"]).temperature
+    if plan["method"] == "dpo":
+        return config["grpo"].get("temperature", 1.0)
     return plan["grpo"].get("temperature", 1.0)
 
 
@@ -184,9 +190,11 @@ def scope_inputs(scope):
     return files
 
 
-# The optional targets' results (snakemake passk / hacking / seeds) that the main figures and report show once built;
-# absent, the report says how to build each. Read only when present, so that `snakemake` never builds them; a plain
-# `snakemake` after one of those targets redraws or rerenders just what reads it.
+# The optional targets' results (snakemake passk / hacking / seeds / losses / chains) that the main figures and report
+# show once built; absent, the report says how to build each. They are params (path and digest), not inputs: a plain
+# `snakemake` never schedules a study's jobs, even after a knob change that makes the study out of date (the report
+# then marks it as built from other settings, SETTINGS_FINGERPRINT; its own target rebuilds it), and after one of
+# those targets it redraws or rerenders just what reads the new results.
 OPTIONAL_RESULTS = {
     "passk": "results/passk/results.json",
     "hacking": "results/hacking/results.json",
@@ -196,10 +204,38 @@ OPTIONAL_RESULTS = {
 }
 
 
-def optional_results(*names):
-    """An input function: the results files among ``names`` (keys of OPTIONAL_RESULTS) that exist now."""
+def fingerprint_while_built(*names):
+    """A params function: SETTINGS_FINGERPRINT while one of the studies ``names`` is built (a config change then
+    rerenders what shows it, whose mark may change), else empty (no study shown, nothing to rerender)."""
+    built = optional_results(*names)
+    return lambda wildcards: SETTINGS_FINGERPRINT if built(wildcards) else ""
+
+
+def optional_inputs(*names):
+    """An input function: the results files among ``names`` that exist now (for a study's own report, whose target
+    rebuilds what it reads)."""
     return lambda wildcards: {
         name: OPTIONAL_RESULTS[name] for name in names if os.path.exists(results_path(OPTIONAL_RESULTS[name]))
+    }
+
+
+# The settings this config builds from (thai_grpo.core.config.settings_fingerprint): each study's results store it.
+SETTINGS_FINGERPRINT = settings_fingerprint(config)
+
+
+def file_digest(path):
+    import hashlib
+
+    with open(path, "rb") as handle:
+        return hashlib.sha256(handle.read()).hexdigest()
+
+
+def optional_results(*names):
+    """A params function: {name: {"path", "sha256"}} of the results files among ``names`` (keys of OPTIONAL_RESULTS)
+    that exist now; the digest reruns the reader when a study is rebuilt."""
+    paths = {name: results_path(OPTIONAL_RESULTS[name]) for name in names}
+    return lambda wildcards: {
+        name: {"path": path, "sha256": file_digest(path)} for name, path in paths.items() if os.path.exists(path)
     }
 
 

@@ -46,6 +46,7 @@ rule hacking_results:
     conda:
         "../envs/pipeline.yaml"
     params:
+        settings_fingerprint=SETTINGS_FINGERPRINT,  # the settings it is built from, for the main report
         variants=HACKING_VARIANTS,
         plans={v: variant_plan(config, v) for v in HACKING_VARIANTS},
         sft_shares=config["hacking"]["sft"],
@@ -59,7 +60,7 @@ rule hacking_results:
 
 rule hacking_report:
     input:
-        unpack(optional_results("chains")),  # the hacking runs at every chain seed, once `snakemake chains` built them
+        unpack(optional_inputs("chains")),  # the hacking runs at every chain seed, once `snakemake chains` built them
         results=rules.hacking_results.output.results,
         template="report/hacking.html.j2",
         assets=["report/style.css"],

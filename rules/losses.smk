@@ -23,6 +23,7 @@ rule loss_results:
     conda:
         "../envs/pipeline.yaml"
     params:
+        settings_fingerprint=SETTINGS_FINGERPRINT,  # the settings it is built from, for the main report
         runs=LOSS_STUDY,
         baseline=LOSS_BASELINE,
         plans={

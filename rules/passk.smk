@@ -45,6 +45,7 @@ rule passk_results:
     conda:
         "../envs/pipeline.yaml"
     params:
+        settings_fingerprint=SETTINGS_FINGERPRINT,  # the settings it is built from, for the main report
         models=PASSK_MODELS,
         eval=PASSK_SETTINGS,
         benchmarks=results_path("results/benchmarks"),

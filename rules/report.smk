@@ -4,7 +4,6 @@
 
 rule figures:
     input:
-        unpack(optional_results("passk")),
         results=rules.results.output.results,
     output:
         # report(): also in Snakemake's own report (`snakemake --report results/snakemake-report.html`)
@@ -20,17 +19,19 @@ rule figures:
         "results/benchmarks/figures.tsv"
     conda:
         "../envs/pipeline.yaml"
+    params:
+        studies=optional_results("passk"),  # pass@k to 64, once `snakemake passk` built it (not an input: see common)
     message:
         "Drawing the report's figures"
     script:
         "../scripts/make_figures.py"
 
 
+MAIN_REPORT_STUDIES = ("passk", "hacking", "seeds", "losses", "chains")
+
+
 rule report:
     input:
-        # pass@k to 64, the reward-hacking verdicts, the seed study's verdicts beside each row, the loss-family
-        # study's and the chain study's verdicts, once built
-        unpack(optional_results("passk", "hacking", "seeds", "losses", "chains")),
         results=rules.results.output.results,
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
@@ -44,6 +45,11 @@ rule report:
         "../envs/pipeline.yaml"
     params:
         models=SCOPE_MODELS["main"],
+        # pass@k to 64, the reward-hacking verdicts, the seed study's verdicts beside each row, the loss-family
+        # study's and the chain study's verdicts, once built (params, not inputs: rules/common.smk OPTIONAL_RESULTS),
+        # each marked when built from other settings than these
+        studies=optional_results(*MAIN_REPORT_STUDIES),
+        settings_fingerprint=fingerprint_while_built(*MAIN_REPORT_STUDIES),
     message:
         "Rendering results/report.html"
     script:

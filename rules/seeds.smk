@@ -20,6 +20,7 @@ rule seed_results:
     conda:
         "../envs/pipeline.yaml"
     params:
+        settings_fingerprint=SETTINGS_FINGERPRINT,  # the settings it is built from, for the main report
         runs=SEED_STUDY,
         seeds=config.get("seeds", {}).get("training", [config["seed"]]),
         default_seed=config["seed"],

@@ -1,8 +1,10 @@
 # Stage 4: every variant trained from the SFT adapter, by its method: GRPO, RLOO (both sample their own
 # completions) or DPO (on preference pairs sampled once from the SFT policy). One rule, `train`, whatever the
-# method; the variant's plan (method, merged grpo section, rewards, rloo:/dpo: overrides) is its params, so
-# editing one variant reruns that variant alone. The wildcard is a run id: the variant, trained at the config's
-# seed, or `<variant>-seed<N>`, the same variant at training seed N (the seed study, rules/seeds.smk).
+# method; the variant's plan is its params and holds only what its trainer reads (thai_grpo.methods.variant_plan:
+# GRPO and RLOO the merged grpo section and the rewards, DPO its dpo: section and grpo's bookkeeping fields, PPO its
+# ppo: section and grpo's temperature, completion budget and KL reference), so editing one variant reruns that
+# variant alone, and a grpo knob such as beta reruns the GRPO family, not DPO nor PPO. The wildcard is a run id: the
+# variant, trained at the config's seed, or `<variant>-seed<N>`, the same variant at training seed N (rules/seeds.smk).
 
 
 rule preference_pairs:
@@ -25,7 +27,8 @@ rule preference_pairs:
         gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
         runtime=60,
     params:
-        # GRPO's rollout settings: DPO ranks the same kind of samples GRPO starts from (n = num_generations).
+        # GRPO's rollout settings, a real dependency: DPO ranks the same kind of samples GRPO starts from (n =
+        # num_generations), so these three grpo knobs rerun the pairs, and with them DPO and PPO's reward model.
         sampling={
             "num_samples": config["grpo"].get("num_generations", 8),
             "temperature": config["grpo"].get("temperature", 1.0),

@@ -33,4 +33,5 @@ write_json(snakemake.output.results, {
     "num_problems": runs["sft"][0]["scores"]["num_problems"], "n_samples": runs["sft"][0]["scores"]["n_samples"],
     "hacking": summarise_hacking_chains(hacking),
     "cost": {"per_chain_seconds": {seed: sum(stages.values()) for seed, stages in seconds.items()},
-             "stages": seconds}})
+             "stages": seconds},
+    "settings_fingerprint": params.settings_fingerprint})

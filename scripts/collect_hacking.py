@@ -8,5 +8,5 @@ log_to(snakemake.log[0])
 params = snakemake.params
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
 write_json(snakemake.output.results,
-           hacking_results(trains, params.plans, params.sft_shares, benchmark_seconds(params.benchmarks),
-                           params.detector))
+           {**hacking_results(trains, params.plans, params.sft_shares, benchmark_seconds(params.benchmarks),
+                           params.detector), "settings_fingerprint": params.settings_fingerprint})

@@ -12,6 +12,7 @@ for (variant, run, seed), scores, train in zip(params.runs, snakemake.input.scor
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(scores)})
     trains[run] = read_json(train)
 write_json(snakemake.output.results,
-           loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
+           {**loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
                         n_boot=params.n_boot, seed=params.eval_seed,
-                        analysis=analysis_plan({"analysis": params.analysis})))
+                        analysis=analysis_plan({"analysis": params.analysis})),
+            "settings_fingerprint": params.settings_fingerprint})

@@ -5,6 +5,7 @@ from thai_grpo.report.figures import draw_all
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)
-if "passk" in snakemake.input.keys():  # the large-k results, once `snakemake passk` has built them
-    results["passk"] = read_json(snakemake.input.passk)
+passk = snakemake.params.get("studies", {}).get("passk")
+if passk:  # the large-k results, once `snakemake passk` has built them (rules/common.smk OPTIONAL_RESULTS)
+    results["passk"] = read_json(passk["path"])
 draw_all(results, snakemake.output.figures)

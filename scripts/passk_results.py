@@ -13,4 +13,4 @@ seconds = {stage: s for stage, s in benchmark_seconds(params.benchmarks).items()
            if stage.partition("-")[0] in ("sample_passk", "score_passk")}
 write_json(snakemake.output.results, {**results, "models": params.models, "settings": ev,
                                       "problems_chosen": f"the first {ev['problems']} of results/data/heldout.jsonl",
-                                      "benchmarks": seconds})
+                                      "benchmarks": seconds, "settings_fingerprint": params.settings_fingerprint})

@@ -4,14 +4,17 @@ from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, read_jsonl
 from thai_grpo.report.html import write_report
+from thai_grpo.report.results import add_studies
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)
-# The optional targets' results, where built (rules/common.smk OPTIONAL_RESULTS): input name -> key in results.
-for name, key in (("seeds", "seed_study"), ("passk", "passk"), ("hacking", "hacking"), ("losses", "losses"),
-                  ("chains", "chain_study")):
-    if snakemake.input.get(name):
-        results[key] = read_json(snakemake.input[name])
+# The optional targets' results, where built (rules/common.smk OPTIONAL_RESULTS): params of the main report (path and
+# digest), an input of a study's own report (report_seeds).
+studies = {name: study["path"] for name, study in snakemake.params.get("studies", {}).items()}
+studies.update({name: snakemake.input[name] for name in ("seeds", "passk", "hacking", "losses", "chains")
+                if snakemake.input.get(name)})
+add_studies(results, {name: read_json(path) for name, path in studies.items()},
+            snakemake.params.get("settings_fingerprint"))
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

@@ -18,4 +18,5 @@ write_json(snakemake.output.results, {
     "num_problems": next(iter(runs.values()))[0]["scores"]["num_problems"],
     "n_samples": next(iter(runs.values()))[0]["scores"]["n_samples"],
     **study, "cost": seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
-                                [variant for variant, _, _ in params.runs])})
+                                [variant for variant, _, _ in params.runs]),
+    "settings_fingerprint": params.settings_fingerprint})

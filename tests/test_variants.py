@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
+from workflow import copy_workflow, placeholder_run, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
-from thai_grpo.core.config import ConfigError, deep_merge
+from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.methods.dpo import NOT_INHERITED, SCHEDULE, dpo_args, dpo_step
@@ -54,7 +54,7 @@ def test_rloo_args_on_hand_made_fields_with_overrides():
 def test_dpo_args_inherit_the_bookkeeping_not_the_schedule_nor_the_meaning_changing_fields():
     from trl import DPOConfig
 
-    grpo = variant_plan(load(), "dpo")["grpo"]
+    grpo = variant_settings(load(), "dpo")["grpo"]  # the merged section, before the plan keeps what DPO reads
     args, dropped = dpo_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, {"beta": 0.1})
     assert args["save_steps"] == grpo["save_steps"] and args["logging_steps"] == grpo["logging_steps"]
     assert not set(SCHEDULE) & set(args)  # GRPO's 40 rollout steps are no length for a pass over DPO's pairs
@@ -383,20 +383,8 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
 def placeholder_workflow(tmp_path_factory):
     """A scratch copy whose every output (of rule all and rule pitfalls) is an empty placeholder, marked up to
     date by ``--touch --forceall``: Snakemake's metadata then holds every job's params, as after a real run."""
-    workdir = copy_workflow(tmp_path_factory.mktemp("variants"))
-    targets = ["all", "pitfalls", "--configfile", "config/smoke.yaml"]
-    summary = snakemake(workdir, "--summary", *targets)
-    assert summary.returncode == 0, summary.stderr[-3000:]
-    for line in summary.stdout.splitlines()[1:]:
-        path = workdir / line.split("\t")[0]
-        if path.suffix:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.touch()
-        else:
-            path.mkdir(parents=True, exist_ok=True)
-    touched = snakemake(workdir, "--touch", "--forceall", *targets)
-    assert touched.returncode == 0, touched.stderr[-3000:]
-    return workdir
+    return placeholder_run(copy_workflow(tmp_path_factory.mktemp("variants")), "all", "pitfalls",
+                           "--configfile", "config/smoke.yaml")
 
 
 @pytest.mark.slow

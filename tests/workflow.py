@@ -45,6 +45,24 @@ def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
             if line.split() and line.split()[0] != "total"}
 
 
+def placeholder_run(workdir: Path, *targets: str) -> Path:
+    """Every output of ``targets`` (with their ``--configfile``) an empty placeholder in ``workdir``, marked up to date
+    by ``--touch --forceall``: Snakemake's metadata then holds every job's params, as after a real run, and a dry-run
+    shows what a config change reruns."""
+    summary = run_snakemake(workdir, "--summary", *targets)
+    assert summary.returncode == 0, summary.stderr[-3000:]
+    for line in summary.stdout.splitlines()[1:]:
+        path = workdir / line.split("\t")[0]
+        if path.suffix:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.touch()
+        else:
+            path.mkdir(parents=True, exist_ok=True)
+    touched = run_snakemake(workdir, "--touch", "--forceall", *targets)
+    assert touched.returncode == 0, touched.stderr[-3000:]
+    return workdir
+
+
 def write_extra_set_config(workdir: Path, name: str = "mgsm_th", rows: list[dict] | None = None) -> Path:
     """A config file (merged after config/smoke.yaml) adding a second held-out set ``name``: a local copy of the
     MGSM-format stand-in tests/fixtures/mgsm_th_small.jsonl, plus ``rows`` when given."""

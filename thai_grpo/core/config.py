@@ -87,6 +87,19 @@ def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
     return kept, sorted(set(section) - set(kept))
 
 
+def settings_fingerprint(config: dict) -> str:
+    """The settings a study's results were built from, in 16 hex digits: sha256 of the config as canonical JSON
+    (sorted keys), without ``results_dir`` (where a chain's files go, not how they are made). A study stores it in
+    its results.json; the main report compares it with the current config's to say whether the study it shows
+    was built from other settings."""
+    import hashlib
+    import json
+
+    settings = {key: value for key, value in config.items() if key != "results_dir"}
+    canonical = json.dumps(settings, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
 def eval_settings(config: dict) -> dict:
     """How held-out sets are sampled and scored: the ``eval`` section without its model list and second held-out
     sets (adding a model or a set resamples nothing else), with ``max_new_tokens`` defaulting to the training
@@ -244,23 +257,20 @@ def check_config(config: dict) -> None:
 
 
 def check_trainer_fields(config: dict) -> None:
-    """Refuse TRL field names the installed TRL does not know (imports TRL: call once, before the jobs run)."""
-    import dataclasses
-
-    from transformers import TrainingArguments
-    from trl import GRPOConfig, RewardConfig, SFTConfig
+    """Refuse keys the trainers' config classes do not have (TRL's, transformers' TrainingArguments), in one line that
+    names the key, its section and the nearest valid name. Reads the checked-in field list
+    (``thai_grpo.core.trainer_fields``), not TRL: it runs as Snakemake parses the workflow, ``snakemake -n`` too."""
+    from thai_grpo.core.trainer_fields import fields_of, unknown_key
 
     # base.pretrain: transformers' TrainingArguments (thai_grpo.models.sft.pretrain_base), plus max_length for the cut
-    sections = [("grpo", config["grpo"], GRPOConfig), ("sft.args", config["sft"].get("args", {}), SFTConfig),
-                ("base.pretrain", config["base"].get("pretrain", {}), TrainingArguments),
-                ("reward_model.args", config.get("reward_model", {}).get("args", {}), RewardConfig)]
-    sections += [(f"variants.{name}.grpo", v.get("grpo", {}), GRPOConfig)
+    sections = [("grpo", config["grpo"], "GRPOConfig"), ("sft.args", config["sft"].get("args", {}), "SFTConfig"),
+                ("base.pretrain", config["base"].get("pretrain", {}), "TrainingArguments"),
+                ("reward_model.args", config.get("reward_model", {}).get("args", {}), "RewardConfig")]
+    sections += [(f"variants.{name}.grpo", v.get("grpo", {}), "GRPOConfig")
                  for name, v in config.get("variants", {}).items()]
     for where, fields, cls in sections:
-        ours = {"num_processes", "max_length"} if cls is TrainingArguments else set(OURS)  # max_length: the cut
-        known = {f.name for f in dataclasses.fields(cls)} | ours
-        unknown = sorted(set(fields) - known)
-        if unknown:
-            library = "transformers" if cls is TrainingArguments else "TRL"
-            raise ConfigError(f"{where}.{unknown[0]} is not a field of {library} {cls.__name__}: check the "
-                              f"spelling against the {library} docs for the installed release")
+        ours = {"num_processes", "max_length"} if cls == "TrainingArguments" else set(OURS)  # max_length: the cut
+        library = "transformers" if cls == "TrainingArguments" else "TRL"
+        refusal = unknown_key(fields, fields_of(cls) | ours, where, f"{library} {cls}")
+        if refusal:
+            raise ConfigError(refusal)

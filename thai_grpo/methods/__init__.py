@@ -28,17 +28,40 @@ GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
 
 
 def variant_plan(config: dict, variant: str) -> dict:
-    """Everything the training rule needs for one variant: method, group, the merged ``grpo`` section, the
-    rewards and the method's own overrides. Only this variant's entries: changing another variant's
-    overrides leaves it (and so the rule's params) unchanged."""
+    """Everything the training rule needs for one variant, and nothing more (the rule's params: a knob reruns the
+    variants that read it): method, group, the rewards, the method's own overrides and the part of the merged
+    ``grpo`` section its trainer reads (``method_grpo_args``). Only this variant's entries: changing another
+    variant's overrides leaves it (and so the rule's params) unchanged."""
     settings = variant_settings(config, variant)
     overrides = config["variants"][variant]
     method = overrides.get("method", "grpo")
     if method not in METHOD_NAMES:
         raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHOD_NAMES)}")
-    return {"variant": variant, "method": method, "group": overrides.get("group", "method"), **settings,
+    return {"variant": variant, "method": method, "group": overrides.get("group", "method"),
+            "grpo": method_grpo_args(method, settings["grpo"]),
+            "rewards": [] if method == "dpo" else settings["rewards"],  # DPO's pairs are ranked by correctness alone
             "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {})),
             "ppo": dict(overrides.get("ppo", {}))}
+
+
+# What PPO takes from a merged grpo section: it samples as GRPO does (temperature, completion budget, chat template)
+# and its frozen reference is GRPO's KL reference (thai_grpo.methods.ppo.ppo_settings, train_ppo).
+PPO_FROM_GRPO = ("temperature", "max_completion_length", "reference", "chat_template_kwargs")
+
+
+def method_grpo_args(method: str, grpo: dict) -> dict:
+    """The part of a merged ``grpo`` section that ``method``'s trainer reads. GRPO: all of it. RLOO: all of it (its
+    run records the GRPO-only fields it ignored). DPO: the DPOConfig fields ``dpo.dpo_args`` inherits (bookkeeping:
+    logging, checkpoints, dropout; never beta, the loss or the schedule). PPO: ``PPO_FROM_GRPO``. The DPOConfig
+    names come from the checked-in field list (``thai_grpo.core.trainer_fields``): no TRL import."""
+    if method == "dpo":
+        from thai_grpo.core.trainer_fields import fields_of
+        from thai_grpo.methods.dpo import NOT_INHERITED
+
+        return {k: v for k, v in grpo.items() if k in fields_of("DPOConfig") and k not in NOT_INHERITED}
+    if method == "ppo":
+        return {k: grpo[k] for k in PPO_FROM_GRPO if k in grpo}
+    return dict(grpo)
 
 
 def method_kind(plan: dict) -> str:
@@ -97,27 +120,24 @@ def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, tra
 
 
 def check_method_fields(config: dict) -> None:
-    """Refuse a DPO max_length that leaves no room for a prompt, ``rloo:`` / ``dpo:`` fields the installed TRL does
-    not know, ``ppo:`` fields ``PPOSettings`` does not
-    have, and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). Imports TRL: call
-    once, before the jobs run."""
-    import dataclasses
-
-    from trl import DPOConfig, RLOOConfig
-
+    """Refuse a DPO max_length that leaves no room for a prompt, ``rloo:`` / ``dpo:`` fields TRL's RLOOConfig /
+    DPOConfig do not have, ``ppo:`` fields ``PPOSettings`` does not have (each in one line naming the nearest valid
+    name), and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). TRL's names come from
+    the checked-in list (``thai_grpo.core.trainer_fields``): it runs as Snakemake parses the workflow."""
+    from thai_grpo.core.trainer_fields import fields_of, unknown_key
     from thai_grpo.methods.dpo import check_max_length_in_config
-    from thai_grpo.methods.ppo import PPOSettings, ppo_settings
+    from thai_grpo.methods.ppo import PPO_FIELDS, ppo_settings
 
     check_max_length_in_config(config)
-    classes = {"rloo": RLOOConfig, "dpo": DPOConfig, "ppo": PPOSettings}
+    classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
+               "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
+               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.ppo.PPOSettings")}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")
-        for section, cls in classes.items():
-            unknown = sorted(set(overrides.get(section, {})) - {f.name for f in dataclasses.fields(cls)})
-            if unknown:
-                owner = "thai_grpo.methods.ppo.PPOSettings" if section == "ppo" else f"TRL's {cls.__name__}"
-                raise ConfigError(f"variants.{name}.{section}.{unknown[0]} is not a field of {owner}: "
-                                  "check the spelling against its documentation")
+        for section, (fields, owner) in classes.items():
+            refusal = unknown_key(overrides.get(section, {}), fields, f"variants.{name}.{section}", owner)
+            if refusal:
+                raise ConfigError(refusal)
             if overrides.get(section) and method != section:
                 raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
                                   f"add 'method: {section}' or remove the section")
@@ -127,8 +147,7 @@ def check_method_fields(config: dict) -> None:
             except ValueError as error:
                 raise ConfigError(f"variants.{name}: {error}") from None
         if method == "rloo":
-            fields = {f.name for f in dataclasses.fields(RLOOConfig)}
-            grpo_only = sorted(set(overrides.get("grpo", {})) - fields - set(OURS))
+            grpo_only = sorted(set(overrides.get("grpo", {})) - fields_of("RLOOConfig") - set(OURS))
             if grpo_only:
                 raise ConfigError(f"variants.{name}.grpo.{grpo_only[0]} has no RLOO counterpart (RLOOConfig has no "
                                   "such field) and would be ignored: remove it from this RLOO variant")

@@ -390,6 +390,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "extra_sets": _extra_sets(results),
         "seed_study": _seed_study(results),
         "chain_study": _chain_study(results),
+        "studies_from_other_settings": results.get("studies_from_other_settings") or [],
         "hacking": _hacking(results.get("hacking")),
         "losses": _losses(results.get("losses")),
         "samples": _samples(samples_by_model),

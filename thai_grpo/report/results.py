@@ -344,6 +344,23 @@ def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None
     return {**kl_real, "summary": real_kl_summary(kl_real, n_boot, seed)}
 
 
+# The optional targets' results (rules/common.smk OPTIONAL_RESULTS) and their keys in the main report's results.
+STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "losses": "losses",
+              "chains": "chain_study"}
+
+
+def add_studies(results: dict, studies: dict, fingerprint: str | None) -> dict:
+    """``results`` with each built study under its ``STUDY_KEYS`` key, and ``studies_from_other_settings``: the studies
+    whose stored ``settings_fingerprint`` (thai_grpo.core.config.settings_fingerprint) is not ``fingerprint``, the
+    current config's: built before a setting changed, shown as they are until their own target rebuilds them (one
+    without a stored fingerprint counts as built from other settings)."""
+    for name, study in studies.items():
+        results[STUDY_KEYS[name]] = study
+    results["studies_from_other_settings"] = sorted(
+        name for name, study in studies.items() if fingerprint and study.get("settings_fingerprint") != fingerprint)
+    return results
+
+
 def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchmarks: dict,
              base_parameters: int, n_boot: int, seed: int, plans: dict | None = None,
              pairs: dict | None = None, kl_real: dict | None = None, extra_sets: dict | None = None,
