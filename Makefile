@@ -117,7 +117,7 @@ rehearse-full: setup  ## the real config end to end on full-size stand-ins (CPU,
 clean:  ## delete results/ and .snakemake/
 	rm -rf results .snakemake
 
-# The README's and docs' generated tables (thai_grpo.report.reference, scripts/docs.py): `make docs` rewrites them from the
+# The README's and docs' generated tables (thai_grpo_tools.reference, scripts/docs.py): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
 .PHONY: docs docs-reference compare

@@ -67,7 +67,7 @@ from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassifi
 from thai_grpo.methods.ppo import PPOSettings, _chunk_losses
 from thai_grpo.models.memory_plan import (Lora, Shape, activation_floats, lora_parameters, ppo_logit_floats,
                                           ATTENTION_TARGETS)
-from thai_grpo.models.rehearsal import QWEN3_0_6B_CONFIG
+from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 size = json.loads(sys.argv[1])
 torch.manual_seed(0); torch.set_num_threads(1)

@@ -33,11 +33,11 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import crossed_t_test
 from thai_grpo.evaluation.intervals import bootstrap_p
-from thai_grpo.evaluation.many_to_one import many_to_one
 from thai_grpo.evaluation.plan import analysis_plan, apply_many_to_one, holm_adjust
-from thai_grpo.evaluation.power import crossed_power, units_needed
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.many_to_one import many_to_one
+from thai_grpo_studies.power import crossed_power, units_needed
 
 BASELINE = "grpo"  # every method of the seed study is compared with the chapter's GRPO at the same seeds
 PREVIOUS_RULE = ("every pair of methods: two-level bootstrap over seeds and problems and Welch's t over the per-seed "

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import satterthwaite_df
+from thai_grpo_studies.crossed import satterthwaite_df
 
 MOST_UNITS = 100  # units_needed looks no further (a study of more chains than this is not one this machine runs)
 

@@ -94,7 +94,7 @@ def build_full_standin(folder: Path, rows: list[dict], system_prompt: str, seed:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from thai_grpo.models.rehearsal import (QWEN3_0_6B_CONFIG, QWEN3_GENERATION_CONFIG, build_standin_adapter,
+    from thai_grpo_tools.rehearsal import (QWEN3_0_6B_CONFIG, QWEN3_GENERATION_CONFIG, build_standin_adapter,
                                             standin_tokenizer)
 
     base, adapter = folder / "base", folder / "sft_adapter"
@@ -149,7 +149,7 @@ def plans(config: dict, precision: Precision, prompt: int, completions: int) -> 
     """The memory plan at exactly the rehearsal's sizes: Qwen3-0.6B's shape, the stand-in adapter's LoRA, prompts of
     ``prompt`` tokens, ``completions`` scored by the token log-probs stage."""
     from thai_grpo.models.memory_plan import QWEN3_0_6B, Lora
-    from thai_grpo.models.rehearsal import STANDIN_ADAPTER
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 
     return stage_plans(config, QWEN3_0_6B, Lora.from_config(STANDIN_ADAPTER), precision=precision, prompt=prompt,
                        logprob_rows=min(32, completions))

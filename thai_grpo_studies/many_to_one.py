@@ -31,7 +31,8 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from thai_grpo.evaluation.crossed import mean_variance, t_test
+from thai_grpo.evaluation.scoring import tost
+from thai_grpo_studies.crossed import mean_variance, t_test
 
 MVT_SEED = 12345  # seed of the multivariate-t CDF's quasi-Monte Carlo points: the p-values are reproducible
 
@@ -123,19 +124,6 @@ def dunnett_critical(df: float, correlation, confidence: float = 0.95, seed: int
     high = float(stats.t.ppf(1 - (1 - confidence) / (2 * correlation.shape[0]), df))  # Bonferroni: the largest
     return float(optimize.brentq(lambda c: dunnett_p(c, df, correlation, seed)[0] - (1 - confidence), low * 0.999,
                                  high * 1.001, xtol=1e-4))
-
-
-def tost(estimate: float, se: float, df: float, margin: float) -> float:
-    """Two one-sided tests of equivalence (Schuirmann 1987) of a difference within (-margin, +margin): p =
-    max(P(T >= (estimate + margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). Rejects at alpha exactly
-    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin."""
-    if margin <= 0:
-        raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
-    if se <= 0:
-        return 0.0 if abs(estimate) < margin else 1.0
-    lower = stats.t.sf((estimate + margin) / se, df)
-    upper = stats.t.cdf((estimate - margin) / se, df)
-    return float(max(lower, upper))
 
 
 def many_to_one(matrices: dict[str, np.ndarray], baseline: str, confidence: float = 0.95,

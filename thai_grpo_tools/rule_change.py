@@ -25,11 +25,11 @@ import math
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import satterthwaite_df, t_test
-from thai_grpo.evaluation.many_to_one import tost
 from thai_grpo.evaluation.plan import apply_plan, family_alpha
-from thai_grpo.evaluation.power import components_from_summary, crossed_power, units_needed
+from thai_grpo.evaluation.scoring import tost
 from thai_grpo.report.plan_words import family_text, fmt_p, verdict_word
+from thai_grpo_studies.crossed import satterthwaite_df, t_test
+from thai_grpo_studies.power import components_from_summary, crossed_power, units_needed
 
 Z95 = float(stats.norm.ppf(0.975))
 

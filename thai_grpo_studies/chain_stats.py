@@ -29,12 +29,11 @@ from itertools import combinations
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import CONSTANT_ATOL, crossed_t_test
-from thai_grpo.evaluation.many_to_one import tost
 from thai_grpo.evaluation.plan import analysis_plan, apply_plan, family_alpha, holm_adjust
-from thai_grpo.evaluation.power import crossed_power, units_needed
-from thai_grpo.evaluation.scoring import paired_test, per_problem_values
-from thai_grpo.evaluation.seed_stats import percentile_test
+from thai_grpo.evaluation.scoring import paired_test, per_problem_values, tost
+from thai_grpo_studies.crossed import CONSTANT_ATOL, crossed_t_test
+from thai_grpo_studies.power import crossed_power, units_needed
+from thai_grpo_studies.seed_stats import percentile_test
 
 #: The superseded rule's verdict words (``previous_rule``), kept for the comparison with the plan's verdicts.
 PREVIOUS_VERDICTS = {

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from thai_grpo.evaluation.crossed import crossed_t_test
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.evaluation.seed_stats import (PREVIOUS_RULE, between_seed_interval, check_seed_lists, seeds_power,
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.seed_stats import (PREVIOUS_RULE, between_seed_interval, check_seed_lists, seeds_power,
                                              versus_baseline)
 
 GREEDY = "greedy"
