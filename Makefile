@@ -101,7 +101,7 @@ wheels:  ## every pin but torch as wheels, for a GPU machine without network
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) setuptools wheel  # builds a source-only pin offline
 
-# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_stages), not
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo_tools.stage_plans), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
 memory-plan: setup  ## the real config's planned GPU memory per stage
 	$(BIN)/python scripts/memory_plan.py results/memory_plan

@@ -187,7 +187,7 @@ def build(work: Path, preset: str) -> None:
     """The stand-ins and the spec every stage reads (work/spec.json), in this process."""
     from thai_grpo.core.io import write_jsonl
     from thai_grpo.models.loading import load_tokenizer
-    from thai_grpo.models.memory_stages import merged_configs
+    from thai_grpo_tools.stage_plans import merged_configs
     from thai_grpo_tools.rehearsal_full import (answer_pairs, build_full_standin, measured_prompt_tokens,
                                                  problem_count, rehearsal_config, training_rows)
 

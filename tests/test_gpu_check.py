@@ -13,7 +13,8 @@ import pytest
 import yaml
 from snakemake_dry_run import fake_nvidia_smi
 
-from thai_grpo.models.memory_stages import CARD_GIB, CPU, merged_configs, sizes_for_card
+from thai_grpo.models.memory_stages import CARD_GIB, CPU
+from thai_grpo_tools.stage_plans import merged_configs, sizes_for_card
 from thai_grpo_tools.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
                                              predicted_bytes, problem_count, rehearsal_config, table, training_rows)
 

@@ -9,7 +9,7 @@ import math
 import pytest
 from workflow import REPO
 
-from thai_grpo.models.memory_stages import real_config
+from thai_grpo_tools.stage_plans import real_config
 from thai_grpo_tools import time_plan as tp
 
 REAL = real_config(REPO)

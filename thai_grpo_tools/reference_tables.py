@@ -405,8 +405,8 @@ def table_pitfalls(ref: dict) -> str:
 
 def table_memory_plan(root: Path) -> str:
     """`make memory-plan`'s table: each stage of the real config's run planned on a 16 GB T4, computed from the
-    config files under ``root`` (thai_grpo.models.memory_stages), not measured."""
-    from thai_grpo.models.memory_stages import markdown_table, real_config, stage_plans
+    config files under ``root`` (thai_grpo_tools.stage_plans), not measured."""
+    from thai_grpo_tools.stage_plans import markdown_table, real_config, stage_plans
 
     return markdown_table(stage_plans(real_config(root)))
 
@@ -416,7 +416,7 @@ def table_time_plan(root: Path) -> str:
     config files under ``root`` and, when present, a `make gpu-check` record in docs/reference/gpu_check.json."""
     import json
 
-    from thai_grpo.models.memory_stages import real_config
+    from thai_grpo_tools.stage_plans import real_config
     from thai_grpo_tools.time_plan import markdown_table
 
     measured = root / "docs" / "reference" / "gpu_check.json"
