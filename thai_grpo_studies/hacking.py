@@ -5,7 +5,7 @@ budget shorter than most full solutions; they differ only in the format reward (
 strict ``<think>.+?</think>``, content-checked ``format_checked``). Per step: the total reward, accuracy, and the
 shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.methods.health``)
 judges each run from its own step records (episodes anywhere in the run, ``health.hacking_episodes``), with its
-error rates simulated at the run's size (``methods.detector_rates``); the title and verdicts are sentences computed
+error rates simulated at the run's size (``detector_rates``); the title and verdicts are sentences computed
 from those numbers.
 """
 

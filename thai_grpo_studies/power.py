@@ -79,3 +79,9 @@ def components_from_summary(per_chain: Sequence[float], problem_se: float, probl
     if values.size < 2:
         raise ValueError(f"a between-chain variance needs at least 2 chains, got {values.size}")
     return {"chain": float(values.var(ddof=1)), "problem": problems * float(problem_se) ** 2, "residual": 0.0}
+
+
+def family_alpha(family: str, size: int, alpha: float) -> float:
+    """The level a pair of ``family`` is sized for in a power calculation: alpha for the primary, alpha / size for a
+    Holm or Dunnett family (its first step: Bonferroni's level)."""
+    return alpha if family == "primary" else alpha / max(size, 1)
