@@ -101,7 +101,7 @@ wheels:  ## every pin but torch as wheels, for a GPU machine without network
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) setuptools wheel  # builds a source-only pin offline
 
-# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo.models.memory_stages), not
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo_tools.stage_plans), not
 # measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
 memory-plan: setup  ## the real config's planned GPU memory per stage
 	$(BIN)/python scripts/memory_plan.py results/memory_plan
@@ -117,7 +117,7 @@ rehearse-full: setup  ## the real config end to end on full-size stand-ins (CPU,
 clean:  ## delete results/ and .snakemake/
 	rm -rf results .snakemake
 
-# The README's and docs' generated tables (thai_grpo.report.reference, scripts/docs.py): `make docs` rewrites them from the
+# The README's and docs' generated tables (thai_grpo_tools.reference, scripts/docs.py): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
 # `make compare BEFORE=DIR` compares two of your own runs instead (scripts/compare_runs.py): DIR (a `cp -r results`

@@ -16,7 +16,7 @@ rule sample:
         "results/benchmarks/sample-{model}.tsv"
     priority: lambda wildcards: sampling_priority(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS  # one per job: two side by side beat one with two (thai_grpo.core.scheduling)
     resources:
         gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
@@ -93,7 +93,7 @@ rule token_logprobs:
     benchmark:
         "results/benchmarks/token_logprobs.tsv"
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS
     resources:
         gpu=1,

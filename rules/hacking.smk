@@ -16,7 +16,7 @@ if config["sft"]["source"] in ("train", "shipped"):
         benchmark:
             "results/benchmarks/sft_adapter_brief.tsv"
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         threads: 1  # as every training job: 2 threads beside another job spin-wait (docs/findings.md)
         resources:
             gpu=1,

@@ -25,7 +25,7 @@ if BUILDS_BASE:
             f"results/benchmarks/base_model{SCRATCH_NAME}.tsv"
         priority: CHAIN_TRAINING  # the headline's chain first (thai_grpo.core.scheduling)
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         threads: 2
         resources:
             gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
@@ -56,7 +56,7 @@ if config["base"]["source"] == "shipped":
             "results/benchmarks/base_model.tsv"
         priority: CHAIN_TRAINING
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         params:
             shipped=SHIPPED_DIR,
             recipe=SHIPPED_RECIPE,
@@ -77,7 +77,7 @@ elif config["base"]["source"] != "scratch":
             "results/benchmarks/base_model.tsv"
         localrule: True  # a download: on a cluster it runs on the login node (compute nodes may be offline)
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         params:
             spec=config["base"],
             kind="base model",
@@ -104,7 +104,7 @@ if config["sft"]["source"] in ("train", "shipped"):
             f"results/benchmarks/sft_adapter{SCRATCH_NAME}.tsv"
         priority: CHAIN_TRAINING
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         threads: 2
         resources:
             gpu=1,
@@ -135,7 +135,7 @@ if config["sft"]["source"] == "shipped":
             "results/benchmarks/sft_adapter.tsv"
         priority: CHAIN_TRAINING
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         params:
             shipped=SHIPPED_DIR,
             recipe=SHIPPED_RECIPE,
@@ -156,7 +156,7 @@ elif config["sft"]["source"] != "train":
             "results/benchmarks/sft_adapter.tsv"
         localrule: True
         conda:
-            "../envs/training.yaml"
+            "../envs/pipeline.yaml"
         params:
             spec=config["sft"],
             kind="adapter",

@@ -16,7 +16,7 @@ rule reward_model:
         "results/benchmarks/reward_model.tsv"
     priority: LONGEST_CHAIN  # PPO, the longest training job, waits for it
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS
     resources:
         gpu=1,
@@ -48,7 +48,7 @@ rule reward_model_accuracy:
     benchmark:
         "results/benchmarks/reward_model_accuracy.tsv"
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS
     resources:
         gpu=1,

@@ -21,7 +21,7 @@ rule preference_pairs:
         "results/benchmarks/preference_pairs.tsv"
     priority: LONGEST_CHAIN  # it unblocks PPO's reward model, and PPO, the longest job (and DPO)
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS
     resources:
         gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
@@ -62,7 +62,7 @@ rule train:
         run=run_pattern(VARIANTS),
     priority: lambda wildcards: training_priority(wildcards.run, method_of(variant_of(wildcards.run)))
     conda:
-        "../envs/training.yaml"
+        "../envs/pipeline.yaml"
     threads: JOB_THREADS
     resources:
         gpu=1,

@@ -1,4 +1,4 @@
-"""`make bench`: where the time goes on this machine (thai_grpo.report.bench), printed and written to results/bench/bench.json.
+"""`make bench`: where the time goes on this machine (thai_grpo_tools.bench), printed and written to results/bench/bench.json.
 
 Needs the base model, the SFT adapter and the data of the config (make bench builds them first); times depend on
 the CPU, so the CPU's model name is recorded beside them.
@@ -23,8 +23,8 @@ from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
-from thai_grpo.report.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
-from thai_grpo.report.speedup import extrapolate, read_benchmarks, simulate, workflow_jobs
+from thai_grpo_tools.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
+from thai_grpo_tools.speedup import extrapolate, read_benchmarks, simulate, workflow_jobs
 
 WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 
@@ -35,7 +35,7 @@ def cpu_name() -> str:
 
 def cpu_kind() -> str:
     """The model name and widest vector instructions, as docs/reference names a CPU: 'AMD EPYC (AVX-512)'."""
-    from thai_grpo.report.reference import cpu_label
+    from thai_grpo_tools.reference import cpu_label
 
     return cpu_label(cpu_name(), lscpu_fields().get("Flags", "").split())
 
@@ -105,7 +105,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
     """``steps`` PPO steps (the config's ppo variant, with its reward model) split into their parts."""
     import thai_grpo.methods.ppo as ppo
-    from thai_grpo.report.bench import PPO_PARTS, PartTimer
+    from thai_grpo_tools.bench import PPO_PARTS, PartTimer
 
     torch.set_num_threads(threads)
     plan = variant_plan(config, "ppo")
@@ -151,7 +151,7 @@ def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
     """``steps`` DPO steps on the preference pairs (the config's dpo variant), split into their parts."""
     from thai_grpo.methods import dpo
-    from thai_grpo.report.bench import DPO_PARTS, PartTimer
+    from thai_grpo_tools.bench import DPO_PARTS, PartTimer
     from trl import DPOTrainer
 
     torch.set_num_threads(threads)
@@ -191,7 +191,7 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
     ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
     import thai_grpo.models.sampling as sampling
     import thai_grpo.models.shared_prefix as shared
-    from thai_grpo.report.bench import SAMPLING_PARTS, PartTimer
+    from thai_grpo_tools.bench import SAMPLING_PARTS, PartTimer
 
     torch.set_num_threads(threads)
     ev = eval_settings(config)
@@ -232,7 +232,7 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
 
 
 def bench_cores(configfiles: list[str], results: Path, cores: list[int]) -> dict:
-    """The last run's critical path and its wall time extrapolated to ``cores`` (thai_grpo.report.speedup)."""
+    """The last run's critical path and its wall time extrapolated to ``cores`` (thai_grpo_tools.speedup)."""
     jobs = workflow_jobs(".", configfiles, ("all",), cores=2)
     measured = read_benchmarks(results / "benchmarks")
     seconds = {name: measured[name] for name in jobs if name in measured}
@@ -260,7 +260,7 @@ def bench_other_cpus(configfiles: list[str], results: Path, elsewhere: Path, thi
     measured seconds here times its ratio between the two CPUs (both measured at one commit, ``stage_ratios``),
     replayed on 2 cores as Snakemake schedules it (``simulate``); and, for comparison, every stage at 2x."""
     from thai_grpo.core.io import read_json
-    from thai_grpo.report.speedup import projected_seconds, stage_ratios
+    from thai_grpo_tools.speedup import projected_seconds, stage_ratios
 
     records = read_json(elsewhere).get("stage_seconds", []) if elsewhere.exists() else []
     jobs = workflow_jobs(".", configfiles, ("all",), cores=2)

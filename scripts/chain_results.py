@@ -1,13 +1,13 @@
 """Chain study: results/chains/results.json from every chain's held-out scores and hacking runs
-(thai_grpo.evaluation.chain_stats, thai_grpo.report.hacking.summarise_hacking_chains)."""
+(thai_grpo_studies.chain_stats, thai_grpo_studies.hacking.summarise_hacking_chains)."""
 
 import sys
 from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.evaluation.chain_stats import chain_study
+from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report.hacking import summarise_hacking_chains
+from thai_grpo_studies.hacking import summarise_hacking_chains
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])

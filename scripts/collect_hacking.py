@@ -1,7 +1,7 @@
-"""The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo.report.hacking)."""
+"""The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo_studies.hacking)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.report.hacking import hacking_results
+from thai_grpo_studies.hacking import hacking_results
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])

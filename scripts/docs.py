@@ -1,4 +1,4 @@
-"""`make docs`, `make docs-reference`, `make compare`: the generated numbers of README.md and docs/ (thai_grpo.report.reference).
+"""`make docs`, `make docs-reference`, `make compare`: the generated numbers of README.md and docs/ (thai_grpo_tools.reference).
 
   render     README.md's and docs/*.md's tables from docs/reference/ (make docs)
   summarise  results/ -> docs/reference/*.json, with the commit, command and CPU (make docs-reference)
@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
-from thai_grpo.report import reference as ref
-from thai_grpo.report import reference_tables as rt
-from thai_grpo.report.bench import lscpu_fields
+from thai_grpo_tools import reference as ref
+from thai_grpo_tools import reference_tables as rt
+from thai_grpo_tools.bench import lscpu_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

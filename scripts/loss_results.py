@@ -1,8 +1,8 @@
-"""Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo.report.losses)."""
+"""Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo_studies.losses)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report.losses import loss_results
+from thai_grpo_studies.losses import loss_results
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])

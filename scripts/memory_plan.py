@@ -1,5 +1,5 @@
 """The memory plan of the real config (`make memory-plan`): results/memory_plan/plan.json and plan.md, computed by
-thai_grpo.models.memory_stages for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
+thai_grpo_tools.stage_plans for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
 
     python scripts/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
     python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
@@ -35,15 +35,15 @@ MALLOC_ENV = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRE
 
 def merged_config(*extra: Path) -> dict:
     """config/config.yaml with config/qwen3-0.6b.yaml (and ``extra`` files) merged on top, as Snakemake merges them."""
-    from thai_grpo.models.memory_stages import real_config
+    from thai_grpo_tools.stage_plans import real_config
 
     return real_config(REPO, *extra)
 
 
 def write_plan(out_dir: Path) -> list[dict]:
     from thai_grpo.core.io import write_json
-    from thai_grpo.models.memory_stages import (CARD_GIB, CARDS_GIB, RESERVE_GIB, markdown_table, sizes_for_card,
-                                                stage_plans)
+    from thai_grpo.models.memory_stages import CARD_GIB, RESERVE_GIB
+    from thai_grpo_tools.stage_plans import CARDS_GIB, markdown_table, sizes_for_card, stage_plans
 
     config = merged_config()
     plans = stage_plans(config)
@@ -65,9 +65,9 @@ import json, sys, torch
 from peft import LoraConfig, get_peft_model
 from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification
 from thai_grpo.methods.ppo import PPOSettings, _chunk_losses
-from thai_grpo.models.memory_plan import (Lora, Shape, activation_floats, lora_parameters, ppo_logit_floats,
-                                          ATTENTION_TARGETS)
-from thai_grpo.models.rehearsal import QWEN3_0_6B_CONFIG
+from thai_grpo.models.memory_plan import Lora, Shape, lora_parameters, ppo_logit_floats, ATTENTION_TARGETS
+from thai_grpo_tools.stage_plans import activation_floats
+from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 size = json.loads(sys.argv[1])
 torch.manual_seed(0); torch.set_num_threads(1)
@@ -129,8 +129,8 @@ def check() -> bool:
 
 def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
     """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
-    from thai_grpo.models.memory_plan import Lora, Shape, predicted_for_job
-    from thai_grpo.models.memory_stages import stage_plans
+    from thai_grpo.models.memory_plan import Lora, Shape
+    from thai_grpo_tools.stage_plans import predicted_for_job, stage_plans
 
     config = merged_config(tiny)
     shape = Shape.from_config(json.loads((base / "config.json").read_text(encoding="utf-8")))

@@ -1,7 +1,7 @@
 """Stage 6c (target passk): pass@k to k = n with bands, the SFT-GRPO crossing and the problems created and lost."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.evaluation.large_k import large_k_results
+from thai_grpo_studies.large_k import large_k_results
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])

@@ -1,4 +1,4 @@
-"""Qwen3-0.6B at full size (random weights, thai_grpo.models.rehearsal_full) through every stage of the real config
+"""Qwen3-0.6B at full size (random weights, thai_grpo_tools.rehearsal_full) through every stage of the real config
 for one optimizer step each, every stage in a fresh process; its peak memory beside the memory plan's prediction at
 exactly those sizes, and its seconds per step. A benchmark, not a test.
 
@@ -187,8 +187,8 @@ def build(work: Path, preset: str) -> None:
     """The stand-ins and the spec every stage reads (work/spec.json), in this process."""
     from thai_grpo.core.io import write_jsonl
     from thai_grpo.models.loading import load_tokenizer
-    from thai_grpo.models.memory_stages import merged_configs
-    from thai_grpo.models.rehearsal_full import (answer_pairs, build_full_standin, measured_prompt_tokens,
+    from thai_grpo_tools.stage_plans import merged_configs
+    from thai_grpo_tools.rehearsal_full import (answer_pairs, build_full_standin, measured_prompt_tokens,
                                                  problem_count, rehearsal_config, training_rows)
 
     config = rehearsal_config(merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"]), preset)
@@ -222,7 +222,7 @@ def stage_env(device: str, dtype: str, threads: int | None) -> dict:
 
 
 def main() -> int:
-    from thai_grpo.models.rehearsal_full import (CPU_STAGES, GPU_STAGES, comparison, device_precision, plans,
+    from thai_grpo_tools.rehearsal_full import (CPU_STAGES, GPU_STAGES, comparison, device_precision, plans,
                                                  table)
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, log_to, read_json
-from thai_grpo.report.hacking import render_hacking_report
+from thai_grpo_studies.hacking import render_hacking_report
 
 log_to(snakemake.log[0])
 chains = read_json(snakemake.input.chains)["hacking"] if snakemake.input.get("chains") else None

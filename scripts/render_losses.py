@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, log_to, read_json
-from thai_grpo.report.losses import render_losses_report
+from thai_grpo_studies.losses import render_losses_report
 
 log_to(snakemake.log[0])
 html = render_losses_report(read_json(snakemake.input.results), snakemake.output.figures,

@@ -1,5 +1,5 @@
 """Before and after the change of decision rule, and how many chains each family of the plan needs
-(thai_grpo.report.rule_change).
+(thai_grpo_tools.rule_change).
 
   published  from docs/reference/chain_study.json and chain_study_main.json (its seed-42 chain); a study summarised
              before the crossed analysis:
@@ -20,7 +20,7 @@ import yaml
 
 from thai_grpo.core.io import read_json
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report import rule_change as rc
+from thai_grpo_tools import rule_change as rc
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,10 +1,9 @@
-"""Seed study: results/seeds/results.json from every seed run's held-out scores (thai_grpo.evaluation.seed_stats)."""
+"""Seed study: results/seeds/results.json from every seed run's held-out scores (thai_grpo_studies.seed_stats)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.core.seeds import seed_costs
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.evaluation.seed_stats import seed_study
 from thai_grpo.report.results import benchmark_seconds
+from thai_grpo_studies.seed_stats import seed_costs, seed_study
 
 log_to(snakemake.log[0])
 params = snakemake.params

@@ -2,7 +2,7 @@
 
 Copies the hub-style files of FROM/base and FROM/sft_adapter (safetensors weights, configs, tokenizer) and writes
 built_by.json: the seed, base:, corpus:, sft: and system prompt of the config, hashes of results/data/pretrain.jsonl
-and sft.jsonl, and the commit (thai_grpo.core.shipped). FROM is results/model after a run with base.source: scratch,
+and sft.jsonl, and the commit (thai_grpo_tools.ship). FROM is results/model after a run with base.source: scratch,
 results/model/scratch after `snakemake --cores 2 base` with base.source: shipped.
 """
 
@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 from thai_grpo.core.io import read_jsonl
-from thai_grpo.core.shipped import load_config, ship
 from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo_tools.ship import load_config, ship
 
 ROOT = Path(__file__).resolve().parent.parent
 

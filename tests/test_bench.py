@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from thai_grpo.report.bench import PARTS, max_concurrent, sampler_throughput, stage_shares, step_split
+from thai_grpo_tools.bench import PARTS, max_concurrent, sampler_throughput, stage_shares, step_split
 
 
 def test_max_concurrent_matches_a_brute_force_sweep():

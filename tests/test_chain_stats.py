@@ -1,4 +1,4 @@
-"""The chain study's statistics (thai_grpo.evaluation.chain_stats): the crossed analysis under the plan on hand-made
+"""The chain study's statistics (thai_grpo_studies.chain_stats): the crossed analysis under the plan on hand-made
 chains, and the superseded rule (kept for the comparison) against exact enumeration."""
 
 from itertools import product
@@ -6,10 +6,10 @@ from itertools import product
 import numpy as np
 import pytest
 
-from thai_grpo.evaluation.chain_stats import (chain_pair_tests, chain_study, chain_verdict, crossed_bootstrap_means,
+from thai_grpo_studies.chain_stats import (chain_pair_tests, chain_study, chain_verdict, crossed_bootstrap_means,
                                               paired_chain_t, previous_rule)
-from thai_grpo.evaluation.crossed import crossed_t_test
-from thai_grpo.evaluation.power import crossed_power
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.power import crossed_power
 
 
 def exact_crossed_bootstrap(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""The crossed random-effects analysis of a chains x problems matrix (thai_grpo.evaluation.crossed) against an explicit
+"""The crossed random-effects analysis of a chains x problems matrix (thai_grpo_studies.crossed) against an explicit
 ANOVA on design matrices, the exact moments of its quadratic forms, and simulated nulls in both variance regimes."""
 
 import numpy as np
 import pytest
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import (crossed_components, crossed_mean_squares, crossed_t_test, crossed_t_tests,
+from thai_grpo_studies.crossed import (crossed_components, crossed_mean_squares, crossed_t_test, crossed_t_tests,
                                           mean_variance, satterthwaite_df)
 
 

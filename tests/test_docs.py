@@ -1,5 +1,5 @@
 """README.md and docs/: the generated tables equal what `make docs` writes from docs/reference/ (a number edited by
-hand fails), and thai_grpo.report.reference's summaries, spread and comparison (the documents' commands:
+hand fails), and thai_grpo_tools.reference's summaries, spread and comparison (the documents' commands:
 tests/test_documented_commands.py)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from workflow import REPO
 
-from thai_grpo.evaluation.large_k import large_k_results
+from thai_grpo_studies.large_k import large_k_results
 from thai_grpo.evaluation.scoring import pairwise_tests, score_model
-from thai_grpo.evaluation.seed_stats import seed_study
-from thai_grpo.report import reference as ref
-from thai_grpo.report import reference_tables as rt
-from thai_grpo.report.hacking import hacking_results
+from thai_grpo_studies.seed_stats import seed_study
+from thai_grpo_tools import reference as ref
+from thai_grpo_tools import reference_tables as rt
+from thai_grpo_studies.hacking import hacking_results
 
 SOURCE = {"command": "make run", "commit": "abc1234", "cpu": "Some CPU (AVX2)", "cores": 2, "date": "2026-01-01"}
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

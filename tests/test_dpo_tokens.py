@@ -20,7 +20,7 @@ FINISHED = "<think>\n3 + 4 = 7\n</think>\n7"        # stopped: the sampled <|im_
 
 @pytest.fixture(scope="module")
 def qwen3_tokenizer():
-    from thai_grpo.models.rehearsal import standin_tokenizer
+    from thai_grpo_tools.rehearsal import standin_tokenizer
 
     return standin_tokenizer([SYSTEM, QUESTION, TRUNCATED, FINISHED] * 4, vocab_size=400)
 

@@ -1,5 +1,5 @@
 """`make gpu-check` and `make rehearse-full` without a GPU: the check's one-line exits, the wheels it installs from,
-and the rehearsal's sizes, pairs and comparison with the memory plan (thai_grpo.models.rehearsal_full)."""
+and the rehearsal's sizes, pairs and comparison with the memory plan (thai_grpo_tools.rehearsal_full)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 import yaml
 from snakemake_dry_run import fake_nvidia_smi
 
-from thai_grpo.models.memory_stages import CARD_GIB, CPU, merged_configs, sizes_for_card
-from thai_grpo.models.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
+from thai_grpo.models.memory_stages import CARD_GIB, CPU
+from thai_grpo_tools.stage_plans import merged_configs, sizes_for_card
+from thai_grpo_tools.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
                                              predicted_bytes, problem_count, rehearsal_config, table, training_rows)
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from thai_grpo.core.rewards import REWARD_FUNCTIONS
-from thai_grpo.methods.detector_rates import detector_rates
+from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo.methods.health import format_hacking_suspect, hacking_episodes, training_health
 from thai_grpo.methods.metrics import batch_metrics, blank_think_share, first_and_latest, hollow_think_paid_share
-from thai_grpo.report.hacking import hacking_results, render_hacking_report, summarise_hacking_chains
+from thai_grpo_studies.hacking import hacking_results, render_hacking_report, summarise_hacking_chains
 from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR
 
 COMPLETIONS = ["<think></think>\n12", "<think> </think>\n12", "<think>.</think>7", "<think>\n8 + 4 = 12\n</think>\n12",

@@ -6,7 +6,7 @@ from math import comb
 import numpy as np
 import pytest
 
-from thai_grpo.evaluation.large_k import (bootstrap_indices, created_and_lost, crossing, curve_band, large_k_results,
+from thai_grpo_studies.large_k import (bootstrap_indices, created_and_lost, crossing, curve_band, large_k_results,
                                           pass_at_k_matrix)
 
 

@@ -15,7 +15,7 @@ from workflow import run_snakemake as snakemake
 
 from thai_grpo.core.config import OURS, ConfigError, check_config, check_trainer_fields
 from thai_grpo.core.seeds import LOSS_BASELINE, loss_runs, loss_variants, seed_runs
-from thai_grpo.evaluation.loss_stats import loss_study, metric_names, per_problem
+from thai_grpo_studies.loss_stats import loss_study, metric_names, per_problem
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.scoring import holm_adjust
 from thai_grpo.methods import check_method_fields, train_variant, variant_plan
@@ -219,7 +219,7 @@ def train_record(kl: float | None, clip: float, length: float, cut: float, reuse
 
 
 def test_results_carry_changes_seed_mean_curves_health_and_cost(tmp_path):
-    from thai_grpo.report.losses import loss_results, render_losses_report
+    from thai_grpo_studies.losses import loss_results, render_losses_report
 
     config = load()
     runs = make_runs({"grpo": BASE, "no_kl": NOISY, "clip_higher": BETTER})

@@ -1,4 +1,4 @@
-"""The pooled many-to-one design of the seed and loss studies (thai_grpo.evaluation.many_to_one): Dunnett against
+"""The pooled many-to-one design of the seed and loss studies (thai_grpo_studies.many_to_one): Dunnett against
 scipy.stats.dunnett, the block layout against an explicit least-squares ANOVA and the crossed analysis, TOST against
 a brute-force search, and the block design's error rates in simulation."""
 
@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import crossed_t_test
-from thai_grpo.evaluation.many_to_one import (contrast_variance, dunnett_critical, dunnett_p, interaction_mean_squares,
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.many_to_one import (contrast_variance, dunnett_critical, dunnett_p, interaction_mean_squares,
                                               many_to_one, many_to_one_correlation, tost)
 
 

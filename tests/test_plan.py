@@ -3,7 +3,8 @@ order, Holm within each, verdicts from the tests, and the config's analysis: sec
 
 import pytest
 
-from thai_grpo.evaluation.plan import analysis_plan, apply_many_to_one, apply_plan, decide, holm_adjust
+from thai_grpo.evaluation.plan import analysis_plan, apply_plan, decide, holm_adjust
+from thai_grpo_studies.many_to_one import apply_many_to_one
 
 MODELS = ["sft", "grpo", "dr_grpo", "rloo"]
 

@@ -1,10 +1,10 @@
-"""The power of the crossed test (thai_grpo.evaluation.power) against simulation, and the chain counts it gives."""
+"""The power of the crossed test (thai_grpo_studies.power) against simulation, and the chain counts it gives."""
 
 import numpy as np
 import pytest
 
-from thai_grpo.evaluation.crossed import crossed_t_tests
-from thai_grpo.evaluation.power import components_from_summary, crossed_power, expected_variance, units_needed
+from thai_grpo_studies.crossed import crossed_t_tests
+from thai_grpo_studies.power import components_from_summary, crossed_power, expected_variance, units_needed
 
 
 @pytest.mark.parametrize(("components", "chains", "effect"), [

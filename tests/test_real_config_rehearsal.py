@@ -1,5 +1,5 @@
 """The real run, rehearsed: `snakemake --configfile config/qwen3-0.6b.yaml` executed end to end, offline, on CPU,
-against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo.models.rehearsal: its config.json but for depth
+against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo_tools.rehearsal: its config.json but for depth
 and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter with
 dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
 DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins."""
@@ -49,7 +49,7 @@ def offline_env(hf_home: Path) -> dict:
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
     """The workflow copy after the real config's whole DAG ran on the stand-ins; (workdir, hf_home, tiny config)."""
-    from thai_grpo.models.rehearsal import fill_hub_cache
+    from thai_grpo_tools.rehearsal import fill_hub_cache
 
     root = tmp_path_factory.mktemp("rehearsal")
     workdir = copy_workflow(root / "workflow")
@@ -83,7 +83,7 @@ def test_the_base_is_shaped_like_qwen3_0_6b(rehearsal):
     """config.json is Qwen3-0.6B's but for depth and width (no pad_token_id: the reward model, PPO's value models and
     the verifier's fresh value model took it from the tokenizer); its tokenizer has Qwen3's special tokens at their
     ids; the adapter has dropout (PPO turned it off)."""
-    from thai_grpo.models.rehearsal import QWEN3_0_6B_CONFIG, STANDIN_SIZES
+    from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG, STANDIN_SIZES
 
     workdir, _, _ = rehearsal
     config = json.loads((workdir / "results/model/base/config.json").read_text(encoding="utf-8"))
@@ -167,7 +167,7 @@ def test_a_16_bit_rehearsal_trains_in_16_bits_and_evaluates_in_float32(rehearsal
     the whole comparison runs to results.json, whose run card's stage_dtypes says so for every training stage and
     float32 (eval.dtype) for every evaluation stage (held-out samples on both sets, preference pairs, token
     log-probs, reward model accuracy); in float16 (a T4's) the training stages, as their records say."""
-    from thai_grpo.models.rehearsal import precision_overrides
+    from thai_grpo_tools.rehearsal import precision_overrides
 
     workdir, hf_home, tiny = rehearsal
     overrides = workdir / f"precision-{dtype}.yaml"

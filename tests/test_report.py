@@ -485,7 +485,7 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     both verdicts and the tables; without passk it says how to build it."""
     import numpy as np
 
-    from thai_grpo.evaluation.large_k import large_k_results
+    from thai_grpo_studies.large_k import large_k_results
     from thai_grpo.report.results import with_kl_summary
 
     results, samples = copy.deepcopy(fixture_data)
@@ -514,7 +514,7 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
 def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_it(fixture_data):
     """With results/hacking/results.json merged in, the main report shows each run's start -> last-third moves and the
     run's own verdict sentences, escaped; without it, how to build the experiment."""
-    from thai_grpo.report.hacking import hacking_results
+    from thai_grpo_studies.hacking import hacking_results
 
     results, samples = copy.deepcopy(fixture_data)
     html = render_report(results, samples, {}, TEMPLATE_DIR)
@@ -551,7 +551,7 @@ def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_i
 def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(fixture_data, figures, html):
     """Without results/chains the headline says its numbers come from one chain; with a chain study it gives the
     study's GRPO - SFT sentence (per-chain differences, family, verdict) and the section lists every pair."""
-    from thai_grpo.evaluation.chain_stats import chain_study
+    from thai_grpo_studies.chain_stats import chain_study
 
     assert "One chain" in unescape(html) and "snakemake --cores 2 chains" in unescape(html)
     results, samples = copy.deepcopy(fixture_data)

@@ -49,7 +49,7 @@ def with_optional_parts(results: dict) -> dict:
     from test_report import with_extra_set, with_pitfalls
     from test_seeds import _fixture_study
 
-    from thai_grpo.evaluation.large_k import large_k_results
+    from thai_grpo_studies.large_k import large_k_results
 
     results = with_extra_set(with_pitfalls(results))
     rng = np.random.default_rng(0)

@@ -233,6 +233,23 @@ def test_reward_function_registry_and_names():
     assert "\n" not in str(error.value)
 
 
+def test_the_registry_is_the_one_list_of_rewards():
+    """A reward is added by one entry of rewards.REWARDS: the schema's enum (Snakemake validates the config with it
+    before any job), TRL's logged names and the report's words all follow it."""
+    from pathlib import Path
+
+    import yaml
+
+    from thai_grpo.report import run_words
+
+    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/schema.yaml").read_text(encoding="utf-8"))
+    variant = schema["properties"]["variants"]["additionalProperties"]["properties"]
+    assert schema["properties"]["rewards"]["items"]["enum"] == variant["rewards"]["items"]["enum"] == list(R.REWARDS)
+    assert REWARD_FUNCTIONS == {name: reward.function for name, reward in R.REWARDS.items()}
+    assert run_words.REWARD_WORDS == {name: reward.words for name, reward in R.REWARDS.items()}
+    assert run_words.reward_words(["correct", "thai"]) == "correct answer +1.0, Thai script +0.2"
+
+
 def test_five_megabyte_completion_is_graded():
     text = "<think>" + "คิด 1 2 3 " * 500_000 + "</think> คำตอบคือ ๔๒"
     assert len(text.encode()) > 5_000_000

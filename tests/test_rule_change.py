@@ -1,5 +1,5 @@
-"""Before and after the change of rule (thai_grpo.report.rule_change) and the chain study's summary and table under the
-plan (thai_grpo.report.reference, reference_tables): from the published summaries and from a study's results.json."""
+"""Before and after the change of rule (thai_grpo_tools.rule_change) and the chain study's summary and table under the
+plan (thai_grpo_tools.reference, reference_tables): from the published summaries and from a study's results.json."""
 
 import json
 
@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 from workflow import REPO
 
-from thai_grpo.evaluation.chain_stats import chain_study
+from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report import reference as ref
-from thai_grpo.report import reference_tables as rt
-from thai_grpo.report import rule_change as rc
+from thai_grpo_tools import reference as ref
+from thai_grpo_tools import reference_tables as rt
+from thai_grpo_tools import rule_change as rc
 
 PUBLISHED = REPO / "docs" / "reference"
 

@@ -10,9 +10,9 @@ from scipy import stats
 
 from thai_grpo.core.config import ConfigError
 from thai_grpo.core.seeds import (chain_sampling_seed, check_seeds, parse_run, run_eval_settings, run_id, run_pattern,
-                                  sampling_seed, seed_costs, seed_runs, seed_variants, with_chain_sampling_seed)
-from thai_grpo.evaluation.seed_stats import (between_seed_interval, percentile_test, previous_pairs, resampling_sd,
-                                             seed_study, seed_verdict, two_level_means)
+                                  sampling_seed, seed_runs, seed_variants, with_chain_sampling_seed)
+from thai_grpo_studies.seed_stats import (between_seed_interval, percentile_test, previous_pairs, resampling_sd,
+                                             seed_costs, seed_study, seed_verdict, two_level_means)
 
 VARIANTS = {"grpo": {"group": "method"}, "dr_grpo": {"grpo": {"loss_type": "dr_grpo"}},
             "rloo": {"group": "method", "method": "rloo"}, "dpo": {"group": "method", "method": "dpo"},

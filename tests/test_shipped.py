@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from thai_grpo.core import shipped
+from thai_grpo_tools import ship
 from thai_grpo.core.config import ConfigError, check_config
 from thai_grpo.core.hub import fetch_model
 
@@ -24,7 +25,7 @@ SFT = [{"question": "q3", "answer": 7}]
 @pytest.fixture
 def shipped_dir(tmp_path, tiny_model_dir, tiny_adapter_dir):
     (tiny_model_dir / "training_args.bin").write_bytes(b"pickle")  # what a Trainer leaves: never shipped
-    shipped.ship(tiny_model_dir, tiny_adapter_dir, tmp_path / "tiny-base", CONFIG, "system", PRETRAIN, SFT, "abc1234")
+    ship.ship(tiny_model_dir, tiny_adapter_dir, tmp_path / "tiny-base", CONFIG, "system", PRETRAIN, SFT, "abc1234")
     return tmp_path / "tiny-base"
 
 
@@ -123,7 +124,7 @@ def test_the_shipped_folder_matches_the_default_config_and_stays_small():
         pytest.skip("assets/tiny-base not made yet: `make ship-base` after a run with base.source: scratch")
     from thai_grpo.data.problems import SYSTEM_PROMPT
 
-    config = shipped.load_config([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
+    config = ship.load_config([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
     manifest = shipped.read_manifest(folder)
     shipped.check_recipe(manifest, shipped.recipe(config, config["data"].get("system_prompt", SYSTEM_PROMPT)))
     shipped.check_files(folder, manifest)

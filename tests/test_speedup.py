@@ -1,4 +1,4 @@
-"""make bench's speed-up estimate (thai_grpo.report.speedup) and the schedule it rests on: the critical path of a
+"""make bench's speed-up estimate (thai_grpo_tools.speedup) and the schedule it rests on: the critical path of a
 hand-made DAG against brute force, the work/span bounds, Snakemake's choice of jobs against brute force, and the
 headline never waiting for the other methods, simulated on the real DAG at 1 to 8 cores."""
 
@@ -12,7 +12,7 @@ from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
 from thai_grpo.core import scheduling
-from thai_grpo.report.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
+from thai_grpo_tools.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
                                       projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results

@@ -135,7 +135,7 @@ def test_kl_estimator_verdict_follows_the_numbers():
 
 
 def _passk(mean, low, high, created=3, lost=1) -> dict:
-    from thai_grpo.evaluation.large_k import crossing
+    from thai_grpo_studies.large_k import crossing
 
     difference = {"mean": mean, "low": low, "high": high}
     return {"n_samples": len(mean), "num_problems": 100,

@@ -19,6 +19,7 @@ FORMAT_REWARD only when the first closed think block shows a worked step ``a op 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Callable, Sequence
 
@@ -310,13 +311,25 @@ def thai_script(completions: Sequence[Any], **kwargs: Any) -> list[float]:
 
 RewardFunction = Callable[..., list[float]]
 
-REWARD_FUNCTIONS: dict[str, RewardFunction] = {
-    "correct": correct,
-    "format": think_format,
-    "format_lenient": think_format_lenient,
-    "thai": thai_script,
-    "format_checked": think_format_checked,
+
+@dataclasses.dataclass(frozen=True)
+class Reward:
+    """One entry of the reward registry: the TRL reward function and how the report names what it pays."""
+    function: RewardFunction
+    words: str
+
+
+#: The rewards a config may list (``rewards:``, a variant's ``rewards:``), by name: the single place a reward is
+#: added. The config schema's enum, the report's words and TRL's logged names all come from here.
+REWARDS: dict[str, Reward] = {
+    "correct": Reward(correct, f"correct answer +{CORRECT_REWARD:.1f}"),
+    "format": Reward(think_format, f"non-empty think block +{FORMAT_REWARD:.1f}"),
+    "format_lenient": Reward(think_format_lenient, f"think block, empty allowed, +{FORMAT_REWARD:.1f}"),
+    "thai": Reward(thai_script, f"Thai script +{THAI_REWARD:.1f}"),
+    "format_checked": Reward(think_format_checked, f"think block with a worked step +{FORMAT_REWARD:.1f}"),
 }
+REWARD_FUNCTIONS: dict[str, RewardFunction] = {name: reward.function for name, reward in REWARDS.items()}
+REWARD_WORDS: dict[str, str] = {name: reward.words for name, reward in REWARDS.items()}
 
 # TRL logs rewards/<__name__>/mean: use the registry names (__qualname__ stays, so pickling works).
 for _name, _function in REWARD_FUNCTIONS.items():

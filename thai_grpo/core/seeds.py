@@ -138,14 +138,3 @@ def check_seeds(config: dict) -> None:
     seeds = training_seeds(config)
     if len(set(seeds)) != len(seeds):
         raise ConfigError(f"seeds.training={seeds} repeats a seed: each seed trains one run; list each once")
-
-
-def seed_costs(seconds: dict, runs: list[str], variants: list[str]) -> dict:
-    """Wall seconds (Snakemake benchmarks) of the train, sample and score stages of the runs the seed study adds
-    (not the default seed's runs, which `snakemake` builds), per stage kind and in all."""
-    added = [run for run in runs if run not in variants]
-    stages = {f"{kind}-{run}": seconds[f"{kind}-{run}"] for run in added for kind in ("train", "sample", "score")
-              if f"{kind}-{run}" in seconds}
-    per_kind = {kind: sum(s for stage, s in stages.items() if stage.split("-", 1)[0] == kind)
-                for kind in ("train", "sample", "score")}
-    return {"runs_added": added, "stages": stages, "per_kind": per_kind, "sum_seconds": sum(stages.values())}

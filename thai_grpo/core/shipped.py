@@ -14,8 +14,6 @@ import json
 from pathlib import Path
 
 from thai_grpo.core.config import ConfigError
-from thai_grpo.core.hub import copy_allowed, require_model_dir
-from thai_grpo.core.io import atomic_directory, write_json
 
 MANIFEST = "built_by.json"
 BASE_DIR, ADAPTER_DIR = "base", "sft_adapter"
@@ -50,13 +48,6 @@ def rows_sha256(rows: list[dict]) -> str:
 def data_record(pretrain_rows: list[dict], sft_rows: list[dict]) -> dict:
     return {"pretrain_rows": len(pretrain_rows), "pretrain_sha256": rows_sha256(pretrain_rows),
             "sft_rows": len(sft_rows), "sft_sha256": rows_sha256(sft_rows)}
-
-
-def build_manifest(config: dict, system_prompt: str, pretrain_rows: list[dict], sft_rows: list[dict],
-                   commit: str, files: dict[str, str]) -> dict:
-    """What ``built_by.json`` holds: the recipe, the data hashes, the commit that built the files, their hashes."""
-    return {"recipe": recipe(config, system_prompt), "data": data_record(pretrain_rows, sft_rows),
-            "commit": commit, "files": dict(sorted(files.items()))}
 
 
 def first_difference(built: object, wanted: object, path: str = "") -> str | None:
@@ -100,41 +91,12 @@ def read_manifest(folder: str | Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def load_config(paths: list[str | Path], schema: str | Path) -> dict:
-    """A config as the workflow sees it: the files merged in order, scalars coerced, the schema's defaults filled in
-    (the recipe compares settings with their defaults, so both sides need them)."""
-    import yaml
-    from snakemake.utils import validate
-
-    from thai_grpo.core.config import coerce_scalars, deep_merge
-
-    config: dict = {}
-    for path in paths:
-        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    config = coerce_scalars(config)
-    validate(config, str(Path(schema).resolve()))
-    return config
-
-
 def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
-
-
-def ship(base_dir: str | Path, adapter_dir: str | Path, out_dir: str | Path, config: dict, system_prompt: str,
-         pretrain_rows: list[dict], sft_rows: list[dict], commit: str) -> dict:
-    """(Re)create the shipped folder: ``base/`` and ``sft_adapter/`` (the hub-style files only: safetensors weights,
-    configs, tokenizer) and ``built_by.json``. Replaces ``out_dir`` whole; returns the manifest."""
-    with atomic_directory(out_dir) as tmp:
-        for source, name, kind in ((base_dir, BASE_DIR, "base model"), (adapter_dir, ADAPTER_DIR, "adapter")):
-            copy_allowed(require_model_dir(source, kind), tmp / name)
-        files = {p.relative_to(tmp).as_posix(): file_sha256(p) for p in sorted(tmp.rglob("*")) if p.is_file()}
-        manifest = build_manifest(config, system_prompt, pretrain_rows, sft_rows, commit, files)
-        write_json(tmp / MANIFEST, manifest)
-    return manifest
 
 
 def check_files(folder: str | Path, manifest: dict) -> None:

@@ -15,7 +15,7 @@ Pairs of another metric are ``secondary``: one Holm family per metric, outside t
 control. A family of the plan that is empty (its models were not run) passes its gate.
 
 Equivalence is claimed only from a test of it: two one-sided tests (TOST) against +- ``analysis.equivalence_margin``,
-their p Holm-adjusted within the family (``many_to_one.tost``). Verdict of a tested pair: ``higher`` or ``lower``
+their p Holm-adjusted within the family (``scoring.tost``). Verdict of a tested pair: ``higher`` or ``lower``
 (the family-adjusted p of no difference is below alpha; the sign of a - b), else ``equivalent`` (the adjusted TOST
 p is below alpha), else ``not_resolved``.
 """
@@ -29,7 +29,6 @@ DEFAULT_PLAN = {"alpha": 0.05, "metric": "pass@1", "primary": ["grpo", "sft"], "
                 "families": ["vs_sft", "methods"], "equivalence_margin": 0.05,
                 "power": {"target": 0.8, "effects": {"primary": 0.10, "vs_sft": 0.10, "methods": 0.10}}}
 FAMILIES = ("primary", "vs_sft", "methods")
-MANY_TO_ONE = "many_to_one"
 SECONDARY = "secondary"
 VERDICTS = ("higher", "lower", "equivalent", "not_resolved", "not_tested")
 
@@ -83,7 +82,8 @@ def decide(mean_diff: float, p_adjusted: float, tost_adjusted: float | None, tes
     return "not_resolved"
 
 
-def _holm_family(members: list[dict], key: str) -> list[float | None]:
+def holm_family(members: list[dict], key: str) -> list[float | None]:
+    """Holm-adjusted ``key`` of each member, or None for all when one lacks it."""
     values = [t.get(key) for t in members]
     if any(v is None for v in values):
         return [None] * len(members)
@@ -117,29 +117,8 @@ def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
 def _finish(members: list[dict], family: str, alpha: float, tested: bool, gate: str | None) -> None:
     """Adjust one family's tests in place and give each its verdict."""
     for test, p, tost_p in zip(members, holm_adjust([t["p_value"] for t in members]),
-                               _holm_family(members, "tost_p")):
+                               holm_family(members, "tost_p")):
         test.update(p_holm=p, tost_p_holm=tost_p, family_size=len(members), tested=tested, gate=gate, alpha=alpha,
                     correction=correction_text(family, len(members)),
                     verdict=decide(test["mean_diff"], p, tost_p, tested, alpha))
         test["supported"] = test["verdict"] in ("higher", "lower")
-
-
-def apply_many_to_one(tests: list[dict], plan: dict, metric: str) -> list[dict]:
-    """Many-to-one tests (``many_to_one.many_to_one``: Dunnett-adjusted ``p_adjusted``) with the plan applied: the
-    confirmatory metric's contrasts are the family ``many_to_one``, another metric's are ``secondary``; TOST p
-    Holm-adjusted over the contrasts; verdicts as ``decide``."""
-    family = MANY_TO_ONE if metric == plan["metric"] else SECONDARY
-    out = []
-    for test, tost_p in zip(tests, _holm_family(tests, "tost_p")):
-        verdict = decide(test["mean_diff"], test["p_adjusted"], tost_p, True, plan["alpha"])
-        out.append({**test, "metric": metric, "family": family, "family_size": len(tests), "p_holm": test["p_adjusted"],
-                    "tost_p_holm": tost_p, "tested": True, "gate": None, "alpha": plan["alpha"],
-                    "correction": f"Dunnett over {len(tests)} contrast{'s' if len(tests) != 1 else ''}",
-                    "verdict": verdict, "supported": verdict in ("higher", "lower")})
-    return out
-
-
-def family_alpha(family: str, size: int, alpha: float) -> float:
-    """The level a pair of ``family`` is sized for in a power calculation: alpha for the primary, alpha / size for a
-    Holm or Dunnett family (its first step: Bonferroni's level)."""
-    return alpha if family == "primary" else alpha / max(size, 1)

@@ -4,11 +4,11 @@ declared analysis plan (``plan``)."""
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from thai_grpo.core.rewards import CORRECT_REWARD
 from thai_grpo.evaluation.intervals import (bootstrap_interval, estimate_with_interval, paired_bootstrap_test,
                                             pass_at_k_with_interval)
-from thai_grpo.evaluation.many_to_one import tost
 from thai_grpo.evaluation.passk import pass_at_k, pass_at_k_curve
 from thai_grpo.evaluation.plan import analysis_plan, apply_plan, holm_adjust  # noqa: F401 (holm_adjust: re-exported)
 
@@ -75,7 +75,7 @@ def paired_test(after: dict, before: dict, metric: str = "pass@1", n_boot: int =
 
 def problem_tost(after: dict, before: dict, metric: str, margin: float) -> float:
     """TOST p of equivalence within +- ``margin`` of the paired per-problem differences (after minus before): Student's
-    t over the P problems, standard error sd / sqrt(P) on P - 1 degrees of freedom (``many_to_one.tost``)."""
+    t over the P problems, standard error sd / sqrt(P) on P - 1 degrees of freedom (``tost``)."""
     d = per_problem_values(after, metric) - per_problem_values(before, metric)
     if d.size < 2:
         raise ValueError(f"an equivalence test over problems needs at least 2 problems, got {d.size}")
@@ -100,3 +100,16 @@ def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy")
               "margin": plan["equivalence_margin"], "scope": "problems"}
              for metric in metrics for a, b in pairs]
     return apply_plan(tests, plan)
+
+
+def tost(estimate: float, se: float, df: float, margin: float) -> float:
+    """Two one-sided tests of equivalence (Schuirmann 1987) of a difference within (-margin, +margin): p =
+    max(P(T >= (estimate + margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). Rejects at alpha exactly
+    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin."""
+    if margin <= 0:
+        raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
+    if se <= 0:
+        return 0.0 if abs(estimate) < margin else 1.0
+    lower = stats.t.sf((estimate + margin) / se, df)
+    upper = stats.t.cdf((estimate - margin) / se, df)
+    return float(max(lower, upper))

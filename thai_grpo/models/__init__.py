@@ -2,8 +2,7 @@
 
 Tokenizer, scratch base, policy and adapter loading (``loading``), the base's pretraining and the SFT adapter
 (``sft``), the trainer plumbing that SFT and every method share (``training``: arguments, checkpoints, progress),
-sampling completions from a model (``sampling``: held-out samples, PPO's rollouts, DPO's pairs), the real config's
-stand-ins (``rehearsal``; at full size, ``rehearsal_full``) and the GPU memory plan (``memory_plan``: its pieces,
-``memory_stages``: per stage and device). It may import
-``data`` and ``core``, never ``methods``, ``evaluation`` or ``report``.
+sampling completions from a model (``sampling``: held-out samples, PPO's rollouts, DPO's pairs) and the GPU memory
+plan (``memory_plan``: its pieces, ``memory_stages``: per stage and device). It may import ``data`` and ``core``,
+never ``methods``, ``evaluation`` or ``report``.
 """

@@ -4,8 +4,7 @@ Every stage holds, at its peak: the weights of the models it loads, the trainabl
 gradients and AdamW's two moments, what autograd saves for the backward pass (activations), the full-vocabulary
 logits of the largest chunk of rows a pass builds, and, while sampling, the KV cache. Each piece is a pure function
 of a ``Shape`` (read from a ``config.json``) and the stage's sizes; ``thai_grpo.models.memory_stages`` puts them
-together per stage of the real config, in the bytes a device holds them in, and gives the verdict against a card's
-memory.
+together per stage, in the bytes a device holds them in, and gives the verdict against a card's memory.
 
 Activations are counted from the tensors autograd saves in a Qwen3 decoder layer whose base weights are frozen and
 LoRA adapters train (per token, per layer; ``saved_per_token_layer``): the two RMSNorm inputs and scales, q/k norm
@@ -68,12 +67,6 @@ class Shape:
         h, i = self.hidden_size, self.intermediate_size
         return {"q_proj": (h, self.q_dim), "k_proj": (h, self.kv_dim), "v_proj": (h, self.kv_dim),
                 "o_proj": (self.q_dim, h), "gate_proj": (h, i), "up_proj": (h, i), "down_proj": (i, h)}
-
-
-# Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
-# 128, vocabulary 151,936, tied embeddings.
-QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
-                   num_kv_heads=8, head_dim=128)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,15 +134,6 @@ def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -
         shape.hidden_size * bool(targets & {"q_proj", "k_proj", "v_proj"})
 
 
-def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
-    """Floats saved for the backward pass of ``tokens`` tokens through the whole model. With activation checkpointing
-    only each layer's input is kept, plus one layer's saved tensors while it is recomputed."""
-    per_layer = saved_per_token_layer(shape, lora)
-    if checkpointing:
-        return tokens * (shape.num_layers * shape.hidden_size + per_layer)
-    return tokens * (saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * per_layer)
-
-
 def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
     """Keys and values of every layer for ``sequences`` sequences of ``length`` tokens."""
     return sequences * length * shape.num_layers * 2 * shape.kv_dim
@@ -203,14 +187,6 @@ def lora_state_bytes(shape: Shape, lora: Lora, head_params: int = 0) -> int:
 
 # ----------------------------------------------------------------------------------------- measuring on a GPU
 CUDA_PEAKS_ENV = "THAI_GRPO_CUDA_PEAKS"
-# Which plan stages each job of the pipeline runs (the plan's prediction for a job is the largest of them); Dr.GRPO
-# and RLOO train with GRPO's sizes, the preference pairs are sampled as the held-out sets are (eval.batch_size x G).
-JOB_STAGES = {"train-grpo": ("GRPO full",), "train-grpo_fast": ("GRPO fast",), "train-dr_grpo": ("GRPO full",),
-              "train-rloo": ("GRPO full",), "sample-": ("held-out sampling",), "sample_extra-": ("held-out sampling",),
-              "sample_own_temperature-": ("held-out sampling",), "sample_passk-": ("pass@k sampling",),
-              "preference_pairs": ("held-out sampling",), "token_logprobs": ("token log-probs",),
-              "reward_model": ("reward model",), "train-dpo": ("DPO (dpo)",), "train-ppo": ("PPO (ppo)",),
-              "train-ppo_verifier": ("PPO (ppo_verifier)",)}
 
 
 def record_cuda_peak(log_path: str) -> None:
@@ -235,11 +211,3 @@ def record_cuda_peak(log_path: str) -> None:
             (Path(folder) / f"{record['job']}.json").write_text(json.dumps(record))
 
     atexit.register(write)
-
-
-def predicted_for_job(job: str, plans: list[dict]) -> float | None:
-    """The plan's peak (GiB) for a pipeline job (its log name), the largest of the stages it runs; None if unplanned."""
-    stages = JOB_STAGES.get(job) or next((names for prefix, names in JOB_STAGES.items()
-                                          if prefix.endswith("-") and job.startswith(prefix)), None)
-    peaks = [plan["peak_gib"] for plan in plans if stages and plan["stage"].startswith(stages)]
-    return max(peaks) if peaks else None

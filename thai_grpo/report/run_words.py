@@ -6,14 +6,10 @@ this one's claims; the template only places them.
 
 from __future__ import annotations
 
-from thai_grpo.core.rewards import CORRECT_REWARD, FORMAT_REWARD, THAI_REWARD
+from thai_grpo.core.rewards import REWARD_WORDS
 from thai_grpo.report.results import METHODS, VERIFIER
 
 DEVICE_NAMES = {"cpu": "a CPU", "gpu": "a GPU", "cpu and gpu": "a CPU and a GPU"}
-REWARD_WORDS = {"correct": f"correct answer +{CORRECT_REWARD:.1f}", "format": f"non-empty think block +{FORMAT_REWARD:.1f}",
-                "format_lenient": f"think block, empty allowed, +{FORMAT_REWARD:.1f}",
-                "format_checked": f"think block with a worked step +{FORMAT_REWARD:.1f}",
-                "thai": f"Thai script +{THAI_REWARD:.1f}"}
 CHAPTER_REWARDS = ["correct", "format", "thai"]
 PAIR_LABELS = (METHODS["ppo"][1], METHODS["dpo"][1])
 

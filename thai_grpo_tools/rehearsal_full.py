@@ -21,7 +21,8 @@ import dataclasses
 import json
 from pathlib import Path
 
-from thai_grpo.models.memory_stages import CARD_GIB, CPU, T4, Precision, sized_config, sizes_for_card, stage_plans
+from thai_grpo.models.memory_stages import CARD_GIB, CPU, T4, Precision
+from thai_grpo_tools.stage_plans import sized_config, sizes_for_card, stage_plans
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
 PRESETS = {
@@ -94,7 +95,7 @@ def build_full_standin(folder: Path, rows: list[dict], system_prompt: str, seed:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from thai_grpo.models.rehearsal import (QWEN3_0_6B_CONFIG, QWEN3_GENERATION_CONFIG, build_standin_adapter,
+    from thai_grpo_tools.rehearsal import (QWEN3_0_6B_CONFIG, QWEN3_GENERATION_CONFIG, build_standin_adapter,
                                             standin_tokenizer)
 
     base, adapter = folder / "base", folder / "sft_adapter"
@@ -148,8 +149,9 @@ def device_precision(device: str, dtype: str) -> Precision:
 def plans(config: dict, precision: Precision, prompt: int, completions: int) -> list[dict]:
     """The memory plan at exactly the rehearsal's sizes: Qwen3-0.6B's shape, the stand-in adapter's LoRA, prompts of
     ``prompt`` tokens, ``completions`` scored by the token log-probs stage."""
-    from thai_grpo.models.memory_plan import QWEN3_0_6B, Lora
-    from thai_grpo.models.rehearsal import STANDIN_ADAPTER
+    from thai_grpo.models.memory_plan import Lora
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 
     return stage_plans(config, QWEN3_0_6B, Lora.from_config(STANDIN_ADAPTER), precision=precision, prompt=prompt,
                        logprob_rows=min(32, completions))

@@ -1,5 +1,5 @@
 """The tables of README.md and docs/ (``make docs``), rendered from the reference summaries of
-``thai_grpo.report.reference``, and the markers they live between (``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``).
+``thai_grpo_tools.reference``, and the markers they live between (``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``).
 
 A test summarised under the declared plan carries its ``verdict`` (``plan_words``' vocabulary) and family; a summary
 written before the plan existed (no ``verdict``) is rendered as it was then (``legacy``), until `make docs-reference`
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from thai_grpo.report import plan_words
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS
-from thai_grpo.report.reference import PARTS, chain_rows, provenance, spread
+from thai_grpo_tools.reference import PARTS, chain_rows, provenance, spread
 
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
           "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
@@ -405,25 +405,25 @@ def table_pitfalls(ref: dict) -> str:
 
 def table_memory_plan(root: Path) -> str:
     """`make memory-plan`'s table: each stage of the real config's run planned on a 16 GB T4, computed from the
-    config files under ``root`` (thai_grpo.models.memory_stages), not measured."""
-    from thai_grpo.models.memory_stages import markdown_table, real_config, stage_plans
+    config files under ``root`` (thai_grpo_tools.stage_plans), not measured."""
+    from thai_grpo_tools.stage_plans import markdown_table, real_config, stage_plans
 
     return markdown_table(stage_plans(real_config(root)))
 
 
 def table_time_plan(root: Path) -> str:
-    """The real run's predicted time per stage on a T4 and an H100-class GPU (thai_grpo.report.time_plan), from the
+    """The real run's predicted time per stage on a T4 and an H100-class GPU (thai_grpo_tools.time_plan), from the
     config files under ``root`` and, when present, a `make gpu-check` record in docs/reference/gpu_check.json."""
     import json
 
-    from thai_grpo.models.memory_stages import real_config
-    from thai_grpo.report.time_plan import markdown_table
+    from thai_grpo_tools.stage_plans import real_config
+    from thai_grpo_tools.time_plan import markdown_table
 
     measured = root / "docs" / "reference" / "gpu_check.json"
     return markdown_table(real_config(root), json.loads(measured.read_text()) if measured.exists() else None)
 
 
-def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[2]) -> dict[str, str]:
+def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, str]:
     """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
     return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),

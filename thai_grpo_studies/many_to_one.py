@@ -31,8 +31,11 @@ import math
 import numpy as np
 from scipy import optimize, stats
 
-from thai_grpo.evaluation.crossed import mean_variance, t_test
+from thai_grpo.evaluation.plan import SECONDARY, decide, holm_family
+from thai_grpo.evaluation.scoring import tost
+from thai_grpo_studies.crossed import mean_variance, t_test
 
+MANY_TO_ONE = "many_to_one"  # the plan's family of the studies' contrasts against one baseline
 MVT_SEED = 12345  # seed of the multivariate-t CDF's quasi-Monte Carlo points: the p-values are reproducible
 
 
@@ -125,19 +128,6 @@ def dunnett_critical(df: float, correlation, confidence: float = 0.95, seed: int
                                  high * 1.001, xtol=1e-4))
 
 
-def tost(estimate: float, se: float, df: float, margin: float) -> float:
-    """Two one-sided tests of equivalence (Schuirmann 1987) of a difference within (-margin, +margin): p =
-    max(P(T >= (estimate + margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). Rejects at alpha exactly
-    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin."""
-    if margin <= 0:
-        raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
-    if se <= 0:
-        return 0.0 if abs(estimate) < margin else 1.0
-    lower = stats.t.sf((estimate + margin) / se, df)
-    upper = stats.t.cdf((estimate - margin) / se, df)
-    return float(max(lower, upper))
-
-
 def many_to_one(matrices: dict[str, np.ndarray], baseline: str, confidence: float = 0.95,
                 margin: float | None = None) -> list[dict]:
     """Every method of ``matrices`` (seeds x problems, same seeds in the same order, same problems) but ``baseline``
@@ -170,3 +160,18 @@ def many_to_one(matrices: dict[str, np.ndarray], baseline: str, confidence: floa
                       "method": f"pooled many-to-one against {baseline} (seed as block, problems crossed), "
                                 f"Dunnett over {len(others)} contrasts"})
     return tests
+
+
+def apply_many_to_one(tests: list[dict], plan: dict, metric: str) -> list[dict]:
+    """Many-to-one tests (``many_to_one``: Dunnett-adjusted ``p_adjusted``) with the plan applied: the
+    confirmatory metric's contrasts are the family ``many_to_one``, another metric's are ``secondary``; TOST p
+    Holm-adjusted over the contrasts; verdicts as ``decide``."""
+    family = MANY_TO_ONE if metric == plan["metric"] else SECONDARY
+    out = []
+    for test, tost_p in zip(tests, holm_family(tests, "tost_p")):
+        verdict = decide(test["mean_diff"], test["p_adjusted"], tost_p, True, plan["alpha"])
+        out.append({**test, "metric": metric, "family": family, "family_size": len(tests), "p_holm": test["p_adjusted"],
+                    "tost_p_holm": tost_p, "tested": True, "gate": None, "alpha": plan["alpha"],
+                    "correction": f"Dunnett over {len(tests)} contrast{'s' if len(tests) != 1 else ''}",
+                    "verdict": verdict, "supported": verdict in ("higher", "lower")})
+    return out

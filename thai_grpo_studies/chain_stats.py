@@ -29,12 +29,11 @@ from itertools import combinations
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import CONSTANT_ATOL, crossed_t_test
-from thai_grpo.evaluation.many_to_one import tost
-from thai_grpo.evaluation.plan import analysis_plan, apply_plan, family_alpha, holm_adjust
-from thai_grpo.evaluation.power import crossed_power, units_needed
-from thai_grpo.evaluation.scoring import paired_test, per_problem_values
-from thai_grpo.evaluation.seed_stats import percentile_test
+from thai_grpo.evaluation.plan import analysis_plan, apply_plan, holm_adjust
+from thai_grpo.evaluation.scoring import paired_test, per_problem_values, tost
+from thai_grpo_studies.crossed import CONSTANT_ATOL, crossed_t_test
+from thai_grpo_studies.power import crossed_power, family_alpha, units_needed
+from thai_grpo_studies.seed_stats import percentile_test
 
 #: The superseded rule's verdict words (``previous_rule``), kept for the comparison with the plan's verdicts.
 PREVIOUS_VERDICTS = {
@@ -119,7 +118,7 @@ def chain_pair_tests(matrices: dict[str, np.ndarray], metric: str, margin: float
 
 def chain_power(tests: list[dict], plan: dict) -> dict:
     """Per tested pair of the confirmatory metric (a family of the plan): its family's stated effect and level
-    (``plan.family_alpha``), the power of the crossed test at the current number of chains and the chains needed
+    (``power.family_alpha``), the power of the crossed test at the current number of chains and the chains needed
     for the plan's target power, from the pair's measured components; per family the most any of its pairs
     needs (None: more chains alone cannot reach it)."""
     target, effects = plan["power"]["target"], plan["power"]["effects"]

@@ -4,7 +4,7 @@ on every held-out metric the scores hold (pass@k for each scored k, greedy accur
 Per variant and metric: the value of each seed's run, the between-seed t interval of their mean and the crossed
 interval of its mean over seeds and problems (``seed_stats`` explains both). Per metric, every variant against
 ``grpo``: the pooled many-to-one design (``many_to_one``: seed as block, the pairing by seed kept, variance pooled
-over the variants, Dunnett's simultaneous p and intervals) under the declared plan (``plan.apply_many_to_one``): the
+over the variants, Dunnett's simultaneous p and intervals) under the declared plan (``apply_many_to_one``): the
 plan's metric (pass@1) is the confirmatory family, every other metric a secondary one. Beside each verdict, the
 superseded rule's (``seed_stats.previous_pairs``: two-level bootstrap and Welch's t, Holm over the variants).
 """
@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from thai_grpo.evaluation.crossed import crossed_t_test
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.evaluation.seed_stats import (PREVIOUS_RULE, between_seed_interval, check_seed_lists, seeds_power,
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.seed_stats import (PREVIOUS_RULE, between_seed_interval, check_seed_lists, seeds_power,
                                              versus_baseline)
 
 GREEDY = "greedy"

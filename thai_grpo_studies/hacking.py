@@ -5,7 +5,7 @@ budget shorter than most full solutions; they differ only in the format reward (
 strict ``<think>.+?</think>``, content-checked ``format_checked``). Per step: the total reward, accuracy, and the
 shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.methods.health``)
 judges each run from its own step records (episodes anywhere in the run, ``health.hacking_episodes``), with its
-error rates simulated at the run's size (``methods.detector_rates``); the title and verdicts are sentences computed
+error rates simulated at the run's size (``detector_rates``); the title and verdicts are sentences computed
 from those numbers.
 """
 
@@ -18,12 +18,12 @@ import matplotlib.pyplot as plt
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.methods.detector_rates import detector_rates
 from thai_grpo.methods.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
                                       start_and_last, training_health)
 from thai_grpo.report.plotting import save_figure, step_series
 from thai_grpo.report.verdicts import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
                                        payoff_verdict)
+from thai_grpo_studies.detector_rates import detector_rates
 
 #: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.metrics.batch_metrics).
 CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",

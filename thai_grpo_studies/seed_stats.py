@@ -19,7 +19,7 @@ at different seeds do not (with one seed for all, the spread over seeds would mi
   standard deviations side by side only: seed-to-seed SD, re-sampling SD and this SE.
 - Pairs: every method against ``grpo`` (``many_to_one.many_to_one``): seed as block (the pairing by seed kept), the
   method x seed and method x problem variance pooled over the methods, Dunnett's many-to-one p and simultaneous
-  intervals; the declared plan gives the verdicts (``plan.apply_many_to_one``).
+  intervals; the declared plan gives the verdicts (``many_to_one.apply_many_to_one``).
 - ``previous_pairs``: the rule these verdicts replaced, kept beside them: every pair of methods, a two-level bootstrap
   (``two_level_means``) and Welch's t over the per-seed pass@1 (which drops the pairing by seed), both Holm-adjusted
   over the pairs, ``exceeds`` only when both reject.
@@ -33,11 +33,11 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import crossed_t_test
 from thai_grpo.evaluation.intervals import bootstrap_p
-from thai_grpo.evaluation.many_to_one import many_to_one
-from thai_grpo.evaluation.plan import analysis_plan, apply_many_to_one, holm_adjust
-from thai_grpo.evaluation.power import crossed_power, units_needed
+from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
+from thai_grpo_studies.crossed import crossed_t_test
+from thai_grpo_studies.many_to_one import apply_many_to_one, many_to_one
+from thai_grpo_studies.power import crossed_power, units_needed
 
 BASELINE = "grpo"  # every method of the seed study is compared with the chapter's GRPO at the same seeds
 PREVIOUS_RULE = ("every pair of methods: two-level bootstrap over seeds and problems and Welch's t over the per-seed "
@@ -207,3 +207,14 @@ def check_seed_lists(runs: dict[str, list[dict]], baseline: str) -> None:
                              "training seed, in the same order (seeds.training)")
     if len(seeds) < 2:
         raise ValueError(f"a seed study needs at least 2 training seeds, got {len(seeds)}: list more in seeds.training")
+
+
+def seed_costs(seconds: dict, runs: list[str], variants: list[str]) -> dict:
+    """Wall seconds (Snakemake benchmarks) of the train, sample and score stages of the runs the seed study adds
+    (not the default seed's runs, which `snakemake` builds), per stage kind and in all."""
+    added = [run for run in runs if run not in variants]
+    stages = {f"{kind}-{run}": seconds[f"{kind}-{run}"] for run in added for kind in ("train", "sample", "score")
+              if f"{kind}-{run}" in seconds}
+    per_kind = {kind: sum(s for stage, s in stages.items() if stage.split("-", 1)[0] == kind)
+                for kind in ("train", "sample", "score")}
+    return {"runs_added": added, "stages": stages, "per_kind": per_kind, "sum_seconds": sum(stages.values())}

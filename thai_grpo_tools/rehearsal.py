@@ -21,8 +21,8 @@ What the real config names, and what stands in for it here (same repo ids, same 
   downloaded parquet;
 - MGSM Thai (``eval.extra_sets.mgsm_th``, the original TSV in data/mgsm/): its first problems, same format.
 
-``python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes the tiny config;
-tests/test_real_config_rehearsal.py uses it. At full size, without the weights: ``thai_grpo.models.rehearsal_full``.
+``python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes the tiny config;
+tests/test_real_config_rehearsal.py uses it. At full size, without the weights: ``thai_grpo_tools.rehearsal_full``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import yaml
 
 from thai_grpo.data.problems import build_prompt, read_question_answer_tsv
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 REAL_CONFIG = REPO / "config" / "qwen3-0.6b.yaml"
 FAKE_COMMIT = "0" * 39 + "1"  # what refs/<branch> points at for a revision that is not a commit hash
 # What the stand-in writes before its number: with thinking on, a think block with more Thai letters than the
@@ -369,7 +369,7 @@ def fill_hub_cache(hf_home: str | Path, config_out: str | Path, real_config: str
 
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4):
-        sys.exit("usage: python -m thai_grpo.models.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]")
+        sys.exit("usage: python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]")
     fill_hub_cache(*sys.argv[1:])
 
 

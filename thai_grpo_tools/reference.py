@@ -5,7 +5,7 @@ Three steps, each a pure function of JSON documents:
 * ``summarise_*``: a run's ``results/`` JSON files (the main run, and the optional targets' where present) ->
   small summaries (a few hundred numbers, 4 decimals) stored under ``docs/reference/`` with the commit, command and
   CPU they came from (``make docs-reference``).
-* ``thai_grpo.report.reference_tables``: the summaries -> the markdown tables between ``<!-- table:NAME -->`` and
+* ``thai_grpo_tools.reference_tables``: the summaries -> the markdown tables between ``<!-- table:NAME -->`` and
   ``<!-- /table:NAME -->`` in README.md and docs/*.md (``make docs``).
 * ``compare``: a user's own summaries against the reference: which numbers differ, by how much, and whether the
   difference lies within the spread seen between whole runs of the pipeline (``spread``, from the runs kept as
@@ -136,7 +136,7 @@ def summarise_main(results: dict) -> dict:
 
 def summarise_passk(passk: dict) -> dict:
     """pass@k to k = n (results/passk/results.json): each model at k = 1, 8 and n, and per pair the difference at
-    those k, where its verdict changes (``thai_grpo.evaluation.large_k.crossing``) and the problems created and lost."""
+    those k, where its verdict changes (``thai_grpo_studies.large_k.crossing``) and the problems created and lost."""
     n = passk["n_samples"]
     ks = [k for k in (1, 8, n) if k <= n]
 

@@ -2,7 +2,7 @@
 
 Every ``group: losses`` variant and the chapter's ``grpo``, each trained from the SFT adapter at every training seed
 (``thai_grpo.core.seeds.loss_runs``) and scored on the same held-out problems. The statistics, each variant against
-``grpo`` under the declared plan (pooled many-to-one, seed as block, Dunnett), are ``thai_grpo.evaluation.loss_stats``. This
+``grpo`` under the declared plan (pooled many-to-one, seed as block, Dunnett), are ``thai_grpo_studies.loss_stats``. This
 module adds what each variant changes (its merged ``grpo`` section against grpo's), per-step curves averaged over the
 seeds (TRL's KL and clip fraction, completion length, share cut at the budget), the health detector's flags per run
 and the measured cost per variant (Snakemake benchmark seconds), then draws and renders the page.
@@ -17,11 +17,11 @@ import numpy as np
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.evaluation.loss_stats import loss_study
 from thai_grpo.methods.health import training_health
-from thai_grpo.report.plotting import save_figure
 from thai_grpo.report.plan_words import VERDICT_WORDS
+from thai_grpo.report.plotting import save_figure
 from thai_grpo.report.verdicts import seed_pair_verdict
+from thai_grpo_studies.loss_stats import loss_study
 
 #: Per-step curves: our step records' names (thai_grpo.methods.metrics), and TRL's own log keys where ours lack one.
 STEP_KEYS = ("kl", "clip_ratio", "completion_length_mean", "clipped_ratio")

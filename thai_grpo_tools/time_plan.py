@@ -1,7 +1,7 @@
 """The real run's predicted wall time, stage by stage, on a T4 and on an H100-class GPU (docs/real-run.md's generated
 table; maintainer tooling for `make docs`, not imported by any pipeline job).
 
-Each stage's work is counted from the real config at the sizes each card chooses (``memory_stages.sizes_for_card``):
+Each stage's work is counted from the real config at the sizes each card chooses (``stage_plans.sizes_for_card``):
 the tokens it generates (every row of a ``generate`` call runs to the call's last step, so sequences x steps, an upper
 bound reached once one row of a call hits the budget), its decode steps (generate calls x max new tokens) and its
 optimizer steps. Its time is
@@ -104,7 +104,8 @@ def pair_training_work(stage: str, pairs: int, length: int, batch: int, units_pe
 def real_run_work(config: dict, sizes: dict) -> list[Work]:
     """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target)."""
     from thai_grpo.core.config import eval_settings, passk_settings
-    from thai_grpo.models.memory_plan import QWEN3_0_6B, generation_floats, rows_per_chunk
+    from thai_grpo.models.memory_plan import generation_floats, rows_per_chunk
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B
     from thai_grpo.models.memory_stages import PROMPT_TOKENS, sampling_batch_for_card
 
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)
@@ -184,7 +185,7 @@ def measured_seconds(record: dict | None) -> tuple[str | None, dict]:
 def predictions(config: dict, gpu_check: dict | None = None) -> dict:
     """Per card: its sizes, each stage's work and predicted seconds (measured where a gpu-check record has it), the
     comparison's total (pass@k apart) and the goals' verdicts."""
-    from thai_grpo.models.memory_stages import sizes_for_card
+    from thai_grpo_tools.stage_plans import sizes_for_card
 
     t4 = t4_costs(config)
     measured_card, measured = measured_seconds(gpu_check)

@@ -29,7 +29,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import satterthwaite_df
+from thai_grpo_studies.crossed import satterthwaite_df
 
 MOST_UNITS = 100  # units_needed looks no further (a study of more chains than this is not one this machine runs)
 
@@ -79,3 +79,9 @@ def components_from_summary(per_chain: Sequence[float], problem_se: float, probl
     if values.size < 2:
         raise ValueError(f"a between-chain variance needs at least 2 chains, got {values.size}")
     return {"chain": float(values.var(ddof=1)), "problem": problems * float(problem_se) ** 2, "residual": 0.0}
+
+
+def family_alpha(family: str, size: int, alpha: float) -> float:
+    """The level a pair of ``family`` is sized for in a power calculation: alpha for the primary, alpha / size for a
+    Holm or Dunnett family (its first step: Bonferroni's level)."""
+    return alpha if family == "primary" else alpha / max(size, 1)

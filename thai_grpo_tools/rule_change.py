@@ -3,7 +3,7 @@ declared plan beside the verdict of the rule it replaced, and how many chains ea
 
 Two sources:
 
-* ``study_rows``: a chain study's results/chains/results.json written by ``evaluation.chain_stats`` (each pair holds
+* ``study_rows``: a chain study's results/chains/results.json written by ``chain_stats`` (each pair holds
   the crossed analysis, its plan verdict and the previous rule's verdict under ``previous``): exact.
 * ``published_rows``: the published summaries docs/reference/chain_study.json and chain_study_main.json (its seed-42
   chain: the make run it was built from) of a chain study run before the crossed analysis existed. They hold
@@ -25,11 +25,11 @@ import math
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.crossed import satterthwaite_df, t_test
-from thai_grpo.evaluation.many_to_one import tost
-from thai_grpo.evaluation.plan import apply_plan, family_alpha
-from thai_grpo.evaluation.power import components_from_summary, crossed_power, units_needed
+from thai_grpo.evaluation.plan import apply_plan
+from thai_grpo.evaluation.scoring import tost
 from thai_grpo.report.plan_words import family_text, fmt_p, verdict_word
+from thai_grpo_studies.crossed import satterthwaite_df, t_test
+from thai_grpo_studies.power import components_from_summary, crossed_power, family_alpha, units_needed
 
 Z95 = float(stats.norm.ppf(0.975))
 

@@ -1,0 +1,249 @@
+"""The memory plan of a whole real-config run, for the documents and the GPU checks: every stage's peak on a card
+(``stage_plans``), the sizes a card chooses for ``auto`` (``sizes_for_card``), the plan as a markdown table, and the
+plan's prediction for a pipeline job (``predicted_for_job``). Built from ``thai_grpo.models.memory_plan``'s pieces and
+``thai_grpo.models.memory_stages``' stages, the ones a pipeline job sizes itself by.
+
+What runs on a GPU (``thai_grpo.models.loading``, ``thai_grpo.methods.ppo``): every frozen weight in 16 bits (float16
+on a T4), the trained ones (LoRA, score heads) in float32 with their gradients and AdamW states; TRL's trainers and
+PPO under 16-bit autocast, which keeps 16-bit copies of the float32 LoRA matrices for the backward pass; the rollouts
+(``generate``, which accelerate's autocast does not reach) through the 16-bit weights, so their KV cache is 16-bit
+too; the token log-probs stage in float32 (``thai_grpo.evaluation.token_logprobs``). On a CPU everything is float32
+without autocast (``CPU``): ``make rehearse-full`` measures that at Qwen3-0.6B's shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from thai_grpo.models.memory_plan import (
+    ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
+    rows_per_chunk, saved_per_token_layer,
+)
+from thai_grpo.models.memory_stages import (
+    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, ppo_chunk_floats_for_card,
+    ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
+)
+
+# Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
+# 128, vocabulary 151,936, tied embeddings.
+QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
+                   num_kv_heads=8, head_dim=128)
+
+#: The cards the documents size for, by the total memory CUDA reports (GiB): a 16 GB T4 and an 80 GB A100 or H100.
+CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
+
+# TRL 1.16's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
+# (trl.kernels.chunked_logprob) projects at most 4,096 tokens x 32,768 vocabulary entries at a time.
+TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
+
+#: The real run's config files, in the order Snakemake merges them (`--configfile` on top of the default).
+REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
+
+# Which plan stages each job of the pipeline runs (the plan's prediction for a job is the largest of them); Dr.GRPO
+# and RLOO train with GRPO's sizes, the preference pairs are sampled as the held-out sets are (eval.batch_size x G).
+JOB_STAGES = {"train-grpo": ("GRPO full",), "train-grpo_fast": ("GRPO fast",), "train-dr_grpo": ("GRPO full",),
+              "train-rloo": ("GRPO full",), "sample-": ("held-out sampling",), "sample_extra-": ("held-out sampling",),
+              "sample_own_temperature-": ("held-out sampling",), "sample_passk-": ("pass@k sampling",),
+              "preference_pairs": ("held-out sampling",), "token_logprobs": ("token log-probs",),
+              "reward_model": ("reward model",), "train-dpo": ("DPO (dpo)",), "train-ppo": ("PPO (ppo)",),
+              "train-ppo_verifier": ("PPO (ppo_verifier)",)}
+
+
+def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
+    """Floats saved for the backward pass of ``tokens`` tokens through the whole model. With activation checkpointing
+    only each layer's input is kept, plus one layer's saved tensors while it is recomputed."""
+    per_layer = saved_per_token_layer(shape, lora)
+    if checkpointing:
+        return tokens * (shape.num_layers * shape.hidden_size + per_layer)
+    return tokens * (saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * per_layer)
+
+
+def evaluation_precision(config: dict, training: Precision) -> Precision:
+    """The precision the evaluation stages hold tensors in: float32 where ``eval.dtype`` is float32 (the default),
+    else the training stages' own (a 16-bit ``eval.dtype`` on a GPU)."""
+    return FLOAT32_EVALUATION if config.get("eval", {}).get("dtype", "float32") == "float32" else training
+
+
+def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
+                       note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
+    """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
+    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` positions per
+    row (``Precision.head_tile_bytes`` per entry)."""
+    head_params = shape.hidden_size if head == "score" else 0
+    pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
+              **trained_bytes(shape, lora, precision, head_params),
+              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing)}
+    if head == "lm":
+        tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
+        pieces["logits"] = int(tile * precision.head_tile_bytes)
+    return stage(name, pieces, note)
+
+
+def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
+    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when the adapter is at hand; else the hub adapter's
+    shape is not in the config, so the reward model's (r 16 on the attention projections) with dropout 0.05, as many
+    hub adapters have it."""
+    reward_lora = config.get("reward_model", {}).get("lora") or {}
+    reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
+        "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
+    return sft_lora or Lora(r=reward.r, target_modules=reward.target_modules, lora_dropout=0.05), reward
+
+
+def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Precision, prompt: int) -> list[dict]:
+    """A GRPO/RLOO run: its forward-backward and its rollouts (TRL generates batch x accumulation completions at once,
+    through the policy's weights, beside the trainer's states)."""
+    rows, length = int(args["per_device_train_batch_size"]), int(args["max_completion_length"])
+    generation = rows * int(args.get("gradient_accumulation_steps", 1))
+    checkpointing = bool(args.get("activation_checkpointing", False))
+    lora = dataclasses.replace(sft, lora_dropout=0.0) if args.get("disable_dropout") else sft
+    train = trl_training_stage(  # TRL's fused head runs over every position; the prompt's are masked afterwards
+        f"{label}: train step", shape, lora, rows, prompt + length, prompt + length,
+        f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
+        f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
+    rollouts = sampling_stage(
+        f"{label}: rollouts", shape, generation, prompt + length, prompt, precision,
+        f"{generation} completions per generation batch (TRL: batch x gradient_accumulation_steps), sampled through "
+        "the policy's weights", trained_bytes(shape, lora, precision))
+    return [train, rollouts]
+
+
+def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                   precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
+    """The sizes a card of ``card_gib`` GiB runs the config with: ``eval.batch_size`` (for the held-out set of
+    ``data.heldout_size`` problems), ``passk.batch_size`` (``passk.problems``) and each PPO variant's
+    ``ppo.chunk_floats``, as the jobs choose them for ``auto``; a number set in the config is kept."""
+    from thai_grpo.core.config import passk_settings
+
+    grpo, ev = config["grpo"], config["eval"]
+    completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
+    passk = passk_settings(config)
+
+    def batch(requested, num_samples: int, problems: int) -> int:
+        if requested != AUTO:
+            return int(requested)
+        return sampling_batch_for_card(shape, num_samples, completion, problems, card_gib,
+                                       evaluation_precision(config, precision), prompt)
+
+    sft, reward = sft_shape(config, sft_lora)
+    chunk_floats = {}
+    for name, overrides in config.get("variants", {}).items():
+        if overrides.get("method") == "ppo":
+            settings = overrides.get("ppo", {})
+            requested = settings.get("chunk_floats", CHUNK_FLOATS)
+            length = int(settings.get("max_completion_length", grpo.get("max_completion_length", 256)))
+            chunk_floats[name] = int(requested) if requested != AUTO else ppo_chunk_floats_for_card(
+                shape, sft, reward, settings, length, card_gib, precision, prompt)
+    return {"eval.batch_size": batch(ev.get("batch_size", 32), int(ev.get("num_samples", 8)),
+                                     int(config.get("data", {}).get("heldout_size", 256))),
+            "passk.batch_size": batch(passk["batch_size"], int(passk["num_samples"]), int(passk["problems"])),
+            "ppo.chunk_floats": chunk_floats}
+
+
+def sized_config(config: dict, sizes: dict) -> dict:
+    """``config`` with ``sizes_for_card``'s sizes in place of ``auto`` (and of the numbers, which they keep)."""
+    chunk_floats = sizes["ppo.chunk_floats"]
+    variants = {name: {**overrides, "ppo": {**overrides.get("ppo", {}), "chunk_floats": chunk_floats[name]}}
+                if name in chunk_floats else overrides for name, overrides in config.get("variants", {}).items()}
+    return {**config, "eval": {**config["eval"], "batch_size": sizes["eval.batch_size"]},
+            "passk": {**(config.get("passk") or {}), "batch_size": sizes["passk.batch_size"]}, "variants": variants}
+
+
+def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
+                chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
+                logprob_rows: int = 32, card_gib: float = CARD_GIB) -> list[dict]:
+    """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
+    sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
+    up to ``prompt`` tokens, at the sizes a card of ``card_gib`` GiB chooses where the config says ``auto``.
+    ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions the token log-probs stage
+    scores at once (at most 32, fewer when there are fewer)."""
+    from thai_grpo.core.config import passk_settings
+
+    config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
+    grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
+    sft, reward = sft_shape(config, sft_lora)
+    completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
+    plans = []
+    for variant, label in (("grpo", "GRPO full"), ("grpo_fast", "GRPO fast")):
+        if variant in variants:
+            plans += grpo_stages(label, {**grpo, **variants[variant].get("grpo", {})}, shape, sft, precision, prompt)
+    width = prompt + completion
+    evaluation = evaluation_precision(config, precision)
+    plans.append(sampling_stage(
+        "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), width, prompt, evaluation,
+        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, in {evaluation.device}"))
+    passk = passk_settings(config)
+    plans.append(sampling_stage(
+        "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, evaluation,
+        f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size)"))
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
+    plans.append(stage("token log-probs (k1 vs k3)", {
+        "weights": (base_parameters(shape) + 2 * lora_parameters(shape, sft)) * 4,
+        "logits": 3 * rows * width * shape.vocab_size * 4,
+        "exact_kl": 12 * completion * shape.vocab_size * 8},
+        f"float32 weights on every device; {rows} rows per chunk of {width} tokens (two log-softmax batches held), "
+        "float64 exact KL of one completion at a time"))
+    if any(v.get("method") in ("ppo", "dpo") for v in variants.values()):
+        rm = config.get("reward_model", {}).get("args", {})
+        rm_rows, checkpointing = 2 * int(rm.get("per_device_train_batch_size", 8)), bool(
+            rm.get("activation_checkpointing", False))
+        plans.append(trl_training_stage(
+            "reward model: train step", shape, reward, rm_rows, prompt + completion + 1, 0,
+            f"{rm_rows // 2} pairs (chosen and rejected) of up to {prompt + completion + 1} tokens, sequence-"
+            f"classification head in float32; activation checkpointing {'on' if checkpointing else 'off'}",
+            precision, head="score", checkpointing=checkpointing))
+    for name, overrides in variants.items():
+        if name not in ev.get("models", []):
+            continue
+        if overrides.get("method") == "dpo":
+            dpo = {**grpo, **overrides.get("grpo", {}), **overrides.get("dpo", {})}  # DPO inherits grpo's loop fields
+            pairs, length = int(dpo.get("per_device_train_batch_size", 8)), int(dpo.get("max_length", 1024))
+            checkpointing = bool(dpo.get("activation_checkpointing", False))
+            plans.append(trl_training_stage(
+                f"DPO ({name}): train step", shape, dataclasses.replace(sft, lora_dropout=0.0), 2 * pairs, length,
+                length, f"{pairs} pairs, chosen and rejected concatenated: {2 * pairs} rows of up to {length} tokens; "
+                f"activation checkpointing {'on' if checkpointing else 'off'}; dropout off (DPOConfig's default)",
+                precision, checkpointing=checkpointing))
+        if overrides.get("method") == "ppo":
+            plans += ppo_stages(name, shape, sft, reward, {**overrides.get("ppo", {})}, completion, chunk_floats,
+                                precision, prompt)
+    return plans
+
+
+def markdown_table(plans: list[dict]) -> str:
+    """The plan as a markdown table: stage, its pieces in GiB, the peak and the verdict."""
+    lines = ["| stage | pieces (GiB) | peak (GiB) | verdict |", "|---|---|---|---|"]
+    for plan in plans:
+        pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
+        lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
+    return "\n".join(lines)
+
+
+def predicted_for_job(job: str, plans: list[dict]) -> float | None:
+    """The plan's peak (GiB) for a pipeline job (its log name), the largest of the stages it runs; None if unplanned."""
+    stages = JOB_STAGES.get(job) or next((names for prefix, names in JOB_STAGES.items()
+                                          if prefix.endswith("-") and job.startswith(prefix)), None)
+    peaks = [plan["peak_gib"] for plan in plans if stages and plan["stage"].startswith(stages)]
+    return max(peaks) if peaks else None
+
+
+def real_config(root, *extra) -> dict:
+    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
+    from pathlib import Path
+
+    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
+
+
+def merged_configs(paths) -> dict:
+    """YAML config files merged in order, each key by key on top of the ones before, as Snakemake merges them."""
+    from pathlib import Path
+
+    import yaml
+
+    def merge(base: dict, top: dict) -> dict:
+        return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
+                           else value for key, value in top.items()}}
+
+    config: dict = {}
+    for path in paths:
+        config = merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+    return config
