@@ -4,6 +4,7 @@ from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, read_jsonl
 from thai_grpo.report.html import write_report
+from thai_grpo.report.results import elapsed_seconds
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)
@@ -12,6 +13,9 @@ for name, key in (("seeds", "seed_study"), ("passk", "passk"), ("hacking", "hack
                   ("chains", "chain_study")):
     if snakemake.input.get(name):
         results[key] = read_json(snakemake.input[name])
+run = results.setdefault("run", {})  # elapsed: first job start to last job end, beside the summed job time
+benchmarks = Path(snakemake.input.results).parent / "benchmarks"
+run["elapsed_seconds"] = elapsed_seconds(benchmarks, run.get("benchmarks") or {})
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)
