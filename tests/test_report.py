@@ -19,7 +19,7 @@ from thai_grpo.report.plan_words import fmt_p
 
 from thai_grpo.methods.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
-from thai_grpo.report.html import SECTIONS, render_report, write_report
+from thai_grpo.report.html import APPENDIX, SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -82,11 +82,15 @@ def test_figures_drawn_for_every_part_of_the_fixture(figures):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_every_section_heading_is_present(html):
-    assert len(SECTIONS) == 11
-    for section_id, title in SECTIONS:
-        assert f'<section id="{section_id}">' in html
+def test_every_section_heading_is_present_lessons_first_then_the_appendix(html):
+    assert [section_id for section_id, _ in SECTIONS] == ["advantages", "groups", "training", "grpo-vs-ppo", "kl",
+                                                          "polish", "methods", "samples"]
+    for section_id, title in SECTIONS + APPENDIX:
+        assert f'<section id="{section_id}"' in html
         assert f"<h2>{title}</h2>" in html
+    appendix = html.index('<div id="appendix"')
+    assert all(html.index(f'<section id="{section_id}"') < appendix for section_id, _ in SECTIONS)
+    assert all(html.index(f'<section id="{section_id}"') > appendix for section_id, _ in APPENDIX)
     for words in ("Run card", "Training curves", "Figure 5.1", "calculator", "Figure 5.2", "Figure 5.3",
                   "Held-out results", "Comparison across methods", "Pitfalls", "Statistics note", "Samples"):
         assert words in html
@@ -104,8 +108,8 @@ def test_numbers_from_the_fixture_appear_formatted(html):
         "+1.56", "-1.08",  # the mixed group's advantages
     ):
         assert text in html, text
-    assert re.search(r"moved up</th><td>9<", html)
-    assert re.search(r"unsolved in both</th><td>2<", html)
+    assert re.search(r"moved up</th><td[^>]*>9<", html)
+    assert re.search(r"unsolved in both</th><td[^>]*>2<", html)
 
 
 def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, fixture_data):
@@ -118,7 +122,7 @@ def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, f
             assert f"<th>{a} - {b}</th>" in html
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
     note = html.split('<section id="statistics">')[1].split("</section>")[0]
-    assert note.count('class="supported"') == sum(t["supported"] for t in tests) > 0
+    assert note.count(' supported"') == sum(t["supported"] for t in tests) > 0
 
 
 def test_headline_comes_before_the_run_card_and_leads_with_problem_intervals(html):
@@ -337,6 +341,8 @@ def test_without_pitfall_runs_the_section_says_how_to_build_them(html):
 
 
 def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(fixture_data, figures, html):
+    """The lesson (#methods, in the body) holds the results and the costs; the notes on them are in the appendix's
+    full comparison."""
     results, samples = copy.deepcopy(fixture_data)
     results["preference_pairs"] = {"problems": 128, "samples_per_problem": 8, "pairs": 41, "all_right": 12,
                                    "all_wrong": 75}
@@ -344,15 +350,16 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     comparison = page.split('<section id="comparison">')[1].split("</section>")[0]
     assert "DPO can only rank answers that exist in the file" in comparison
     assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison
-    results_table = comparison.split('class="numbers methods results"')[1].split("</table>")[0]
-    costs_table = comparison.split('class="numbers methods costs"')[1].split("</table>")[0]
+    lesson = page.split('<section id="methods">')[1].split("</section>")[0]
+    results_table = lesson.split('class="numbers methods results"')[1].split("</table>")[0]
+    costs_table = lesson.split('class="numbers methods costs"')[1].split("</table>")[0]
     assert "pass@1 vs SFT" in results_table and "human labels" not in results_table
     assert "human labels" in costs_table and "trainable parameters" in costs_table and "pass@1" not in costs_table
     for method in results["comparison"]["methods"]:  # one row per method in each table
         row = f"<th>{method['method']}</th>"
         assert results_table.count(row) == costs_table.count(row) == 1
     assert "n/a" in results_table.split("<th>GRPO</th>")[1].split("</tr>")[0]  # no comparison.pairwise in the fixture
-    with_tests = html.split('<section id="comparison">')[1].split("</section>")[0]
+    with_tests = html.split('<section id="methods">')[1].split("</section>")[0]
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
     note = pairwise_row(html, "grpo - sft")
     grpo = unescape(grpo)

@@ -30,23 +30,31 @@ from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
-                                       pair_test, pass_at_k_verdict, seed_pair_verdict, versus_verdict)
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, kl_takeaway,
+                                       large_k_verdict, pair_test, pass_at_k_verdict, seed_pair_verdict,
+                                       versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
-SECTIONS = [
-    ("run-card", "1. Run card"),
-    ("training", "2. Training curves"),
-    ("advantages", "3. Figure 5.1: group-relative advantages"),
-    ("calculator", "4. Interactive advantage calculator"),
-    ("grpo-vs-ppo", "5. Figure 5.2: what GRPO removes from PPO"),
-    ("kl", "6. Figure 5.3: k1 vs k3 KL estimators"),
-    ("heldout", "7. Held-out results"),
-    ("comparison", "8. Comparison across methods"),
+SECTIONS = [  # the chapter's lessons in its order, then the appendix (the proofs a reader opens on purpose)
+    ("advantages", "1. Figure 5.1: group-relative advantages, and a calculator"),
+    ("groups", "2. Real groups from training"),
+    ("training", "3. Training curves"),
+    ("grpo-vs-ppo", "4. Figure 5.2: what GRPO removes from PPO"),
+    ("kl", "5. Figure 5.3: k1 vs k3 KL estimators"),
+    ("polish", "6. Polish versus create"),
+    ("methods", "7. Comparison across methods"),
+    ("samples", "8. Samples side by side"),
+]
+APPENDIX = [
     ("pitfalls", "9. Pitfalls"),
-    ("statistics", "10. Statistics note"),
-    ("samples", "11. Samples"),
+    ("headline", "10. What happened, method by method"),
+    ("statistics", "11. Statistics note"),
+    ("run-card", "12. Run card"),
+    ("heldout", "13. Held-out results in full"),
+    ("comparison", "14. Comparison across methods in full"),
+    ("kl-detail", "15. The KL estimators in detail"),
+    ("samples-full", "16. Samples in full"),
 ]
 PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
                   "reward_hacking": "Reward hacking: the lenient format regex",
@@ -124,6 +132,13 @@ def signed(value: Any, digits: int = 2) -> str:
         return NOT_RUN
     text = f"{number:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else (f"+{text}" if number > 0 else text)
+
+
+def verdict_class(test: Any) -> str:
+    """The CSS classes of a verdict: one colour per meaning everywhere (higher green, lower red, equivalent blue, the
+    rest grey), bold where the plan supports it."""
+    verdict = (test or {}).get("verdict") if isinstance(test, dict) else None
+    return f"verdict {verdict or 'none'}" + (" supported" if isinstance(test, dict) and test.get("supported") else "")
 
 
 # --------------------------------------------------------------------------- context
@@ -327,10 +342,82 @@ def _pick_completions(completions: list[dict]) -> list[dict]:
 
 
 def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions."""
-    return {model: [{**p, "shown": _pick_completions(p.get("completions") or [])}
-                    for p in problems[:SAMPLE_PROBLEMS]]
+    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, each numbered by its place in
+    the held-out set (1-based: the samples follow results/data/heldout.jsonl)."""
+    return {model: [{**p, "number": number, "shown": _pick_completions(p.get("completions") or [])}
+                    for number, p in enumerate(problems[:SAMPLE_PROBLEMS], 1)]
             for model, problems in samples_by_model.items()}
+
+
+def _user_text(prompt: str) -> str:
+    """The question of a logged prompt: its last user message when the prompt is a chat (JSON list), else itself."""
+    try:
+        messages = json.loads(prompt)
+        return next(m["content"] for m in reversed(messages) if m.get("role") == "user")
+    except (TypeError, ValueError, StopIteration, AttributeError, KeyError):
+        return prompt
+
+
+def _stored_groups(results: dict) -> list[dict]:
+    """Every group training stored (``example_groups`` of each run that samples groups: its first mixed-reward and
+    its first all-equal group), the main run first: run, kind, step, question, and per completion its reward and
+    advantage."""
+    runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
+    stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
+    stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
+    order = [main, *[name for name in stored if name != main]]
+    return [{"run": name, "kind": kind, "step": group.get("step"), "question": _user_text(group.get("prompt")),
+             "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
+                      zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
+            for name in order for kind, group in stored[name].items() if group.get("rewards")]
+
+
+def advantage_lesson(group: dict | None) -> dict | None:
+    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage, and an answer with a
+    positive reward below the group mean a negative one. ``best_up``, ``positive_down`` (those rewards) and
+    ``agrees`` (the best answers went up; a positive reward pushed down where the group had one)."""
+    if not group or not group.get("rewards"):
+        return None
+    rewards, advantages = group["rewards"], group.get("advantages") or []
+    best = max(rewards)
+    best_up = all(a > 0 for r, a in zip(rewards, advantages) if r == best)
+    positive_down = sorted({r for r, a in zip(rewards, advantages) if r > 0 and a < 0})
+    return {"best": best, "best_up": best_up, "positive_down": positive_down, "agrees": best_up}
+
+
+def curve_lesson(steps: list[dict]) -> dict | None:
+    """The training curves' claims: mean reward climbs, and length with accuracy. Per metric its mean over the first
+    and the last third of the steps (``figures_pitfalls.step_means``); ``reward_climbs`` when the last third is
+    higher."""
+    if len(steps) < 2:
+        return None
+    keys = ("reward_mean", "frac_groups_nonzero_std", "accuracy", "completion_length_mean")
+    means = {key: step_means(steps, key) for key in keys}
+    first, last = means["reward_mean"]
+    climbs = first is not None and last is not None and last > first
+    return {"means": means, "steps": len(steps), "reward_climbs": climbs}
+
+
+def _side_by_side(samples: dict[str, list[dict]]) -> dict:
+    """The samples as one row per held-out problem (numbered 1, 2, ... as in results/data/heldout.jsonl, the number
+    scripts/prompt.py --heldout takes) and one column per model: the first completion shown (a correct one where
+    the model has one) with its rewards, and how many of its samples were correct."""
+    models = list(samples)
+    if not models:
+        return {"models": [], "rows": []}
+    by_id = {model: {p.get("id"): p for p in problems} for model, problems in samples.items()}
+    rows = []
+    for problem in samples[models[0]]:
+        cells = {}
+        for model in models:
+            p = by_id[model].get(problem.get("id"))
+            if p is None:
+                continue
+            completions = p.get("completions") or []
+            cells[model] = {"shown": (p["shown"] or [None])[0], "n": len(completions), "greedy": p.get("greedy"),
+                            "solved": sum(c.get("correct", 0) > 0 for c in completions)}
+        rows.append({**problem, "cells": cells})
+    return {"models": models, "rows": rows}
 
 
 def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path] | Path) -> dict:
@@ -347,6 +434,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     kl_summary = (results.get("kl_real") or {}).get("summary")
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
+    samples = _samples(samples_by_model)
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
@@ -357,6 +445,14 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
                                                narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
                                                else None) if pair else None,
         "sections": SECTIONS,
+        "appendix": APPENDIX,
+        "titles": dict(SECTIONS + APPENDIX),
+        "slip_rate": _number(((results.get("config") or {}).get("corpus") or {}).get("sft_slip_rate")),
+        "elapsed": _number(run.get("elapsed_seconds")),  # first job start to last job end
+        "groups_stored": _stored_groups(results),
+        "advantage_lesson": advantage_lesson((train.get("example_groups") or {}).get("mixed")),
+        "curve_lesson": curve_lesson(train.get("steps") or []),
+        "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
         "benchmarks": benchmarks,
@@ -392,7 +488,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "chain_study": _chain_study(results),
         "hacking": _hacking(results.get("hacking")),
         "losses": _losses(results.get("losses")),
-        "samples": _samples(samples_by_model),
+        "samples": samples,
+        "side_by_side": _side_by_side(samples),
     }
 
 
@@ -407,7 +504,8 @@ def _environment(template_dir: Path) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
-                       p_value=p_value, verdict_word=verdict_word)
+                       p_value=p_value, verdict_word=verdict_word,
+                       verdict_class=verdict_class)
     return env
 
 

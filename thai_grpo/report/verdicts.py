@@ -167,6 +167,16 @@ def kl_estimator_verdict(summary: dict) -> str:
     return " ".join(text)
 
 
+def kl_takeaway(summary: dict) -> dict:
+    """The one line a learner sets against the chapter's claim (k3 is the steadier estimator): which of k1 and k3 has
+    the smaller exact standard error on this run's tokens, by what factor, and whether that is the chapter's k3."""
+    exact_se = summary["exact_se"]
+    better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
+    ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else None
+    return {"better": better, "worse": worse, "ratio": ratio, "tie": exact_se[worse] == exact_se[better],
+            "agrees": better == "k3" and exact_se[worse] != exact_se[better]}
+
+
 def _band_points(difference: dict, k: int) -> str:
     return (f"{_points(difference['mean'][k - 1])} [{_points(difference['low'][k - 1])}, "
             f"{_points(difference['high'][k - 1])}]")
