@@ -577,3 +577,66 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
     assert "Across chains" in headline and "over 3 chains" in headline
     assert "primary comparison, tested alone at 5%" in headline and "crossed 95% interval" in headline
     assert "Across chains: does a difference survive another base and SFT adapter?" in text
+
+
+# --------------------------------------------------------------------------- the lessons' numbers and verdicts
+def test_figure_5_1_lesson_reads_the_mixed_group():
+    from thai_grpo.report.html import advantage_lesson
+
+    lesson = advantage_lesson({"rewards": [1.5, 0.3, 0.5, 1.5, 0.0], "advantages": [1.1, -0.6, -0.3, 1.1, -1.3]})
+    assert lesson == {"best": 1.5, "best_up": True, "positive_down": [0.3, 0.5], "agrees": True}
+    assert advantage_lesson({"rewards": [0.2, 0.0], "advantages": [-0.7, 0.7]})["agrees"] is False
+    assert advantage_lesson(None) is None
+
+
+def test_training_curve_lesson_compares_the_first_and_last_third():
+    from thai_grpo.report.html import curve_lesson
+
+    steps = [{"reward_mean": r, "frac_groups_nonzero_std": 0.5, "accuracy": a, "completion_length_mean": 40}
+             for r, a in [(0.2, 0.1), (0.3, 0.2), (0.5, 0.3), (0.6, 0.3), (0.8, 0.4), (0.9, 0.5)]]
+    lesson = curve_lesson(steps)
+    assert lesson["reward_climbs"] and lesson["steps"] == 6
+    assert lesson["means"]["reward_mean"] == pytest.approx((0.25, 0.85))
+    assert not curve_lesson(list(reversed(steps)))["reward_climbs"] and curve_lesson(steps[:1]) is None
+
+
+def test_elapsed_time_spans_the_first_start_to_the_last_end(tmp_path):
+    import os
+
+    from thai_grpo.report.results import elapsed_seconds
+
+    for stage, seconds, end in (("a", 10.0, 1000.0), ("b", 30.0, 1025.0), ("other", 5.0, 5000.0)):
+        path = tmp_path / f"{stage}.tsv"
+        path.write_text(f"s\th:m:s\n{seconds}\t0:00:{seconds:02.0f}\n")
+        os.utime(path, (end, end))
+    assert elapsed_seconds(tmp_path, {"a": 10.0, "b": 30.0}) == 35.0  # 990 -> 1025, less than 10 + 30 summed
+    assert elapsed_seconds(tmp_path / "none", {"a": 1.0}) is None
+
+
+def test_wall_time_is_elapsed_and_the_sum_is_labelled_job_time(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results["run"]["elapsed_seconds"] = 201.0
+    card = render_report(results, samples, figures, TEMPLATE_DIR).split('<section id="run-card">')[1]
+    assert "first job's start to the last job's end: <strong>3 min 21.0 s</strong>" in card
+    assert '<tr class="total"><td>summed job time</td>' in card
+    without = render_report(fixture_data[0], fixture_data[1], figures, TEMPLATE_DIR)
+    assert "the last job's end: <strong>not recorded</strong>" in without
+
+
+def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figures, html):
+    results, samples = fixture_data
+    groups = html.split('<section id="groups">')[1].split("</section>")[0]
+    assert groups.count('<details class="group">') == len(results["train"]["example_groups"])
+    side = html.split('<section id="samples">')[1].split("</section>")[0]
+    for number, problem in enumerate(next(iter(samples.values()))[:3], 1):
+        assert f'<th title="{problem["id"]}"><span class="problem">held-out problem {number}</span>' in side
+        assert f'<strong title="{problem["id"]}">held-out problem {number}</strong>' in html  # the appendix's
+    assert side.count('<tr><th title=') == min(3, len(next(iter(samples.values()))))
+
+
+def test_first_screen_says_how_the_offline_data_leaves_grpo_room(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results["config"].setdefault("corpus", {})["sft_slip_rate"] = 0.35
+    page = render_report(results, samples, figures, TEMPLATE_DIR)
+    screen = page.split('<header id="glance"')[1].split("</header>")[0]
+    assert "room to polish: 35% of the SFT data's worked solutions carry a deliberate arithmetic slip" in screen

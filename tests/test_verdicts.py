@@ -156,3 +156,12 @@ def test_large_k_verdict_says_where_the_curves_meet_or_that_they_do_not():
     ahead = large_k_verdict(_passk([0.3, 0.2, 0.1], [0.2, 0.1, 0.05], [0.4, 0.3, 0.15]))
     assert "GRPO stays ahead at every k up to 3" in ahead and "never cross" in ahead
     assert large_k_verdict({"comparisons": {}}) is None
+
+
+def test_kl_takeaway_names_the_more_precise_estimator_against_the_chapters_k3():
+    from thai_grpo.report.verdicts import kl_takeaway
+
+    assert kl_takeaway({"exact_se": {"k1": 0.001, "k3": 0.004}}) == {
+        "better": "k1", "worse": "k3", "ratio": pytest.approx(4.0), "tie": False, "agrees": False}
+    assert kl_takeaway({"exact_se": {"k1": 0.003, "k3": 0.001}})["agrees"] is True
+    assert kl_takeaway({"exact_se": {"k1": 0.0, "k3": 0.0}})["ratio"] is None
