@@ -30,9 +30,8 @@ from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, kl_takeaway,
-                                       large_k_verdict, pair_test, pass_at_k_verdict, seed_pair_verdict,
-                                       versus_verdict)
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_takeaway, large_k_verdict, pair_test,
+                                       pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -469,7 +468,6 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "passk": passk,
         "passk_verdict": large_k_verdict(passk) if passk else None,
         "passk_ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if passk and k <= passk["n_samples"]],
-        "kl_verdict": kl_estimator_verdict(kl_summary) if kl_summary else None,
         "evals": evals,
         "pass_keys": keys,
         "compare_keys": [keys[0], keys[-1]] if len(keys) > 1 else ["pass@1", "pass@8"],
