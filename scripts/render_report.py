@@ -14,8 +14,8 @@ for name, key in (("seeds", "seed_study"), ("passk", "passk"), ("hacking", "hack
     if snakemake.input.get(name):
         results[key] = read_json(snakemake.input[name])
 run = results.setdefault("run", {})  # elapsed: first job start to last job end, beside the summed job time
-benchmarks = Path(snakemake.input.results).parent / "benchmarks"
-run["elapsed_seconds"] = elapsed_seconds(benchmarks, run.get("benchmarks") or {})
+# every rule's benchmark: file is results/benchmarks/<stage>.tsv, the pitfall variants' too
+run["elapsed_seconds"] = elapsed_seconds("results/benchmarks", run.get("benchmarks") or {})
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)
