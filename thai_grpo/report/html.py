@@ -348,6 +348,14 @@ def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
             for model, problems in samples_by_model.items()}
 
 
+def sft_slip_rate(config: dict) -> float | None:
+    """The share of the offline SFT examples built with a deliberate arithmetic slip (``corpus.sft_slip_rate``), where
+    the SFT adapter was built from that corpus (shipped or trained here); None for a hub adapter."""
+    if (config.get("sft") or {}).get("source") == "hub":
+        return None
+    return _number((config.get("corpus") or {}).get("sft_slip_rate"))
+
+
 def _user_text(prompt: str) -> str:
     """The question of a logged prompt: its last user message when the prompt is a chat (JSON list), else itself."""
     try:
@@ -446,7 +454,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "sections": SECTIONS,
         "appendix": APPENDIX,
         "titles": dict(SECTIONS + APPENDIX),
-        "slip_rate": _number(((results.get("config") or {}).get("corpus") or {}).get("sft_slip_rate")),
+        "slip_rate": sft_slip_rate(results.get("config") or {}),
         "elapsed": _number(run.get("elapsed_seconds")),  # first job start to last job end
         "groups_stored": _stored_groups(results),
         "advantage_lesson": advantage_lesson((train.get("example_groups") or {}).get("mixed")),
