@@ -640,3 +640,18 @@ def test_first_screen_says_how_the_offline_data_leaves_grpo_room(fixture_data, f
     page = render_report(results, samples, figures, TEMPLATE_DIR)
     screen = page.split('<header id="glance"')[1].split("</header>")[0]
     assert "room to polish: 35% of the SFT data's worked solutions carry a deliberate arithmetic slip" in screen
+
+
+def test_model_series_never_take_the_colours_of_higher_and_lower(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from thai_grpo.report import figures
+    from thai_grpo.report.figures_gains import VERDICT_COLOURS
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: (
+        drawn.extend(line.get_color() for ax in fig.axes for line in ax.lines), plt.close(fig)))
+    models = ("base", "sft", "grpo", "dr_grpo", "dpo", "ppo", "rloo")
+    figures.plot_pass_at_k({m: {"pass_at_k_curve": [0.1, 0.2]} for m in models}, tmp_path / "p.png")
+    taken = {VERDICT_COLOURS["higher"], VERDICT_COLOURS["lower"], "#2ca02c", "#d62728"}  # ours, and tab10's
+    assert len(drawn) == len(models) and not taken & {c.lower() for c in drawn}, drawn
