@@ -581,7 +581,7 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
 
 # --------------------------------------------------------------------------- the lessons' numbers and verdicts
 def test_figure_5_1_lesson_reads_the_mixed_group():
-    from thai_grpo.report.html import advantage_lesson
+    from thai_grpo.report.lessons import advantage_lesson
 
     lesson = advantage_lesson({"rewards": [1.5, 0.3, 0.5, 1.5, 0.0], "advantages": [1.1, -0.6, -0.3, 1.1, -1.3]})
     assert lesson == {"best": 1.5, "best_up": True, "positive_down": [0.3, 0.5], "agrees": True}
@@ -590,7 +590,7 @@ def test_figure_5_1_lesson_reads_the_mixed_group():
 
 
 def test_training_curve_lesson_compares_the_first_and_last_third():
-    from thai_grpo.report.html import curve_lesson
+    from thai_grpo.report.lessons import curve_lesson
 
     steps = [{"reward_mean": r, "frac_groups_nonzero_std": 0.5, "accuracy": a, "completion_length_mean": 40}
              for r, a in [(0.2, 0.1), (0.3, 0.2), (0.5, 0.3), (0.6, 0.3), (0.8, 0.4), (0.9, 0.5)]]

@@ -1,7 +1,8 @@
 """Report: what a reader sees, built from the other stages' outputs.
 
 results.json from the scores and training logs (``results``), the figures (``figures``, ``figures_pitfalls``,
-``plotting``), sentences from numbers (``verdicts``), the HTML report (``html``), the reward-hacking page
+``plotting``), sentences from numbers (``verdicts``), the chapter's lessons the report's body shows (``lessons``), the
+HTML report (``html``), the reward-hacking page
 (``hacking``), `make bench`'s timings (``bench``) and, where present, the committed reference run (``reference``).
 The top layer: it may import every other subpackage; nothing imports it.
 """

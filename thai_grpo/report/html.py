@@ -22,7 +22,7 @@ from thai_grpo.core.io import atomic_write_text
 from thai_grpo.core.references import sft_kl_words, training_kl_name
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
-from thai_grpo.report import glance, run_words
+from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
@@ -61,7 +61,6 @@ PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling tempera
 HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
 
-SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
 
 # --------------------------------------------------------------------------- figures
@@ -332,101 +331,6 @@ def _extra_sets(results: dict) -> list[dict]:
             for name, x in (results.get("extra_sets") or {}).items()]
 
 
-def _pick_completions(completions: list[dict]) -> list[dict]:
-    """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
-    right = [c for c in completions if c.get("correct", 0) > 0]
-    wrong = [c for c in completions if c.get("correct", 0) <= 0]
-    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
-    return picked[:SAMPLE_COMPLETIONS]
-
-
-def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, each numbered by its place in
-    the held-out set (1-based: the samples follow results/data/heldout.jsonl)."""
-    return {model: [{**p, "number": number, "shown": _pick_completions(p.get("completions") or [])}
-                    for number, p in enumerate(problems[:SAMPLE_PROBLEMS], 1)]
-            for model, problems in samples_by_model.items()}
-
-
-def sft_slip_rate(config: dict) -> float | None:
-    """The share of the offline SFT examples built with a deliberate arithmetic slip (``corpus.sft_slip_rate``), where
-    the SFT adapter was built from that corpus (shipped or trained here); None for a hub adapter."""
-    if (config.get("sft") or {}).get("source") == "hub":
-        return None
-    return _number((config.get("corpus") or {}).get("sft_slip_rate"))
-
-
-def _user_text(prompt: str) -> str:
-    """The question of a logged prompt: its last user message when the prompt is a chat (JSON list), else itself."""
-    try:
-        messages = json.loads(prompt)
-        return next(m["content"] for m in reversed(messages) if m.get("role") == "user")
-    except (TypeError, ValueError, StopIteration, AttributeError, KeyError):
-        return prompt
-
-
-def _stored_groups(results: dict) -> list[dict]:
-    """Every group training stored (``example_groups`` of each run that samples groups: its first mixed-reward and
-    its first all-equal group), the main run first: run, kind, step, question, and per completion its reward and
-    advantage."""
-    runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
-    stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
-    stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
-    order = [main, *[name for name in stored if name != main]]
-    return [{"run": name, "kind": kind, "step": group.get("step"), "question": _user_text(group.get("prompt")),
-             "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
-                      zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
-            for name in order for kind, group in stored[name].items() if group.get("rewards")]
-
-
-def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage, and an answer with a
-    positive reward below the group mean a negative one. ``best_up``, ``positive_down`` (those rewards) and
-    ``agrees`` (the best answers went up; a positive reward pushed down where the group had one)."""
-    if not group or not group.get("rewards"):
-        return None
-    rewards, advantages = group["rewards"], group.get("advantages") or []
-    best = max(rewards)
-    best_up = all(a > 0 for r, a in zip(rewards, advantages) if r == best)
-    positive_down = sorted({r for r, a in zip(rewards, advantages) if r > 0 and a < 0})
-    return {"best": best, "best_up": best_up, "positive_down": positive_down, "agrees": best_up}
-
-
-def curve_lesson(steps: list[dict]) -> dict | None:
-    """The training curves' claims: mean reward climbs, and length with accuracy. Per metric its mean over the first
-    and the last third of the steps (``figures_pitfalls.step_means``); ``reward_climbs`` when the last third is
-    higher."""
-    if len(steps) < 2:
-        return None
-    keys = ("reward_mean", "frac_groups_nonzero_std", "accuracy", "completion_length_mean")
-    means = {key: step_means(steps, key) for key in keys}
-    first, last = means["reward_mean"]
-    climbs = first is not None and last is not None and last > first
-    return {"means": means, "steps": len(steps), "reward_climbs": climbs}
-
-
-def _side_by_side(samples: dict[str, list[dict]]) -> dict:
-    """The samples as one row per held-out problem (numbered 1, 2, ... as in results/data/heldout.jsonl, the number
-    scripts/prompt.py --heldout takes) and one column per model: the first completion shown (a correct one where
-    the model has one) with its rewards, and how many of its samples were correct."""
-    models = list(samples)
-    if not models:
-        return {"models": [], "rows": []}
-    by_id = {model: {p.get("id"): p for p in problems} for model, problems in samples.items()}
-    rows = []
-    for problem in samples[models[0]]:
-        cells = {}
-        for model in models:
-            p = by_id[model].get(problem.get("id"))
-            if p is None:
-                continue
-            completions = p.get("completions") or []
-            cells[model] = {"shown": (p["shown"] or [None])[0], "n": len(completions), "greedy": p.get("greedy"),
-                            "solved": sum(c.get("correct", 0) > 0 for c in completions)}
-        rows.append({**problem, "cells": cells})
-    return {"models": models, "rows": rows}
-
-
 def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path] | Path) -> dict:
     """Everything the template reads, with missing optional parts as None."""
     run, train, evals = results.get("run") or {}, results.get("train") or {}, results.get("eval") or {}
@@ -441,7 +345,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     kl_summary = (results.get("kl_real") or {}).get("summary")
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
-    samples = _samples(samples_by_model)
+    samples = lessons.samples_shown(samples_by_model)
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
@@ -454,11 +358,11 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "sections": SECTIONS,
         "appendix": APPENDIX,
         "titles": dict(SECTIONS + APPENDIX),
-        "slip_rate": sft_slip_rate(results.get("config") or {}),
+        "slip_rate": lessons.sft_slip_rate(results.get("config") or {}),
         "elapsed": _number(run.get("elapsed_seconds")),  # first job start to last job end
-        "groups_stored": _stored_groups(results),
-        "advantage_lesson": advantage_lesson((train.get("example_groups") or {}).get("mixed")),
-        "curve_lesson": curve_lesson(train.get("steps") or []),
+        "groups_stored": lessons.stored_groups(results),
+        "advantage_lesson": lessons.advantage_lesson((train.get("example_groups") or {}).get("mixed")),
+        "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
         "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
@@ -495,7 +399,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "hacking": _hacking(results.get("hacking")),
         "losses": _losses(results.get("losses")),
         "samples": samples,
-        "side_by_side": _side_by_side(samples),
+        "side_by_side": lessons.side_by_side(samples),
     }
 
 
