@@ -1,7 +1,9 @@
 """Ask a trained model one question: its completion and, with the gold answer, the reward breakdown.
 
-    make prompt MODEL=grpo Q="มีแอปเปิล 3 ผล ซื้อเพิ่มอีก 4 ผล มีแอปเปิลกี่ผล" GOLD=7
-    .venv/bin/python scripts/prompt.py --model sft --heldout 3          # the 4th held-out problem, with its gold
+    .venv/bin/python scripts/prompt.py --model grpo -q "มีแอปเปิล 3 ผล ซื้อเพิ่มอีก 4 ผล มีแอปเปิลกี่ผล" --gold 7
+    .venv/bin/python scripts/prompt.py --model sft --heldout 3          # held-out problem 3, with its gold
+
+Held-out problem N is line N of results/data/heldout.jsonl (1-based), the number the report and README give it.
 
 MODEL is base, sft, or a trained run under results/runs/ (grpo, dr_grpo, dpo, ppo, ...); the prompt is built as
 every stage builds it (the config's system prompt and chat template). Greedy by default; --samples N draws N
@@ -35,7 +37,8 @@ def main() -> None:
     parser.add_argument("--model", default="grpo", help="base, sft, or a trained run (default grpo)")
     question = parser.add_mutually_exclusive_group(required=True)
     question.add_argument("--question", "-q", help="the question, in Thai")
-    question.add_argument("--heldout", type=int, metavar="I", help="the I-th held-out problem (0-based), with its gold")
+    question.add_argument("--heldout", type=int, metavar="N",
+                          help="held-out problem N (line N of results/data/heldout.jsonl, as the report numbers it)")
     parser.add_argument("--gold", type=int, help="the gold answer: prints the reward breakdown")
     parser.add_argument("--samples", type=int, default=0, help="sampled completions (0: one greedy answer)")
     parser.add_argument("--temperature", type=float, default=1.0)
@@ -52,9 +55,9 @@ def main() -> None:
     text, gold = args.question, args.gold
     if args.heldout is not None:
         rows = read_jsonl(args.results / "data/heldout.jsonl")
-        if not 0 <= args.heldout < len(rows):
-            sys.exit(f"--heldout {args.heldout}: the held-out set has problems 0 to {len(rows) - 1}")
-        text, gold = rows[args.heldout]["question"], rows[args.heldout]["answer"]
+        if not 1 <= args.heldout <= len(rows):
+            sys.exit(f"--heldout {args.heldout}: the held-out set has problems 1 to {len(rows)}")
+        text, gold = rows[args.heldout - 1]["question"], rows[args.heldout - 1]["answer"]
     adapter = adapter_of(args.results, args.model)
 
     from thai_grpo.models.loading import load_policy, load_tokenizer

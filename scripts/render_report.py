@@ -4,7 +4,7 @@ from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, read_jsonl
 from thai_grpo.report.html import write_report
-from thai_grpo.report.results import add_studies
+from thai_grpo.report.results import add_studies, elapsed_seconds
 
 log_to(snakemake.log[0])
 results = read_json(snakemake.input.results)
@@ -15,6 +15,9 @@ studies.update({name: snakemake.input[name] for name in ("seeds", "passk", "hack
                 if snakemake.input.get(name)})
 add_studies(results, {name: read_json(path) for name, path in studies.items()},
             snakemake.params.get("settings_fingerprint"))
+run = results.setdefault("run", {})  # elapsed: first job start to last job end, beside the summed job time
+# every rule's benchmark: file is results/benchmarks/<stage>.tsv, the pitfall variants' too
+run["elapsed_seconds"] = elapsed_seconds("results/benchmarks", run.get("benchmarks") or {})
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

@@ -19,7 +19,7 @@ from thai_grpo.report.plan_words import fmt_p
 
 from thai_grpo.methods.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
-from thai_grpo.report.html import SECTIONS, render_report, write_report
+from thai_grpo.report.html import APPENDIX, SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -82,11 +82,15 @@ def test_figures_drawn_for_every_part_of_the_fixture(figures):
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_every_section_heading_is_present(html):
-    assert len(SECTIONS) == 11
-    for section_id, title in SECTIONS:
-        assert f'<section id="{section_id}">' in html
+def test_every_section_heading_is_present_lessons_first_then_the_appendix(html):
+    assert [section_id for section_id, _ in SECTIONS] == ["advantages", "groups", "training", "grpo-vs-ppo", "kl",
+                                                          "polish", "methods", "samples"]
+    for section_id, title in SECTIONS + APPENDIX:
+        assert f'<section id="{section_id}"' in html
         assert f"<h2>{title}</h2>" in html
+    appendix = html.index('<div id="appendix"')
+    assert all(html.index(f'<section id="{section_id}"') < appendix for section_id, _ in SECTIONS)
+    assert all(html.index(f'<section id="{section_id}"') > appendix for section_id, _ in APPENDIX)
     for words in ("Run card", "Training curves", "Figure 5.1", "calculator", "Figure 5.2", "Figure 5.3",
                   "Held-out results", "Comparison across methods", "Pitfalls", "Statistics note", "Samples"):
         assert words in html
@@ -104,8 +108,8 @@ def test_numbers_from_the_fixture_appear_formatted(html):
         "+1.56", "-1.08",  # the mixed group's advantages
     ):
         assert text in html, text
-    assert re.search(r"moved up</th><td>9<", html)
-    assert re.search(r"unsolved in both</th><td>2<", html)
+    assert re.search(r"moved up</th><td[^>]*>9<", html)
+    assert re.search(r"unsolved in both</th><td[^>]*>2<", html)
 
 
 def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, fixture_data):
@@ -118,7 +122,7 @@ def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, f
             assert f"<th>{a} - {b}</th>" in html
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
     note = html.split('<section id="statistics">')[1].split("</section>")[0]
-    assert note.count('class="supported"') == sum(t["supported"] for t in tests) > 0
+    assert note.count(' supported"') == sum(t["supported"] for t in tests) > 0
 
 
 def test_headline_comes_before_the_run_card_and_leads_with_problem_intervals(html):
@@ -337,6 +341,8 @@ def test_without_pitfall_runs_the_section_says_how_to_build_them(html):
 
 
 def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(fixture_data, figures, html):
+    """The lesson (#methods, in the body) holds the results and the costs; the notes on them are in the appendix's
+    full comparison."""
     results, samples = copy.deepcopy(fixture_data)
     results["preference_pairs"] = {"problems": 128, "samples_per_problem": 8, "pairs": 41, "all_right": 12,
                                    "all_wrong": 75}
@@ -344,15 +350,16 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     comparison = page.split('<section id="comparison">')[1].split("</section>")[0]
     assert "DPO can only rank answers that exist in the file" in comparison
     assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison
-    results_table = comparison.split('class="numbers methods results"')[1].split("</table>")[0]
-    costs_table = comparison.split('class="numbers methods costs"')[1].split("</table>")[0]
+    lesson = page.split('<section id="methods">')[1].split("</section>")[0]
+    results_table = lesson.split('class="numbers methods results"')[1].split("</table>")[0]
+    costs_table = lesson.split('class="numbers methods costs"')[1].split("</table>")[0]
     assert "pass@1 vs SFT" in results_table and "human labels" not in results_table
     assert "human labels" in costs_table and "trainable parameters" in costs_table and "pass@1" not in costs_table
     for method in results["comparison"]["methods"]:  # one row per method in each table
         row = f"<th>{method['method']}</th>"
         assert results_table.count(row) == costs_table.count(row) == 1
     assert "n/a" in results_table.split("<th>GRPO</th>")[1].split("</tr>")[0]  # no comparison.pairwise in the fixture
-    with_tests = html.split('<section id="comparison">')[1].split("</section>")[0]
+    with_tests = html.split('<section id="methods">')[1].split("</section>")[0]
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
     note = pairwise_row(html, "grpo - sft")
     grpo = unescape(grpo)
@@ -570,3 +577,81 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
     assert "Across chains" in headline and "over 3 chains" in headline
     assert "primary comparison, tested alone at 5%" in headline and "crossed 95% interval" in headline
     assert "Across chains: does a difference survive another base and SFT adapter?" in text
+
+
+# --------------------------------------------------------------------------- the lessons' numbers and verdicts
+def test_figure_5_1_lesson_reads_the_mixed_group():
+    from thai_grpo.report.lessons import advantage_lesson
+
+    lesson = advantage_lesson({"rewards": [1.5, 0.3, 0.5, 1.5, 0.0], "advantages": [1.1, -0.6, -0.3, 1.1, -1.3]})
+    assert lesson == {"best": 1.5, "best_up": True, "positive_down": [0.3, 0.5], "agrees": True}
+    assert advantage_lesson({"rewards": [0.2, 0.0], "advantages": [-0.7, 0.7]})["agrees"] is False
+    assert advantage_lesson(None) is None
+
+
+def test_training_curve_lesson_compares_the_first_and_last_third():
+    from thai_grpo.report.lessons import curve_lesson
+
+    steps = [{"reward_mean": r, "frac_groups_nonzero_std": 0.5, "accuracy": a, "completion_length_mean": 40}
+             for r, a in [(0.2, 0.1), (0.3, 0.2), (0.5, 0.3), (0.6, 0.3), (0.8, 0.4), (0.9, 0.5)]]
+    lesson = curve_lesson(steps)
+    assert lesson["reward_climbs"] and lesson["steps"] == 6
+    assert lesson["means"]["reward_mean"] == pytest.approx((0.25, 0.85))
+    assert not curve_lesson(list(reversed(steps)))["reward_climbs"] and curve_lesson(steps[:1]) is None
+
+
+def test_elapsed_time_spans_the_first_start_to_the_last_end(tmp_path):
+    import os
+
+    from thai_grpo.report.results import elapsed_seconds
+
+    for stage, seconds, end in (("a", 10.0, 1000.0), ("b", 30.0, 1025.0), ("other", 5.0, 5000.0)):
+        path = tmp_path / f"{stage}.tsv"
+        path.write_text(f"s\th:m:s\n{seconds}\t0:00:{seconds:02.0f}\n")
+        os.utime(path, (end, end))
+    assert elapsed_seconds(tmp_path, {"a": 10.0, "b": 30.0}) == 35.0  # 990 -> 1025, less than 10 + 30 summed
+    assert elapsed_seconds(tmp_path / "none", {"a": 1.0}) is None
+
+
+def test_wall_time_is_elapsed_and_the_sum_is_labelled_job_time(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results["run"]["elapsed_seconds"] = 201.0
+    card = render_report(results, samples, figures, TEMPLATE_DIR).split('<section id="run-card">')[1]
+    assert "first job's start to the last job's end: <strong>3 min 21.0 s</strong>" in card
+    assert '<tr class="total"><td>summed job time</td>' in card
+    without = render_report(fixture_data[0], fixture_data[1], figures, TEMPLATE_DIR)
+    assert "the last job's end: <strong>not recorded</strong>" in without
+
+
+def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figures, html):
+    results, samples = fixture_data
+    groups = html.split('<section id="groups">')[1].split("</section>")[0]
+    assert groups.count('<details class="group">') == len(results["train"]["example_groups"])
+    side = html.split('<section id="samples">')[1].split("</section>")[0]
+    for number, problem in enumerate(next(iter(samples.values()))[:3], 1):
+        assert f'<th title="{problem["id"]}"><span class="problem">held-out problem {number}</span>' in side
+        assert f'<strong title="{problem["id"]}">held-out problem {number}</strong>' in html  # the appendix's
+    assert side.count('<tr><th title=') == min(3, len(next(iter(samples.values()))))
+
+
+def test_first_screen_says_how_the_offline_data_leaves_grpo_room(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results["config"].setdefault("corpus", {})["sft_slip_rate"] = 0.35
+    page = render_report(results, samples, figures, TEMPLATE_DIR)
+    screen = page.split('<header id="glance"')[1].split("</header>")[0]
+    assert "room to polish: 35% of the SFT data's worked solutions carry a deliberate arithmetic slip" in screen
+
+
+def test_model_series_never_take_the_colours_of_higher_and_lower(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+
+    from thai_grpo.report import figures
+    from thai_grpo.report.figures_gains import VERDICT_COLOURS
+
+    drawn = []
+    monkeypatch.setattr(figures, "save_figure", lambda fig, path: (
+        drawn.extend(line.get_color() for ax in fig.axes for line in ax.lines), plt.close(fig)))
+    models = ("base", "sft", "grpo", "dr_grpo", "dpo", "ppo", "rloo")
+    figures.plot_pass_at_k({m: {"pass_at_k_curve": [0.1, 0.2]} for m in models}, tmp_path / "p.png")
+    taken = {VERDICT_COLOURS["higher"], VERDICT_COLOURS["lower"], "#2ca02c", "#d62728"}  # ours, and tab10's
+    assert len(drawn) == len(models) and not taken & {c.lower() for c in drawn}, drawn

@@ -231,3 +231,9 @@ def test_word_helpers():
     assert [run_words.join_words(w) for w in (["a"], ["a", "b"], ["a", "b", "c"])] == ["a", "a and b", "a, b and c"]
     assert run_words.reward_words(["correct", "format_lenient"]) == \
         "correct answer +1.0, think block, empty allowed, +0.3"
+
+
+def test_the_offline_first_screen_says_how_its_sft_data_leaves_grpo_room_and_the_real_one_does_not(pages):
+    slip = "Built to leave GRPO room to polish: 35% of the SFT data's worked solutions carry a deliberate arithmetic slip"
+    assert slip in first_screen(pages["offline"])  # config/config.yaml: corpus.sft_slip_rate 0.35
+    assert "deliberate arithmetic slip" not in pages["real"]  # the hub's SFT adapter: no offline corpus

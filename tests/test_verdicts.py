@@ -4,7 +4,7 @@ family, and prints p-values honestly."""
 import pytest
 
 from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_text, verdict_phrase
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, large_k_verdict,
                                        pair_test, pass_at_k_verdict, versus_verdict)
 from thai_grpo.evaluation.plan import analysis_plan
 
@@ -121,6 +121,20 @@ def _kl_summary(k3_gap: tuple[float, float, float], k3_exact_se: float) -> dict:
                         {"low": 1e-3, "high": float("inf"), "tokens": 4531, "winner": "k1"}]}
 
 
+def kl_estimator_verdict(summary: dict) -> str:
+    """The report's words on k1 vs k3 (report/kl_verdict.html.j2) from ``kl_takeaway``'s numbers, as a reader reads
+    them (tags dropped, white space collapsed)."""
+    import re
+    from html import unescape
+
+    from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR, _environment
+    from thai_grpo.report.verdicts import kl_takeaway
+
+    macro = _environment(DEFAULT_TEMPLATE_DIR).get_template("kl_verdict.html.j2").module.kl_verdict
+    text = str(macro(summary, kl_takeaway(summary)))
+    return re.sub(r"\s+", " ", unescape(re.sub(r"<[^>]+>", "", text))).strip()
+
+
 def test_kl_estimator_verdict_follows_the_numbers():
     heavy = kl_estimator_verdict(_kl_summary((-0.018, -0.022, -0.014), 0.037))
     assert "k1's interval holds the exact KL" in heavy and "k3's interval excludes the exact KL" in heavy
@@ -132,6 +146,8 @@ def test_kl_estimator_verdict_follows_the_numbers():
     assert "too narrow" not in close
     same = kl_estimator_verdict({**_kl_summary((0.0, 0.0, 0.0), 0.0), "exact_se": {"k1": 0.0, "k3": 0.0}})
     assert "both exact: policy and reference agree" in same  # a policy that never moved (rehearsal stand-ins)
+    old = {key: value for key, value in _kl_summary((0.0, 0.0, 0.0), 0.003).items() if key != "problems"}
+    assert "95% bootstrap over completions, from a run that did not record" in kl_estimator_verdict(old)
 
 
 def _passk(mean, low, high, created=3, lost=1) -> dict:
@@ -156,3 +172,15 @@ def test_large_k_verdict_says_where_the_curves_meet_or_that_they_do_not():
     ahead = large_k_verdict(_passk([0.3, 0.2, 0.1], [0.2, 0.1, 0.05], [0.4, 0.3, 0.15]))
     assert "GRPO stays ahead at every k up to 3" in ahead and "never cross" in ahead
     assert large_k_verdict({"comparisons": {}}) is None
+
+
+def test_kl_takeaway_names_the_more_precise_estimator_against_the_chapters_k3():
+    from thai_grpo.report.verdicts import kl_takeaway
+
+    k1_wins = kl_takeaway({**_kl_summary((0.0, -0.001, 0.001), 0.0116), "exact_se": {"k1": 0.0029, "k3": 0.0116}})
+    assert {key: k1_wins[key] for key in ("better", "worse", "tie", "agrees")} == {
+        "better": "k1", "worse": "k3", "tie": False, "agrees": False}
+    assert k1_wins["ratio"] == pytest.approx(4.0) and k1_wins["holds"] == {"k1": True, "k3": True}
+    assert k1_wins["wins"]["k3"]["tokens"] == 5957 and k1_wins["blind"] == ["k3"]
+    assert kl_takeaway(_kl_summary((0.0, -0.001, 0.001), 0.001))["agrees"] is True
+    assert kl_takeaway({**_kl_summary((0.0, 0.0, 0.0), 0.0), "exact_se": {"k1": 0.0, "k3": 0.0}})["ratio"] is None

@@ -79,28 +79,20 @@ def gain_rows(results: dict) -> list[dict]:
 
 
 def headline(results: dict) -> dict | None:
-    """The plan's primary comparison a - b (GRPO - SFT) at its metric, for the top of the page: both models' pass@1,
-    the paired difference with its interval (``gain_row``), and ``lead``, the sentence before the verdict word;
-    None when either model was not evaluated."""
+    """The plan's primary comparison a - b (GRPO - SFT) at its metric, for the top of the page: both models' pass@1
+    (``scores``), the paired difference with its interval and verdict (``gain_row``), the metric's name and the
+    evaluation's size; the template writes the sentence. None when either model was not evaluated."""
     plan, names, evals = plan_of(results), model_names(results), results.get("eval") or {}
     a, b = plan["primary"]
     if a not in names or b not in names:
         return None
     metric = plan["metric"]
     test = pair_test((results.get("comparison") or {}).get("pairwise") or [], a, b, metric)
-    row = gain_row(test, a, names[a])
     score = {m: ((evals[m].get(metric) or {}).get("estimate") if metric.startswith("pass@") else None) for m in (a, b)}
-    scores = ", ".join(f"{names[m]} {100 * score[m]:.1f}%" for m in (a, b) if score[m] is not None)
-    size = f"{evals[a].get('num_problems')} problems x {evals[a].get('n_samples')} samples"
-    what = f"{names[a]} - {names[b]}, {METRIC_NAMES.get(metric, metric)}"
-    if test:
-        lead = (f"{what}: {_signed(test['mean_diff'])} points, paired 95% interval "
-                f"[{_signed(test['ci_low'])}, {_signed(test['ci_high'])}] over problems ({scores}; {size})")
-    else:
-        lead = f"{what}: {scores} ({size}); no paired test of the two in this run"
-    sentence = f"{lead}: {row['word']}" + (f" ({row['family_text']})." if row["family_text"] else ".")
-    return {**row, "a": a, "b": b, "a_name": names[a], "b_name": names[b], "metric": metric, "lead": lead,
-            "sentence": sentence, "scores": score}
+    return {**gain_row(test, a, names[a]), "a": a, "b": b, "a_name": names[a], "b_name": names[b], "metric": metric,
+            "metric_name": METRIC_NAMES.get(metric, metric), "tested": bool(test), "scores": score,
+            "problems": evals[a].get("num_problems"), "samples": evals[a].get("n_samples"),
+            "signed": {key: _signed(test[key]) for key in ("mean_diff", "ci_low", "ci_high")} if test else None}
 
 
 def _flags(name: str, health: dict | None) -> dict:
@@ -149,13 +141,11 @@ def gains_alt(rows: list[dict], reference: str, metric: str) -> str:
 
 def first_screen(results: dict, main_health: dict) -> dict:
     """Everything the first screen shows: the page's lead (``run_words.lead``), the headline, the gains figure's
-    rows with its caption and its words (alt text), and the health flags of every run."""
+    rows with its words (alt text), its reference and problem count (for the caption), and the health flags."""
     plan, names = plan_of(results), model_names(results)
     rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
     metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
     problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
-    caption = (f"Dot: the mean per-problem difference from {reference} on the same {problems} held-out problems; bar: "
-               "its paired 95% bootstrap interval; verdict and family: the declared analysis plan (statistics note).")
     return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows,
-            "gains_alt": gains_alt(rows, reference, metric), "gains_caption": caption,
+            "gains_alt": gains_alt(rows, reference, metric), "reference": reference, "problems": problems,
             "health": health_summary(results, main_health)}

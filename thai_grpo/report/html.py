@@ -22,7 +22,7 @@ from thai_grpo.core.io import atomic_write_text
 from thai_grpo.core.references import sft_kl_words, training_kl_name
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
-from thai_grpo.report import glance, run_words
+from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
@@ -30,23 +30,30 @@ from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_estimator_verdict, large_k_verdict,
-                                       pair_test, pass_at_k_verdict, seed_pair_verdict, versus_verdict)
+from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_takeaway, large_k_verdict, pair_test,
+                                       pass_at_k_verdict, seed_pair_verdict, versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
-SECTIONS = [
-    ("run-card", "1. Run card"),
-    ("training", "2. Training curves"),
-    ("advantages", "3. Figure 5.1: group-relative advantages"),
-    ("calculator", "4. Interactive advantage calculator"),
-    ("grpo-vs-ppo", "5. Figure 5.2: what GRPO removes from PPO"),
-    ("kl", "6. Figure 5.3: k1 vs k3 KL estimators"),
-    ("heldout", "7. Held-out results"),
-    ("comparison", "8. Comparison across methods"),
+SECTIONS = [  # the chapter's lessons in its order, then the appendix (the proofs a reader opens on purpose)
+    ("advantages", "1. Figure 5.1: group-relative advantages, and a calculator"),
+    ("groups", "2. Real groups from training"),
+    ("training", "3. Training curves"),
+    ("grpo-vs-ppo", "4. Figure 5.2: what GRPO removes from PPO"),
+    ("kl", "5. Figure 5.3: k1 vs k3 KL estimators"),
+    ("polish", "6. Polish versus create"),
+    ("methods", "7. Comparison across methods"),
+    ("samples", "8. Samples side by side"),
+]
+APPENDIX = [
     ("pitfalls", "9. Pitfalls"),
-    ("statistics", "10. Statistics note"),
-    ("samples", "11. Samples"),
+    ("headline", "10. What happened, method by method"),
+    ("statistics", "11. Statistics note"),
+    ("run-card", "12. Run card"),
+    ("heldout", "13. Held-out results in full"),
+    ("comparison", "14. Comparison across methods in full"),
+    ("kl-detail", "15. The KL estimators in detail"),
+    ("samples-full", "16. Samples in full"),
 ]
 PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
                   "reward_hacking": "Reward hacking: the lenient format regex",
@@ -54,7 +61,6 @@ PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling tempera
 HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
 
-SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
 
 # --------------------------------------------------------------------------- figures
@@ -124,6 +130,13 @@ def signed(value: Any, digits: int = 2) -> str:
         return NOT_RUN
     text = f"{number:.{digits}f}"
     return text.lstrip("-") if float(text) == 0 else (f"+{text}" if number > 0 else text)
+
+
+def verdict_class(test: Any) -> str:
+    """The CSS classes of a verdict: one colour per meaning everywhere (higher green, lower red, equivalent blue, the
+    rest grey), bold where the plan supports it."""
+    verdict = (test or {}).get("verdict") if isinstance(test, dict) else None
+    return f"verdict {verdict or 'none'}" + (" supported" if isinstance(test, dict) and test.get("supported") else "")
 
 
 # --------------------------------------------------------------------------- context
@@ -318,21 +331,6 @@ def _extra_sets(results: dict) -> list[dict]:
             for name, x in (results.get("extra_sets") or {}).items()]
 
 
-def _pick_completions(completions: list[dict]) -> list[dict]:
-    """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
-    right = [c for c in completions if c.get("correct", 0) > 0]
-    wrong = [c for c in completions if c.get("correct", 0) <= 0]
-    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
-    return picked[:SAMPLE_COMPLETIONS]
-
-
-def _samples(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions."""
-    return {model: [{**p, "shown": _pick_completions(p.get("completions") or [])}
-                    for p in problems[:SAMPLE_PROBLEMS]]
-            for model, problems in samples_by_model.items()}
-
-
 def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path] | Path) -> dict:
     """Everything the template reads, with missing optional parts as None."""
     run, train, evals = results.get("run") or {}, results.get("train") or {}, results.get("eval") or {}
@@ -347,6 +345,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     kl_summary = (results.get("kl_real") or {}).get("summary")
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
+    samples = lessons.samples_shown(samples_by_model)
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
@@ -357,6 +356,14 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
                                                narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
                                                else None) if pair else None,
         "sections": SECTIONS,
+        "appendix": APPENDIX,
+        "titles": dict(SECTIONS + APPENDIX),
+        "slip_rate": lessons.sft_slip_rate(results.get("config") or {}),
+        "elapsed": _number(run.get("elapsed_seconds")),  # first job start to last job end
+        "groups_stored": lessons.stored_groups(results),
+        "advantage_lesson": lessons.advantage_lesson((train.get("example_groups") or {}).get("mixed")),
+        "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
+        "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
         "benchmarks": benchmarks,
@@ -373,7 +380,6 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "passk": passk,
         "passk_verdict": large_k_verdict(passk) if passk else None,
         "passk_ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if passk and k <= passk["n_samples"]],
-        "kl_verdict": kl_estimator_verdict(kl_summary) if kl_summary else None,
         "evals": evals,
         "pass_keys": keys,
         "compare_keys": [keys[0], keys[-1]] if len(keys) > 1 else ["pass@1", "pass@8"],
@@ -393,7 +399,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "studies_from_other_settings": results.get("studies_from_other_settings") or [],
         "hacking": _hacking(results.get("hacking")),
         "losses": _losses(results.get("losses")),
-        "samples": _samples(samples_by_model),
+        "samples": samples,
+        "side_by_side": lessons.side_by_side(samples),
     }
 
 
@@ -408,7 +415,8 @@ def _environment(template_dir: Path) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
-                       p_value=p_value, verdict_word=verdict_word)
+                       p_value=p_value, verdict_word=verdict_word,
+                       verdict_class=verdict_class)
     return env
 
 

@@ -9,8 +9,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402
 
 DPI = 110
+# Green means higher and red lower everywhere in the report, so the series of models and runs (pass@k curves, bands)
+# take matplotlib's tab10 without its green and red.
+SERIES_COLOURS = ["#1f77b4", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"]
+plt.rcParams["axes.prop_cycle"] = cycler(color=SERIES_COLOURS)
 
 
 def save_figure(fig, path) -> None:

@@ -130,6 +130,18 @@ def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
     return benchmark_column(benchmark_dir, "max_rss")
 
 
+def elapsed_seconds(benchmark_dir: str | Path, stages) -> float | None:
+    """The run's elapsed wall time: from the first job's start to the last job's end, over the benchmark files of
+    ``stages``. Snakemake writes a job's file when the job ends, so its end is the file's modification time and its
+    start that time minus its ``s``. Jobs run side by side, so this is less than the sum of their seconds."""
+    spans = []
+    for stage, seconds in benchmark_column(benchmark_dir, "s").items():
+        if stage in stages:
+            end = (Path(benchmark_dir) / f"{stage}.tsv").stat().st_mtime
+            spans.append((end - seconds, end))
+    return round(max(e for _, e in spans) - min(s for s, _ in spans), 1) if spans else None
+
+
 def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
     """The stages of one report: shared ones, the train and score stages of its models, and the
     stages of its second held-out sets (extra_heldout-SET, sample_extra-SET-MODEL, score_extra-SET-MODEL)."""

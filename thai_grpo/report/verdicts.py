@@ -119,52 +119,23 @@ def health_verdict(health: dict) -> str:
     return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking)."
 
 
-def _bracket(stat: dict, digits: int = 4) -> str:
-    return f"{stat['mean']:.{digits}f} [{stat['low']:.{digits}f}, {stat['high']:.{digits}f}]"
-
-
-def _kl_interval_unit(summary: dict) -> str:
-    """What the KL intervals resampled: problems (each with all its completions), or, in a summary written before
-    problems were recorded, completions (too narrow when KL varies by problem)."""
-    if "problems" in summary:
-        return f"95% bootstrap over problems: the {summary['problems']} problems resampled, each with all its completions"
-    return ("95% bootstrap over completions, from a run that did not record each completion's problem: too narrow "
-            "when KL varies by problem; `snakemake --forcerun token_logprobs` resamples problems")
-
-
-def kl_estimator_verdict(summary: dict) -> str:
-    """k1 vs k3 on the run's own tokens (``kl.real_kl_summary``): whether each estimator's mean agrees with the exact
-    KL within its bootstrap interval over problems, which one has the smaller exact standard error, whether the
-    bootstrap saw each one's variance (its interval is honest only then), and which regimes of per-position
-    KL each one wins."""
+def kl_takeaway(summary: dict) -> dict:
+    """k1 against k3 on the run's own tokens (``kl.real_kl_summary``), as numbers and verdicts for the template: which
+    one has the smaller exact standard error and by what factor (``agrees``: it is the chapter's k3); whether each
+    one's bootstrap interval holds the exact KL (``holds``); which ones the bootstrap saw under half of the exact
+    standard error of (``blind``: their variance sits in tokens pi rarely samples, so their interval is too narrow);
+    and per estimator the regimes of per-position KL it wins, with their tokens (``wins``)."""
     means, exact_se = summary["means"], summary["exact_se"]
-    text = [f"On {summary['tokens']:,} sampled tokens of {summary['completions']} completions the exact "
-            f"KL(pi || pi_ref) per token is {_bracket(means['exact'])}; k1 estimates {_bracket(means['k1'])} and k3 "
-            f"{_bracket(means['k3'])} ({_kl_interval_unit(summary)})."]
-    for name in ("k1", "k3"):
-        gap = means[f"{name}_minus_exact"]
-        agrees = gap["low"] <= 0 <= gap["high"]
-        text.append(f"{name}'s interval {'holds' if agrees else 'excludes'} the exact KL: {name} - exact = "
-                    f"{gap['mean']:+.4f} [{gap['low']:+.4f}, {gap['high']:+.4f}].")
     better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
-    ratio = (f"{exact_se[worse] / exact_se[better]:.1f}x" if exact_se[better] > 0 else
-             "both exact: policy and reference agree" if exact_se[worse] == 0 else f"{better} exact")
-    text.append(f"From the full next-token distributions, the standard error of each mean around the exact KL of "
-                f"these positions is {exact_se['k1']:.4f} for k1 and {exact_se['k3']:.4f} for k3: {better} is the "
-                f"more precise estimator here ({ratio}).")
-    blind = [name for name in ("k1", "k3") if exact_se[name] > 2 * means[f"{name}_minus_exact"]["se"]]
-    if blind:
-        seen = ", ".join(f"{name} - exact {means[name + '_minus_exact']['se']:.4f} against {exact_se[name]:.4f}"
-                         for name in blind)
-        text.append(f"The bootstrap saw under half of {' and '.join(blind)}'s exact standard error ({seen}): its "
-                    "variance sits in tokens pi rarely samples and pi_ref favours, so its interval is too narrow.")
+    ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else None
     wins = {name: [r for r in summary["regimes"] if r["winner"] == name] for name in ("k1", "k3")}
-    regimes = "; ".join(f"{name} where the exact KL is in "
-                        + ", ".join(f"[{r['low']:g}, {r['high']:g})" for r in rows)
-                        + f" ({sum(r['tokens'] for r in rows):,} tokens)" for name, rows in wins.items() if rows)
-    text.append(f"Per token, k3 has the lower exact variance at {summary['share_k3_lower_variance']:.0%} of the "
-                f"positions; by regime: {regimes}.")
-    return " ".join(text)
+    return {"better": better, "worse": worse, "ratio": ratio, "tie": exact_se[worse] == exact_se[better],
+            "agrees": better == "k3" and exact_se[worse] != exact_se[better],
+            "holds": {name: means[f"{name}_minus_exact"]["low"] <= 0 <= means[f"{name}_minus_exact"]["high"]
+                      for name in ("k1", "k3")},
+            "blind": [name for name in ("k1", "k3") if exact_se[name] > 2 * means[f"{name}_minus_exact"]["se"]],
+            "wins": {name: {"regimes": rows, "tokens": sum(r["tokens"] for r in rows)}
+                     for name, rows in wins.items() if rows}}
 
 
 def _band_points(difference: dict, k: int) -> str:

@@ -1,0 +1,135 @@
+"""The report teaches the chapter, checked in headless Chromium at 1280 x 800: the lessons and Figures 5.1-5.3 come
+before the appendix, which starts within 12 screens; one colour per meaning (a higher verdict green, a lower one red)
+in every table and legend that marks a direction; and the samples side by side, one problem per row and one model per
+column with the rewards under each answer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from report_documents import offline_document
+from test_report_layout_browser import SMOKE_RUN, driver  # noqa: F401  (the fixture: headless Chromium, or a skip)
+from workflow import load_report_fixture
+
+from thai_grpo.report import figures
+from thai_grpo.report.figures import draw_all
+from thai_grpo.report.figures_gains import VERDICT_COLOURS
+from thai_grpo.report.html import write_report
+
+ROOT = Path(__file__).resolve().parent.parent
+SCREEN = (1280, 800)
+BODY_SCREENS = 12  # the body before the appendix fits 12 screens of 1280 x 800
+FIGURES_IN_BODY = ("Figure 5.1", "Figure 5.2", "Figure 5.3, synthetic", "Figure 5.3, real")
+
+pytestmark = pytest.mark.browser
+
+
+def rgb(hex_colour: str) -> str:
+    """'#2b8a3e' -> 'rgb(43, 138, 62)', as getComputedStyle writes a colour."""
+    value = hex_colour.lstrip("#")
+    return "rgb({}, {}, {})".format(*(int(value[i:i + 2], 16) for i in (0, 2, 4)))
+
+
+def render(results: dict, out: Path) -> str:
+    _, samples = load_report_fixture()
+    write_report(results, samples, draw_all(results, out / "figures"), ROOT / "report", out / "report.html")
+    return (out / "report.html").as_uri()
+
+
+@pytest.fixture(scope="module")
+def smoke_page(tmp_path_factory):
+    """The smoke run's report, as the layout test renders it."""
+    return render(json.loads(SMOKE_RUN.read_text(encoding="utf-8")), tmp_path_factory.mktemp("teaches-smoke"))
+
+
+@pytest.fixture(scope="module")
+def verdict_page(tmp_path_factory):
+    """The offline default's document: its methods are higher, level and lower than SFT under the plan."""
+    return render(offline_document(), tmp_path_factory.mktemp("teaches-verdicts"))
+
+
+def load(driver, url: str):  # noqa: F811
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                           {"width": SCREEN[0], "height": SCREEN[1], "deviceScaleFactor": 1, "mobile": False})
+    driver.get(url)
+
+
+def test_the_appendix_starts_within_twelve_screens_with_the_chapters_figures_above_it(driver, smoke_page):  # noqa: F811
+    load(driver, smoke_page)
+    layout = driver.execute_script("""
+        const top = (e) => e.getBoundingClientRect().top + window.scrollY;
+        const figures = Object.fromEntries(Array.from(document.querySelectorAll("figure img"))
+                                           .map((img) => [img.alt, top(img)]));
+        return {appendix: top(document.getElementById("appendix")), figures: figures,
+                page: document.documentElement.scrollHeight};""")
+    print(f"\n#appendix at {layout['appendix']:.0f} px of {layout['page']} px")
+    assert layout["appendix"] <= BODY_SCREENS * SCREEN[1], \
+        f"the body is {layout['appendix']:.0f} px tall, more than {BODY_SCREENS} screens of {SCREEN[1]} px"
+    for alt in FIGURES_IN_BODY:
+        assert alt in layout["figures"], f"{alt} is not drawn"
+        assert layout["figures"][alt] < layout["appendix"], f"{alt} is in the appendix"
+
+
+# Every element that marks a direction, with its computed colour: verdict words and cells (headline, results table,
+# pairwise tables), the per-problem transitions, and the advantages of the groups and of the calculator.
+COLOURS = """
+const marked = Array.from(document.querySelectorAll(
+  ".verdict.higher, .verdict.lower, .verdict-word.higher, .verdict-word.lower, " +
+  "td.higher, td.lower, td.adv.pos, td.adv.neg"));
+return marked.map((e) => ({up: e.matches(".higher, .pos"), colour: getComputedStyle(e).color,
+                           where: (e.closest("section, header") || {}).id || "", text: e.textContent.trim()}));
+"""
+
+
+def test_higher_is_green_and_lower_is_red_in_every_table_and_legend(driver, verdict_page):  # noqa: F811
+    load(driver, verdict_page)
+    marked = driver.execute_script(COLOURS)
+    green, red = rgb(VERDICT_COLOURS["higher"]), rgb(VERDICT_COLOURS["lower"])
+    wrong = [m for m in marked if m["colour"] != (green if m["up"] else red)]
+    assert not wrong, f"a direction in the wrong colour: {wrong[:5]}"
+    places = {(m["where"], m["up"]) for m in marked}
+    assert ("glance", True) in places, "the headline's verdict (GRPO higher than SFT here) is not marked"
+    for where in ("methods", "statistics", "polish"):  # the results table, the pairwise tables, the transitions
+        assert (where, True) in places and (where, False) in places, f"#{where} marks no higher and lower: {places}"
+    # the figures draw with the same two colours: the gains plot's verdicts, the advantages' and the scatter's signs
+    assert (figures.POSITIVE, figures.NEGATIVE) == (VERDICT_COLOURS["higher"], VERDICT_COLOURS["lower"])
+
+
+SIDE_BY_SIDE = """
+const table = document.getElementById("samples-side-by-side");
+if (!table) return null;
+const heads = Array.from(table.tHead.rows[0].cells).map((c) => c.textContent.trim());
+const rows = Array.from(table.tBodies[0].rows).map((row) => {
+  const cells = Array.from(row.cells).slice(1);
+  return {problem: row.cells[0].querySelector(".problem").textContent.trim(),
+          tops: cells.map((c) => Math.round(c.getBoundingClientRect().top)),
+          lefts: cells.map((c) => c.getBoundingClientRect().left),
+          answers: cells.map((c) => !!c.querySelector("pre, .not-run")),
+          rewards: cells.map((c) => {
+    const r = c.querySelector(".rewards"), a = c.querySelector("pre, .not-run");
+    return r ? {text: r.textContent.replace(/\\s+/g, " "),
+                under: r.getBoundingClientRect().top >= a.getBoundingClientRect().bottom} : null; })};
+});
+return {heads: heads, rows: rows, width: table.getBoundingClientRect().width,
+        room: table.parentElement.clientWidth};
+"""
+
+
+def test_samples_side_by_side_one_problem_per_row_one_model_per_column_rewards_under(driver, smoke_page):  # noqa: F811
+    _, samples = load_report_fixture()
+    load(driver, smoke_page)
+    table = driver.execute_script(SIDE_BY_SIDE)
+    assert table, "no side-by-side samples table"
+    assert table["heads"] == ["problem", *samples], table["heads"]
+    first = next(iter(samples.values()))
+    assert [r["problem"] for r in table["rows"]] == [f"held-out problem {i}" for i in range(1, min(3, len(first)) + 1)]
+    for row in table["rows"]:
+        assert len(set(row["tops"])) == 1, f"{row['problem']}: the models' answers are not on one row {row['tops']}"
+        assert row["lefts"] == sorted(row["lefts"]), f"{row['problem']}: the models are not side by side"
+        assert all(row["answers"]), row
+        for reward in row["rewards"]:
+            assert reward and reward["under"], f"{row['problem']}: an answer without its rewards under it"
+            assert "correct" in reward["text"] and "format" in reward["text"] and "=" in reward["text"], reward
+    assert table["width"] <= table["room"] + 1, "the side-by-side table is wider than the page's column"

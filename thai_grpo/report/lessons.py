@@ -1,0 +1,108 @@
+"""The chapter's lessons as the report's body shows them, computed from results.json and the samples: Figure 5.1's
+claim on this run's own group, the training curves' first and last thirds, the groups training stored, the samples
+side by side (one row per held-out problem, numbered as results/data/heldout.jsonl and scripts/prompt.py number
+them), and the offline SFT data's deliberate slips. Numbers and verdicts only: report/template.html.j2 words them."""
+
+from __future__ import annotations
+
+import json
+
+from thai_grpo.report.figures_pitfalls import step_means
+
+SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
+
+
+def pick_completions(completions: list[dict]) -> list[dict]:
+    """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
+    right = [c for c in completions if c.get("correct", 0) > 0]
+    wrong = [c for c in completions if c.get("correct", 0) <= 0]
+    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
+    return picked[:SAMPLE_COMPLETIONS]
+
+
+def samples_shown(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
+    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, each numbered by its place in
+    the held-out set (1-based: the samples follow results/data/heldout.jsonl)."""
+    return {model: [{**p, "number": number, "shown": pick_completions(p.get("completions") or [])}
+                    for number, p in enumerate(problems[:SAMPLE_PROBLEMS], 1)]
+            for model, problems in samples_by_model.items()}
+
+
+def sft_slip_rate(config: dict) -> float | None:
+    """The share of the offline SFT examples built with a deliberate arithmetic slip (``corpus.sft_slip_rate``), where
+    the SFT adapter was built from that corpus (shipped or trained here); None for a hub adapter."""
+    if (config.get("sft") or {}).get("source") == "hub":
+        return None
+    rate = (config.get("corpus") or {}).get("sft_slip_rate")
+    return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
+
+
+def user_text(prompt: str) -> str:
+    """The question of a logged prompt: its last user message when the prompt is a chat (JSON list), else itself."""
+    try:
+        messages = json.loads(prompt)
+        return next(m["content"] for m in reversed(messages) if m.get("role") == "user")
+    except (TypeError, ValueError, StopIteration, AttributeError, KeyError):
+        return prompt
+
+
+def stored_groups(results: dict) -> list[dict]:
+    """Every group training stored (``example_groups`` of each run that samples groups: its first mixed-reward and
+    its first all-equal group), the main run first: run, kind, step, question, and per completion its reward and
+    advantage."""
+    runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
+    stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
+    stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
+    order = [main, *[name for name in stored if name != main]]
+    return [{"run": name, "kind": kind, "step": group.get("step"), "question": user_text(group.get("prompt")),
+             "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
+                      zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
+            for name in order for kind, group in stored[name].items() if group.get("rewards")]
+
+
+def advantage_lesson(group: dict | None) -> dict | None:
+    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage, and an answer with a
+    positive reward below the group mean a negative one. ``best_up``, ``positive_down`` (those rewards) and
+    ``agrees`` (the best answers went up; a positive reward pushed down where the group had one)."""
+    if not group or not group.get("rewards"):
+        return None
+    rewards, advantages = group["rewards"], group.get("advantages") or []
+    best = max(rewards)
+    best_up = all(a > 0 for r, a in zip(rewards, advantages) if r == best)
+    positive_down = sorted({r for r, a in zip(rewards, advantages) if r > 0 and a < 0})
+    return {"best": best, "best_up": best_up, "positive_down": positive_down, "agrees": best_up}
+
+
+def curve_lesson(steps: list[dict]) -> dict | None:
+    """The training curves' claims: mean reward climbs, and length with accuracy. Per metric its mean over the first
+    and the last third of the steps (``figures_pitfalls.step_means``); ``reward_climbs`` when the last third is
+    higher."""
+    if len(steps) < 2:
+        return None
+    keys = ("reward_mean", "frac_groups_nonzero_std", "accuracy", "completion_length_mean")
+    means = {key: step_means(steps, key) for key in keys}
+    first, last = means["reward_mean"]
+    climbs = first is not None and last is not None and last > first
+    return {"means": means, "steps": len(steps), "reward_climbs": climbs}
+
+
+def side_by_side(samples: dict[str, list[dict]]) -> dict:
+    """The samples as one row per held-out problem (numbered 1, 2, ... as in results/data/heldout.jsonl, the number
+    scripts/prompt.py --heldout takes) and one column per model: the first completion shown (a correct one where
+    the model has one) with its rewards, and how many of its samples were correct."""
+    models = list(samples)
+    if not models:
+        return {"models": [], "rows": []}
+    by_id = {model: {p.get("id"): p for p in problems} for model, problems in samples.items()}
+    rows = []
+    for problem in samples[models[0]]:
+        cells = {}
+        for model in models:
+            p = by_id[model].get(problem.get("id"))
+            if p is None:
+                continue
+            completions = p.get("completions") or []
+            cells[model] = {"shown": (p["shown"] or [None])[0], "n": len(completions), "greedy": p.get("greedy"),
+                            "solved": sum(c.get("correct", 0) > 0 for c in completions)}
+        rows.append({**problem, "cells": cells})
+    return {"models": models, "rows": rows}
