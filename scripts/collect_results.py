@@ -4,7 +4,7 @@ from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
-from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
+from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds, commit_of
 
 log_to(snakemake.log[0])
 params = snakemake.params
@@ -32,4 +32,6 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                                                        snakemake.input.sft_adapter),
                    chapter_values=recorded_values(params.config, stage_records(trains, reward_model_train)),
                    reward_model_train=reward_model_train)
+# The checkout's commit when the numbers were collected (make compare names each run by it).
+results["run"]["commit"] = commit_of(".")
 write_json(snakemake.output.results, results)

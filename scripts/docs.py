@@ -10,11 +10,11 @@ import argparse
 import csv
 import datetime
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
+from thai_grpo.report.results import commit_of
 from thai_grpo_tools import reference as ref
 from thai_grpo_tools import reference_tables as rt
 from thai_grpo_tools.bench import lscpu_fields
@@ -30,18 +30,6 @@ def cpu_name() -> str:
     if not fields:
         return "unknown CPU"
     return ref.cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
-
-
-def commit_of(path: Path) -> str:
-    """The short commit of the checkout holding ``path``, marked when tracked files differ from it (read-only:
-    --no-optional-locks keeps git from refreshing the index)."""
-    git = ["git", "--no-optional-locks", "-C", str(path)]
-    try:
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None) -> dict:

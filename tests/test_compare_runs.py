@@ -175,3 +175,22 @@ def test_the_guide_ends_change_a_knob_with_the_comparison_of_two_runs():
     last_block = re.findall(r"^```bash\n(.*?)^```", section, re.S | re.M)[-1]
     assert last_block.splitlines()[-1].split("#")[0].strip() == "make compare BEFORE=results-before"
     assert "cp -r results results-before" in last_block
+
+
+def test_a_run_records_the_commit_of_its_checkout_marked_when_files_differ(tmp_path):
+    """results.json's run.commit (what make compare names a run by): the checkout's short HEAD, marked when a tracked
+    file differs from it, "unknown" outside a git checkout."""
+    import subprocess
+
+    from thai_grpo.report.results import commit_of
+
+    assert commit_of(tmp_path) == "unknown"
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (tmp_path / "config.yaml").write_text("seed: 1\n")
+    subprocess.run([*git, "add", "config.yaml"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "first"], check=True)
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert commit_of(tmp_path) == head
+    (tmp_path / "config.yaml").write_text("seed: 2\n")
+    assert commit_of(tmp_path) == f"{head} with uncommitted changes"
