@@ -60,3 +60,35 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
     logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"loss": 0.01, "clip_ratio/region_mean": 0.07})
     logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"train_runtime": 9.0, "train_loss": 0.01})
     assert read_step_metrics(path) == [{"step": 2, "reused_batch": True, "loss": 0.01, "clip_ratio": 0.07}]
+
+
+def test_browse_steps_spread_evenly_to_the_last():
+    from thai_grpo.methods.metrics import browse_steps
+
+    assert browse_steps(40) == {10, 20, 30, 40}
+    assert browse_steps(3) == {1, 2, 3}  # fewer steps than browse points: each step once
+    assert browse_steps(0) == set()
+
+
+def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_each_kind(tmp_path):
+    """The report's groups to browse: the first mixed and first all-equal group, plus the first group (a mixed one
+    where the step has one) of each of browse_steps' steps, each with its step, rewards and advantages."""
+    from types import SimpleNamespace
+
+    from thai_grpo.methods.grpo import GroupRecorder, make_step_logger
+
+    recorder = GroupRecorder(group_size=2)
+    logger = make_step_logger(recorder, tmp_path / "step_metrics.jsonl")
+    for step in range(1, 9):
+        mixed = step % 2 == 0  # odd steps: both groups all-equal; even steps: the second group mixed
+        correct = [1.0, 1.0, 1.0, 0.0 if mixed else 1.0]
+        recorder.batch = {"rewards": {"correct": correct}, "prompts": ["p", "p", "q", "q"],
+                          "completions": [f"c{step}-{i}" for i in range(4)], "lengths": [3, 3, 3, 3]}
+        logger.on_log(None, SimpleNamespace(global_step=step, max_steps=8), None, logs={"loss": 0.0})
+    examples = logger.examples
+    assert examples["all_equal"]["step"] == 1 and examples["mixed"]["step"] == 2
+    assert sorted(k for k in examples if k.startswith("step")) == ["step2", "step4", "step6", "step8"]
+    for step in (2, 4, 6, 8):  # even steps have a mixed group: it is the one stored
+        group = examples[f"step{step}"]
+        assert group["step"] == step and group["prompt"] == "q" and group["rewards"] == [1.0, 0.0]
+        assert group["advantages"][0] > 0 > group["advantages"][1]

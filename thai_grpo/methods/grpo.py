@@ -28,8 +28,8 @@ from pathlib import Path
 from thai_grpo.core.io import atomic_directory, write_json
 from thai_grpo.core.rewards import completion_text, reward_functions
 from thai_grpo.data.problems import grpo_records
-from thai_grpo.methods.metrics import (batch_metrics, check_group_order, empty_think_examples, example_groups,
-                                       first_and_latest, total_rewards, with_trl_logs)
+from thai_grpo.methods.metrics import (batch_metrics, browse_steps, check_group_order, empty_think_examples,
+                                       example_groups, first_and_latest, total_rewards, with_trl_logs)
 from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
                                        trainer_args)
 
@@ -119,8 +119,11 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
                 handle.write(json.dumps(metrics) + "\n")
             totals = total_rewards(batch["rewards"])
             own = advantages(totals, recorder.group_size) if advantages else None
-            for kind, group in example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
-                                              scale_by_std, advantages=own).items():
+            found = example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
+                                   scale_by_std, advantages=own)
+            if state.global_step in browse_steps(state.max_steps):  # a later step's group, for the report to browse
+                found[f"step{state.global_step}"] = found.get("mixed") or found.get("all_equal")
+            for kind, group in found.items():
                 if kind not in self.examples:
                     self.examples[kind] = {"step": state.global_step, **group}
                     write_json(examples_path, self.examples)

@@ -108,6 +108,12 @@ def example_groups(totals, prompts: list[str], completions: list[str], group_siz
     return found
 
 
+def browse_steps(max_steps: int, count: int = 4) -> set[int]:
+    """The steps whose first group (a mixed-reward one where the step has one) training also stores for the report to
+    browse: ``count`` steps evenly spread to the last, beside the first mixed and first all-equal groups."""
+    return {max(1, round(max_steps * i / count)) for i in range(1, count + 1)} if max_steps > 0 else set()
+
+
 def check_group_order(prompts: list, group_size: int) -> None:
     """TRL puts the G completions of one prompt next to each other; our group metrics rely on it."""
     for start in range(0, len(prompts), group_size):

@@ -48,16 +48,19 @@ def user_text(prompt: str) -> str:
 
 def stored_groups(results: dict) -> list[dict]:
     """Every group training stored (``example_groups`` of each run that samples groups: its first mixed-reward and
-    its first all-equal group), the main run first: run, kind, step, question, and per completion its reward and
-    advantage."""
+    first all-equal group, and the first group of a few later steps), the main run first, each run's by step: run,
+    kind, step, question, whether its rewards differ, and per completion its reward and advantage."""
     runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
     stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
     stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
     order = [main, *[name for name in stored if name != main]]
     return [{"run": name, "kind": kind, "step": group.get("step"), "question": user_text(group.get("prompt")),
+             "mixed": max(group["rewards"]) > min(group["rewards"]),
              "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
                       zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
-            for name in order for kind, group in stored[name].items() if group.get("rewards")]
+            for name in order
+            for kind, group in sorted(stored[name].items(), key=lambda item: item[1].get("step") or 0)
+            if group.get("rewards")]
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
