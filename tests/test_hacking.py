@@ -216,7 +216,7 @@ def test_loophole_found_when_blank_blocks_rise_under_the_strict_regex():
     results = hand_results()
     run = results["runs"]["hack_strict"]
     run["means"]["blank_think_share"] = {"start": 0.0, "first_third": 0.2, "last_third": 0.4}
-    from thai_grpo.report.verdicts import loophole_verdict
+    from thai_grpo_studies.hacking_words import loophole_verdict
 
     assert loophole_verdict(results["runs"]).startswith("The policy found the strict regex's loophole")
 

@@ -21,9 +21,9 @@ from matplotlib.ticker import MaxNLocator
 from thai_grpo.methods.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
                                       start_and_last, training_health)
 from thai_grpo.report.plotting import save_figure, step_series
-from thai_grpo.report.verdicts import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
-                                       payoff_verdict)
 from thai_grpo_studies.detector_rates import detector_rates
+from thai_grpo_studies.hacking_words import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
+                                           payoff_verdict)
 
 #: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.metrics.batch_metrics).
 CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",

@@ -19,7 +19,8 @@ import re
 import numpy as np
 
 from thai_grpo.report.plan_words import family_text
-from thai_grpo.report.verdicts import hacking_outcome, oriented
+from thai_grpo.report.verdicts import oriented
+from thai_grpo_studies.hacking_words import hacking_outcome
 
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
