@@ -112,22 +112,15 @@ def sampling_lists(rows: list[dict]) -> dict[str, list[str]]:
             "ppo": [r["method"] for r in rows if r.get("human_labels") == METHODS["ppo"][1]]}
 
 
-def lead(results: dict) -> str:
-    """The page's first sentences: the model, the adapter, the device, the rewards, the methods beside GRPO and what
-    each keeps in memory (the departures from the chapter follow, in the template)."""
+def lead(results: dict) -> dict:
+    """What the page's first sentences say (report/words.html.j2 ``lead``): the model, the adapter, the device, the
+    rewards, the methods beside GRPO and what each keeps in memory."""
     run, main = results.get("run") or {}, (results.get("train") or {}).get("variant") or "grpo"
-    adapter = (run.get("model") or {}).get("adapter")
-    device = device_words(run)
     rewards = ((results.get("runs") or {}).get(main) or {}).get("settings", {}).get("rewards")
     rows = trained_rows(results)
-    others = [r["method"] for r in rows if r.get("model") != main]
-    text = (f"{model_words(run)}, with the SFT adapter {adapter or 'not recorded'}, trained further"
-            f"{f' on {device}' if device else ''} with GRPO on rewards computed by code ({reward_words(rewards)})")
-    text += f"; beside it, from the same adapter, {join_words(others)}." if others else "."
-    memory = memory_words(rows)
-    if memory:
-        text += f" In memory: {memory}."
-    return text[0].upper() + text[1:]
+    return {"model": model_words(run), "adapter": (run.get("model") or {}).get("adapter"), "device": device_words(run),
+            "rewards": reward_words(rewards), "others": [r["method"] for r in rows if r.get("model") != main],
+            "memory": memory_words(rows)}
 
 
 def report_words(results: dict) -> dict:
