@@ -53,9 +53,14 @@ def test_k1_goes_negative_and_k3_has_lower_variance_when_close():
     assert estimates["k3"].var() < estimates["k1"].var() / 10
 
 
-def test_completion_bootstrap_resamples_whole_completions():
-    from thai_grpo.methods.kl import completion_bootstrap_means
+def completion_bootstrap_means(columns, lengths, n_boot=10_000, seed=0, batch=1000):
+    """``cluster_bootstrap_means`` with every completion its own cluster."""
+    from thai_grpo.methods.kl import cluster_bootstrap_means
 
+    return cluster_bootstrap_means(columns, lengths, list(range(len(lengths))), n_boot, seed, batch=batch)
+
+
+def test_completion_bootstrap_resamples_whole_completions():
     rng = np.random.default_rng(0)
     lengths = [3, 1, 4, 2, 5]
     values = rng.normal(size=sum(lengths))
@@ -115,7 +120,7 @@ def test_cluster_bootstrap_draws_equal_a_plain_loop_over_problems():
 def test_bootstrap_over_problems_is_wider_than_over_completions_when_kl_varies_by_problem():
     """32 problems x 8 completions whose KL level is the problem's: the completions of one problem are nearly
     copies, so resampling them as if independent understates the spread of the mean (about sqrt(8) here)."""
-    from thai_grpo.methods.kl import cluster_bootstrap_means, completion_bootstrap_means
+    from thai_grpo.methods.kl import cluster_bootstrap_means
 
     rng = np.random.default_rng(1)
     problems = np.repeat(np.arange(32), 8)

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
-from thai_grpo.models.loading import (load_for_evaluation, load_tokenizer, merge_keeps_update, trainable_dtypes,
-                                      weights_dtype)
+from model_dtypes import trainable_dtypes
+from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, merge_keeps_update, weights_dtype
 from thai_grpo.report.results import stage_dtypes
 
 SIXTEEN_BITS = ["bfloat16", "float16"]

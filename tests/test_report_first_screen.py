@@ -180,9 +180,10 @@ def test_a_run_card_without_a_device_reads_the_torch_build_or_says_not_recorded(
     assert "device" not in smoke["run"] and smoke["run"]["versions"]["torch"].endswith("+cpu")
     assert run_words.device_words(smoke["run"]) == "a CPU"
     assert run_words.device_text(smoke["run"]) == f"CPU (torch {smoke['run']['versions']['torch']} is a CPU-only build)"
-    small, _ = load_report_fixture()
+    small, samples = load_report_fixture()
     assert run_words.device_words(small["run"]) is None and run_words.device_text(small["run"]) == "not recorded"
-    assert " on a " not in run_words.lead(small)
+    lead = re.search(r'<p class="lead">(.*?)</p>', render_report(small, samples, {}), re.S).group(1)
+    assert "trained further with GRPO" in lead and " on a " not in lead
 
 
 def test_the_device_comes_from_each_trainers_precision_flags():

@@ -23,8 +23,12 @@ from thai_grpo.core.rewards import (
     thai_script,
     think_format,
     think_format_lenient,
-    total_reward,
 )
+
+
+def total_reward(completion: str, gold: int, lenient_format: bool = False) -> float:
+    """correctness_reward + format_reward + thai_reward, in [0, MAX_TOTAL = 1.5]."""
+    return reward_breakdown(completion, gold, lenient_format)["total"]
 
 
 def reference_extract(text: str) -> int | None:

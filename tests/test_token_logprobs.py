@@ -3,8 +3,19 @@ import math
 import numpy as np
 import pytest
 
-from thai_grpo.evaluation.token_logprobs import (completion_logprobs, policy_and_reference_logprobs, position_kl,
+from thai_grpo.evaluation.token_logprobs import (completion_log_softmax, policy_and_reference_logprobs, position_kl,
                                                  sampled_token_pairs)
+
+
+def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
+                        temperature: float = 1.0) -> list[list[float]]:
+    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t) at
+    ``temperature``."""
+    import torch
+
+    return [rows.gather(1, torch.tensor(completion, device=rows.device)[:, None])[:, 0].tolist()
+            for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id, temperature), pairs)]
+
 
 SYSTEM = "ระบบ"
 

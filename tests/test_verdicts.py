@@ -3,7 +3,7 @@ family, and prints p-values honestly."""
 
 import pytest
 
-from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_text, verdict_phrase
+from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_facts, verdict_phrase
 from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, large_k_verdict,
                                        pair_test, pass_at_k_verdict, versus_verdict)
 from thai_grpo.evaluation.plan import analysis_plan
@@ -81,7 +81,13 @@ def test_a_chain_sentence_gives_the_crossed_interval_degrees_of_freedom_and_fami
 
 
 def test_the_plan_is_said_before_any_number():
-    text = plan_text(analysis_plan(None))
+    from html import unescape
+    from pathlib import Path
+
+    from thai_grpo.report.html import _environment
+
+    words = _environment(Path(__file__).resolve().parents[1] / "report").get_template("words.html.j2").module
+    text = unescape(str(words.plan(plan_facts(analysis_plan(None)))))
     assert text.startswith("Analysis plan, declared in the config (analysis:) before any result: (1) the primary "
                            "comparison grpo - sft at held-out pass@1, tested alone at 5%")
     assert "(3) between methods: every other pair of models, Holm at 5%, tested only when every pair of family (2) " \

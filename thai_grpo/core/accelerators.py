@@ -86,11 +86,6 @@ def autocast_dtype(capability: tuple[int, int] | None) -> str | None:
     return None if capability is None else choose_dtype(capability)
 
 
-def needs_grad_scaler(capability: tuple[int, int] | None) -> bool:
-    """float16 autocast needs loss scaling (its gradients underflow); bfloat16 has float32's range and does not."""
-    return autocast_dtype(capability) == "float16"
-
-
 # ----------------------------------------------------------------------------------------- this machine's GPUs
 def gpus_listed(nvidia_smi_list: str) -> int:
     """GPUs in the output of ``nvidia-smi -L`` (one ``GPU <i>: <name> (UUID: ...)`` line each; MIG instances are

@@ -223,11 +223,6 @@ def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -
     return parts
 
 
-def total_reward(completion: str, gold: int, lenient_format: bool = False) -> float:
-    """correctness_reward + format_reward + thai_reward, in [0, MAX_TOTAL = 1.5]."""
-    return reward_breakdown(completion, gold, lenient_format)["total"]
-
-
 # --- TRL-compatible batch reward functions -------------------------------------------
 # TRL's GRPOTrainer calls f(prompts=..., completions=..., **dataset_columns) -> list[float]
 # and logs rewards/<f.__name__>/mean.

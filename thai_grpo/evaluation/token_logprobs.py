@@ -56,16 +56,6 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
             for row, (prompt, completion) in enumerate(pairs)]
 
 
-def completion_logprobs(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
-                        temperature: float = 1.0) -> list[list[float]]:
-    """For each (prompt ids, completion ids): log p(completion token t | prompt, completion tokens < t) at
-    ``temperature``."""
-    import torch
-
-    return [rows.gather(1, torch.tensor(completion, device=rows.device)[:, None])[:, 0].tolist()
-            for rows, (_, completion) in zip(completion_log_softmax(model, pairs, pad_id, temperature), pairs)]
-
-
 def position_kl(logp_policy, logp_ref) -> dict:
     """Per position (rows of two ``[..., vocab]`` log-distribution tensors): the exact KL(pi || pi_ref) =
     sum_y pi(y) (log pi(y) - log pi_ref(y)), and the exact variances under y ~ pi of k1 = log pi(y) - log pi_ref(y)

@@ -15,9 +15,6 @@ import tempfile
 from thai_grpo.core.chapter import CHAPTER, TRAIN_SIZE, config_value, optimizer_steps
 from thai_grpo.data.problems import SYSTEM_PROMPT
 
-GRPO_FAMILY = ("grpo", "rloo")
-
-
 def stage_arguments(config: dict, stage: str):
     """The argument object the trainer of ``stage`` (a variant name, or ``reward_model``) is built with."""
     from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
@@ -137,4 +134,4 @@ def _config_default(config: dict, dotted: str):
         return None
 
 
-__all__ = ["GRPO_FAMILY", "TRAIN_SIZE", "recorded_values", "resolved_values", "rollout_steps", "stage_arguments"]
+__all__ = ["TRAIN_SIZE", "recorded_values", "resolved_values", "rollout_steps", "stage_arguments"]

@@ -110,13 +110,6 @@ def cluster_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], 
     return result
 
 
-def completion_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], n_boot: int = 10_000,
-                               seed: int = 0, confidence: float = 0.95, batch: int = 1000) -> dict[str, dict]:
-    """``cluster_bootstrap_means`` with every completion its own cluster: right only when completions are
-    independent (not for n samples of one problem: use the problems as clusters)."""
-    return cluster_bootstrap_means(columns, lengths, list(range(len(lengths))), n_boot, seed, confidence, batch)
-
-
 def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_EDGES) -> list[dict]:
     """The real tokens binned by the exact KL at their position (a property of the context, not of the sampled
     token, so both estimators stay unbiased inside a bin). Per non-empty bin: its token count, mean exact KL, each

@@ -190,14 +190,6 @@ def float32_inputs(module, args):
     return tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
 
 
-def trainable_dtypes(model) -> dict[str, set[str]]:
-    """The dtypes of a model's trainable and frozen parameters, ``{"trainable": {...}, "frozen": {...}}``."""
-    kinds: dict[str, set[str]] = {"trainable": set(), "frozen": set()}
-    for parameter in model.parameters():
-        kinds["trainable" if parameter.requires_grad else "frozen"].add(str(parameter.dtype).removeprefix("torch."))
-    return kinds
-
-
 def safetensors_parameter_count(model_dir: str | Path) -> int:
     """Parameters stored in a folder's safetensors files, read from their headers (no weights loaded)."""
     import math

@@ -116,36 +116,16 @@ def health_summary(results: dict, main_health: dict) -> dict:
     others = [_flags(names[m], runs[m].get("health")) for m in names
               if m != main and m in runs and _has_rollouts(runs[m])]
     flagged = [o for o in others if o["flagged"]]
-    return {"main": _flags(names.get(main, main), main_health), "others": others, "flagged": flagged,
-            "others_text": _others_text(others, flagged)}
-
-
-def _others_text(others: list[dict], flagged: list[dict]) -> str | None:
-    """'no flag in Dr.GRPO, RLOO or PPO'; 'flagged: PPO (truncation)'; None without other runs."""
-    if not others:
-        return None
-    if not flagged:
-        names = [o["name"] for o in others]
-        return "no flag in " + (" or ".join(names) if len(names) < 3 else f"{', '.join(names[:-1])} or {names[-1]}")
-    what = lambda o: " and ".join(k for k, up in (("truncation", o["truncation"]), ("reward hacking", o["hacking"])) if up)  # noqa: E731
-    return "flagged: " + "; ".join(f"{o['name']} ({what(o)})" for o in flagged)
-
-
-def gains_alt(rows: list[dict], reference: str, metric: str) -> str:
-    """The gains figure in words (its alt text): 'held-out pass@1 minus SFT: GRPO +15.6 [+8.3, +21.9] points,
-    higher; Base (no adapter) -25.0 [-36.5, -14.6] points, lower'."""
-    parts = [f"{r['name']} {r['interval_text']} points, {r['word']}" if r["interval_text"] else f"{r['name']}: {r['word']}"
-             for r in rows]
-    return f"{metric} minus {reference}: " + "; ".join(parts)
+    return {"main": _flags(names.get(main, main), main_health), "others": others, "flagged": flagged}
 
 
 def first_screen(results: dict, main_health: dict) -> dict:
     """Everything the first screen shows: the page's lead (``run_words.lead``), the headline, the gains figure's
-    rows with its words (alt text), its reference and problem count (for the caption), and the health flags."""
+    rows with its metric, reference and problem count (for its alt text and caption), and the health flags."""
     plan, names = plan_of(results), model_names(results)
     rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
     metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
     problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
-    return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows,
-            "gains_alt": gains_alt(rows, reference, metric), "reference": reference, "problems": problems,
+    return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows, "metric": metric,
+            "reference": reference, "problems": problems,
             "health": health_summary(results, main_health)}

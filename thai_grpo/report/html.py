@@ -27,7 +27,7 @@ from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
 from thai_grpo.report.figures_pitfalls import step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_text, verdict_phrase,
+from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
 from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_takeaway, large_k_verdict, pair_test,
@@ -219,16 +219,15 @@ def _headline(results: dict, health: dict) -> dict | None:
                       "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
                                    for t in tests.values() if t and t.get("verdict") in VERDICT_KEYS]})
     narrowing = (results.get("comparison") or {}).get("narrowing")
-    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": _plan_text(results),
+    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": _plan(results),
             "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
             if "grpo" in evals else None,
             "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
 
 
-def _plan_text(results: dict) -> str:
-    """The declared plan in sentences: the one results.json was tested under (its config's ``analysis``)."""
-    plan = (results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config"))
-    return plan_text(plan)
+def _plan(results: dict) -> dict:
+    """The declared plan results.json was tested under (its config's ``analysis``), named for its sentences."""
+    return plan_facts((results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config")))
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
@@ -351,7 +350,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "words": run_words.report_words(results),
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
-        "plan_text": _plan_text(results),
+        "plan": _plan(results),
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1]),
                                                narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
                                                else None) if pair else None,

@@ -88,20 +88,8 @@ def verdict_word(test: dict) -> str:
     return VERDICT_WORDS[test["verdict"]]
 
 
-def plan_text(plan: dict) -> str:
-    """The declared plan in sentences, for the top of the statistics note (before any number)."""
-    a, b = plan["primary"]
-    alpha, metric = percent(plan["alpha"]), METRIC_NAMES.get(plan["metric"], plan["metric"])
-    steps = [f"(1) the primary comparison {a} - {b} at {metric}, tested alone at {alpha}"]
-    titles = {"vs_sft": f"every other pair with {plan['reference']}", "methods": "every other pair of models"}
-    for i, family in enumerate(plan["families"], start=2):
-        before = "the primary comparison" if i == 2 else f"every pair of family ({i - 1})"
-        steps.append(f"({i}) {FAMILY_NAMES[family]}: {titles[family]}, Holm at {alpha}, tested only when {before} "
-                     "rejected")
-    return (f"Analysis plan, declared in the config (analysis:) before any result: {'; '.join(steps)}. This is serial "
-            f"gatekeeping: each family is tested at the full {alpha} only when every hypothesis before it was "
-            f"rejected, which keeps the family-wise error over all of them at {alpha}. The seed and loss studies test "
-            f"each method against grpo (Dunnett's many-to-one, seed as block) at {alpha}. Other metrics are secondary: "
-            f"one Holm (or Dunnett) family per metric, outside the gate. Equivalence is claimed only from two one-sided "
-            f"tests (TOST) within ±{100 * plan['equivalence_margin']:.1f} points, Holm-adjusted within the family; a "
-            "pair with neither a difference nor equivalence shown is not resolved.")
+def plan_facts(plan: dict) -> dict:
+    """The declared plan with its alpha, metric and families named, for report/words.html.j2 ``plan`` (the plan in
+    sentences at the top of the statistics note, before any number)."""
+    return {**plan, "alpha_text": percent(plan["alpha"]), "metric_name": METRIC_NAMES.get(plan["metric"], plan["metric"]),
+            "family_names": [FAMILY_NAMES[family] for family in plan["families"]]}

@@ -1,7 +1,9 @@
 """The run's own words: what it ran on, which base model, which methods and what each keeps in memory, the rewards
 it was graded by, and what it departs from. Each comes from results.json (the run card ``run``, the comparison rows
 ``comparison.methods``, the runs' settings), so the report of another run, on another machine or model, never repeats
-this one's claims; the template only places them.
+this one's claims. Where a sentence only says a count or a case (the departures, the leakage check, the device's
+peak memory, who is supervised how and who samples what), this module passes the count or the case and
+report/words.html.j2 says it.
 """
 
 from __future__ import annotations
@@ -65,19 +67,6 @@ def device_text(run: dict) -> str:
     return "; ".join(f"{label}: {', '.join(stages)}" for label, stages in groups.items()) + f" ({device['source']})"
 
 
-def peak_memory_words(run: dict) -> str:
-    """What the costs table's peak memory (Snakemake's max_rss) measures on this run's device."""
-    kind = device_of(run)["kind"]
-    if kind == "cpu":
-        return ("Peak memory is Snakemake's max_rss of the training job: the resident memory of its processes, which "
-                "on a CPU holds the models, their activations and the optimizer state.")
-    if kind in ("gpu", "cpu and gpu"):
-        return ("Peak memory is Snakemake's max_rss of the training job: the resident host memory of its processes; "
-                "memory on the GPU, where the models trained, is not in it.")
-    return ("Peak memory is Snakemake's max_rss of the training job: the resident host memory of its processes (GPU "
-            "memory, if a GPU was used, is not in it).")
-
-
 # --------------------------------------------------------------------------- the model and the methods
 def model_words(run: dict) -> str:
     """'Qwen/Qwen3-0.6B, 596M parameters'; the base as the run card names it, with its size when recorded."""
@@ -108,91 +97,39 @@ def memory_words(rows: list[dict]) -> str | None:
     return "; ".join(parts) if parts else None
 
 
-def supervision_words(rows: list[dict]) -> str | None:
-    """The costs read from supervision to verification, for the methods present: 'human labels go from one
-    reference answer per example (SFT), to preference pairs, here ranked by the verifier (PPO, DPO), to none, only a
-    verifier (GRPO, Dr.GRPO)'; None with fewer than two kinds of supervision present."""
-    def names(test) -> list[str]:
-        return [row["method"] for row in rows if test(row.get("human_labels"))]
-
-    steps = [("one reference answer per example", ["SFT"]),
-             ("preference pairs, here ranked by the verifier", names(lambda labels: labels in PAIR_LABELS)),
-             ("none, only a verifier", names(lambda labels: labels == VERIFIER))]
-    present = [f"{what} ({', '.join(who)})" for what, who in steps if who]
-    return "human labels go from " + ", to ".join(present) if len(present) > 1 else None
+def supervision_lists(rows: list[dict]) -> dict[str, list[str]]:
+    """The methods present by the supervision they need, for the costs read from supervision to verification:
+    ``pairs`` (preference pairs ranked by the verifier) and ``verifier`` (no human labels)."""
+    return {"pairs": [row["method"] for row in rows if row.get("human_labels") in PAIR_LABELS],
+            "verifier": [row["method"] for row in rows if row.get("human_labels") == VERIFIER]}
 
 
-def sampling_words(rows: list[dict]) -> str | None:
-    """Where each present method's generated tokens come from: the methods that sample while training (the
-    rollouts), DPO (its pairs, drawn once from the SFT model) and, with a learned reward model, where PPO's pairs
-    came from and who ranked them."""
+def sampling_lists(rows: list[dict]) -> dict[str, list[str]]:
+    """Where each present method's generated tokens come from: ``own`` (sampled while training), ``dpo`` (pairs
+    drawn once from the SFT model) and ``ppo`` (a reward model learned from pairs the verifier ranked)."""
     dpo = [r["method"] for r in rows if r.get("human_labels") == METHODS["dpo"][1]]
-    ppo = [r["method"] for r in rows if r.get("human_labels") == METHODS["ppo"][1]]
-    own = [r["method"] for r in rows if r["method"] not in dpo]
-    parts = []
-    if own:
-        parts.append(f"{join_words(own)} sample{'s' if len(own) == 1 else ''} {'its' if len(own) == 1 else 'their'} "
-                     "own completions while training (generated tokens: the rollouts)")
-    if dpo:
-        parts.append(f"{join_words(dpo)} samples none while training: its pairs were drawn once from the SFT model "
-                     "(generated tokens: those samples)")
-    if ppo:
-        source = f"the same pairs as {join_words(dpo)}" if dpo else "pairs of the SFT model's own samples"
-        parts.append(f"the reward model of {join_words(ppo)} learned from {source}, ranked by the verifier, not by "
-                     "people (chosen = a correct SFT sample, rejected = a wrong one), so it can at best imitate the "
-                     "code that grades")
-    if not parts:
-        return None
-    text = "; ".join(parts) + "."
-    return text[0].upper() + text[1:]
+    return {"own": [r["method"] for r in rows if r["method"] not in dpo], "dpo": dpo,
+            "ppo": [r["method"] for r in rows if r.get("human_labels") == METHODS["ppo"][1]]}
 
 
-def leakage_words(run: dict) -> str:
-    """What the split checked, as it recorded it (``run.data.leakage_check``): text and skeleton for synthetic
-    problems, the normalized text alone for real data (which has no skeletons)."""
-    check = (run.get("data") or {}).get("leakage_check") or "text hash"
-    if "skeleton" in check:
-        return ("Held-out problems share neither text nor skeleton (template and operand sequence) with any training "
-                f"set ({check}, checked by the split).")
-    return f"Held-out problems share no normalized text with any training set ({check}, checked by the split)."
-
-
-def departures_words(run: dict) -> str | None:
-    """'14 settings depart from the chapter's experiment (run card)'; 'every setting the chapter fixes is the
-    chapter's'; None when the run card did not compute them."""
-    if "chapter_departures" not in run or run["chapter_departures"] is None:
-        return None
-    count = len(run["chapter_departures"])
-    if not count:
-        return "Every setting the chapter fixes is the chapter's."
-    return f"{count} setting{'s' if count != 1 else ''} depart{'s' if count == 1 else ''} from the chapter's " \
-           "experiment, each with its reason in the run card."
-
-
-def lead(results: dict) -> str:
-    """The page's first sentences: the model, the adapter, the device, the rewards, the methods beside GRPO and what
-    each keeps in memory, and the departures from the chapter."""
+def lead(results: dict) -> dict:
+    """What the page's first sentences say (report/words.html.j2 ``lead``): the model, the adapter, the device, the
+    rewards, the methods beside GRPO and what each keeps in memory."""
     run, main = results.get("run") or {}, (results.get("train") or {}).get("variant") or "grpo"
-    adapter = (run.get("model") or {}).get("adapter")
-    device = device_words(run)
     rewards = ((results.get("runs") or {}).get(main) or {}).get("settings", {}).get("rewards")
     rows = trained_rows(results)
-    others = [r["method"] for r in rows if r.get("model") != main]
-    text = (f"{model_words(run)}, with the SFT adapter {adapter or 'not recorded'}, trained further"
-            f"{f' on {device}' if device else ''} with GRPO on rewards computed by code ({reward_words(rewards)})")
-    text += f"; beside it, from the same adapter, {join_words(others)}." if others else "."
-    memory = memory_words(rows)
-    if memory:
-        text += f" In memory: {memory}."
-    departures = departures_words(run)
-    text = f"{text} {departures}" if departures else text
-    return text[0].upper() + text[1:]
+    return {"model": model_words(run), "adapter": (run.get("model") or {}).get("adapter"), "device": device_words(run),
+            "rewards": reward_words(rewards), "others": [r["method"] for r in rows if r.get("model") != main],
+            "memory": memory_words(rows)}
 
 
 def report_words(results: dict) -> dict:
-    """The run-dependent words of the run card and the comparison, by the place they fill."""
+    """The run-dependent words of the run card and the comparison, by the place they fill, and the numbers and
+    cases report/words.html.j2 says in sentences."""
     run, rows = results.get("run") or {}, trained_rows(results)
+    departures = run.get("chapter_departures")
     return {"device": device_text(run), "model": model_words(run), "memory": memory_words(rows),
-            "supervision": supervision_words(rows), "sampling": sampling_words(rows),
-            "peak_memory": peak_memory_words(run), "departures": departures_words(run),
-            "leakage": leakage_words(run), "methods": [row["method"] for row in rows]}
+            "supervision": supervision_lists(rows), "sampling": sampling_lists(rows),
+            "device_kind": device_of(run)["kind"], "departures": None if departures is None else len(departures),
+            "leakage": (run.get("data") or {}).get("leakage_check") or "text hash",
+            "methods": [row["method"] for row in rows]}
