@@ -40,6 +40,7 @@ rule passk_results:
         scores=expand(rules.score_passk.output.scores, model=PASSK_MODELS),
     output:
         results="results/passk/results.json",
+        figure="results/passk/pass_at_k_large.png",  # copied into the main report's figures once built
     log:
         "results/logs/passk_results.log",
     conda:

@@ -36,7 +36,7 @@ rule report:
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
         template="report/template.html.j2",
-        assets=["report/style.css", "report/calculator.js"],
+        assets=["report/words.html.j2", "report/kl_verdict.html.j2", "report/style.css", "report/calculator.js"],
     output:
         html=report("results/report.html", category="Report", caption="../report/snakemake/report.rst"),
     log:
@@ -50,13 +50,14 @@ rule report:
         # each marked when built from other settings than these
         studies=optional_results(*MAIN_REPORT_STUDIES),
         settings_fingerprint=fingerprint_while_built(*MAIN_REPORT_STUDIES),
+        benchmarks=results_path("results/benchmarks"),  # every job's timing, for the elapsed wall time
     message:
         "Rendering results/report.html"
     script:
         "../scripts/render_report.py"
 
 
-use rule figures as figures_pitfalls with:
+rule figures_pitfalls:  # the report's figures, and one per pitfall its variants' curves overlay
     input:
         results=rules.results_pitfalls.output.results,
     output:
@@ -70,8 +71,12 @@ use rule figures as figures_pitfalls with:
         "results/logs/figures-pitfalls.log",
     benchmark:
         "results/benchmarks/figures-pitfalls.tsv"
+    conda:
+        "../envs/pipeline.yaml"
     message:
         "Drawing the figures of the pitfalls report"
+    script:
+        "../scripts/make_pitfall_figures.py"
 
 
 use rule report as report_pitfalls with:
@@ -80,7 +85,7 @@ use rule report as report_pitfalls with:
         figures=rules.figures_pitfalls.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["pitfalls"]),
         template="report/template.html.j2",
-        assets=["report/style.css", "report/calculator.js"],
+        assets=["report/words.html.j2", "report/kl_verdict.html.j2", "report/style.css", "report/calculator.js"],
     output:
         html="results/pitfalls/report.html",
     log:

@@ -43,7 +43,7 @@ use rule report as report_seeds with:
         figures=rules.figures.output.figures,
         samples=expand(rules.sample.output.samples, model=SCOPE_MODELS["main"]),
         template="report/template.html.j2",
-        assets=["report/style.css", "report/calculator.js"],
+        assets=["report/words.html.j2", "report/kl_verdict.html.j2", "report/style.css", "report/calculator.js"],
         seeds=rules.seed_results.output.results,
     output:
         html="results/seeds/report.html",

@@ -8,6 +8,7 @@ from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.hacking import summarise_hacking_chains
+from thai_grpo_studies.study_words import with_sentences
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])
@@ -23,6 +24,7 @@ for seed in params.seeds:
         runs[model].append({"seed": seed, "sampling_seed": params.sampling_seeds[seed], "scores": read_json(next(scores))})
 hacking = {seed: read_json(path) for seed, path in zip(params.seeds, snakemake.input.hacking)}
 study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
+study["pairs"] = {metric: with_sentences(tests, len(params.seeds)) for metric, tests in study["pairs"].items()}
 seconds = {seed: benchmark_seconds(folder) for seed, folder in params.benchmarks.items()}
 # A chain's cost: the stages an added chain runs (its own benchmarks), counted alike in the config's chain, whose
 # benchmarks folder also holds the optional targets' stages (seeds, passk, losses ...).

@@ -16,8 +16,7 @@ studies.update({name: snakemake.input[name] for name in ("seeds", "passk", "hack
 add_studies(results, {name: read_json(path) for name, path in studies.items()},
             snakemake.params.get("settings_fingerprint"))
 run = results.setdefault("run", {})  # elapsed: first job start to last job end, beside the summed job time
-# every rule's benchmark: file is results/benchmarks/<stage>.tsv, the pitfall variants' too
-run["elapsed_seconds"] = elapsed_seconds("results/benchmarks", run.get("benchmarks") or {})
+run["elapsed_seconds"] = elapsed_seconds(snakemake.params.benchmarks, run.get("benchmarks") or {})
 samples = {model: read_jsonl(path) for model, path in zip(snakemake.params.models, snakemake.input.samples)}
 write_report(results, samples, Path(snakemake.input.figures),
              Path(snakemake.input.template).parent, snakemake.output.html)

@@ -4,6 +4,7 @@ from thai_grpo.core.io import log_to, read_json, write_json
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.results import benchmark_seconds
 from thai_grpo_studies.seed_stats import seed_costs, seed_study
+from thai_grpo_studies.study_words import with_sentences
 
 log_to(snakemake.log[0])
 params = snakemake.params
@@ -12,6 +13,7 @@ for (variant, run, seed), sampling_seed, path in zip(params.runs, params.samplin
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "sampling_seed": sampling_seed,
                                          "scores": read_json(path)})
 study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
+study["pairs"] = with_sentences(study["pairs"])  # the sentences the main report shows
 write_json(snakemake.output.results, {
     "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,
     "num_problems": next(iter(runs.values()))[0]["scores"]["num_problems"],

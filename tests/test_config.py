@@ -128,6 +128,14 @@ def test_loss_types_match_installed_trl():
     assert set(re.findall(r"'(\w+)'", supported)) == set(TRL_LOSS_TYPES)
 
 
+def test_a_misspelt_reward_is_refused_in_one_line_naming_the_registry():
+    config = load()
+    config["variants"]["hack_lenient"] = {"rewards": ["correct", "format_lenint", "thai"]}
+    with pytest.raises(ConfigError, match=r"^variants.hack_lenient.rewards: unknown reward 'format_lenint'") as caught:
+        check_config(config)
+    assert "thai_grpo.core.rewards.REWARDS" in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_cli_strings_become_numbers():
     assert coerce_scalars({"grpo": {"beta": "0.05", "loss_type": "grpo", "n": "8", "flag": "true"}}) == \
         {"grpo": {"beta": 0.05, "loss_type": "grpo", "n": 8, "flag": True}}

@@ -216,12 +216,6 @@ def test_acting_capability_refuses(real, requested, message):
         acting_capability(real, requested)
 
 
-def test_autocast_follows_the_dtype():
-    from thai_grpo.core.accelerators import autocast_dtype
-
-    assert [autocast_dtype(c) for c in (CPU, T4, A100)] == [None, "float16", "bfloat16"]
-
-
 # ----------------------------------------------------------------------------------------- what runs in 16 bits
 def decoder_dtypes(model, call) -> set[str]:
     """The dtypes of every decoder layer's MLP activations (its up projection's output) while ``call()`` runs (the

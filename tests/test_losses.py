@@ -261,12 +261,12 @@ def test_results_carry_changes_seed_mean_curves_health_and_cost(tmp_path):
 
 
 def test_the_main_report_shows_the_studys_verdicts_once_built():
-    from thai_grpo.report.html import _losses
+    from thai_grpo_studies.losses import main_report_rows
 
-    assert _losses(None) is None
+    assert main_report_rows({}) is None
     results = loss_study(make_runs({"grpo": BASE, "better": BETTER}), n_boot=500)
     results["variants"]["better"]["description"] = "a better loss"
-    context = _losses({**results, "training_seeds": [42, 1, 2]})
+    context = main_report_rows({**results, "training_seeds": [42, 1, 2]})
     assert context["metric"] == "pass@1" and context["seeds"] == [42, 1, 2]
     rows = {r["name"]: r for r in context["rows"]}
     assert rows["grpo"]["test"] is None and rows["better"]["verdict"] == "higher"

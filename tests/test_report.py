@@ -19,6 +19,7 @@ from thai_grpo.report.plan_words import fmt_p
 
 from thai_grpo.methods.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
+from thai_grpo_studies.pitfall_figures import draw_pitfalls
 from thai_grpo.report.html import APPENDIX, SECTIONS, render_report, write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -296,7 +297,8 @@ def pitfall_report(fixture_data, tmp_path_factory):
     results = with_pitfalls(results)
     results["runs"]["lenient_format"]["empty_think_examples"].append(
         {"step": 4, "prompt": "p", "reward": 0.5, "completion": "<think></think>" + PAYLOAD})
-    figures = draw_all(results, tmp_path_factory.mktemp("pitfall-figures"))
+    out = tmp_path_factory.mktemp("pitfall-figures")
+    figures = {**draw_all(results, out), **draw_pitfalls(results, out)}  # as scripts/make_pitfall_figures.py does
     return figures, render_report(results, samples, figures, TEMPLATE_DIR)
 
 
@@ -492,7 +494,8 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     both verdicts and the tables; without passk it says how to build it."""
     import numpy as np
 
-    from thai_grpo_studies.large_k import large_k_results
+    from thai_grpo_studies.large_k import large_k_results, plot_large_k
+    from thai_grpo_studies.study_words import large_k_verdict
     from thai_grpo.report.results import with_kl_summary
 
     results, samples = copy.deepcopy(fixture_data)
@@ -503,14 +506,17 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
     results["passk"] = {**large_k_results({m: {"n_samples": 16, "per_problem_correct": c.tolist()}
                                            for m, c in counts.items()}, n_boot=200),
                         "problems_chosen": "the first 30 of results/data/heldout.jsonl"}
+    results["passk"]["verdict"] = large_k_verdict(results["passk"])  # stored by the passk study
     tokens = len(results["kl_real"]["logp_policy"])
     results["kl_real"] = with_kl_summary({**results["kl_real"], "kl_exact": rng.uniform(0, 0.1, tokens).tolist(),
                                           "var_k1": rng.uniform(0, 0.01, tokens).tolist(),
                                           "var_k3": rng.uniform(0, 0.02, tokens).tolist(),
                                           "completion_lengths": [1] * tokens,
                                           "completion_problems": [i // 8 for i in range(tokens)]}, 200, 0)
-    figures = draw_all({"passk": results["passk"], "kl_real": results["kl_real"]}, tmp_path)
-    assert {"pass_at_k_large", "k1_vs_k3_real"} <= set(figures)
+    figures = draw_all({"kl_real": results["kl_real"]}, tmp_path)
+    figures["pass_at_k_large"] = tmp_path / "pass_at_k_large.png"  # the passk study draws it, the figures rule copies it
+    plot_large_k(results["passk"], figures["pass_at_k_large"])
+    assert "k1_vs_k3_real" in figures and figures["pass_at_k_large"].stat().st_size > 0
     html = render_report(results, samples, figures, TEMPLATE_DIR)
     assert "On 30 held-out problems x 16 samples, GRPO - SFT is" in html and "GRPO created" in html
     assert 'alt="pass@k to large k"' in html and "pass@k to k = 64: not run" not in html
@@ -521,7 +527,7 @@ def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, t
 def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_it(fixture_data):
     """With results/hacking/results.json merged in, the main report shows each run's start -> last-third moves and the
     run's own verdict sentences, escaped; without it, how to build the experiment."""
-    from thai_grpo_studies.hacking import hacking_results
+    from thai_grpo_studies.hacking import hacking_results, main_report_rows
 
     results, samples = copy.deepcopy(fixture_data)
     html = render_report(results, samples, {}, TEMPLATE_DIR)
@@ -540,6 +546,7 @@ def test_hacking_experiment_renders_its_rows_and_verdicts_or_says_how_to_build_i
              "hack_strict": {"rewards": ["correct", "format", "thai"], "grpo": {"max_completion_length": 32}}}
     results["hacking"] = hacking_results(trains, plans, {"empty_think_share": 0.2, "one_line_think_share": 0.0}, {})
     results["hacking"]["verdicts"]["hack_strict"] = PAYLOAD
+    results["hacking"]["report"] = main_report_rows(results["hacking"])  # the rows the study stores, with the payload
     html = render_report(results, samples, {}, TEMPLATE_DIR)
     assert "reward-hacking experiment: not built" not in html
     section = html[html.index('id="hacking"'):]
@@ -559,6 +566,7 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
     """Without results/chains the headline says its numbers come from one chain; with a chain study it gives the
     study's GRPO - SFT sentence (per-chain differences, family, verdict) and the section lists every pair."""
     from thai_grpo_studies.chain_stats import chain_study
+    from thai_grpo_studies.study_words import with_sentences
 
     assert "One chain" in unescape(html) and "snakemake --cores 2 chains" in unescape(html)
     results, samples = copy.deepcopy(fixture_data)
@@ -570,6 +578,7 @@ def test_headline_says_one_chain_until_the_chain_study_exists_then_its_verdict(f
                                              for c in scores["per_problem_correct"]]
             runs[model].append({"seed": seed, "scores": scores})
     study = chain_study(runs, n_boot=500, seed=0, metrics=("pass@1",))
+    study["pairs"] = {metric: with_sentences(tests, 3) for metric, tests in study["pairs"].items()}  # as the study does
     results["chain_study"] = {**study, "default_seed": 42, "num_problems": 10, "n_samples": 8}
     text = unescape(render_report(results, samples, figures, TEMPLATE_DIR))
     assert "One chain" not in text

@@ -50,12 +50,14 @@ def with_optional_parts(results: dict) -> dict:
     from test_seeds import _fixture_study
 
     from thai_grpo_studies.large_k import large_k_results
+    from thai_grpo_studies.study_words import large_k_verdict
 
     results = with_extra_set(with_pitfalls(results))
     rng = np.random.default_rng(0)
     results["passk"] = {**large_k_results({m: {"n_samples": 64, "per_problem_correct": rng.integers(0, 65, 30).tolist()}
                                            for m in ("base", "sft", "grpo")}, n_boot=200),
                         "problems_chosen": "the first 30 of results/data/heldout.jsonl"}
+    results["passk"]["verdict"] = large_k_verdict(results["passk"])
     results["seed_study"] = _fixture_study()
     results["hacking"] = hand_results()
     return results

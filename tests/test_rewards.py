@@ -238,17 +238,14 @@ def test_reward_function_registry_and_names():
 
 
 def test_the_registry_is_the_one_list_of_rewards():
-    """A reward is added by one entry of rewards.REWARDS: the schema's enum (Snakemake validates the config with it
+    """A reward is added by one entry of rewards.REWARDS: the config check (run as Snakemake parses the workflow,
     before any job), TRL's logged names and the report's words all follow it."""
-    from pathlib import Path
-
-    import yaml
-
+    from thai_grpo.core.config import ConfigError, _check_rewards
     from thai_grpo.report import run_words
 
-    schema = yaml.safe_load((Path(__file__).resolve().parents[1] / "config/schema.yaml").read_text(encoding="utf-8"))
-    variant = schema["properties"]["variants"]["additionalProperties"]["properties"]
-    assert schema["properties"]["rewards"]["items"]["enum"] == variant["rewards"]["items"]["enum"] == list(R.REWARDS)
+    _check_rewards(list(R.REWARDS), "rewards")
+    with pytest.raises(ConfigError, match=r"^variants.hack.rewards: unknown reward 'format_lenint'; use one of correct"):
+        _check_rewards(["correct", "format_lenint"], "variants.hack.rewards")
     assert REWARD_FUNCTIONS == {name: reward.function for name, reward in R.REWARDS.items()}
     assert run_words.REWARD_WORDS == {name: reward.words for name, reward in R.REWARDS.items()}
     assert run_words.reward_words(["correct", "thai"]) == "correct answer +1.0, Thai script +0.2"

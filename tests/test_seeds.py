@@ -11,6 +11,7 @@ from scipy import stats
 from thai_grpo.core.config import ConfigError
 from thai_grpo.core.seeds import (chain_sampling_seed, check_seeds, parse_run, run_eval_settings, run_id, run_pattern,
                                   sampling_seed, seed_runs, seed_variants, with_chain_sampling_seed)
+from thai_grpo_studies.study_words import with_sentences
 from thai_grpo_studies.seed_stats import (between_seed_interval, percentile_test, previous_pairs, resampling_sd,
                                              seed_costs, seed_study, seed_verdict, two_level_means)
 
@@ -254,8 +255,9 @@ def _fixture_study():
 
     runs = {m: [{"run": run_id(m, s, 42), "seed": s, "scores": scores(level)} for s in (42, 1, 2)]
             for m, level in (("grpo", 0.6), ("rloo", 0.2))}
+    study = seed_study(runs, n_boot=500, seed=0)
     return {"training_seeds": [42, 1, 2], "default_seed": 42, "eval_seed": 1234, "num_problems": 16, "n_samples": 8,
-            **seed_study(runs, n_boot=500, seed=0),
+            **study, "pairs": with_sentences(study["pairs"]),
             "cost": {"runs_added": ["grpo-seed1"], "per_kind": {"train": 60.0, "sample": 6.0, "score": 1.0},
                      "sum_seconds": 67.0}}
 
@@ -280,7 +282,7 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
 
 
 def test_a_contrast_sentence_names_its_family_and_its_verdict():
-    from thai_grpo.report.verdicts import seed_pair_verdict
+    from thai_grpo_studies.study_words import seed_pair_verdict
 
     test = {"a": "rloo", "b": "grpo", "mean_diff": -0.396, "ci_low": -0.477, "ci_high": -0.324, "p_value": 0.0004,
             "p_holm": 0.0011, "verdict": "lower", "family": "many_to_one", "correction": "Dunnett over 3 contrasts",

@@ -4,8 +4,8 @@ family, and prints p-values honestly."""
 import pytest
 
 from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_facts, verdict_phrase
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, large_k_verdict,
-                                       pair_test, pass_at_k_verdict, versus_verdict)
+from thai_grpo.report.verdicts import health_verdict, pair_test, pass_at_k_verdict, versus_verdict
+from thai_grpo_studies.study_words import chain_pair_verdict, large_k_verdict
 from thai_grpo.evaluation.plan import analysis_plan
 
 

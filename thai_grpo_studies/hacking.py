@@ -19,7 +19,7 @@ from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
 from thai_grpo.methods.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
-                                      start_and_last, training_health)
+                                      training_health)
 from thai_grpo.report.plotting import save_figure, step_series
 from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo_studies.hacking_words import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
@@ -34,6 +34,12 @@ REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base
 
 #: The simulated runs behind each run's error rates (config hacking.detector overrides them).
 SIMULATION = {"plateau": 0.8, "duration": 8, "simulations": 2000, "seed": 0}
+
+
+def start_and_last(values, start_steps: int | None = 1) -> tuple[float | None, float | None]:
+    """Means of the first ``start_steps`` values (default 1: the start policy's own batch, sampled before any
+    update; None: the first third) and of the last third, missing values skipped (``first_and_last``)."""
+    return first_and_last(values, start_steps)[0], first_and_last(values)[1]
 
 
 def detector_settings(config: dict | None) -> tuple[DetectorSettings, dict]:
@@ -83,7 +89,7 @@ def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict, 
     settings, simulation = detector_settings(detector)
     runs = {name: hacking_run(trains[name], plans[name], settings, simulation) for name in trains}
     stages = ["sft_adapter_brief", *(f"train-{name}" for name in runs)]
-    return {"setup": {"sft": sft_shares, "runs": list(runs),
+    doc = {"setup": {"sft": sft_shares, "runs": list(runs),
                       "max_completion_length": {n: r["max_completion_length"] for n, r in runs.items()},
                       "detector": {**asdict(settings), **simulation}},
             "runs": runs,
@@ -93,6 +99,23 @@ def hacking_results(trains: dict, plans: dict, sft_shares: dict, seconds: dict, 
             "loophole_verdict": loophole_verdict(runs),
             "payoff_verdict": payoff_verdict(runs),
             "seconds": {stage: seconds.get(stage) for stage in stages}}
+    return {**doc, "report": main_report_rows(doc)}
+
+
+def main_report_rows(hacking: dict) -> dict | None:
+    """The reward-hacking experiment for the main report (its results.json ``report``): per
+    run its format reward and its start -> last-third means, with the verdict sentences the run decided."""
+    if not hacking or not hacking.get("runs"):
+        return None
+    keys = ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")
+    rows = [{"name": name, "format_reward": run.get("format_reward"), "steps": len(run.get("steps") or []),
+             "moves": {key: ((run.get("means") or {}).get(key, {}).get("start"),
+                             (run.get("means") or {}).get(key, {}).get("last_third")) for key in keys},
+             "verdict": (hacking.get("verdicts") or {}).get(name),
+             "outcome": (hacking.get("outcomes") or {}).get(name), "rates": run.get("rates")}
+            for name, run in hacking["runs"].items()]  # the means hacking_run stored: start, last third
+    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"), "title": hacking.get("title"),
+            "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
 
 
 def summarise_hacking_chains(per_chain: dict[int, dict]) -> dict:

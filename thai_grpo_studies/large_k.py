@@ -14,6 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from thai_grpo.evaluation.passk import pass_at_k
+from thai_grpo.report.plotting import plt, save_figure
 
 
 def pass_at_k_matrix(correct_counts: Sequence[int], n: int) -> np.ndarray:
@@ -95,3 +96,32 @@ def large_k_results(scores: dict[str, dict], n_boot: int = 10_000, seed: int = 0
     return {"n_samples": n, "num_problems": problems, "ks": list(range(1, n + 1)), "n_resamples": n_boot,
             "curves": {model: curve_band(m, indices) for model, m in matrices.items()},
             "comparisons": comparisons}
+
+
+def plot_large_k(passk: dict, path) -> None:
+    """pass@k to k = n (results/passk/results.json): (a) each model's curve with its 95% problem-bootstrap band on a
+    log-k axis, (b) the paired difference GRPO - SFT with its band, where the band first holds 0 marked."""
+    ks = np.asarray(passk["ks"])
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
+    for model, curve in passk["curves"].items():
+        (line,) = axes[0].plot(ks, curve["mean"], lw=1.8, label=model)
+        axes[0].fill_between(ks, curve["low"], curve["high"], alpha=0.2, lw=0, color=line.get_color())
+    axes[0].set(xscale="log", xlabel="k (log scale)", ylabel="pass@k", ylim=(0, 1.02),
+                title=f"(a) pass@k, {passk['num_problems']} problems x {passk['n_samples']} samples, 95% bands")
+    axes[0].legend(fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    comparison = (passk.get("comparisons") or {}).get("grpo_vs_sft")
+    if comparison:
+        d = comparison["difference"]
+        axes[1].fill_between(ks, d["low"], d["high"], alpha=0.25, lw=0, color="#5f3dc4")
+        axes[1].plot(ks, d["mean"], color="#5f3dc4", lw=1.8, label="GRPO - SFT (paired)")
+        axes[1].axhline(0, color="black", lw=1)
+        meet = comparison["crossing"]["first_k_includes_zero"]
+        if meet:
+            axes[1].axvline(meet, color="grey", ls=":", label=f"band first holds 0: k = {meet}")
+        axes[1].set(xscale="log", xlabel="k (log scale)", ylabel="difference in pass@k",
+                    title=f"(b) created {comparison['created']}, lost {comparison['lost']} problems in "
+                          f"{passk['n_samples']} tries")
+        axes[1].legend(fontsize=8)
+    save_figure(fig, path)

@@ -18,9 +18,10 @@ from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
 from thai_grpo.methods.health import training_health
-from thai_grpo.report.plan_words import VERDICT_WORDS
+from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
+from thai_grpo.report.plan_words import VERDICT_WORDS, verdict_word
 from thai_grpo.report.plotting import save_figure
-from thai_grpo.report.verdicts import seed_pair_verdict
+from thai_grpo_studies.study_words import seed_pair_verdict
 from thai_grpo_studies.loss_stats import loss_study
 
 #: Per-step curves: our step records' names (thai_grpo.methods.metrics), and TRL's own log keys where ours lack one.
@@ -110,11 +111,28 @@ def loss_results(runs: dict[str, list[dict]], trains: dict[str, dict], plans: di
     sentences = {metric: {t["variant"]: seed_pair_verdict(t, t["variant"], baseline) for t in tests}
                  for metric, tests in study["versus"].items()}
     all_runs = [r["run"] for rs in runs.values() for r in rs]
-    return {**study, "variants": variants, "sentences": sentences,
-            "training_seeds": [r["seed"] for r in runs[baseline]],
-            "num_problems": runs[baseline][0]["scores"]["num_problems"],
-            "n_samples": runs[baseline][0]["scores"]["n_samples"],
-            "cost": run_costs(seconds, all_runs)}
+    doc = {**study, "variants": variants, "sentences": sentences,
+           "training_seeds": [r["seed"] for r in runs[baseline]],
+           "num_problems": runs[baseline][0]["scores"]["num_problems"],
+           "n_samples": runs[baseline][0]["scores"]["n_samples"],
+           "cost": run_costs(seconds, all_runs)}
+    return {**doc, "report": main_report_rows(doc)}
+
+
+def main_report_rows(losses: dict) -> dict | None:
+    """The loss-family study for the main report (its results.json ``report``): per
+    variant its first metric's mean over seeds and, but for the baseline, its difference and verdict against it."""
+    if not losses or not losses.get("variants") or not losses.get("metrics"):
+        return None
+    metric = losses["metrics"][0]
+    versus = {t["variant"]: t for t in (losses.get("versus") or {}).get(metric) or []}
+    rows = [{"name": name, "description": v.get("description") or "",
+             "mean": v["metrics"][metric]["between_seed"]["mean"], "test": versus.get(name),
+             "verdict": verdict_word(versus[name]) if "verdict" in (versus.get(name) or {}) and
+             (versus[name]["verdict"] in VERDICT_KEYS) else None}
+            for name, v in losses["variants"].items()]
+    return {"metric": metric, "baseline": losses.get("baseline"), "seeds": losses.get("training_seeds") or [],
+            "family": (losses.get("families") or {}).get(metric), "rows": rows}
 
 
 # --------------------------------------------------------------------------- figures

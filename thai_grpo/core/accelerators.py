@@ -80,12 +80,6 @@ def precision_summary(capability: tuple[int, int] | None) -> dict:
     }
 
 
-def autocast_dtype(capability: tuple[int, int] | None) -> str | None:
-    """The dtype our own training loop (PPO) autocasts to: the 16-bit dtype of ``choose_dtype`` on a GPU, None
-    (no autocast: float32 as loaded) on a CPU."""
-    return None if capability is None else choose_dtype(capability)
-
-
 # ----------------------------------------------------------------------------------------- this machine's GPUs
 def gpus_listed(nvidia_smi_list: str) -> int:
     """GPUs in the output of ``nvidia-smi -L`` (one ``GPU <i>: <name> (UUID: ...)`` line each; MIG instances are

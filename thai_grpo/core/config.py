@@ -235,6 +235,16 @@ def _check_chains(config: dict) -> None:
                           f"{sorted(known)}")
 
 
+def _check_rewards(names: list[str], where: str) -> None:
+    """Every reward name is an entry of the registry (``thai_grpo.core.rewards.REWARDS``, the one list of them)."""
+    from thai_grpo.core.rewards import REWARDS
+
+    unknown = [name for name in names if name not in REWARDS]
+    if unknown:
+        raise ConfigError(f"{where}: unknown reward {unknown[0]!r}; use one of {', '.join(REWARDS)} (a new reward is "
+                          "an entry of thai_grpo.core.rewards.REWARDS)")
+
+
 def check_config(config: dict) -> None:
     """Semantic checks beyond the schema; raise ``ConfigError`` on the first problem."""
     clash = [v for v in config.get("variants", {}) if v in RESERVED_MODEL_NAMES]
@@ -242,8 +252,10 @@ def check_config(config: dict) -> None:
         raise ConfigError(f"variants.{clash[0]}: 'base' and 'sft' name the starting models; rename the variant")
     _check_data(config["data"], config["sft"]["source"])
     _check_grpo(config["grpo"], "grpo")
+    _check_rewards(config.get("rewards") or [], "rewards")
     for name in config.get("variants", {}):
         _check_grpo(variant_settings(config, name)["grpo"], f"variants.{name}.grpo")
+        _check_rewards(variant_settings(config, name)["rewards"], f"variants.{name}.rewards")
     _check_eval(config)
     _check_chains(config)
     if (config["base"]["source"] == "shipped") != (config["sft"]["source"] == "shipped"):

@@ -79,12 +79,6 @@ def _paid_hollow_share(step: dict, reward: str | None) -> float | None:
     return step.get("empty_think_share") if reward == "format_lenient" else None
 
 
-def start_and_last(values, start_steps: int | None = 1) -> tuple[float | None, float | None]:
-    """Means of the first ``start_steps`` values (default 1: the start policy's own batch, sampled before any
-    update; None: the first third) and of the last third, missing values skipped (``first_and_last``)."""
-    return first_and_last(values, start_steps)[0], first_and_last(values)[1]
-
-
 @dataclass(frozen=True)
 class DetectorSettings:
     """The episode detector's knobs (config ``hacking.detector``; every run's health uses the defaults).

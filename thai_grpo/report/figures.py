@@ -18,7 +18,6 @@ from thai_grpo.core.references import training_kl_name
 from thai_grpo.methods import kl
 from thai_grpo.report import glance
 from thai_grpo.report.figures_gains import plot_gains
-from thai_grpo.report.figures_pitfalls import draw_pitfalls
 from thai_grpo.report.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
 POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
@@ -380,7 +379,7 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
 
     Figures whose data is missing (no kl_real, no GRPO eval, no pitfall runs, ...) are left out; the report
     shows "not run" in their place. The first screen's gains over SFT come from ``figures_gains`` (its rows from
-    ``glance.gain_rows``), the Pitfalls section's figures from ``figures_pitfalls``.
+    ``glance.gain_rows``), (the pitfalls report's figures: ``thai_grpo_studies.pitfall_figures``).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -414,42 +413,10 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real)
     if evals:
         draw("pass_at_k", plot_pass_at_k, evals)
-    if (results.get("passk") or {}).get("curves"):  # built by `snakemake passk`, merged in by the figures rule
-        draw("pass_at_k_large", plot_large_k, results["passk"])
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
         paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
         plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
                                 after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
-    paths.update(draw_pitfalls(results, out))
     return paths
-
-
-def plot_large_k(passk: dict, path) -> None:
-    """pass@k to k = n (results/passk/results.json): (a) each model's curve with its 95% problem-bootstrap band on a
-    log-k axis, (b) the paired difference GRPO - SFT with its band, where the band first holds 0 marked."""
-    ks = np.asarray(passk["ks"])
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), layout="constrained")
-    for model, curve in passk["curves"].items():
-        (line,) = axes[0].plot(ks, curve["mean"], lw=1.8, label=model)
-        axes[0].fill_between(ks, curve["low"], curve["high"], alpha=0.2, lw=0, color=line.get_color())
-    axes[0].set(xscale="log", xlabel="k (log scale)", ylabel="pass@k", ylim=(0, 1.02),
-                title=f"(a) pass@k, {passk['num_problems']} problems x {passk['n_samples']} samples, 95% bands")
-    axes[0].legend(fontsize=8)
-    for ax in axes:
-        ax.grid(alpha=0.3, which="both")
-    comparison = (passk.get("comparisons") or {}).get("grpo_vs_sft")
-    if comparison:
-        d = comparison["difference"]
-        axes[1].fill_between(ks, d["low"], d["high"], alpha=0.25, lw=0, color="#5f3dc4")
-        axes[1].plot(ks, d["mean"], color="#5f3dc4", lw=1.8, label="GRPO - SFT (paired)")
-        axes[1].axhline(0, color="black", lw=1)
-        meet = comparison["crossing"]["first_k_includes_zero"]
-        if meet:
-            axes[1].axvline(meet, color="grey", ls=":", label=f"band first holds 0: k = {meet}")
-        axes[1].set(xscale="log", xlabel="k (log scale)", ylabel="difference in pass@k",
-                    title=f"(b) created {comparison['created']}, lost {comparison['lost']} problems in "
-                          f"{passk['n_samples']} tries")
-        axes[1].legend(fontsize=8)
-    save_figure(fig, path)

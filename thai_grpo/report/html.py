@@ -23,15 +23,13 @@ from thai_grpo.core.references import sft_kl_words, training_kl_name
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
-from thai_grpo.report.figures_pitfalls import FIGURES as PITFALL_FIGURES
-from thai_grpo.report.figures_pitfalls import step_means
+from thai_grpo.report.lessons import PITFALL_FIGURES, step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
-from thai_grpo.report.verdicts import (chain_pair_verdict, health_verdict, kl_takeaway, large_k_verdict, pair_test,
-                                       pass_at_k_verdict, seed_pair_verdict, versus_verdict)
+from thai_grpo.report.verdicts import health_verdict, kl_takeaway, pair_test, pass_at_k_verdict, versus_verdict
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -247,55 +245,32 @@ def _pairwise(results: dict) -> dict[str, dict]:
     return grouped
 
 
-def _hacking(hacking: dict | None) -> dict | None:
-    """The reward-hacking experiment (results/hacking/results.json, ``thai_grpo.report.hacking``) for the main report: per
-    run its format reward and its start -> last-third means, with the verdict sentences the run decided."""
-    if not hacking or not hacking.get("runs"):
-        return None
-    keys = ("reward_mean", "accuracy", "empty_think_share", "hollow_think_paid_share")
-    rows = [{"name": name, "format_reward": run.get("format_reward"), "steps": len(run.get("steps") or []),
-             "moves": {key: ((run.get("means") or {}).get(key, {}).get("start"),
-                             (run.get("means") or {}).get(key, {}).get("last_third")) for key in keys},
-             "verdict": (hacking.get("verdicts") or {}).get(name),
-             "outcome": (hacking.get("outcomes") or {}).get(name), "rates": run.get("rates")}
-            for name, run in hacking["runs"].items()]  # the means hacking_run stored: start, last third
-    return {"rows": rows, "sft": (hacking.get("setup") or {}).get("sft"), "title": hacking.get("title"),
-            "loophole_verdict": hacking.get("loophole_verdict"), "payoff_verdict": hacking.get("payoff_verdict")}
+def _namer(results: dict):
+    """A study's variant -> the comparison's method name ('dr_grpo' -> 'Dr.GRPO'), else the variant itself."""
+    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
+    return lambda variant: names.get(variant) or variant
 
 
-def _losses(losses: dict | None) -> dict | None:
-    """The loss-family study (results/losses/results.json, ``thai_grpo.report.losses``) for the main report: per
-    variant its first metric's mean over seeds and, but for the baseline, its difference and verdict against it."""
-    if not losses or not losses.get("variants") or not losses.get("metrics"):
-        return None
-    metric = losses["metrics"][0]
-    versus = {t["variant"]: t for t in (losses.get("versus") or {}).get(metric) or []}
-    rows = [{"name": name, "description": v.get("description") or "",
-             "mean": v["metrics"][metric]["between_seed"]["mean"], "test": versus.get(name),
-             "verdict": verdict_word(versus[name]) if "verdict" in (versus.get(name) or {}) and
-             (versus[name]["verdict"] in VERDICT_KEYS) else None}
-            for name, v in losses["variants"].items()]
-    return {"metric": metric, "baseline": losses.get("baseline"), "seeds": losses.get("training_seeds") or [],
-            "family": (losses.get("families") or {}).get(metric), "rows": rows}
+def _study_pairs(tests: list[dict], name) -> list[dict]:
+    """A study's tested pairs for the report: names, the verdict's word, the adjusted p and the sentence the study
+    stored (``thai_grpo_studies.study_words``; a study built before it stored one gets the pair and its word)."""
+    return [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
+             "family_text": family_text(t), "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
+             "previous_word": (t.get("previous") or {}).get("verdict"),
+             "sentence": t.get("sentence") or f"{name(t['a'])} - {name(t['b'])}: {verdict_word(t)}"}
+            for t in tests if t.get("verdict") in VERDICT_KEYS]
 
 
 def _seed_study(results: dict) -> dict | None:
     """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
     wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
     (model) its verdicts against the other methods of the study; None when the study was not built."""
-    study = results.get("seed_study")
+    study, name = results.get("seed_study"), _namer(results)
     if not study:
         return None
-    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
-    name = lambda variant: names.get(variant) or variant  # noqa: E731
-    pairs = [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
-              "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
-              "previous_word": (t.get("previous") or {}).get("verdict"),
-              "sentence": seed_pair_verdict(t, name(t["a"]), name(t["b"]))}
-             for t in study.get("pairs") or [] if t.get("verdict") in VERDICT_KEYS]
-    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {verdict_word(t)}"
-                        for t in pairs if variant in (t["a"], t["b"]) and t.get("verdict") in VERDICT_KEYS]
-              for variant in study.get("methods") or {}}
+    pairs = _study_pairs(study.get("pairs") or [], name)
+    beside = {variant: [f"vs {name(t['b'] if t['a'] == variant else t['a'])}: {t['word']}"
+                        for t in pairs if variant in (t["a"], t["b"])] for variant in study.get("methods") or {}}
     methods = [{"variant": v, "name": name(v), **m} for v, m in (study.get("methods") or {}).items()]
     return {**study, "methods": methods, "pairs": pairs, "beside": beside}
 
@@ -304,21 +279,13 @@ def _chain_study(results: dict) -> dict | None:
     """results.json ``chain_study`` (results/chains/results.json, added by the report rule once `snakemake chains`
     wrote it): per model its per-chain pass@1 and gain over SFT, the pairs' sentences by metric, and the sentence on
     GRPO's gain for the headline; None when the study was not built."""
-    study = results.get("chain_study")
+    study, name = results.get("chain_study"), _namer(results)
     if not study:
         return None
-    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
-    name = lambda model: names.get(model) or model  # noqa: E731
-    chains = len(study.get("seeds") or [])
-    pairs = {metric: [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
-                       "family_text": family_text(t), "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
-                       "previous_word": (t.get("previous") or {}).get("verdict"),
-                       "sentence": chain_pair_verdict(t, name(t["a"]), name(t["b"]), chains)} for t in tests
-                      if t.get("verdict") in VERDICT_KEYS]
-             for metric, tests in (study.get("pairs") or {}).items()}
+    pairs = {metric: _study_pairs(tests, name) for metric, tests in (study.get("pairs") or {}).items()}
     headline = next((t["sentence"] for t in pairs.get("pass@1", []) if (t["a"], t["b"]) == ("grpo", "sft")), None)
     models = [{"model": m, "name": name(m), **entry} for m, entry in (study.get("models") or {}).items()]
-    return {**study, "chains": chains, "models": models, "pairs": pairs, "headline": headline}
+    return {**study, "chains": len(study.get("seeds") or []), "models": models, "pairs": pairs, "headline": headline}
 
 
 def _extra_sets(results: dict) -> list[dict]:
@@ -377,7 +344,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "sft_kl_words": sft_kl_words(results.get("config")),
         "kl_summary": kl_summary,
         "passk": passk,
-        "passk_verdict": large_k_verdict(passk) if passk else None,
+        "passk_verdict": (passk or {}).get("verdict"),
         "passk_ks": [k for k in (1, 2, 4, 8, 16, 32, 64, 128, 256) if passk and k <= passk["n_samples"]],
         "evals": evals,
         "pass_keys": keys,
@@ -396,8 +363,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "seed_study": _seed_study(results),
         "chain_study": _chain_study(results),
         "studies_from_other_settings": results.get("studies_from_other_settings") or [],
-        "hacking": _hacking(results.get("hacking")),
-        "losses": _losses(results.get("losses")),
+        "hacking": (results.get("hacking") or {}).get("report"),  # the rows the study stored for this report
+        "losses": (results.get("losses") or {}).get("report"),
         "samples": samples,
         "side_by_side": lessons.side_by_side(samples),
     }

@@ -7,9 +7,18 @@ from __future__ import annotations
 
 import json
 
-from thai_grpo.report.figures_pitfalls import step_means
+from thai_grpo.methods.health import first_and_last
 
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
+
+
+PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
+                   "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by the pitfalls target
+
+
+def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
+    """Mean of ``key`` over the first and the last third of the steps (None when missing)."""
+    return first_and_last([s.get(key) for s in steps])
 
 
 def pick_completions(completions: list[dict]) -> list[dict]:
@@ -78,7 +87,7 @@ def advantage_lesson(group: dict | None) -> dict | None:
 
 def curve_lesson(steps: list[dict]) -> dict | None:
     """The training curves' claims: mean reward climbs, and length with accuracy. Per metric its mean over the first
-    and the last third of the steps (``figures_pitfalls.step_means``); ``reward_climbs`` when the last third is
+    and the last third of the steps (``step_means``); ``reward_climbs`` when the last third is
     higher."""
     if len(steps) < 2:
         return None

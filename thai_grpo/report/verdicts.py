@@ -9,13 +9,13 @@ from __future__ import annotations
 from thai_grpo.report.plan_words import METRIC_NAMES, family_text, p_text, verdict_phrase
 
 
-def _points(value: float) -> str:
+def points(value: float) -> str:
     """0.0431 -> '+4.3 points' (percentage points, signed; a difference that rounds to 0 has no sign)."""
     text = f"{100 * value:.1f}"
     return f"{text.lstrip('-')} points" if float(text) == 0 else f"{'+' if value > 0 else ''}{text} points"
 
 
-def _bound(value: float) -> str:
+def bound(value: float) -> str:
     """0.083 -> '+8.3', -0.0001 -> '0.0': an interval bound in signed points, no sign on zero."""
     text = f"{100 * value:+.1f}"
     return "0.0" if float(text) == 0 else text
@@ -55,7 +55,7 @@ def pair_test(pairwise: list[dict], model: str, other: str, metric: str = "pass@
     return None
 
 
-def _p_pair(test: dict) -> str:
+def p_pair(test: dict) -> str:
     """'p ≤ 0.0001' for a family of one (the primary), else the raw and the family-adjusted p."""
     raw = p_text(test)
     if test.get("family") == "primary" or test.get("p_holm") is None:
@@ -69,8 +69,8 @@ def versus_verdict(test: dict, after: str, before: str, trained_from: bool = Tru
     plan's verdict. ``trained_from``: ``after`` was trained from ``before`` (it raised or lowered the metric), else
     the two are only compared."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
-    interval = f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}]"
-    numbers = f"(paired 95% interval over problems {interval} points, {_p_pair(test)}; {family_text(test)})"
+    interval = f"[{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
+    numbers = f"(paired 95% interval over problems {interval} points, {p_pair(test)}; {family_text(test)})"
     phrase = verdict_phrase(test, after, before)
     if _size(diff) == "0.0 points":
         return f"{after} and {before} are level in {metric} {numbers}: {phrase}."
@@ -92,17 +92,17 @@ def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT"
         return None
     gap_first, gap_last = curve_a[0] - curve_b[0], curve_a[last - 1] - curve_b[last - 1]
     b, a = names
-    text = f"{a} - {b}: {_points(gap_first)} at k = 1, {_points(gap_last)} at k = {last}. "
+    text = f"{a} - {b}: {points(gap_first)} at k = 1, {points(gap_last)} at k = {last}. "
     if gap_first <= 0:
         return text + f"{a} does not lead at k = 1, so there is nothing to polish in these numbers."
     if not narrowing:
         return text + ("pass@k is capped at 1, so a gap narrows as k grows even when every problem improved alike; "
                        "whether it narrows more than that is not tested in this run.")
     k = narrowing["k"]
-    numbers = (f"at k = {k} the gap is {_points(narrowing['gap_at_k'])}, against {_points(narrowing['null_gap_at_k'])} "
+    numbers = (f"at k = {k} the gap is {points(narrowing['gap_at_k'])}, against {points(narrowing['null_gap_at_k'])} "
                f"if {a} had turned the same share of {b}'s failed tries into successes on every problem (the "
-               f"ceiling alone); excess narrowing {_points(narrowing['excess_narrowing'])}, 95% interval over problems "
-               f"[{_bound(narrowing['low'])}, {_bound(narrowing['high'])}] points")
+               f"ceiling alone); excess narrowing {points(narrowing['excess_narrowing'])}, 95% interval over problems "
+               f"[{bound(narrowing['low'])}, {bound(narrowing['high'])}] points")
     if narrowing["verdict"] == "polish":
         return text + (f"The gap narrows by more than the ceiling makes it narrow ({numbers}): {a} mostly moves "
                        f"answers {b} could already reach to the first try (polish, not create).")
@@ -136,77 +136,3 @@ def kl_takeaway(summary: dict) -> dict:
             "blind": [name for name in ("k1", "k3") if exact_se[name] > 2 * means[f"{name}_minus_exact"]["se"]],
             "wins": {name: {"regimes": rows, "tokens": sum(r["tokens"] for r in rows)}
                      for name, rows in wins.items() if rows}}
-
-
-def _band_points(difference: dict, k: int) -> str:
-    return (f"{_points(difference['mean'][k - 1])} [{_points(difference['low'][k - 1])}, "
-            f"{_points(difference['high'][k - 1])}]")
-
-
-def _k_ranges(ks: list[int]) -> str:
-    """[3, 4, 5, 9] -> '3-5, 9'."""
-    runs: list[list[int]] = []
-    for k in ks:
-        if runs and k == runs[-1][-1] + 1:
-            runs[-1].append(k)
-        else:
-            runs.append([k])
-    return ", ".join(f"{r[0]}-{r[-1]}" if len(r) > 1 else f"{r[0]}" for r in runs)
-
-
-def large_k_verdict(passk: dict, after: str = "grpo", before: str = "sft", names=("GRPO", "SFT")) -> str | None:
-    """Polish or create (results/passk/results.json, ``large_k.large_k_results``): the paired difference of two
-    pass@k curves at k = 1 and k = n, where its 95% band first holds 0 or flips sign (``crossing``), and the problems
-    created and lost in n tries."""
-    comparison = (passk.get("comparisons") or {}).get(f"{after}_vs_{before}")
-    if not comparison:
-        return None
-    a, b = names
-    n, difference, cross = passk["n_samples"], comparison["difference"], comparison["crossing"]
-    text = [f"On {passk['num_problems']} held-out problems x {n} samples, {a} - {b} is {_band_points(difference, 1)} "
-            f"at k = 1 and {_band_points(difference, n)} at k = {n} (paired 95% bootstrap over problems)."]
-    lead = cross["lead_at_1"]
-    if lead == 0:
-        text.append("Their difference is not resolved even at k = 1 (the band holds 0).")
-    else:
-        ahead, behind = (a, b) if lead > 0 else (b, a)
-        if cross["first_k_includes_zero"] is None:
-            text.append(f"{ahead} stays ahead at every k up to {n}: the curves do not meet within the intervals.")
-        else:
-            text.append(f"The interval first holds 0 at k = {cross['first_k_includes_zero']}: from there {ahead} and "
-                        f"{behind} are not resolved apart (pointwise)")
-            text[-1] += (f", and {behind} leads (interval on the other side of 0) at k = "
-                         f"{_k_ranges(cross['k_reversed'])}: the curves cross" if cross["k_reversed"] else
-                         f"; {behind} never leads within the intervals up to k = {n}")
-            if cross["k_reversed"]:
-                again = "the interval holds 0 again" if cross["includes_zero_at_n"] else "still"
-                text[-1] += (f" ({len(cross['k_reversed'])} of {n} pointwise intervals, uncorrected for looking at "
-                             f"{n} values of k; {again} at k = {n})")
-            text[-1] += "."
-    flip = cross["first_k_sign_flip"]
-    text.append(f"The point estimates {'cross at k = ' + str(flip) if flip else 'never cross'}.")
-    text.append(f"Per problem, {a} created {comparison['created']} (solved at least once in {n}, never by {b} in "
-                f"{n}) and lost {comparison['lost']} (the reverse); both solved {comparison['both']}, neither "
-                f"{comparison['neither']}.")
-    return " ".join(text)
-
-
-def seed_pair_verdict(test: dict, a: str, b: str) -> str:
-    """One sentence on a contrast of the seed or loss study (``seed_stats.versus_baseline``): the mean difference over
-    seeds and problems, its Dunnett simultaneous 95% interval, raw and Dunnett-adjusted p, its family and the plan's
-    verdict."""
-    seeds = f" over {test['seeds']} seeds" if test.get("seeds") else ""
-    return (f"{a} - {b}: {_points(test['mean_diff'])}{seeds} (pooled, seed as block: simultaneous 95% interval "
-            f"[{_bound(test['ci_low'])}, {_bound(test['ci_high'])}] points, {_p_pair(test)}; {family_text(test)}): "
-            f"{verdict_phrase(test, a, b)}.")
-
-
-def chain_pair_verdict(test: dict, a: str, b: str, chains: int) -> str:
-    """One sentence on a pair of the chain study (``chain_stats.chain_pair_tests``): the mean difference over chains
-    and problems, the per-chain differences, the crossed analysis' 95% interval, degrees of freedom and p, its family
-    and the plan's verdict."""
-    per_chain = ", ".join(_points(d) for d in test.get("per_chain") or [])
-    return (f"{a} - {b}: {_points(test['mean_diff'])} over {chains} chains (per chain {per_chain}; crossed 95% "
-            f"interval [{_bound(test['ci_low'])}, {_bound(test['ci_high'])}] points with chain and problem variance, "
-            f"{test['df']:.1f} degrees of freedom, {_p_pair(test)}; {family_text(test)}): "
-            f"{verdict_phrase(test, a, b)}.")

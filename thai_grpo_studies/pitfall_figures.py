@@ -1,25 +1,23 @@
-"""Figures of the report's Pitfalls section: the pitfall variants' per-step curves overlaid on the GRPO run's.
+"""Figures of the pitfalls report (`snakemake --cores 2 pitfalls`): the pitfall variants' per-step curves overlaid on
+the GRPO run's.
 
 - group size: share of groups with std > 0 and accuracy per step for G = 2, 4, 8 (small G: both samples
   agree often and the group teaches nothing);
 - temperature: share of groups with std > 0 at temperature 0.3 vs 1.0 (low temperature: diversity collapses);
-- reward hacking: mean reward, accuracy and share of empty think blocks with the lenient format regex.
-Each legend carries the run's held-out pass@1. Same conventions as ``thai_grpo.report.figures`` (``thai_grpo.report.plotting``).
+- reward hacking: mean reward, accuracy and share of empty think blocks with the lenient format regex;
+- clipping: the clipped share with one and two passes per batch.
+Each legend carries the run's held-out pass@1. Same conventions as ``thai_grpo.report.figures``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.methods.health import first_and_last
-from thai_grpo.report.plotting import save_figure, step_series
-
-FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
-           "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}
+from thai_grpo.report.lessons import PITFALL_FIGURES as FIGURES
+from thai_grpo.report.plotting import plt, save_figure, step_series
 
 
 def run_label(name: str, run: dict, evals: dict, pitfall: str) -> str:
@@ -107,8 +105,3 @@ def draw_pitfalls(results: dict, out_dir: str | Path) -> dict[str, Path]:
             paths[FIGURES[pitfall]] = Path(out_dir) / f"{FIGURES[pitfall]}.png"
             PLOTS[pitfall](runs, evals, names, paths[FIGURES[pitfall]])
     return paths
-
-
-def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
-    """Mean of ``key`` over the first and the last third of the steps (None when missing)."""
-    return first_and_last([s.get(key) for s in steps])
