@@ -1,7 +1,7 @@
 """Stage 3a (offline): train a byte-level BPE tokenizer and pretrain a tiny Qwen3 from scratch."""
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_jsonl, write_json
 from thai_grpo.data.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
 from thai_grpo.data.problems import pretraining_text, sft_target
 from thai_grpo.models.loading import train_tokenizer
@@ -32,3 +32,4 @@ print(f"tokenizer: {len(tokenizer)} tokens; pretraining on {len(problems)} probl
 history = pretrain_base(texts, tokenizer, base["architecture"], base["pretrain"], snakemake.output.model,
                         snakemake.params.checkpoints, seed)
 write_json(snakemake.output.history, history)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

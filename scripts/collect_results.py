@@ -1,6 +1,6 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
-from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.io import end_job, log_to, read_json, write_json
 from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
@@ -35,3 +35,4 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
 # The checkout's commit when the numbers were collected (make compare names each run by it).
 results["run"]["commit"] = commit_of(".")
 write_json(snakemake.output.results, results)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

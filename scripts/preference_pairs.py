@@ -3,7 +3,7 @@
 import torch
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
 from thai_grpo.models.memory_plan import record_cuda_peak
@@ -30,3 +30,4 @@ pairs, stats = build_pairs(records, snakemake.params.system_prompt)
 print(stats)
 write_jsonl(snakemake.output.pairs, pairs)
 write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model)})
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

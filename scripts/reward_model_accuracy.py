@@ -2,7 +2,7 @@
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
 from thai_grpo.core.accelerators import job_device, start_model_job
-from thai_grpo.core.io import log_to, read_json, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_json, read_jsonl, write_json
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs
 from thai_grpo.methods.reward_model import pairwise_accuracy
@@ -30,3 +30,4 @@ write_json(snakemake.output.accuracy, {
                 "all_wrong": heldout_stats["all_wrong"]},
     "labels": train["labels"], "parameters": train["parameters"], "steps": train["steps"],
     "skipped": train.get("skipped"), "dtype": weights_dtype(model)})
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -5,7 +5,7 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 """
 
 from thai_grpo.core.accelerators import job_device, start_model_job
-from thai_grpo.core.io import log_to, progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.memory_stages import sampling_sizes
 from thai_grpo.models.training import set_threads
@@ -39,3 +39,4 @@ else:
     records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
 write_jsonl(snakemake.output.samples, records)
 write_json(snakemake.output.sizes, sizes)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -1,7 +1,7 @@
 """Stage 6a: per-token log-probs of the GRPO policy's held-out samples under GRPO and SFT: KL(GRPO || SFT)."""
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_jsonl, write_json
 from thai_grpo.evaluation.token_logprobs import policy_and_reference_logprobs
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
@@ -17,3 +17,4 @@ result = policy_and_reference_logprobs(snakemake.input.base, snakemake.input.pol
                                        temperature=snakemake.params.temperature, dtype=snakemake.params.dtype)
 print(f"{len(result['logp_policy'])} tokens from {result['num_completions']} completions")
 write_json(snakemake.output.logprobs, result)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

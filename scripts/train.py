@@ -1,7 +1,7 @@
 """Stage 4: one variant from the SFT adapter with its method's trainer: GRPO, RLOO, DPO or PPO (thai_grpo.methods)."""
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_jsonl, write_json
 from thai_grpo.methods import train_variant
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
@@ -16,3 +16,4 @@ result = train_variant(snakemake.params.plan, snakemake.input.base, snakemake.in
                        snakemake.output.adapter, snakemake.params.checkpoints, snakemake.params.seed,
                        reward_dir=snakemake.input.get("reward_model"), dtype=snakemake.params.dtype)
 write_json(snakemake.output.train, result)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

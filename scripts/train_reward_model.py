@@ -1,7 +1,7 @@
 """Stage 4 (PPO only): the reward model, TRL's RewardTrainer on the verifier-ranked preference pairs."""
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_jsonl, write_json
 from thai_grpo.methods.reward_model import train_reward_model
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.training import set_threads
@@ -15,3 +15,4 @@ result = train_reward_model(snakemake.input.base, read_jsonl(snakemake.input.pai
                             snakemake.output.model, snakemake.params.checkpoints, snakemake.params.seed,
                             snakemake.params.chat_template_kwargs, dtype=snakemake.params.dtype)
 write_json(snakemake.output.train, result)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -1,7 +1,7 @@
 """Stage 3b (offline): the SFT LoRA adapter, trained with TRL on prompt-completion examples."""
 
 from thai_grpo.core.accelerators import start_model_job
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import end_job, log_to, read_jsonl, write_json
 from thai_grpo.data.corpus import brief_thinks, noisy_solutions
 from thai_grpo.data.problems import sft_records
 from thai_grpo.models.sft import train_sft_adapter
@@ -19,3 +19,4 @@ records = sft_records(rows, snakemake.params.system_prompt)
 history = train_sft_adapter(snakemake.input.base, records, sft["lora"], sft["args"], snakemake.output.adapter,
                             snakemake.params.checkpoints, snakemake.params.seed, dtype=snakemake.params.dtype)
 write_json(snakemake.output.history, history)
+end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

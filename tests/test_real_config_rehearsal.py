@@ -2,7 +2,10 @@
 against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo_tools.rehearsal: its config.json but for depth
 and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter with
 dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
-DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins."""
+DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins. It runs as a
+GPU from sm 8.0 runs it: every training stage's frozen weights in bfloat16 (base.dtype, honoured on a CPU too),
+evaluation in float32; the float32 paths are the offline default's (tests/test_pipeline.py), and a T4's float16 is
+rehearsed on top of it."""
 
 from __future__ import annotations
 
@@ -39,6 +42,10 @@ def test_real_config_sets_the_chapters_prompt():
         {"enable_thinking": True}
 
 
+BFLOAT16 = "precision-bfloat16.yaml"
+CONFIGS = ("config/qwen3-0.6b.yaml", "tiny.yaml", BFLOAT16)  # the rehearsal's config files, in their order
+
+
 def offline_env(hf_home: Path) -> dict:
     """Offline, with ``hf_home`` as the only Hugging Face cache (no HF_HUB_CACHE / HF_DATASETS_CACHE override)."""
     env = {key: value for key, value in os.environ.items() if key not in ("HF_HUB_CACHE", "HF_DATASETS_CACHE")}
@@ -49,13 +56,14 @@ def offline_env(hf_home: Path) -> dict:
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
     """The workflow copy after the real config's whole DAG ran on the stand-ins; (workdir, hf_home, tiny config)."""
-    from thai_grpo_tools.rehearsal import fill_hub_cache
+    from thai_grpo_tools.rehearsal import fill_hub_cache, precision_overrides
 
     root = tmp_path_factory.mktemp("rehearsal")
     workdir = copy_workflow(root / "workflow")
     fill_hub_cache(root / "hf_home", workdir / "tiny.yaml")
-    done = run_snakemake(workdir, "--cores", "2", "--configfile", "config/qwen3-0.6b.yaml", "tiny.yaml",
-                         timeout=1800, env=offline_env(root / "hf_home"))
+    (workdir / BFLOAT16).write_text(json.dumps(precision_overrides("bfloat16")))
+    done = run_snakemake(workdir, "--cores", "2", "--configfile", *CONFIGS, timeout=1800,
+                         env=offline_env(root / "hf_home"))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     return workdir, root / "hf_home", workdir / "tiny.yaml"
 
@@ -153,41 +161,42 @@ def test_enable_thinking_reaches_the_template(rehearsal):
     assert think_share() >= 0.5
     off = workdir / "thinking_off.yaml"
     off.write_text(json.dumps({"eval": {"chat_template_kwargs": {"enable_thinking": False}}}))
-    done = run_snakemake(workdir, "--cores", "2", str(samples.relative_to(workdir)), "--configfile",
-                         "config/qwen3-0.6b.yaml", tiny.name, off.name, timeout=900, env=offline_env(hf_home))
+    done = run_snakemake(workdir, "--cores", "2", str(samples.relative_to(workdir)), "--configfile", *CONFIGS,
+                         off.name, timeout=900, env=offline_env(hf_home))
     assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
     assert think_share() == 0.0
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
-def test_a_16_bit_rehearsal_trains_in_16_bits_and_evaluates_in_float32(rehearsal, dtype):
-    """The real config with base.dtype set to 16 bits, on the CPU (device: cpu): SFT's adapter, then GRPO, DPO and PPO
-    (its reward model too) load their frozen weights in that dtype. In bfloat16 (the dtype of every GPU from sm 8.0)
-    the whole comparison runs to results.json, whose run card's stage_dtypes says so for every training stage and
-    float32 (eval.dtype) for every evaluation stage (held-out samples on both sets, preference pairs, token
-    log-probs, reward model accuracy); in float16 (a T4's) the training stages, as their records say."""
-    from thai_grpo_tools.rehearsal import precision_overrides
-
-    workdir, hf_home, tiny = rehearsal
-    overrides = workdir / f"precision-{dtype}.yaml"
-    overrides.write_text(json.dumps(precision_overrides(dtype)))
-    trainings = ["grpo", "dpo", "ppo"]
-    targets = ["results/results.json"] if dtype == "bfloat16" else \
-        [f"results/runs/{run}/train.json" for run in trainings]
-    done = run_snakemake(workdir, "--cores", "2", *targets, "--configfile", "config/qwen3-0.6b.yaml", tiny.name,
-                         overrides.name, timeout=1800, env=offline_env(hf_home))
-    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
-    if dtype == "float16":
-        for run in trainings:
-            assert json.loads((workdir / f"results/runs/{run}/train.json").read_text())["weights_dtype"] == dtype, run
-        assert json.loads((workdir / "results/model/reward_model.json").read_text())["weights_dtype"] == dtype
-        return
+def test_the_rehearsal_trains_in_bfloat16_and_evaluates_in_float32(rehearsal):
+    """The run card's stage_dtypes: bfloat16 for every training stage (SFT's adapter came from the hub), float32
+    (eval.dtype) for every evaluation stage (held-out samples on both sets, preference pairs, token log-probs,
+    reward model accuracy)."""
+    workdir, _, _ = rehearsal
     dtypes = json.loads((workdir / "results/results.json").read_text())["run"]["stage_dtypes"]
     training = {stage: d for stage, d in dtypes.items() if stage.startswith("train-") or stage == "reward_model"}
     assert set(training) == {"train-grpo", "train-dr_grpo", "train-dpo", "train-ppo", "reward_model"}
-    assert set(training.values()) == {dtype}
+    assert set(training.values()) == {"bfloat16"}
     evaluation = {stage: d for stage, d in dtypes.items() if stage not in training}
     assert {"sample-grpo", "sample-sft", "sample_extra-mgsm_th-grpo", "preference_pairs", "token_logprobs",
             "reward_model_accuracy"} <= set(evaluation)
     assert set(evaluation.values()) == {"float32"}
+
+
+@pytest.mark.slow
+def test_a_float16_rehearsal_trains_in_float16(rehearsal):
+    """The real config with base.dtype float16 (a T4's) on the CPU: GRPO, DPO and PPO (its reward model too) load
+    their frozen weights in float16, as their records say."""
+    from thai_grpo_tools.rehearsal import precision_overrides
+
+    workdir, hf_home, tiny = rehearsal
+    overrides = workdir / "precision-float16.yaml"
+    overrides.write_text(json.dumps(precision_overrides("float16")))
+    trainings = ["grpo", "dpo", "ppo"]
+    done = run_snakemake(workdir, "--cores", "2", *[f"results/runs/{run}/train.json" for run in trainings],
+                         "--configfile", "config/qwen3-0.6b.yaml", tiny.name, overrides.name, timeout=1800,
+                         env=offline_env(hf_home))
+    assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
+    for run in trainings:
+        assert json.loads((workdir / f"results/runs/{run}/train.json").read_text())["weights_dtype"] == "float16", run
+    assert json.loads((workdir / "results/model/reward_model.json").read_text())["weights_dtype"] == "float16"

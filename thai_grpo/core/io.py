@@ -84,3 +84,31 @@ def log_to(path: str | Path) -> None:
 
     handle = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     sys.stdout = sys.stderr = handle
+
+
+_AT_JOB_END: list = []
+
+
+def at_job_end(function) -> None:
+    """Run ``function`` when the job's process ends: at ``end_job``, or at the interpreter's exit (a failed job)."""
+    import atexit
+
+    atexit.register(function)
+    _AT_JOB_END.append(function)
+
+
+def end_job() -> None:
+    """End a job's process now that its outputs are written: run the ``at_job_end`` functions, flush the log and the
+    streams, then leave without the interpreter's teardown. Tearing down torch, transformers and a loaded model frees
+    nothing the OS does not free at exit, and it took 1.1-1.5 s of every model job here (a 5.5 s held-out sampling
+    job of the smoke config: 4.2-4.8 s without it). A job that fails raises before this line and exits as usual."""
+    import logging
+    import sys
+
+    for function in _AT_JOB_END:
+        function()
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        if stream is not None:
+            stream.flush()
+    os._exit(0)

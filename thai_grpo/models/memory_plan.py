@@ -197,9 +197,10 @@ def record_cuda_peak(log_path: str) -> None:
     folder = os.environ.get(CUDA_PEAKS_ENV)
     if not folder:
         return
-    import atexit
     import json
     from pathlib import Path
+
+    from thai_grpo.core.io import at_job_end
 
     def write() -> None:
         import torch
@@ -210,4 +211,4 @@ def record_cuda_peak(log_path: str) -> None:
                       "max_reserved_gib": torch.cuda.max_memory_reserved() / GIB}
             (Path(folder) / f"{record['job']}.json").write_text(json.dumps(record))
 
-    atexit.register(write)
+    at_job_end(write)
