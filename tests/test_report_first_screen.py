@@ -178,10 +178,10 @@ def test_offline_run_says_it_ran_on_a_cpu_with_the_tiny_base(pages):
 def test_a_run_card_without_a_device_reads_the_torch_build_or_says_not_recorded():
     smoke = json.loads(SMOKE_RUN.read_text(encoding="utf-8"))  # written before the run card kept the device
     assert "device" not in smoke["run"] and smoke["run"]["versions"]["torch"].endswith("+cpu")
-    assert run_words.device_words(smoke["run"]) == "a CPU"
+    assert run_words.lead({"run": smoke["run"]})["device"] == "a CPU"
     assert run_words.device_text(smoke["run"]) == f"CPU (torch {smoke['run']['versions']['torch']} is a CPU-only build)"
     small, samples = load_report_fixture()
-    assert run_words.device_words(small["run"]) is None and run_words.device_text(small["run"]) == "not recorded"
+    assert run_words.lead({"run": small["run"]})["device"] is None and run_words.device_text(small["run"]) == "not recorded"
     lead = re.search(r'<p class="lead">(.*?)</p>', render_report(small, samples, {}), re.S).group(1)
     assert "trained further with GRPO" in lead and " on a " not in lead
 

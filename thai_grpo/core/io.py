@@ -108,7 +108,6 @@ def end_job() -> None:
     for function in _AT_JOB_END:
         function()
     logging.shutdown()
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        if stream is not None:
-            stream.flush()
+    for stream in filter(None, (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
+        stream.flush()
     os._exit(0)

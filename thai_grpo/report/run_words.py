@@ -47,11 +47,6 @@ def device_of(run: dict) -> dict:
     return {"kind": None, "stages": {}, "source": "not recorded"}
 
 
-def device_words(run: dict) -> str | None:
-    """'a GPU', 'a CPU', 'a CPU and a GPU', or None when the run card does not say."""
-    return DEVICE_NAMES.get(device_of(run)["kind"])
-
-
 def device_text(run: dict) -> str:
     """The run card's row: each device with the stages that trained on it and their precision, and how it is known:
     'GPU, bf16 mixed precision: grpo, dr_grpo, dpo (from the trainers' recorded arguments)'."""
@@ -118,9 +113,9 @@ def lead(results: dict) -> dict:
     run, main = results.get("run") or {}, (results.get("train") or {}).get("variant") or "grpo"
     rewards = ((results.get("runs") or {}).get(main) or {}).get("settings", {}).get("rewards")
     rows = trained_rows(results)
-    return {"model": model_words(run), "adapter": (run.get("model") or {}).get("adapter"), "device": device_words(run),
-            "rewards": reward_words(rewards), "others": [r["method"] for r in rows if r.get("model") != main],
-            "memory": memory_words(rows)}
+    return {"model": model_words(run), "adapter": (run.get("model") or {}).get("adapter"),
+            "device": DEVICE_NAMES.get(device_of(run)["kind"]), "rewards": reward_words(rewards),
+            "others": [r["method"] for r in rows if r.get("model") != main], "memory": memory_words(rows)}
 
 
 def report_words(results: dict) -> dict:
