@@ -45,13 +45,13 @@ elif command -v "$PYTHON" >/dev/null 2>&1 && has_cuda_torch "$PYTHON"; then
   echo "gpu_check: FELL BACK to .venv-gpu: .venv's torch $VENV_TORCH, so this measures $PYTHON's \
 $(torch_label "$PYTHON") (rerun \`make setup\` with a CUDA torch to measure .venv itself)"
   nvidia-smi -L
+  if [ -x "$REPO/.venv-gpu/bin/python" ] && ! has_cuda_torch "$REPO/.venv-gpu/bin/python"; then
+    rm -rf "$REPO/.venv-gpu"  # made by an older check that did not see PYTHON's torch
+  fi
   if [ ! -x "$REPO/.venv-gpu/bin/python" ]; then
     [ -f "$WHEELS/requirements.txt" ] || die "no wheels in $WHEELS: run \`make wheels\` where pip reaches PyPI (same \
 Python and platform as this machine) and copy wheels/ here, or \`make setup\` with network"
-    "$PYTHON" -m venv --system-site-packages "$REPO/.venv-gpu"
-    "$REPO/.venv-gpu/bin/pip" install --quiet --no-index --find-links "$WHEELS" --no-deps -r "$WHEELS/requirements.txt" \
-      || { rm -rf "$REPO/.venv-gpu"; die "the wheels in $WHEELS do not install for $("$PYTHON" -V) here: rerun \
-\`make wheels\` with this Python and platform"; }
+    bash "$REPO/scripts/gpu_venv.sh" "$PYTHON" "$WHEELS" "$REPO/.venv-gpu" || exit 2
   fi
   PY="$REPO/.venv-gpu/bin/python"
   export PYTHONPATH="$REPO${PYTHONPATH:+:$PYTHONPATH}"  # the package from the working tree, not installed

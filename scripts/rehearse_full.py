@@ -126,13 +126,14 @@ def run_stage(name: str, work: Path, device: str) -> dict:
 
 def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
+    from thai_grpo.core.config import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
     from thai_grpo.methods import train_variant, variant_plan
 
     spec = json.loads((work / "spec.json").read_text(encoding="utf-8"))
     config, base, sft = spec["config"], spec["base"], spec["adapter"]
     rows, heldout, pairs = read_jsonl(spec["rows"]), read_jsonl(spec["heldout"]), read_jsonl(spec["pairs"])
-    system, ev = config["data"]["system_prompt"], config["eval"]
+    system, ev = config["data"]["system_prompt"], eval_settings(config)  # max_new_tokens as the pipeline fills it
     out = work / "outputs" / name
     grpo_adapter = work / "outputs" / "grpo" / "adapter"
     policy = str(grpo_adapter) if grpo_adapter.is_dir() else sft
@@ -202,7 +203,8 @@ def build(work: Path, preset: str) -> None:
     config["variants"]["dpo"].setdefault("dpo", {})["max_length"] = prompt + completion  # rows as long as planned
     write_jsonl(work / "rows.jsonl", rows[:train])
     write_jsonl(work / "heldout.jsonl", rows[train:])
-    write_jsonl(work / "pairs.jsonl", answer_pairs(tokenizer, rows[:train], system, completion))
+    write_jsonl(work / "pairs.jsonl", answer_pairs(tokenizer, rows[:train], system, completion,
+                                                   ev.get("chat_template_kwargs")))
     spec = {**paths, "config": config, "prompt_tokens": prompt, "rows": str(work / "rows.jsonl"),
             "heldout": str(work / "heldout.jsonl"), "pairs": str(work / "pairs.jsonl"), "preset": preset}
     (work / "spec.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")

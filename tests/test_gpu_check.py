@@ -13,6 +13,8 @@ import pytest
 import yaml
 from snakemake_dry_run import fake_nvidia_smi
 
+from thai_grpo.methods.dpo import token_rows
+from thai_grpo.methods.preferences import prompt_token_ids
 from thai_grpo.models.memory_stages import CARD_GIB, CPU
 from thai_grpo_tools.stage_plans import merged_configs, sizes_for_card
 from thai_grpo_tools.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
@@ -68,6 +70,25 @@ def test_with_the_machines_cuda_torch_but_no_wheels_it_says_how_to_get_them(tmp_
     venv = REPO / ".venv/bin/python"
     assert ("CPU build sees no CUDA GPU" if venv.exists() else "does not exist") in first, first
     assert not (REPO / ".venv-gpu").exists()
+
+
+def test_the_fallback_venv_sees_the_torch_of_a_python_that_is_itself_a_venv(tmp_path):
+    """GPU images often hold their CUDA torch in a venv (or conda env): a venv made from it with
+    --system-site-packages alone sees the base interpreter's packages, not that torch. Here .venv plays that Python."""
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    (wheels / "requirements.txt").write_text("")
+    venv = tmp_path / "venv-gpu"
+    done = subprocess.run(["bash", str(REPO / "scripts/gpu_venv.sh"), str(REPO / ".venv/bin/python"), str(wheels),
+                           str(venv)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    where = subprocess.run([str(venv / "bin/python"), "-c", "import torch; print(torch.__file__)"],
+                           capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0 and where.stdout.startswith(str(REPO / ".venv")), where.stderr
+    (wheels / "requirements.txt").write_text("no-such-package==1.0\n")  # a wheel missing: one line, no venv left
+    done = subprocess.run(["bash", str(REPO / "scripts/gpu_venv.sh"), str(REPO / ".venv/bin/python"), str(wheels),
+                           str(venv)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "rerun `make wheels` with this Python" in done.stderr and not venv.exists()
 
 
 @pytest.mark.skipif(cuda_torch_here(), reason="this machine has a CUDA torch: the check would run for real")
@@ -130,6 +151,10 @@ def test_pairs_are_as_long_as_the_completion_budget(tiny_tokenizer):
         for side in ("chosen", "rejected"):
             tokens = len(tokenizer(pair[side][0]["content"], add_special_tokens=False)["input_ids"])
             assert abs(tokens - 24) <= 2, tokens
+            assert pair[f"{side}_ids"] == tokenizer(pair[side][0]["content"], add_special_tokens=False)["input_ids"]
+    # DPO trains on the pairs' token ids, as the pipeline's sampled pairs store them: the prompt as the policy reads it
+    assert [pair["prompt_ids"] for pair in pairs] == prompt_token_ids(tokenizer, [r["question"] for r in rows], system)
+    assert token_rows(pairs) and {pair["completion_budget"] for pair in pairs} == {24}
 
 
 def test_each_stage_is_compared_with_its_own_prediction_at_the_rehearsals_sizes():

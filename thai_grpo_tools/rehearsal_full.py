@@ -114,11 +114,13 @@ def build_full_standin(folder: Path, rows: list[dict], system_prompt: str, seed:
     return {"base": str(base), "adapter": str(adapter)}
 
 
-def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tokens: int) -> list[dict]:
+def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tokens: int,
+                 chat_template_kwargs: dict | None = None) -> list[dict]:
     """DPO's and the reward model's pairs for ``rows``, in ``preferences.build_pairs``' format: chosen the right number,
     rejected a wrong one, each after a think block filled so that the completion is ``completion_tokens`` tokens long
     (the budget the plan counts)."""
     from thai_grpo.data.problems import build_prompt
+    from thai_grpo.methods.preferences import prompt_token_ids
 
     filler = tokenizer("คิดทีละขั้น " * completion_tokens, add_special_tokens=False)["input_ids"]
 
@@ -127,10 +129,21 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
         room = completion_tokens - len(tokenizer("<think>" + tail, add_special_tokens=False)["input_ids"])
         return "<think>" + tokenizer.decode(filler[:max(room, 1)]) + tail
 
-    return [{"id": row["id"], "gold": row["answer"], "prompt": build_prompt(row["question"], system_prompt),
-             "chosen": [{"role": "assistant", "content": completion(row["answer"])}],
-             "rejected": [{"role": "assistant", "content": completion(row["answer"] + 1)}],
-             "chosen_reward": 1.5, "rejected_reward": 0.5} for row in rows]
+    def ids(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    prompts = prompt_token_ids(tokenizer, [row["question"] for row in rows], system_prompt, chat_template_kwargs)
+    pairs = []
+    for row, prompt_ids in zip(rows, prompts):
+        chosen, rejected = completion(row["answer"]), completion(row["answer"] + 1)
+        pairs.append({"id": row["id"], "gold": row["answer"], "prompt": build_prompt(row["question"], system_prompt),
+                      "chosen": [{"role": "assistant", "content": chosen}],
+                      "rejected": [{"role": "assistant", "content": rejected}],
+                      "chosen_reward": 1.5, "rejected_reward": 0.5,
+                      # the token ids DPO trains on, as preferences.token_fields stores them from sampled pairs
+                      "prompt_ids": prompt_ids, "chosen_ids": ids(chosen), "rejected_ids": ids(rejected),
+                      "completion_budget": completion_tokens})
+    return pairs
 
 
 def measured_prompt_tokens(tokenizer, rows: list[dict], system_prompt: str, chat_template_kwargs: dict) -> int:
