@@ -45,11 +45,15 @@ def test_the_t4_fit_gives_back_both_of_the_chapters_figures_and_the_h100_costs_l
 
 
 def test_a_gpu_check_measurement_replaces_the_prediction_on_its_card():
-    record = {"machine": "NVIDIA H100 80GB HBM3", "stages": [{"stage": "grpo", "seconds_per_step": 10.0}]}
+    record = {"machine": "NVIDIA H100 80GB HBM3", "stages": [{"stage": "grpo", "seconds_per_step": 10.0},
+                                                             {"stage": "ppo", "seconds_per_step": 100.0}]}
     predicted = tp.predictions(REAL)
     measured = tp.predictions(REAL, record)
     row = next(r for r in measured["H100-class"]["rows"] if r["work"].stage == "train grpo")
     assert row["measured"] and row["seconds"] == 10.0 * 16 + tp.JOB_START_S
+    # the check's PPO step is one rollout batch with its 4 epochs x 8 minibatches: 16 of them, not 512 updates
+    ppo = next(r for r in measured["H100-class"]["rows"] if r["work"].stage == "train ppo")
+    assert ppo["work"].optimizer_steps == 16 * 4 * 8 and ppo["seconds"] == 100.0 * 16 + tp.JOB_START_S
     assert measured["T4"]["rows"] == predicted["T4"]["rows"]  # another card's measurement changes nothing there
     assert "(measured)" in tp.markdown_table(REAL, record)
 

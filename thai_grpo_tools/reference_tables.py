@@ -423,6 +423,21 @@ def table_time_plan(root: Path) -> str:
     return markdown_table(real_config(root), json.loads(measured.read_text()) if measured.exists() else None)
 
 
+def table_gpu_check(root: Path) -> str:
+    """The `make gpu-check` record kept in docs/reference/gpu_check.json: where it ran, then each stage's peak memory
+    beside the plan and its seconds per step, as the check printed them (thai_grpo_tools.rehearsal_full.table)."""
+    import json
+
+    from thai_grpo_tools.rehearsal_full import table
+
+    measured = root / "docs" / "reference" / "gpu_check.json"
+    if not measured.exists():
+        return "No `make gpu-check` record is kept here yet."
+    record = json.loads(measured.read_text(encoding="utf-8"))
+    return (f"{record['machine']}, preset {record['preset']}, {record['precision']}, {record['wall_s']:.0f} s in all:\n\n"
+            + table(record["stages"], "torch.cuda.max_memory_allocated"))
+
+
 def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, str]:
     """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
     return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
@@ -433,7 +448,7 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolv
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
             "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
-            "time-plan": table_time_plan(root)}
+            "time-plan": table_time_plan(root), "gpu-check": table_gpu_check(root)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)

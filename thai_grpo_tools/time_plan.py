@@ -21,7 +21,7 @@ Where the costs come from (``t4_costs``, ``h100_costs``):
   larger), ``step_s`` the T4's divided by ``HOST_SPEEDUP`` (assumed: a faster host and launch path, not measured).
 - ``measured_seconds``: a `make gpu-check` record (``rehearse.json`` of the chapter preset, copied to
   ``docs/reference/gpu_check.json``) replaces the prediction of every training stage it timed on its card, as its
-  seconds per optimizer step x the stage's optimizer steps.
+  seconds per step x the stage's steps (optimizer steps; for PPO, rollout batches, each with all its updates).
 """
 
 from __future__ import annotations
@@ -57,6 +57,11 @@ class Work:
     units: int
     jobs: int = 1
     kind: str = ""  # the gpu-check stage whose measured seconds per step stand for it, if any
+    measured_steps: int | None = None  # the steps that stage's seconds per step count, where not optimizer_steps
+
+    @property
+    def timed_steps(self) -> int:
+        return self.optimizer_steps if self.measured_steps is None else self.measured_steps
 
 
 def seconds(work: Work, costs: Costs) -> float:
@@ -93,7 +98,9 @@ def ppo_work(stage: str, settings: dict, length: int, generate_rows: int) -> Wor
     tokens = steps * batch * length
     units = tokens * (1 + 4 + int(settings.get("num_ppo_epochs", 4)) * 2 * 3)
     updates = steps * int(settings.get("num_ppo_epochs", 4)) * int(settings.get("num_mini_batches", 1))
-    return Work(stage, tokens, steps * math.ceil(batch / generate_rows) * length, updates, units, kind="ppo")
+    # a gpu-check step of PPO is one rollout batch with all its epochs and minibatches (the rehearsal's max_steps: 1)
+    return Work(stage, tokens, steps * math.ceil(batch / generate_rows) * length, updates, units, kind="ppo",
+                measured_steps=steps)
 
 
 def pair_training_work(stage: str, pairs: int, length: int, batch: int, units_per_token: int, kind: str) -> Work:
@@ -195,7 +202,7 @@ def predictions(config: dict, gpu_check: dict | None = None) -> dict:
         rows = []
         for work in real_run_work(config, sizes):
             timed = measured.get(work.kind) if measured_card == costs.card else None
-            rows.append({"work": work, "seconds": timed * work.optimizer_steps + JOB_START_S if timed else
+            rows.append({"work": work, "seconds": timed * work.timed_steps + JOB_START_S if timed else
                          seconds(work, costs), "measured": bool(timed)})
         total = sum(row["seconds"] for row in rows if not row["work"].stage.startswith("pass@k"))
         decode = {w.stage: w.decode_steps for w in (row["work"] for row in rows)}
