@@ -424,18 +424,19 @@ def table_time_plan(root: Path) -> str:
 
 
 def table_gpu_check(root: Path) -> str:
-    """The `make gpu-check` record kept in docs/reference/gpu_check.json: where it ran, then each stage's peak memory
-    beside the plan and its seconds per step, as the check printed them (thai_grpo_tools.rehearsal_full.table)."""
+    """The `make gpu-check` records kept in docs/reference/gpu_check*.json (gpu_check.json feeds the time plan): for
+    each, where it ran, then each stage's peak memory beside the plan and its seconds per step, as the check printed
+    them (thai_grpo_tools.rehearsal_full.table)."""
     import json
 
     from thai_grpo_tools.rehearsal_full import table
 
-    measured = root / "docs" / "reference" / "gpu_check.json"
-    if not measured.exists():
-        return "No `make gpu-check` record is kept here yet."
-    record = json.loads(measured.read_text(encoding="utf-8"))
-    return (f"{record['machine']}, preset {record['preset']}, {record['precision']}, {record['wall_s']:.0f} s in all:\n\n"
-            + table(record["stages"], "torch.cuda.max_memory_allocated"))
+    blocks = []
+    for path in sorted((root / "docs" / "reference").glob("gpu_check*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        blocks.append(f"`{path.name}`: {record['machine']}, preset {record['preset']}, {record['precision']}, "
+                      f"{record['wall_s']:.0f} s in all:\n\n" + table(record["stages"], "torch.cuda.max_memory_allocated"))
+    return "\n\n".join(blocks) or "No `make gpu-check` record is kept here yet."
 
 
 def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, str]:
