@@ -10,6 +10,14 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# Two pytest workers share the machine's cores, and the workflow runs they start inherit this environment. OpenMP
+# threads that wait for work sleep instead of spinning: set before torch loads its OpenMP runtime, which reads it once
+# (a worker's torch spun a core away from the other worker's job). glibc keeps freed memory for reuse in the processes
+# started from here instead of handing each large tensor back to the kernel (TRL's CPU log-prob tiles over the real
+# config's 151,936-token vocabulary, ~150 MB each, were page-faulted in anew for every op). Neither changes a number.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("MALLOC_MMAP_MAX_", "0")
+os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(4 << 30))
 
 REPO = Path(__file__).resolve().parents[1]
 
