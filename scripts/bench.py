@@ -23,7 +23,8 @@ from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.problems import SYSTEM_PROMPT
 from thai_grpo.methods import variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
-from thai_grpo_tools.bench import StepTimer, lscpu_fields, sampler_throughput, stage_shares, step_split
+from thai_grpo.core.machine import cpu_label, lscpu_fields
+from thai_grpo_tools.bench import StepTimer, sampler_throughput, stage_shares, step_split
 from thai_grpo_tools.speedup import extrapolate, read_benchmarks, simulate, workflow_jobs
 
 WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
@@ -35,8 +36,6 @@ def cpu_name() -> str:
 
 def cpu_kind() -> str:
     """The model name and widest vector instructions, as docs/reference names a CPU: 'AMD EPYC (AVX-512)'."""
-    from thai_grpo_tools.reference import cpu_label
-
     return cpu_label(cpu_name(), lscpu_fields().get("Flags", "").split())
 
 

@@ -14,10 +14,9 @@ import sys
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
-from thai_grpo.report.results import commit_of
+from thai_grpo.core.machine import commit_of, cpu_label, lscpu_fields
 from thai_grpo_tools import reference as ref
 from thai_grpo_tools import reference_tables as rt
-from thai_grpo_tools.bench import lscpu_fields
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -29,7 +28,7 @@ def cpu_name() -> str:
     fields = lscpu_fields()
     if not fields:
         return "unknown CPU"
-    return ref.cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
+    return cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
 
 
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None) -> dict:

@@ -182,7 +182,7 @@ def test_a_run_records_the_commit_of_its_checkout_marked_when_files_differ(tmp_p
     file differs from it, "unknown" outside a git checkout."""
     import subprocess
 
-    from thai_grpo.report.results import commit_of
+    from thai_grpo.core.machine import commit_of
 
     assert commit_of(tmp_path) == "unknown"
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]

@@ -27,7 +27,8 @@ def test_end_job_flushes_the_log_runs_what_was_registered_and_exits_0(tmp_path):
         Path({!r}).write_text("after end_job")
     """.format(str(tmp_path / "after.txt")))
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "job.log").read_text() == "last line, no newline flush asked"
+    machine, rest = (tmp_path / "job.log").read_text().split("\n", 1)  # log_to's first line: the job's machine
+    assert machine.startswith("job ran on: ") and rest == "last line, no newline flush asked"
     assert (tmp_path / "at_end.txt").read_text() == "ran"
     assert not (tmp_path / "after.txt").exists()  # nothing runs after end_job
 

@@ -15,7 +15,6 @@ stage's share of the last run (``make bench`` -> results/bench/bench.json; figur
 from __future__ import annotations
 
 import re
-import subprocess
 import time
 from pathlib import Path
 
@@ -24,15 +23,6 @@ PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward p
              "backward and optimizer")
 DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
 SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)", "greedy answers")
-
-
-def lscpu_fields() -> dict[str, str]:
-    """``lscpu``'s fields ("Model name", "Flags", ...) on this machine; empty where lscpu cannot run."""
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return {}
-    return {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
 
 
 def _timed(seconds: list[float], function):

@@ -325,12 +325,6 @@ def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | N
 
 # ---- comparing a run with the reference -----------------------------------------------------------------------
 
-def cpu_label(model_name: str, flags: list[str]) -> str:
-    """'AMD EPYC (AVX-512)': the model name and the widest vector instruction set among ``flags`` (lscpu's)."""
-    level = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{model_name} ({level})"
-
-
 def provenance(src: dict) -> str:
     return f"`{src['command']}` at commit {src['commit']} on {src['cpu']}, {src['cores']} cores, {src['date']}"
 

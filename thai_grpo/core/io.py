@@ -79,11 +79,15 @@ def progress(message: str) -> None:
 
 
 def log_to(path: str | Path) -> None:
-    """Send this process's stdout and stderr (and so library logging) to a rule's ``log:`` file."""
+    """Send this process's stdout and stderr (and so library logging) to a rule's ``log:`` file, which starts with
+    the CPU and commit the job runs on (``core.machine``: the studies' results name them)."""
     import sys
+
+    from thai_grpo.core.machine import JOB_MACHINE, this_machine
 
     handle = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
     sys.stdout = sys.stderr = handle
+    print(JOB_MACHINE + json.dumps(this_machine()))
 
 
 _AT_JOB_END: list = []

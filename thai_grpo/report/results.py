@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import importlib.metadata
 import platform
-import subprocess
 from pathlib import Path
 
 from thai_grpo.core.chapter import FACTS, TRAIN_SIZE, run_card_departures
@@ -360,19 +359,6 @@ def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None
 # The optional targets' results (rules/common.smk OPTIONAL_RESULTS) and their keys in the main report's results.
 STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "losses": "losses",
               "chains": "chain_study"}
-
-def commit_of(path: str | Path) -> str:
-    """The short commit of the checkout holding ``path``, marked when tracked files differ from it, or "unknown"
-    outside a git checkout (read-only: --no-optional-locks keeps git from refreshing the index)."""
-    git = ["git", "--no-optional-locks", "-C", str(path)]
-    try:
-        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
-        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
-
-
 
 def add_studies(results: dict, studies: dict, fingerprint: str | None) -> dict:
     """``results`` with each built study under its ``STUDY_KEYS`` key, and ``studies_from_other_settings``: the studies

@@ -1,0 +1,68 @@
+"""What a job ran on: the CPU (two CPUs of one model name with AVX2 or AVX-512 run other floating-point kernels, so
+other digits) and the checkout's commit. Every job's log starts with that record (``core.io.log_to``), and the run card
+and each study's results say which machines and commits their jobs ran on (``jobs_ran_on``): a study resumed on
+another CPU or after a code change says so."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+JOB_MACHINE = "job ran on: "  # the prefix of a log's machine line, JSON after it
+
+
+def lscpu_fields() -> dict[str, str]:
+    """``lscpu``'s fields ("Model name", "Flags", ...) on this machine; empty where lscpu cannot run."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return {}
+    return {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+
+
+def cpu_label(model_name: str, flags: list[str]) -> str:
+    """'AMD EPYC (AVX-512)': the model name and the widest vector instruction set among ``flags`` (lscpu's)."""
+    level = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{model_name} ({level})"
+
+
+def commit_of(path: str | Path) -> str:
+    """The short commit of the checkout holding ``path``, marked when tracked files differ from it, or "unknown"
+    outside a git checkout (read-only: --no-optional-locks keeps git from refreshing the index)."""
+    git = ["git", "--no-optional-locks", "-C", str(path)]
+    try:
+        head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
+
+
+def this_machine() -> dict:
+    """{"cpu": 'AMD EPYC (AVX-512)', "commit": the working directory's ``commit_of``}: where a job runs."""
+    fields = lscpu_fields()
+    return {"cpu": cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split()),
+            "commit": commit_of(".")}
+
+
+def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
+    """The log files of ``stages`` (benchmark names): a rule's log is named as its benchmark, in the logs folder beside
+    the benchmarks folder (results/benchmarks -> results/logs; a chain's results/chains/seed<N>/... alike)."""
+    logs = Path(benchmarks_dir).parent / "logs"
+    return [logs / f"{stage}.log" for stage in stages]
+
+
+def jobs_ran_on(logs) -> list[dict]:
+    """Which CPUs and commits the jobs of ``logs`` (their log files) ran on: one {"cpu", "commit", "jobs"} per pair,
+    most jobs first, from each log's last machine line (a rerun appends to its log); a job whose log has none counts
+    under cpu and commit "not recorded"."""
+    unknown = {"cpu": "not recorded", "commit": "not recorded"}
+    machines = Counter()
+    for log in map(Path, logs):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+        records = [json.loads(line[len(JOB_MACHINE):]) for line in lines if line.startswith(JOB_MACHINE)]
+        machine = records[-1] if records else unknown
+        machines[(machine["cpu"], machine["commit"])] += 1
+    return [{"cpu": cpu, "commit": commit, "jobs": n} for (cpu, commit), n in machines.most_common()]
