@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.machine import jobs_ran_on, stage_logs
 from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.hacking import summarise_hacking_chains
@@ -36,4 +37,6 @@ write_json(snakemake.output.results, {
     "hacking": summarise_hacking_chains(hacking),
     "cost": {"per_chain_seconds": {seed: sum(stages.values()) for seed, stages in seconds.items()},
              "stages": seconds},
+    "jobs_ran_on": jobs_ran_on([log for seed, stages in seconds.items()
+                                for log in stage_logs(params.benchmarks[seed], stages)]),
     "settings_fingerprint": params.settings_fingerprint})

@@ -1,12 +1,13 @@
 """The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo_studies.hacking)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.machine import jobs_ran_on, stage_logs
 from thai_grpo_studies.hacking import hacking_results
 from thai_grpo.report.results import benchmark_seconds
 
 log_to(snakemake.log[0])
 params = snakemake.params
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
-write_json(snakemake.output.results,
-           {**hacking_results(trains, params.plans, params.sft_shares, benchmark_seconds(params.benchmarks),
-                           params.detector), "settings_fingerprint": params.settings_fingerprint})
+results = hacking_results(trains, params.plans, params.sft_shares, benchmark_seconds(params.benchmarks), params.detector)
+write_json(snakemake.output.results, {**results, "jobs_ran_on": jobs_ran_on(stage_logs(params.benchmarks, results["seconds"])),
+                                      "settings_fingerprint": params.settings_fingerprint})

@@ -1,6 +1,7 @@
 """Loss-family study: results/losses/results.json from each run's scores and train.json (thai_grpo_studies.losses)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.machine import jobs_ran_on, stage_logs
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.losses import loss_results
 from thai_grpo.report.results import benchmark_seconds
@@ -11,8 +12,8 @@ runs, trains = {}, {}
 for (variant, run, seed), scores, train in zip(params.runs, snakemake.input.scores, snakemake.input.train):
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(scores)})
     trains[run] = read_json(train)
-write_json(snakemake.output.results,
-           {**loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
-                        n_boot=params.n_boot, seed=params.eval_seed,
-                        analysis=analysis_plan({"analysis": params.analysis})),
-            "settings_fingerprint": params.settings_fingerprint})
+results = loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
+                       n_boot=params.n_boot, seed=params.eval_seed, analysis=analysis_plan({"analysis": params.analysis}))
+jobs = [f"{kind}-{run}" for run, kinds in results["cost"]["runs"].items() for kind in kinds]
+write_json(snakemake.output.results, {**results, "jobs_ran_on": jobs_ran_on(stage_logs(params.benchmarks, jobs)),
+                                      "settings_fingerprint": params.settings_fingerprint})

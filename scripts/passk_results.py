@@ -2,6 +2,7 @@
 its sentence and figure for the main report."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.machine import jobs_ran_on, stage_logs
 from thai_grpo.report.results import benchmark_seconds
 from thai_grpo_studies.large_k import large_k_results, plot_large_k
 from thai_grpo_studies.study_words import large_k_verdict
@@ -17,4 +18,5 @@ plot_large_k(results, snakemake.output.figure)
 write_json(snakemake.output.results, {**results, "verdict": large_k_verdict(results), "models": params.models,
                                       "settings": ev,
                                       "problems_chosen": f"the first {ev['problems']} of results/data/heldout.jsonl",
-                                      "benchmarks": seconds, "settings_fingerprint": params.settings_fingerprint})
+                                      "benchmarks": seconds, "jobs_ran_on": jobs_ran_on(stage_logs(params.benchmarks, seconds)),
+                                      "settings_fingerprint": params.settings_fingerprint})

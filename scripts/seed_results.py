@@ -1,6 +1,7 @@
 """Seed study: results/seeds/results.json from every seed run's held-out scores (thai_grpo_studies.seed_stats)."""
 
 from thai_grpo.core.io import log_to, read_json, write_json
+from thai_grpo.core.machine import jobs_ran_on, stage_logs
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.results import benchmark_seconds
 from thai_grpo_studies.seed_stats import seed_costs, seed_study
@@ -14,10 +15,11 @@ for (variant, run, seed), sampling_seed, path in zip(params.runs, params.samplin
                                          "scores": read_json(path)})
 study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
 study["pairs"] = with_sentences(study["pairs"])  # the sentences the main report shows
+cost = seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
+                  [variant for variant, _, _ in params.runs])
 write_json(snakemake.output.results, {
     "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,
     "num_problems": next(iter(runs.values()))[0]["scores"]["num_problems"],
     "n_samples": next(iter(runs.values()))[0]["scores"]["n_samples"],
-    **study, "cost": seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
-                                [variant for variant, _, _ in params.runs]),
+    **study, "cost": cost, "jobs_ran_on": jobs_ran_on(stage_logs(params.benchmarks, cost["stages"])),
     "settings_fingerprint": params.settings_fingerprint})

@@ -13,6 +13,8 @@ import pytest
 from workflow import copy_workflow, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
+from thai_grpo.core.machine import this_machine
+
 pytestmark = pytest.mark.slow
 
 
@@ -46,6 +48,9 @@ def test_smoke_run_writes_results_and_report(smoke_run):
     for stage in ["dataset", "split", "base_model", "sft_adapter", "train-grpo", "sample-grpo", "train-rloo",
                   "train-dpo", "preference_pairs", "sample-dpo"]:
         assert (smoke_run / f"results/benchmarks/{stage}.tsv").exists(), stage
+    # every timed job's log names this machine; the scratch copy is no git checkout, so no commit
+    assert results["run"]["jobs_ran_on"] == [{"cpu": this_machine()["cpu"], "commit": "unknown",
+                                              "jobs": len(results["run"]["benchmarks"])}]
 
 
 def test_smoke_run_holds_out_unseen_skeletons_and_tests_every_pair(smoke_run):
@@ -232,6 +237,8 @@ def test_hacking_target_trains_three_format_rewards_from_one_brief_adapter(smoke
                    for s in run["steps"])
     assert set(results["verdicts"]) == set(results["runs"]) and results["loophole_verdict"]
     assert all(results["seconds"][stage] > 0 for stage in results["seconds"])
+    assert results["jobs_ran_on"] == [{"cpu": this_machine()["cpu"], "commit": "unknown",
+                                       "jobs": len(results["seconds"])}]
     html = (workdir / "results/hacking/report.html").read_text()
     assert f"<h1>{results['title']}</h1>" in html and "data:image/png;base64," in html  # the title the runs decided
     assert all(run["detector"]["settings"]["window"] == 3 for run in results["runs"].values())
