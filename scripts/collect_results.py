@@ -36,6 +36,6 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
 # The checkout's commit when the numbers were collected (make compare names each run by it).
 results["run"]["commit"] = commit_of(".")
 # The CPUs and commits the jobs timed in this run card ran on, from their logs (thai_grpo.core.machine).
-results["run"]["jobs_ran_on"] = jobs_ran_on(stage_logs(params.benchmarks, benchmark_seconds(params.benchmarks)))
+results["run"]["jobs_ran_on"] = jobs_ran_on(stage_logs(params.benchmarks, results["run"]["benchmarks"]))
 write_json(snakemake.output.results, results)
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

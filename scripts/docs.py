@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
-from thai_grpo.core.machine import commit_of, cpu_label, lscpu_fields
+from thai_grpo.core.machine import commit_of, this_cpu
 from thai_grpo_tools import reference as ref
 from thai_grpo_tools import reference_tables as rt
 
@@ -22,21 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
-def cpu_name() -> str:
-    """``lscpu``'s model name and the widest vector instructions torch can use on it (two CPUs of one model name
-    with AVX2 or AVX-512 run other floating-point kernels, so other digits)."""
-    fields = lscpu_fields()
-    if not fields:
-        return "unknown CPU"
-    return cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
-
-
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None) -> dict:
     """{part: summary with its source} for every part whose results file exists under ``results``; the parts in
     ``untimed`` get no wall or job time (a run interrupted and resumed), ``notes`` a note each."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
-    commit, cpu, cores = commit_of(results.parent), cpu_name(), len(os.sched_getaffinity(0))
+    commit, cpu, cores = commit_of(results.parent), this_cpu(), len(os.sched_getaffinity(0))
     benchmarks = results / "benchmarks"
     timed = {p.stem: (p.stat().st_mtime, float(next(iter(_rows(p))).get("s", 0))) for p in benchmarks.glob("*.tsv")}
     out = {}

@@ -79,15 +79,18 @@ def test_the_fallback_venv_sees_the_torch_of_a_python_that_is_itself_a_venv(tmp_
     wheels.mkdir()
     (wheels / "requirements.txt").write_text("")
     venv = tmp_path / "venv-gpu"
-    done = subprocess.run(["bash", str(REPO / "scripts/gpu_venv.sh"), str(REPO / ".venv/bin/python"), str(wheels),
-                           str(venv)], capture_output=True, text=True, timeout=120)
+
+    def gpu_venv() -> subprocess.CompletedProcess:
+        return subprocess.run(["bash", str(REPO / "scripts/gpu_venv.sh"), str(REPO / ".venv/bin/python"), str(wheels),
+                               str(venv)], capture_output=True, text=True, timeout=120)
+
+    done = gpu_venv()
     assert done.returncode == 0, done.stderr
     where = subprocess.run([str(venv / "bin/python"), "-c", "import torch; print(torch.__file__)"],
                            capture_output=True, text=True, timeout=60)
     assert where.returncode == 0 and where.stdout.startswith(str(REPO / ".venv")), where.stderr
     (wheels / "requirements.txt").write_text("no-such-package==1.0\n")  # a wheel missing: one line, no venv left
-    done = subprocess.run(["bash", str(REPO / "scripts/gpu_venv.sh"), str(REPO / ".venv/bin/python"), str(wheels),
-                           str(venv)], capture_output=True, text=True, timeout=120)
+    done = gpu_venv()
     assert done.returncode == 1 and "rerun `make wheels` with this Python" in done.stderr and not venv.exists()
 
 

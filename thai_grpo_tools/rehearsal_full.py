@@ -120,7 +120,7 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
     rejected a wrong one, each after a think block filled so that the completion is ``completion_tokens`` tokens long
     (the budget the plan counts)."""
     from thai_grpo.data.problems import build_prompt
-    from thai_grpo.methods.preferences import prompt_token_ids
+    from thai_grpo.methods.preferences import prompt_token_ids, token_fields
 
     filler = tokenizer("คิดทีละขั้น " * completion_tokens, add_special_tokens=False)["input_ids"]
 
@@ -140,9 +140,9 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
                       "chosen": [{"role": "assistant", "content": chosen}],
                       "rejected": [{"role": "assistant", "content": rejected}],
                       "chosen_reward": 1.5, "rejected_reward": 0.5,
-                      # the token ids DPO trains on, as preferences.token_fields stores them from sampled pairs
-                      "prompt_ids": prompt_ids, "chosen_ids": ids(chosen), "rejected_ids": ids(rejected),
-                      "completion_budget": completion_tokens})
+                      # the token ids DPO trains on, stored as for the pipeline's sampled pairs
+                      **token_fields({"prompt_ids": prompt_ids, "completion_budget": completion_tokens},
+                                     {"token_ids": ids(chosen)}, {"token_ids": ids(rejected)})})
     return pairs
 
 

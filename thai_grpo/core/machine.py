@@ -40,11 +40,17 @@ def commit_of(path: str | Path) -> str:
     return head.stdout.strip() + (" with uncommitted changes" if dirty.stdout.strip() else "")
 
 
-def this_machine() -> dict:
-    """{"cpu": 'AMD EPYC (AVX-512)', "commit": the working directory's ``commit_of``}: where a job runs."""
+def this_cpu() -> str:
+    """This machine's ``cpu_label`` from lscpu, or "unknown CPU" where lscpu cannot run."""
     fields = lscpu_fields()
-    return {"cpu": cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split()),
-            "commit": commit_of(".")}
+    if not fields:
+        return "unknown CPU"
+    return cpu_label(fields.get("Model name", "unknown CPU"), fields.get("Flags", "").split())
+
+
+def this_machine() -> dict:
+    """{"cpu": ``this_cpu``, "commit": the working directory's ``commit_of``}: where a job runs."""
+    return {"cpu": this_cpu(), "commit": commit_of(".")}
 
 
 def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
