@@ -22,9 +22,12 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
-def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None) -> dict:
+def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
+              walls: dict | None = None) -> dict:
     """{part: summary with its source} for every part whose results file exists under ``results``; the parts in
-    ``untimed`` get no wall or job time (a run interrupted and resumed), ``notes`` a note each."""
+    ``untimed`` get no wall or job time (a run interrupted and resumed), ``notes`` a note each, ``walls`` a wall time
+    each (seconds, measured by ``time``). A study whose results record its own jobs gets their seconds, and no wall
+    time unless given."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
     commit, cpu, cores = commit_of(results.parent), this_cpu(), len(os.sched_getaffinity(0))
@@ -42,6 +45,11 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
         if part == "main" and time_file:
             wall = ref.wall_from_time_output(time_file.read_text()) or wall
         jobs = sum(s for _, s in stages.values()) or None
+        own = ref.study_job_seconds(part, data)
+        if own is not None:  # its jobs may have run beside other targets': their span is not its wall time
+            wall, jobs = None, own
+        if part in (walls or {}):
+            wall = walls[part]
         if part in untimed:
             wall = jobs = None
         date = datetime.datetime.fromtimestamp((results / path).stat().st_mtime, datetime.timezone.utc)
@@ -87,11 +95,14 @@ def main() -> None:
                         help="summarise: a part whose times are not a measurement (e.g. interrupted and resumed)")
     parser.add_argument("--note", action="append", default=[], metavar="PART=TEXT",
                         help="summarise: a note on how a part was run, shown beside its times")
+    parser.add_argument("--wall", action="append", default=[], metavar="PART=SECONDS",
+                        help="summarise: a part's wall time, measured by `time` (a study run alone)")
     parser.add_argument("--all", action="store_true", help="compare: list every differing number")
     args = parser.parse_args()
     if args.command == "summarise":
         notes = dict(note.split("=", 1) for note in args.note)
-        for part, summary in summaries(args.results.resolve(), args.time_file, args.untimed, notes).items():
+        walls = {part: float(seconds) for part, seconds in (wall.split("=", 1) for wall in args.wall)}
+        for part, summary in summaries(args.results.resolve(), args.time_file, args.untimed, notes, walls).items():
             write_json(args.reference / f"{part}.json", summary)
             print(f"wrote {args.reference / f'{part}.json'} ({summary['source']['command']})")
         return

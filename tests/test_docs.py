@@ -134,6 +134,50 @@ def test_optional_targets_summaries_from_the_pipelines_own_documents():
     assert "k = 16" in rt.table_passk(parts) and "90% (step 2)" in rt.table_hacking(parts)
 
 
+def test_the_loss_study_summary_keeps_each_variants_seeds_difference_and_verdict():
+    from thai_grpo_studies.losses import loss_results
+
+    rng = np.random.default_rng(2)
+
+    def scores(p):
+        return score_model(records(list(rng.binomial(8, p, size=40)), 8, list(rng.binomial(1, p, size=40))), [1, 8],
+                           n_boot=200, seed=0)
+
+    rates = {"grpo": .3, "no_kl": .3, "clip_higher": .8}
+    runs = {v: [{"run": v if s == 42 else f"{v}-seed{s}", "seed": s, "scores": scores(p)} for s in (42, 1, 2)]
+            for v, p in rates.items()}
+    trains = {r["run"]: {"steps": [{"step": 1, "accuracy": .5}]} for rs in runs.values() for r in rs}
+    plans = {"grpo": {"grpo": {"beta": 0.04}}, "no_kl": {"grpo": {"beta": 0.0}},
+             "clip_higher": {"grpo": {"beta": 0.04, "epsilon_high": 0.28}}}
+    seconds = {f"{kind}-{run}": 10.0 for kind in ("train", "sample", "score") for run in trains}
+    study = loss_results(runs, trains, plans, seconds, n_boot=200, seed=0)
+    losses = ref.summarise_losses(study)
+    clip = losses["variants"]["clip_higher"]
+    assert clip["changes"] == {"epsilon_high": [None, 0.28]} and clip["seconds"] == 90.0
+    assert clip["per_seed"] == {str(r["seed"]): round(r["scores"]["pass@1"]["estimate"], 4)
+                                for r in runs["clip_higher"]}
+    assert losses["versus"]["pass@1"]["clip_higher"]["verdict"] == "higher"
+    assert set(losses["versus"]) == {"pass@1", "pass@8", "greedy"} and set(losses["versus"]["pass@1"]) == {
+        "no_kl", "clip_higher"}
+    assert ref.study_job_seconds("losses", study) == 270.0
+    table = rt.table_losses({"losses": {"source": ref.source("losses", "abc1234", "Some CPU", 2, None, 270.0,
+                                                             "2026-01-01"), **losses}})
+    assert "| `clip_higher` | `epsilon_high` None -> 0.28 |" in table and "| higher | none |" in table
+    assert "pass@8 - grpo [simultaneous 95%]: verdict" in table
+
+
+def test_a_study_costs_its_own_jobs_and_an_added_chain_is_what_the_chain_study_adds():
+    chains = {"default_seed": 42, "cost": {"per_chain_seconds": {"42": 500.0, "1": 700.0, "2": 650.0}}}
+    assert ref.study_job_seconds("chain_study", chains) == 1350.0
+    assert ref.study_job_seconds("hacking", {"seconds": {"train-hack_strict": 30.0, "hacking_results": 1.0}}) == 31.0
+    assert ref.study_job_seconds("main", {"cost": {"sum_seconds": 5.0}}) is None
+    source = ref.source("chain_study", "abc1234", "Some CPU", 2, None, 1350.0, "2026-01-01")
+    main = {"source": {**SOURCE, "wall_seconds": 600.0}}
+    costs = rt.table_costs({"main": main, "chain_study": {"source": source}}, {})
+    assert "| `snakemake --cores 2 chains` | 22 min 30 s of jobs |" in costs and "| `make run` | 10 min 0 s |" in costs
+    assert rt.fmt_seconds(7500) == "2 h 5 min"
+
+
 def test_spread_is_the_range_over_chains_and_compare_checks_against_it():
     key = "main.models.sft.pass@1.estimate"
     chains = [{"values": {key: 0.344}}, {"values": {key: 0.321}}, {"values": {key: 0.388, "other": 1.0}}]

@@ -28,11 +28,13 @@ PARTS = {"main": ("results.json", "make run"),
          "seeds": ("seeds/results.json", "snakemake --cores 2 seeds"),
          "hacking": ("hacking/results.json", "snakemake --cores 2 hacking"),
          "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls"),
+         "losses": ("losses/results.json", "snakemake --cores 2 losses"),
          "chain_study": ("chains/results.json", "snakemake --cores 2 chains"),
          "bench": ("bench/bench.json", "make bench")}
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
-                 "seeds": ("seed_results",), "pitfalls": ("figures-pitfalls",), "chain_study": ("chain_results",)}
+                 "seeds": ("seed_results",), "losses": ("loss_results", "loss_report"), "pitfalls": ("figures-pitfalls",),
+                 "chain_study": ("chain_results",)}
 HACKING_CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
                   "clipped_ratio")
 DIGITS = 4
@@ -234,6 +236,31 @@ def summarise_chain_study(study: dict) -> dict:
             "power": power, "sampling_seeds": study.get("sampling_seeds"), "hacking": hacking}
 
 
+def summarise_losses(losses: dict) -> dict:
+    """The loss-family study (results/losses/results.json): per variant what it changes, its pass@1 per training seed,
+    the between-seed mean with the crossed interval (seeds and problems), its flagged runs and the seconds of its jobs;
+    per metric each variant against the baseline (difference, simultaneous interval, Dunnett p, verdict, family);
+    the seeds the confirmatory family needs."""
+    metric = losses["metrics"][0]
+    variants = {}
+    for name, variant in losses["variants"].items():
+        first = variant["metrics"][metric]
+        variants[name] = {"changes": variant.get("changes") or {},
+                          "per_seed": {str(run["seed"]): _r(value) for run, value in
+                                       zip(variant["runs"], first["per_seed"])},
+                          "mean": _r(first["between_seed"]["mean"]), "crossed_low": _r(first["crossed"]["low"]),
+                          "crossed_high": _r(first["crossed"]["high"]), "flagged": variant.get("flagged") or [],
+                          "seconds": _r(variant["cost"]["sum_seconds"])}
+    versus = {m: {t["variant"]: {"diff": _r(t["mean_diff"]), "low": _r(t["ci_low"]), "high": _r(t["ci_high"]),
+                                 "p_holm": _r(t["p_holm"]), "verdict": t["verdict"], "family_text": family_text(t)}
+                  for t in tests} for m, tests in losses["versus"].items()}
+    power = losses.get("power") or {}
+    return {"baseline": losses["baseline"], "seeds": losses["training_seeds"], "metric": metric,
+            "metrics": losses["metrics"], "problems": losses["num_problems"], "samples": losses["n_samples"],
+            "variants": variants, "versus": versus,
+            "power": {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}}
+
+
 def summarise_pitfalls(results: dict) -> dict:
     """The pitfalls report's run (results/pitfalls/results.json): its models' scores and tests against SFT."""
     scores = summarise_scores(results)
@@ -284,7 +311,8 @@ def summarise_bench(bench: dict) -> dict:
 
 
 SUMMARISERS = {"main": summarise_main, "passk": summarise_passk, "seeds": summarise_seeds,
-               "hacking": summarise_hacking, "pitfalls": summarise_pitfalls, "chain_study": summarise_chain_study,
+               "hacking": summarise_hacking, "losses": summarise_losses, "pitfalls": summarise_pitfalls,
+               "chain_study": summarise_chain_study,
                "bench": summarise_bench}
 
 
@@ -304,6 +332,23 @@ def target_stages(part: str, stems: list[str]) -> list[str]:
     if part == "seeds":
         chosen += [s for s in stems if re.fullmatch(r"(train|sample|score)-.+-seed\d+", s)]
     return sorted(set(chosen))
+
+
+def study_job_seconds(part: str, data: dict) -> float | None:
+    """The seconds of a study's own jobs, summed, as its results record them (None where they do not): what the
+    study costs a run that already has the main run's models, whatever else ran beside it."""
+    cost = data.get("cost") or {}
+    if part in ("seeds", "losses"):
+        return cost.get("sum_seconds")
+    if part == "chain_study":
+        added = {seed: s for seed, s in (cost.get("per_chain_seconds") or {}).items()
+                 if str(seed) != str(data.get("default_seed"))}
+        return sum(added.values()) if added else None
+    if part == "hacking":
+        return sum(data["seconds"].values()) if data.get("seconds") else None
+    if part == "passk":
+        return sum(data["benchmarks"].values()) if data.get("benchmarks") else None
+    return None
 
 
 def main_stages(results: dict) -> list[str]:

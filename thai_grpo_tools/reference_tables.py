@@ -65,6 +65,9 @@ def fmt_seconds(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     minutes, rest = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    if hours:
+        return f"{hours} h {minutes} min"
     return f"{minutes} min {rest} s" if minutes else f"{rest} s"
 
 
@@ -127,7 +130,8 @@ def table_costs(ref: dict, elsewhere: dict) -> str:
     rows = []
     for part, (_, command) in PARTS.items():
         src = (ref.get(part) or {}).get("source")
-        own = "not run yet" if not src else fmt_seconds(src["wall_seconds"]) if src["wall_seconds"] else "not measured"
+        own = "not run yet" if not src else fmt_seconds(src["wall_seconds"]) if src["wall_seconds"] else \
+            f"{fmt_seconds(src['jobs_seconds'])} of jobs" if src.get("jobs_seconds") else "not measured"
         measured = {c["cpu"]: c for c in kept if c["part"] == part}
         rows.append([f"`{command}`", own, *(elsewhere_cost(measured.get(cpu)) for cpu in others)])
     notes = [f"{PARTS[part][1]}: {s['source']['note']}" for part, s in ref.items() if s["source"].get("note")]
@@ -393,6 +397,43 @@ def _legacy_chain_study(study: dict) -> str:
             + (f"\n\nReward hacking at the same chain seeds:{hacking}" if hacking else ""))
 
 
+def _change(field: str, values: list) -> str:
+    return f"`{field}` {values[0]} -> {values[1]}"
+
+
+def table_losses(ref: dict) -> str:
+    """Per loss variant: what it changes, its confirmatory metric per training seed and its mean with the crossed
+    interval, its difference from the baseline with Dunnett's simultaneous interval, p and verdict; its other metrics'
+    differences and verdicts (secondary families); the runs the health detector flagged."""
+    losses = ref.get("losses")
+    if not losses:
+        return _missing("losses")
+    metric, baseline, order = losses["metric"], losses["baseline"], [str(s) for s in losses["seeds"]]
+    rows = []
+    for name, v in losses["variants"].items():
+        test = losses["versus"][metric].get(name)
+        rows.append([f"`{name}`", "; ".join(_change(f, c) for f, c in v["changes"].items()) or "(the baseline)",
+                     *(fmt(v["per_seed"].get(s)) for s in order),
+                     f"{fmt(v['mean'])} [{fmt(v['crossed_low'])}, {fmt(v['crossed_high'])}]",
+                     fmt_interval(test, "diff", True) if test else "", fmt_p(test["p_holm"]) if test else "",
+                     VERDICT_WORDS[test["verdict"]] if test else "", ", ".join(v["flagged"]) or "none"])
+    head = ["variant", f"what it changes against `{baseline}`", *(f"seed {s}" for s in order),
+            "mean [crossed 95%: seeds and problems]", f"- {baseline} [simultaneous 95%]", "p (Dunnett-adjusted)",
+            "verdict", "runs flagged"]
+    secondary = [m for m in losses["metrics"] if m != metric]
+    others = _table(["variant", *(f"{m} - {baseline} [simultaneous 95%]: verdict" for m in secondary)],
+                    [[f"`{name}`", *(f"{fmt_interval(losses['versus'][m][name], 'diff', True)}: "
+                                     f"{VERDICT_WORDS[losses['versus'][m][name]['verdict']]}" for m in secondary)]
+                     for name in losses["versus"][metric]])
+    family = next((t["family_text"] for t in losses["versus"][metric].values()), "")
+    power = losses.get("power") or {}
+    need = (f" The family would need {power['seeds_needed']} seeds to detect {100 * power['effect']:.0f} points at 80% "
+            f"power (power now {fmt(power['power_now'], 2)})." if power.get("seeds_needed") else "")
+    return (f"{provenance(losses['source'])}; {metric} on {losses['problems']} held-out problems x {losses['samples']} "
+            f"samples, {len(order)} training seeds per variant:\n\n{_table(head, rows)}\n\nFamily: {family}.{need}"
+            + (f"\n\nThe other metrics (secondary families, outside the plan's gate):\n\n{others}" if secondary else ""))
+
+
 def table_pitfalls(ref: dict) -> str:
     pitfalls = ref.get("pitfalls")
     if not pitfalls:
@@ -445,7 +486,7 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolv
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
             "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
-            "pitfalls": table_pitfalls(ref), "chain-study": table_chain_study(ref),
+            "pitfalls": table_pitfalls(ref), "losses": table_losses(ref), "chain-study": table_chain_study(ref),
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
             "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
