@@ -171,6 +171,11 @@ def test_a_study_costs_its_own_jobs_and_an_added_chain_is_what_the_chain_study_a
     assert ref.study_job_seconds("chain_study", chains) == 1350.0
     assert ref.study_job_seconds("hacking", {"seconds": {"train-hack_strict": 30.0, "hacking_results": 1.0}}) == 31.0
     assert ref.study_job_seconds("main", {"cost": {"sum_seconds": 5.0}}) is None
+    card = {"config": {"variants": {"grpo": {"group": "method"}, "g2": {"group": "pitfall"},
+                                    "ppo_verifier": {"group": "ablation"}}},
+            "run": {"benchmarks": {"train-grpo": 100.0, "train-g2": 40.0, "sample-g2": 9.0,
+                                   "sample_own_temperature-ppo_verifier": 7.0, "figures-pitfalls": 3.0}}}
+    assert ref.study_job_seconds("pitfalls", card) == 59.0
     source = ref.source("chain_study", "abc1234", "Some CPU", 2, None, 1350.0, "2026-01-01")
     main = {"source": {**SOURCE, "wall_seconds": 600.0}}
     costs = rt.table_costs({"main": main, "chain_study": {"source": source}}, {})

@@ -348,6 +348,12 @@ def study_job_seconds(part: str, data: dict) -> float | None:
         return sum(data["seconds"].values()) if data.get("seconds") else None
     if part == "passk":
         return sum(data["benchmarks"].values()) if data.get("benchmarks") else None
+    if part == "pitfalls":  # the pitfall and ablation variants' own jobs (the methods' are the main run's)
+        variants = data.get("config", {}).get("variants") or {}
+        own = {name for name, v in variants.items() if v.get("group") in ("pitfall", "ablation")}
+        seconds = [s for stem, s in data["run"]["benchmarks"].items()
+                   if stem.split("-", 1)[-1] in own or stem.startswith(TARGET_STAGES["pitfalls"])]
+        return sum(seconds) if seconds else None
     return None
 
 
