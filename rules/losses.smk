@@ -30,8 +30,6 @@ rule loss_results:
             v: {**variant_plan(config, v), "description": config["variants"][v].get("description", "")}
             for v in loss_runs(config)
         },
-        eval_seed=config["eval"]["seed"],
-        n_boot=config["eval"]["bootstrap_samples"],
         analysis=config.get("analysis", {}),
         benchmarks="results/benchmarks",
     message:

@@ -28,7 +28,6 @@ rule seed_results:
         sampling_seeds=[
             run_eval_settings(EVAL_SETTINGS, run, VARIANTS, config["seed"])["seed"] for _, run, _ in SEED_STUDY
         ],
-        n_boot=config["eval"]["bootstrap_samples"],
         analysis=config.get("analysis", {}),
         benchmarks=results_path("results/benchmarks"),
     message:

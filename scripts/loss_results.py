@@ -13,7 +13,7 @@ for (variant, run, seed), scores, train in zip(params.runs, snakemake.input.scor
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "scores": read_json(scores)})
     trains[run] = read_json(train)
 results = loss_results(runs, trains, params.plans, benchmark_seconds(params.benchmarks), baseline=params.baseline,
-                       n_boot=params.n_boot, seed=params.eval_seed, analysis=analysis_plan({"analysis": params.analysis}))
+                       analysis=analysis_plan({"analysis": params.analysis}))
 jobs = [f"{kind}-{run}" for run, kinds in results["cost"]["runs"].items() for kind in kinds]
 write_json(snakemake.output.results, {**results, "jobs_ran_on": jobs_ran_on(stage_logs(params.benchmarks, jobs)),
                                       "settings_fingerprint": params.settings_fingerprint})

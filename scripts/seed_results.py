@@ -13,7 +13,7 @@ runs = {}
 for (variant, run, seed), sampling_seed, path in zip(params.runs, params.sampling_seeds, snakemake.input.scores):
     runs.setdefault(variant, []).append({"run": run, "seed": seed, "sampling_seed": sampling_seed,
                                          "scores": read_json(path)})
-study = seed_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
+study = seed_study(runs, plan=analysis_plan({"analysis": params.analysis}))
 study["pairs"] = with_sentences(study["pairs"])  # the sentences the main report shows
 cost = seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
                   [variant for variant, _, _ in params.runs])

@@ -116,7 +116,7 @@ def test_optional_targets_summaries_from_the_pipelines_own_documents():
                            n_boot=200, seed=0)
 
     runs = {m: [{"run": m, "seed": s, "scores": scores(p)} for s in (42, 1, 2)] for m, p in (("grpo", .5), ("ppo", .1))}
-    seeds = ref.summarise_seeds({"training_seeds": [42, 1, 2], **seed_study(runs, n_boot=200, seed=0)})
+    seeds = ref.summarise_seeds({"training_seeds": [42, 1, 2], **seed_study(runs)})
     assert list(seeds["methods"]["grpo"]["per_seed"]) == ["42", "1", "2"]
     assert seeds["pairs"]["ppo - grpo"]["diff"] < 0
     passk = ref.summarise_passk(large_k_results({m: scores(p, 16, 20) for m, p in (("sft", .3), ("grpo", .5))}, 200, 0))
@@ -150,7 +150,7 @@ def test_the_loss_study_summary_keeps_each_variants_seeds_difference_and_verdict
     plans = {"grpo": {"grpo": {"beta": 0.04}}, "no_kl": {"grpo": {"beta": 0.0}},
              "clip_higher": {"grpo": {"beta": 0.04, "epsilon_high": 0.28}}}
     seconds = {f"{kind}-{run}": 10.0 for kind in ("train", "sample", "score") for run in trains}
-    study = loss_results(runs, trains, plans, seconds, n_boot=200, seed=0)
+    study = loss_results(runs, trains, plans, seconds)
     losses = ref.summarise_losses(study)
     clip = losses["variants"]["clip_higher"]
     assert clip["changes"] == {"epsilon_high": [None, 0.28]} and clip["seconds"] == 90.0

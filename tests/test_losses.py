@@ -166,13 +166,12 @@ def test_metrics_are_every_scored_pass_at_k_then_greedy_and_per_problem_values_f
 
 
 def test_a_real_gap_is_higher_and_a_noise_level_one_is_not():
-    study = loss_study(make_runs({"grpo": BASE, "noisy": NOISY, "better": BETTER}), n_boot=2000, seed=0)
+    study = loss_study(make_runs({"grpo": BASE, "noisy": NOISY, "better": BETTER}))
     versus = {t["variant"]: t for t in study["versus"]["pass@1"]}
     assert set(versus) == {"noisy", "better"}  # against grpo only: no noisy-vs-better pair
     assert versus["better"]["verdict"] == "higher" and versus["better"]["ci_low"] > 0
     assert versus["noisy"]["verdict"] in ("not_resolved", "equivalent")
     assert versus["noisy"]["ci_low"] < 0 < versus["noisy"]["ci_high"]
-    assert versus["better"]["previous"]["verdict"] == "exceeds"  # the superseded rule, kept beside
     expected = np.mean(BETTER) / N - np.mean(BASE) / N
     assert versus["better"]["mean_diff"] == pytest.approx(expected)
     assert study["variants"]["better"]["metrics"]["pass@1"]["per_seed"] == pytest.approx(
@@ -180,7 +179,7 @@ def test_a_real_gap_is_higher_and_a_noise_level_one_is_not():
 
 
 def test_the_family_is_the_variants_against_grpo_with_dunnett_and_is_named_per_metric():
-    study = loss_study(make_runs({"grpo": BASE, "noisy": NOISY, "better": BETTER}), n_boot=2000, seed=0)
+    study = loss_study(make_runs({"grpo": BASE, "noisy": NOISY, "better": BETTER}))
     for metric in ("pass@1", "pass@4", "greedy"):
         tests = study["versus"][metric]
         assert all(t["p_value"] <= t["p_holm"] <= min(1.0, 2 * t["p_value"]) + 1e-3 for t in tests)  # Dunnett <= Bonferroni
@@ -188,18 +187,17 @@ def test_the_family_is_the_variants_against_grpo_with_dunnett_and_is_named_per_m
         prefix = "" if metric == "pass@1" else "secondary: "
         assert study["families"][metric] == f"{prefix}Dunnett over 2 contrasts ({metric}: each loss variant against grpo)"
         assert all(t["family"] == ("many_to_one" if metric == "pass@1" else "secondary") for t in tests)
-        assert all(t["previous"]["correction"] == "Holm over 2 pairs" for t in tests)
 
 
 def test_every_variant_needs_grpo_and_the_same_seeds():
     with pytest.raises(ValueError, match="with 'grpo' at the same seeds"):
-        loss_study(make_runs({"noisy": NOISY, "better": BETTER}), n_boot=100)
+        loss_study(make_runs({"noisy": NOISY, "better": BETTER}))
     with pytest.raises(ValueError, match="one run at each training seed"):
-        loss_study(make_runs({"grpo": BASE, "better": BETTER[:2]}), n_boot=100)
+        loss_study(make_runs({"grpo": BASE, "better": BETTER[:2]}))
     shuffled = make_runs({"grpo": BASE, "better": BETTER})
     shuffled["better"][1]["seed"], shuffled["better"][2]["seed"] = 2, 1  # same count, other seeds: not paired
     with pytest.raises(ValueError, match=r"better: runs at seeds \[42, 2, 1\], grpo at \[42, 1, 2\]"):
-        loss_study(shuffled, n_boot=100)
+        loss_study(shuffled)
 
 
 # --------------------------------------------------------------------------- results.json and the page
@@ -234,7 +232,7 @@ def test_results_carry_changes_seed_mean_curves_health_and_cost(tmp_path):
              for v in runs}
     seconds = {f"{kind}-{run}": 10.0 for kind in ("train", "sample", "score") for run in trains}
     del seconds["score-no_kl-seed2"]
-    results = loss_results(runs, trains, plans, seconds, n_boot=500, seed=1)
+    results = loss_results(runs, trains, plans, seconds)
 
     assert results["variants"]["no_kl"]["changes"] == {"beta": [0.04, 0.0]}
     assert results["variants"]["clip_higher"]["changes"] == {"epsilon_high": [None, 0.28], "num_iterations": [None, 2]}
@@ -264,7 +262,7 @@ def test_the_main_report_shows_the_studys_verdicts_once_built():
     from thai_grpo_studies.losses import main_report_rows
 
     assert main_report_rows({}) is None
-    results = loss_study(make_runs({"grpo": BASE, "better": BETTER}), n_boot=500)
+    results = loss_study(make_runs({"grpo": BASE, "better": BETTER}))
     results["variants"]["better"]["description"] = "a better loss"
     context = main_report_rows({**results, "training_seeds": [42, 1, 2]})
     assert context["metric"] == "pass@1" and context["seeds"] == [42, 1, 2]

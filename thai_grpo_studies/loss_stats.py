@@ -5,8 +5,7 @@ Per variant and metric: the value of each seed's run, the between-seed t interva
 interval of its mean over seeds and problems (``seed_stats`` explains both). Per metric, every variant against
 ``grpo``: the pooled many-to-one design (``many_to_one``: seed as block, the pairing by seed kept, variance pooled
 over the variants, Dunnett's simultaneous p and intervals) under the declared plan (``apply_many_to_one``): the
-plan's metric (pass@1) is the confirmatory family, every other metric a secondary one. Beside each verdict, the
-superseded rule's (``seed_stats.previous_pairs``: two-level bootstrap and Welch's t, Holm over the variants).
+plan's metric (pass@1) is the confirmatory family, every other metric a secondary one.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ import numpy as np
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.crossed import crossed_t_test
-from thai_grpo_studies.seed_stats import (PREVIOUS_RULE, between_seed_interval, check_seed_lists, seeds_power,
+from thai_grpo_studies.seed_stats import (between_seed_interval, check_seed_lists, seeds_power,
                                              versus_baseline)
 
 GREEDY = "greedy"
@@ -38,8 +37,8 @@ def per_problem(scores: dict, metric: str) -> np.ndarray:
     return np.array([pass_at_k(n, c, k) for c in scores["per_problem_correct"]], dtype=float)
 
 
-def loss_study(runs: dict[str, list[dict]], baseline: str = "grpo", n_boot: int = 10_000, seed: int = 0,
-               confidence: float = 0.95, plan: dict | None = None) -> dict:
+def loss_study(runs: dict[str, list[dict]], baseline: str = "grpo", confidence: float = 0.95,
+               plan: dict | None = None) -> dict:
     """The study's statistics from ``runs``: per variant (``baseline`` included) its runs as {"run", "seed",
     "scores"} (scores.json, same held-out problems, the same training seeds for every variant). Per metric
     (``metric_names``): per variant the per-seed values, the between-seed t interval and the crossed interval; every
@@ -60,11 +59,11 @@ def loss_study(runs: dict[str, list[dict]], baseline: str = "grpo", n_boot: int 
                                                  "between_seed": between_seed_interval(per_seed, confidence),
                                                  "crossed": {"low": crossed["ci_low"], "high": crossed["ci_high"]}}
         versus[metric] = [{**t, "variant": t["a"], "baseline": baseline}
-                          for t in versus_baseline(matrices, baseline, metric, plan, confidence, n_boot, seed)]
+                          for t in versus_baseline(matrices, baseline, metric, plan, confidence)]
     confirmatory = versus.get(plan["metric"]) or []
     return {"baseline": baseline, "metrics": metrics, "variants": variants, "versus": versus,
             "families": {metric: f"{'' if metric == plan['metric'] else 'secondary: '}{tests[0]['correction']} "
                                  f"({metric}: each loss variant against {baseline})"
                          for metric, tests in versus.items() if tests},
-            "power": seeds_power(confirmatory, plan), "n_resamples": n_boot, "bootstrap_seed": seed,
-            "confidence": confidence, "alpha": plan["alpha"], "plan": plan, "previous_rule": PREVIOUS_RULE}
+            "power": seeds_power(confirmatory, plan), "confidence": confidence, "alpha": plan["alpha"],
+            "plan": plan}

@@ -90,11 +90,11 @@ def run_costs(seconds: dict, runs: list[str]) -> dict:
 
 
 def loss_results(runs: dict[str, list[dict]], trains: dict[str, dict], plans: dict[str, dict], seconds: dict,
-                 baseline: str = "grpo", n_boot: int = 10_000, seed: int = 0, analysis: dict | None = None) -> dict:
+                 baseline: str = "grpo", analysis: dict | None = None) -> dict:
     """results/losses/results.json. ``runs``: per variant (``baseline`` first) its runs as {"run", "seed", "scores"};
     ``trains``: train.json per run id; ``plans``: ``variant_plan`` (plus "description") per variant; ``analysis``:
     the declared plan (``evaluation.plan.analysis_plan``; absent = its defaults)."""
-    study = loss_study(runs, baseline, n_boot, seed, plan=analysis)
+    study = loss_study(runs, baseline, plan=analysis)
     variants = {}
     for name, variant_runs in runs.items():
         ids = [r["run"] for r in variant_runs]

@@ -20,9 +20,6 @@ at different seeds do not (with one seed for all, the spread over seeds would mi
 - Pairs: every method against ``grpo`` (``many_to_one.many_to_one``): seed as block (the pairing by seed kept), the
   method x seed and method x problem variance pooled over the methods, Dunnett's many-to-one p and simultaneous
   intervals; the declared plan gives the verdicts (``many_to_one.apply_many_to_one``).
-- ``previous_pairs``: the rule these verdicts replaced, kept beside them: every pair of methods, a two-level bootstrap
-  (``two_level_means``) and Welch's t over the per-seed pass@1 (which drops the pairing by seed), both Holm-adjusted
-  over the pairs, ``exceeds`` only when both reject.
 """
 
 from __future__ import annotations
@@ -33,16 +30,12 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from thai_grpo.evaluation.intervals import bootstrap_p
-from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
+from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.crossed import crossed_t_test
 from thai_grpo_studies.many_to_one import apply_many_to_one, many_to_one
 from thai_grpo_studies.power import crossed_power, units_needed
 
 BASELINE = "grpo"  # every method of the seed study is compared with the chapter's GRPO at the same seeds
-PREVIOUS_RULE = ("every pair of methods: two-level bootstrap over seeds and problems and Welch's t over the per-seed "
-                 "values, both Holm-adjusted over the pairs; exceeds when both reject, within when the bootstrap does "
-                 "not, unresolved when only the bootstrap does")
 
 
 def between_seed_interval(values: Sequence[float], confidence: float = 0.95) -> dict:
@@ -73,78 +66,11 @@ def within_run_se(values: Sequence[float]) -> float:
     return float(x.std(ddof=1) / math.sqrt(x.size))
 
 
-def two_level_means(groups: Sequence[np.ndarray], n_boot: int = 10_000, seed: int = 0) -> np.ndarray:
-    """Bootstrap draws (n_boot x groups) of each group's mean over seeds of its mean over problems: problems drawn
-    once per resample for all groups, seeds drawn per group, whole rows (the superseded rule's bootstrap)."""
-    groups = [np.atleast_2d(np.asarray(g, dtype=float)) for g in groups]
-    problems = {g.shape[1] for g in groups}
-    if len(problems) != 1:
-        raise ValueError(f"every method must be scored on the same held-out problems, got sizes {sorted(problems)}")
-    num_problems = problems.pop()
-    rng = np.random.default_rng(seed)
-    problem_weights = rng.multinomial(num_problems, np.full(num_problems, 1 / num_problems), size=n_boot)
-    draws = np.empty((n_boot, len(groups)))
-    for index, runs in enumerate(groups):
-        seeds = runs.shape[0]
-        seed_weights = rng.multinomial(seeds, np.full(seeds, 1 / seeds), size=n_boot)
-        draws[:, index] = np.einsum("bs,sp,bp->b", seed_weights, runs, problem_weights) / (seeds * num_problems)
-    return draws
-
-
-def percentile_test(draws: np.ndarray, observed: float, confidence: float = 0.95) -> dict:
-    """Percentile interval of bootstrap ``draws`` of a difference, and the two-sided p of the draws shifted to the
-    null, p = (1 + count) / (B + 1) (``intervals.bootstrap_p``)."""
-    draws = np.asarray(draws, dtype=float)
-    alpha = 1 - confidence
-    low, high = np.quantile(draws, [alpha / 2, 1 - alpha / 2])
-    return {"mean_diff": float(observed), "ci_low": float(low), "ci_high": float(high),
-            **bootstrap_p(draws, observed)}
-
-
-def seed_verdict(p_bootstrap: float, p_welch: float, alpha: float = 0.05) -> str:
-    """The superseded rule: ``exceeds`` when the two-level bootstrap and Welch's t over seeds both reject
-    (Holm-adjusted); ``within`` when the bootstrap does not; ``unresolved`` when only the bootstrap does."""
-    if p_bootstrap >= alpha:
-        return "within"
-    return "exceeds" if p_welch < alpha else "unresolved"
-
-
-def welch_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Welch's two-sided p over the per-seed means of two seeds x problems matrices (1.0 where undefined)."""
-    welch = stats.ttest_ind(a.mean(axis=1), b.mean(axis=1), equal_var=False)
-    return float(welch.pvalue) if np.isfinite(welch.pvalue) else 1.0
-
-
-def previous_pairs(runs: dict[str, np.ndarray], draws: np.ndarray, pairs: list[tuple[str, str]],
-                   alpha: float = 0.05) -> list[dict]:
-    """The superseded rule on ``pairs`` (a, b) of ``runs`` (seeds x problems; ``draws``: ``two_level_means`` in
-    ``runs`` order): the two-level bootstrap of mean a - b and Welch's t, each Holm-adjusted over ``pairs``, and its
-    verdict (``seed_verdict``)."""
-    column = {m: i for i, m in enumerate(runs)}
-    tests = []
-    for a, b in pairs:
-        observed = float(runs[a].mean() - runs[b].mean())
-        tests.append({"a": a, "b": b, **percentile_test(draws[:, column[a]] - draws[:, column[b]], observed),
-                      "welch_p": welch_p(runs[a], runs[b])})
-    for test, p_boot, p_welch in zip(tests, holm_adjust([t["p_value"] for t in tests]),
-                                     holm_adjust([t["welch_p"] for t in tests])):
-        test.update(p_holm=p_boot, welch_p_holm=p_welch, correction=f"Holm over {len(tests)} pairs",
-                    verdict=seed_verdict(p_boot, p_welch, alpha))
-    return tests
-
-
 def versus_baseline(matrices: dict[str, np.ndarray], baseline: str, metric: str, plan: dict,
-                    confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0) -> list[dict]:
+                    confidence: float = 0.95) -> list[dict]:
     """Every method of ``matrices`` (seeds x problems) but ``baseline`` against it under the plan: the pooled
-    many-to-one contrasts (``many_to_one.many_to_one``) with the plan's family and verdict, each with the superseded
-    rule's verdict for that pair (``previous``: Holm over these pairs)."""
-    tests = apply_many_to_one(many_to_one(matrices, baseline, confidence, plan["equivalence_margin"]), plan, metric)
-    draws = two_level_means(list(matrices.values()), n_boot, seed)
-    old = previous_pairs(matrices, draws, [(t["a"], baseline) for t in tests], plan["alpha"])
-    for test, before in zip(tests, old):
-        test["previous"] = {key: before[key] for key in ("ci_low", "ci_high", "p_holm", "welch_p_holm", "correction",
-                                                         "verdict", "p_at_floor", "n_resamples")}
-    return tests
+    many-to-one contrasts (``many_to_one.many_to_one``) with the plan's family and verdict."""
+    return apply_many_to_one(many_to_one(matrices, baseline, confidence, plan["equivalence_margin"]), plan, metric)
 
 
 def seeds_power(tests: list[dict], plan: dict) -> dict:
@@ -161,8 +87,8 @@ def seeds_power(tests: list[dict], plan: dict) -> dict:
             "seeds_needed": units_needed(components, t["problems"], effect, alpha, target, contrast=2.0)}
 
 
-def seed_study(runs: dict[str, list[dict]], n_boot: int = 10_000, seed: int = 0, confidence: float = 0.95,
-               plan: dict | None = None, baseline: str = BASELINE) -> dict:
+def seed_study(runs: dict[str, list[dict]], confidence: float = 0.95, plan: dict | None = None,
+               baseline: str = BASELINE) -> dict:
     """results/seeds/results.json from ``runs``: per method, its runs as {"run", "seed", "scores"} (scores.json
     of each run, same held-out problems; optionally its ``sampling_seed``). Per method: pass@1 per seed with its
     within-run problem-bootstrap interval, standard error over problems and resampling spread, the between-seed t
@@ -188,10 +114,9 @@ def seed_study(runs: dict[str, list[dict]], n_boot: int = 10_000, seed: int = 0,
             "within_run_se": float(np.sqrt(np.mean([r["within_run_se"] ** 2 for r in per_seed]))),
             "resampling_sd": float(np.sqrt(np.mean([r["resampling_sd"] ** 2 for r in per_seed]))),
         }
-    pairs = versus_baseline(matrices, baseline, "pass@1", plan, confidence, n_boot, seed)
+    pairs = versus_baseline(matrices, baseline, "pass@1", plan, confidence)
     return {"methods": methods, "pairs": pairs, "baseline": baseline, "power": seeds_power(pairs, plan),
-            "n_resamples": n_boot, "bootstrap_seed": seed, "confidence": confidence, "alpha": plan["alpha"],
-            "plan": plan, "previous_rule": PREVIOUS_RULE}
+            "confidence": confidence, "alpha": plan["alpha"], "plan": plan}
 
 
 def check_seed_lists(runs: dict[str, list[dict]], baseline: str) -> None:

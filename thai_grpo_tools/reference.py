@@ -54,21 +54,13 @@ def _largest_k(scores: dict) -> str:
 
 
 def _test(test: dict, flip: bool = False) -> dict:
-    """One pairwise test in 4 decimals, read the other way round when ``flip``; a test under the declared plan
-    (``verdict``) keeps its verdict (turned with the pair), family and whether its p is a bootstrap's floor."""
-    if "verdict" in test:
-        turned = oriented(test, test["b"]) if flip else test
-        return {"diff": _r(turned["mean_diff"]), "low": _r(turned["ci_low"]), "high": _r(turned["ci_high"]),
-                "p": _r(test["p_value"]), "n_resamples": test.get("n_resamples"), "p_holm": _r(test["p_holm"]),
-                "p_at_floor": bool(test.get("p_at_floor")), "verdict": turned["verdict"],
-                "family": test["family"], "family_text": family_text(test)}
-    sign = -1.0 if flip else 1.0
-    low, high = sign * test["ci_low"], sign * test["ci_high"]
-    out = {"diff": _r(sign * test["mean_diff"]), "low": _r(min(low, high)), "high": _r(max(low, high)),
-           "p": _r(test["p_value"]), "n_resamples": test.get("n_resamples")}
-    if "p_holm" in test:
-        out.update(p_holm=_r(test["p_holm"]), supported=bool(test["supported"]), family=test.get("correction"))
-    return out
+    """One pairwise test in 4 decimals, read the other way round when ``flip`` (its verdict turned with the pair),
+    with its family and whether its p is a bootstrap's floor."""
+    turned = oriented(test, test["b"]) if flip else test
+    return {"diff": _r(turned["mean_diff"]), "low": _r(turned["ci_low"]), "high": _r(turned["ci_high"]),
+            "p": _r(test["p_value"]), "n_resamples": test.get("n_resamples"), "p_holm": _r(test["p_holm"]),
+            "p_at_floor": bool(test.get("p_at_floor")), "verdict": turned["verdict"],
+            "family": test["family"], "family_text": family_text(test)}
 
 
 def pair_test(pairwise: list[dict], a: str, b: str, metric: str) -> dict | None:
@@ -173,8 +165,8 @@ def _ranges(ks: list[int]) -> str:
 def summarise_seeds(seeds: dict) -> dict:
     """The seed study (results/seeds/results.json): per method pass@1 per training seed, the between-seed mean, t
     interval and SD, the re-sampling SD and the within-run SE (standard deviations side by side) and the crossed
-    interval; per contrast against the baseline the difference, its simultaneous interval, Dunnett p, family, verdict
-    and the previous rule's verdict; the seeds the family needs."""
+    interval; per contrast against the baseline the difference, its simultaneous interval, Dunnett p, family and
+    verdict; the seeds the family needs."""
     methods = {m: {"per_seed": {str(r["seed"]): _r(r["estimate"]) for r in s["runs"]},
                    "mean": _r(s["between_seed"]["mean"]), "t_low": _r(s["between_seed"]["t_low"]),
                    "t_high": _r(s["between_seed"]["t_high"]), "sd": _r(s["between_seed"]["sd"]),
@@ -183,11 +175,10 @@ def summarise_seeds(seeds: dict) -> dict:
                for m, s in seeds["methods"].items()}
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
                                       "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]), "df": _r(p["df"]),
-                                      "verdict": p["verdict"], "family_text": family_text(p),
-                                      "previous_verdict": (p.get("previous") or {}).get("verdict")}
+                                      "verdict": p["verdict"], "family_text": family_text(p)}
              for p in seeds["pairs"]}
     power = seeds.get("power") or {}
-    return {"seeds": seeds["training_seeds"], "n_resamples": seeds["n_resamples"], "methods": methods, "pairs": pairs,
+    return {"seeds": seeds["training_seeds"], "methods": methods, "pairs": pairs,
             "power": {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}}
 
 
@@ -211,8 +202,8 @@ def summarise_hacking(hacking: dict) -> dict:
 def summarise_chain_study(study: dict) -> dict:
     """The chain study (results/chains/results.json): per model pass@1 per chain and, for the methods, the gain over
     the chain's SFT per chain and its mean with the crossed interval; per pair of pass@1 the difference, its crossed
-    interval and degrees of freedom, the p adjusted in its family, the family, the verdict and the previous rule's
-    verdict; per family of the plan the chains it needs; the sampling seeds and the hacking runs per variant."""
+    interval and degrees of freedom, the p adjusted in its family, the family and the verdict; per family of the plan
+    the chains it needs; the sampling seeds and the hacking runs per variant."""
     models = {}
     for model, entry in study["models"].items():
         row = {"pass1": {str(c["seed"]): _r(c["pass@1"]["estimate"]) for c in entry["chains"]}}
@@ -224,10 +215,8 @@ def summarise_chain_study(study: dict) -> dict:
         models[model] = row
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
                                       "df": _r(p["df"]), "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]),
-                                      "verdict": p["verdict"], "family": p["family"], "family_text": family_text(p),
-                                      "previous_verdict": p["previous"]["verdict"],
-                                      "previous_p_holm": _r(p["previous"]["p_holm"]),
-                                      "previous_t_p_holm": _r(p["previous"]["t_p_holm"])}
+                                      "p_at_floor": bool(p.get("p_at_floor")), "verdict": p["verdict"],
+                                      "family": p["family"], "family_text": family_text(p)}
              for p in study["pairs"]["pass@1"]}
     power = {family: {"effect": _r(f["effect"]), "alpha": _r(f["alpha"]), "chains_needed": f["chains_needed"]}
              for family, f in ((study.get("power") or {}).get("families") or {}).items()}

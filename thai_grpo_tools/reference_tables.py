@@ -1,9 +1,7 @@
 """The tables of README.md and docs/ (``make docs``), rendered from the reference summaries of
 ``thai_grpo_tools.reference``, and the markers they live between (``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``).
 
-A test summarised under the declared plan carries its ``verdict`` (``plan_words``' vocabulary) and family; a summary
-written before the plan existed (no ``verdict``) is rendered as it was then (``legacy``), until `make docs-reference`
-summarises a run tested under the plan.
+Every test carries its verdict under the declared plan (``plan_words``' vocabulary) and its family.
 
 ``render_tables`` gives every table by name; ``replace_tables`` writes them into a text; ``stale_tables`` names the
 ones a text holds that differ (a number edited by hand, or summaries newer than the docs)."""
@@ -37,27 +35,17 @@ def fmt_interval(record: dict, key: str = "estimate", signed: bool = False, digi
             f"{fmt(record['high'], digits, signed)}]")
 
 
-def legacy(test: dict) -> bool:
-    """A test summarised before the declared plan (no ``verdict`` under the plan's vocabulary)."""
-    return test.get("verdict") not in VERDICT_WORDS
-
-
-def fmt_p(p: float, n_resamples: int | None = None, at_floor: bool = False, old: bool = False) -> str:
-    """``plan_words.fmt_p`` (two significant figures below 0.1, '≤' at a bootstrap's floor); ``old``: as a summary
-    written before the plan printed it."""
-    if old:
-        return f"< {1 / n_resamples:g}" if p == 0 and n_resamples else f"{p:.2g}" if p < 0.01 else f"{p:.2f}"
+def fmt_p(p: float, at_floor: bool = False) -> str:
+    """``plan_words.fmt_p``: two significant figures below 0.1, '≤' at a bootstrap's floor."""
     return plan_words.fmt_p(p, at_floor)
 
 
 def test_p(test: dict, key: str = "p_holm") -> str:
-    return fmt_p(test[key], test.get("n_resamples"), bool(test.get("p_at_floor")), legacy(test))
+    return fmt_p(test[key], bool(test.get("p_at_floor")))
 
 
 def verdict_cell(test: dict) -> str:
-    """'higher (primary comparison)'; a legacy summary's 'supported' / 'not distinguishable'."""
-    if legacy(test):
-        return "supported" if test["supported"] else "not distinguishable"
+    """'higher (primary comparison)'."""
     return f"{VERDICT_WORDS[test['verdict']]} ({FAMILY_NAMES.get(test['family'], test['family'])})"
 
 
@@ -89,13 +77,6 @@ def _missing(part: str) -> str:
     return f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*"
 
 
-def pass1_family(main: dict) -> str:
-    """The Holm family every pass@1 verdict of the reference run belongs to: 'Holm over 21 pairs of pass@1'."""
-    family = next((t["pass@1"]["family"] for t in main["vs_sft"].values() if t.get("pass@1")), None) or \
-        next((t["pass@1"]["family"] for t in main["pairs"].values() if t.get("pass@1")), None) or "Holm"
-    return f"{family} of pass@1"
-
-
 def table_headline(ref: dict) -> str:
     main = ref["main"]
     rows = []
@@ -106,12 +87,8 @@ def table_headline(ref: dict) -> str:
                      fmt_interval(test, "diff", True) if test else "", test_p(test) if test else "",
                      verdict_cell(test) if test else ""])
     k = next(iter(main["models"].values()))["pass@n"]["k"]
-    if tests and legacy(tests[0]):
-        family = pass1_family(main)
-        tail = [f"p ({family})", f"verdict ({family}, 5%)"]
-    else:
-        tail = ["p (adjusted in its family)", "verdict (family; the declared plan)"]
-    head = ["model", "pass@1 [95% over problems]", f"pass@{k}", "greedy", "pass@1 - SFT [95% paired]", *tail]
+    head = ["model", "pass@1 [95% over problems]", f"pass@{k}", "greedy", "pass@1 - SFT [95% paired]",
+            "p (adjusted in its family)", "verdict (family; the declared plan)"]
     return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
 
 
@@ -143,12 +120,8 @@ def table_pairs(ref: dict) -> str:
     main = ref["main"]
     tests = {pair: t["pass@1"] for pair, t in main["pairs"].items() if t["pass@1"] and "base" not in pair}
     rows = [[pair_label(pair), fmt_interval(t, "diff", True), test_p(t), verdict_cell(t)] for pair, t in tests.items()]
-    if tests and legacy(next(iter(tests.values()))):
-        family = pass1_family(main)
-        head = ["pair (pass@1)", "difference [95% paired]", f"p ({family})", f"verdict ({family}, 5%)"]
-    else:
-        head = ["pair (pass@1)", "difference [95% paired]", "p (adjusted in its family)",
-                "verdict (family; the declared plan)"]
+    head = ["pair (pass@1)", "difference [95% paired]", "p (adjusted in its family)",
+            "verdict (family; the declared plan)"]
     return f"{provenance(main['source'])}:\n\n" + _table(head, rows)
 
 
@@ -182,9 +155,8 @@ def table_ppo(ref: dict) -> str:
     rows = [["reward model: share of its training pairs ordered right", share("train")],
             ["reward model: share of held-out pairs ordered right", share("heldout")],
             ["PPO rollout accuracy, first -> last third", " -> ".join(fmt(v, 2) for v in run.get("accuracy", []))],
-            ["PPO held-out pass@1 - SFT [95% paired]", f"{fmt_interval(test, 'diff', True)}, "
-                                                       f"{'Holm' if legacy(test) else 'adjusted'} p {test_p(test)}"
-                                                       + ("" if legacy(test) else f", {verdict_cell(test)}")]]
+            ["PPO held-out pass@1 - SFT [95% paired]",
+             f"{fmt_interval(test, 'diff', True)}, adjusted p {test_p(test)}, {verdict_cell(test)}"]]
     return f"{provenance(main['source'])}:\n\n" + _table(["", "value"], rows)
 
 
@@ -321,9 +293,8 @@ def table_seeds(ref: dict) -> str:
              fmt(100 * v["resampling_sd"], 1), fmt(100 * v["within_run_se"], 1)] for m, v in seeds["methods"].items()]
     table = _table(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]",
                     "crossed 95% (seeds and problems)", "seed SD (points)", "re-sampling SD", "within-run SE"], rows)
-    pairs = _table(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict", "previous rule"],
-                   [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"]),
-                     VERDICT_WORDS[v["verdict"]], v.get("previous_verdict") or "-"]
+    pairs = _table(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict"],
+                   [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"]), VERDICT_WORDS[v["verdict"]]]
                     for p, v in seeds["pairs"].items()])
     family = next((v["family_text"] for v in seeds["pairs"].values()), "")
     return f"{provenance(seeds['source'])}:\n\n{table}\n\n{pairs}" + (f"\n\nFamily: {family}." if family else "")
@@ -352,8 +323,6 @@ def table_chain_study(ref: dict) -> str:
     study = ref.get("chain_study")
     if not study:
         return _missing("chain_study")
-    if study["pairs"] and "df" not in next(iter(study["pairs"].values())):
-        return _legacy_chain_study(study)
     order = [str(s) for s in study["seeds"]]
     rows = [[label(m), *(f"{fmt(v['pass1'].get(s))}" + (f" ({fmt(v['gain'].get(s), signed=True)})" if "gain" in v else "")
                          for s in order),
@@ -362,10 +331,9 @@ def table_chain_study(ref: dict) -> str:
             for m, v in study["models"].items()]
     table = _table(["model", *(f"chain {s}: pass@1 (- SFT)" for s in order),
                     "mean gain over SFT [crossed 95%: chains and problems]"], rows)
-    pairs = _table(["pair", "difference [crossed 95%]", "df", "p (adjusted in its family)", "family", "verdict",
-                    "previous rule"],
-                   [[pair_label(p), fmt_interval(v, "diff", True), fmt(v["df"], 1), fmt_p(v["p_holm"]),
-                     v["family_text"], VERDICT_WORDS[v["verdict"]], v["previous_verdict"]]
+    pairs = _table(["pair", "difference [crossed 95%]", "df", "p (adjusted in its family)", "family", "verdict"],
+                   [[pair_label(p), fmt_interval(v, "diff", True), fmt(v["df"], 1),
+                     fmt_p(v["p_holm"], bool(v.get("p_at_floor"))), v["family_text"], VERDICT_WORDS[v["verdict"]]]
                     for p, v in study["pairs"].items()])
     power = "; ".join(f"{FAMILY_NAMES.get(family, family)}: "
                       f"{f['chains_needed'] if f['chains_needed'] else 'more held-out problems than'} chains for "
@@ -374,26 +342,6 @@ def table_chain_study(ref: dict) -> str:
     hacking = "".join(f"\n- {sentence}" for sentence in study.get("hacking", {}).values())
     return (f"{provenance(study['source'])}:\n\n{table}\n\n{pairs}"
             + (f"\n\nChains each family needs for 80% power (from these components): {power}." if power else "")
-            + (f"\n\nReward hacking at the same chain seeds:{hacking}" if hacking else ""))
-
-
-def _legacy_chain_study(study: dict) -> str:
-    """A chain study summarised before the crossed analysis, as it was rendered then."""
-    order = [str(s) for s in study["seeds"]]
-    rows = [[label(m), *(f"{fmt(v['pass1'].get(s))}" + (f" ({fmt(v['gain'].get(s), signed=True)})" if "gain" in v else "")
-                         for s in order),
-             f"{fmt(v['gain_mean']['diff'], signed=True)} [{fmt(v['gain_mean']['low'], signed=True)}, "
-             f"{fmt(v['gain_mean']['high'], signed=True)}]" if "gain_mean" in v else ""]
-            for m, v in study["models"].items()]
-    table = _table(["model", *(f"chain {s}: pass@1 (- SFT)" for s in order), "mean gain over SFT [t 95% over chains]"],
-                   rows)
-    family = next(iter(study["pairs"].values()))["family"] if study["pairs"] else ""
-    pairs = _table(["pair", "difference [two-level 95%]", "Holm p (bootstrap)", "Holm p (paired t over chains)",
-                    f"verdict ({family})"],
-                   [[pair_label(p), fmt_interval(v, "diff", True), fmt_p(v["p_holm"], study.get("n_resamples"), old=True),
-                     fmt_p(v["t_p_holm"], None, old=True), v["verdict"]] for p, v in study["pairs"].items()])
-    hacking = "".join(f"\n- {sentence}" for sentence in study.get("hacking", {}).values())
-    return (f"{provenance(study['source'])}:\n\n{table}\n\n{pairs}"
             + (f"\n\nReward hacking at the same chain seeds:{hacking}" if hacking else ""))
 
 

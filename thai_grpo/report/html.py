@@ -256,7 +256,6 @@ def _study_pairs(tests: list[dict], name) -> list[dict]:
     stored (``thai_grpo_studies.study_words``; a study built before it stored one gets the pair and its word)."""
     return [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
              "family_text": family_text(t), "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
-             "previous_word": (t.get("previous") or {}).get("verdict"),
              "sentence": t.get("sentence") or f"{name(t['a'])} - {name(t['b'])}: {verdict_word(t)}"}
             for t in tests if t.get("verdict") in VERDICT_KEYS]
 

@@ -40,9 +40,6 @@ def oriented(test: dict, model: str) -> dict:
         turned["verdict"] = FLIP.get(test["verdict"], test["verdict"])
     if "per_chain" in test:
         turned["per_chain"] = [-x for x in test["per_chain"]]
-    if isinstance(test.get("previous"), dict) and "ci_low" in test["previous"]:
-        turned["previous"] = {**test["previous"], "ci_low": -test["previous"]["ci_high"],
-                              "ci_high": -test["previous"]["ci_low"]}
     return turned
 
 
