@@ -264,3 +264,56 @@ def test_no_time_is_written_by_hand_outside_the_generated_tables():
     assert not any(found.values()), {name: lines for name, lines in found.items() if lines}
     assert hand_written_times("x.md", "A GRPO step took 2.75 s here.\n<!-- table:a -->\n1 min\n<!-- /table:a -->") \
         == ["A GRPO step took 2.75 s here."]
+
+
+# ---- the findings' generated sentences say what the studies decided ---------------------------------------------
+
+def _chain_scores(correct, n=8):
+    correct = np.asarray(correct)
+    rate = float(correct.sum() / (n * correct.size))
+    return {"per_problem_correct": correct.tolist(), "n_samples": n, "num_problems": correct.size,
+            "per_problem_greedy": (correct > n / 2).astype(int).tolist(),
+            "pass@1": {"estimate": rate, "bootstrap_low": rate - 0.05, "bootstrap_high": rate + 0.05}}
+
+
+def _studies():
+    """Three chains of SFT, grpo (+0.3 in every chain) and rloo (+0.15, +0.15, -0.25: it flips with the chain), and a
+    seed study of grpo and rloo on one chain; both summarised as `make docs-reference` does."""
+    from thai_grpo_studies.chain_stats import chain_study
+
+    rng = np.random.default_rng(7)
+    p = rng.uniform(0.1, 0.5, size=200)
+    chains = {"sft": [], "grpo": [], "rloo": []}
+    for chain, shift in zip((42, 1, 2), (0.15, 0.15, -0.25)):
+        base = np.clip(p + rng.normal(0, 0.05), 0, 1)
+        for model, moved in (("sft", base), ("grpo", base + 0.3), ("rloo", base + shift)):
+            chains[model].append({"seed": chain, "scores": _chain_scores(rng.binomial(8, np.clip(moved, 0, 1)))})
+    study = chain_study(chains, n_boot=200, seed=0, metrics=("pass@1",))
+    seeds = {m: [{"run": m, "seed": s, "scores": _chain_scores(rng.binomial(8, np.clip(p + lift + rng.normal(0, .01),
+                                                                                     0, 1)))}
+                 for s in (42, 1, 2)] for m, lift in (("grpo", 0.3), ("rloo", 0.1))}
+    source = ref.source("chain_study", "abc1234", "Some CPU", 2, None, None, "2026-01-01")
+    return {"chain_study": {"source": source, **ref.summarise_chain_study(study)},
+            "seeds": {"source": source, **ref.summarise_seeds({"training_seeds": [42, 1, 2], **seed_study(seeds)})}}
+
+
+def test_the_chain_verdicts_follow_the_plans_families_and_its_gate():
+    parts = _studies()
+    text = rt.table_chain_verdicts(parts)
+    primary = parts["chain_study"]["pairs"]["grpo - sft"]
+    assert primary["verdict"] == "higher" and primary["p_holm"] > 0
+    assert f"**Primary comparison, GRPO - SFT** (primary comparison, tested alone at 5%): {rt.fmt_interval(primary, 'diff', True)}" in text
+    assert "(3 of 3 above 0)" in text
+    assert "- **Against SFT** (against SFT, Holm over the 1 pair at 5%, gated by the primary comparison): resolved 0 of 1." in text
+    assert "  - RLOO - SFT: " in text and text.count("**not resolved**") == 1
+    assert "- **Between methods**" in text and "none was tested: the family before it did not reject every pair." in text
+
+
+def test_the_variance_table_sets_the_chains_spread_beside_the_seeds():
+    parts = _studies()
+    text = rt.table_variance_sources(parts)
+    grpo_chains = np.std(list(parts["chain_study"]["models"]["grpo"]["pass1"].values()), ddof=1)
+    grpo_seeds = parts["seeds"]["methods"]["grpo"]["sd"]
+    assert f"| GRPO | {100 * grpo_chains:.1f} | {100 * grpo_seeds:.1f} |" in text
+    assert f"GRPO {grpo_chains / grpo_seeds:.1f}x" in text and "| SFT | " in text and "| - | - |" in text
+    assert rt.table_variance_sources({"chain_study": parts["chain_study"]}).startswith("*Not in the reference run yet")

@@ -45,6 +45,11 @@ def _r(value):
     return round(float(value), DIGITS) if isinstance(value, float) else value
 
 
+def _p(value):
+    """A p-value to two significant figures: a p far below 0.0001 stays above 0 (rounding decimals would make it 0)."""
+    return float(f"{value:.2g}") if isinstance(value, float) else value
+
+
 def _interval(record: dict, estimate="estimate", low="bootstrap_low", high="bootstrap_high") -> dict:
     return {"estimate": _r(record[estimate]), "low": _r(record[low]), "high": _r(record[high])}
 
@@ -58,7 +63,7 @@ def _test(test: dict, flip: bool = False) -> dict:
     with its family and whether its p is a bootstrap's floor."""
     turned = oriented(test, test["b"]) if flip else test
     return {"diff": _r(turned["mean_diff"]), "low": _r(turned["ci_low"]), "high": _r(turned["ci_high"]),
-            "p": _r(test["p_value"]), "n_resamples": test.get("n_resamples"), "p_holm": _r(test["p_holm"]),
+            "p": _p(test["p_value"]), "n_resamples": test.get("n_resamples"), "p_holm": _p(test["p_holm"]),
             "p_at_floor": bool(test.get("p_at_floor")), "verdict": turned["verdict"],
             "family": test["family"], "family_text": family_text(test)}
 
@@ -174,7 +179,7 @@ def summarise_seeds(seeds: dict) -> dict:
                    "resampling_sd": _r(s["resampling_sd"]), "within_run_se": _r(s["within_run_se"])}
                for m, s in seeds["methods"].items()}
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
-                                      "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]), "df": _r(p["df"]),
+                                      "p": _p(p["p_value"]), "p_holm": _p(p["p_holm"]), "df": _r(p["df"]),
                                       "verdict": p["verdict"], "family_text": family_text(p)}
              for p in seeds["pairs"]}
     power = seeds.get("power") or {}
@@ -214,7 +219,7 @@ def summarise_chain_study(study: dict) -> dict:
                                 "df": _r(gain["df"])}
         models[model] = row
     pairs = {f"{p['a']} - {p['b']}": {"diff": _r(p["mean_diff"]), "low": _r(p["ci_low"]), "high": _r(p["ci_high"]),
-                                      "df": _r(p["df"]), "p": _r(p["p_value"]), "p_holm": _r(p["p_holm"]),
+                                      "df": _r(p["df"]), "p": _p(p["p_value"]), "p_holm": _p(p["p_holm"]),
                                       "p_at_floor": bool(p.get("p_at_floor")), "verdict": p["verdict"],
                                       "family": p["family"], "family_text": family_text(p)}
              for p in study["pairs"]["pass@1"]}
@@ -241,7 +246,7 @@ def summarise_losses(losses: dict) -> dict:
                           "crossed_high": _r(first["crossed"]["high"]), "flagged": variant.get("flagged") or [],
                           "seconds": _r(variant["cost"]["sum_seconds"])}
     versus = {m: {t["variant"]: {"diff": _r(t["mean_diff"]), "low": _r(t["ci_low"]), "high": _r(t["ci_high"]),
-                                 "p_holm": _r(t["p_holm"]), "verdict": t["verdict"], "family_text": family_text(t)}
+                                 "p_holm": _p(t["p_holm"]), "verdict": t["verdict"], "family_text": family_text(t)}
                   for t in tests} for m, tests in losses["versus"].items()}
     power = losses.get("power") or {}
     return {"baseline": losses["baseline"], "seeds": losses["training_seeds"], "metric": metric,

@@ -382,6 +382,145 @@ def table_losses(ref: dict) -> str:
             + (f"\n\nThe other metrics (secondary families, outside the plan's gate):\n\n{others}" if secondary else ""))
 
 
+def _points(value: float) -> str:
+    return f"{100 * value:.1f}"
+
+
+def _crossed(v: dict) -> str:
+    """'+0.238 [+0.153, +0.323], 4.5 df, p 0.0011 (adjusted in its family): **higher**'."""
+    return (f"{fmt_interval(v, 'diff', True)}, {fmt(v['df'], 1)} df, p {fmt_p(v['p_holm'], bool(v.get('p_at_floor')))}: "
+            f"**{VERDICT_WORDS[v['verdict']]}**")
+
+
+def table_chain_verdicts(ref: dict) -> str:
+    """What the chain study decides under the declared plan, family by family, in the order the plan tests them: the
+    primary comparison, the pairs against SFT, the pairs between methods (how many resolve, and which)."""
+    study = ref.get("chain_study")
+    if not study:
+        return _missing("chain_study")
+    pairs = study["pairs"]
+    by_family = {family: {p: v for p, v in pairs.items() if v["family"] == family}
+                 for family in ("primary", "vs_sft", "methods")}
+    chains = len(study["seeds"])
+    lines = [f"{provenance(study['source'])}; {chains} chains (seeds {', '.join(str(s) for s in study['seeds'])}), "
+             "pass@1, the crossed analysis of chains and problems:", ""]
+    for pair, v in by_family["primary"].items():
+        gains = study["models"].get(pair.split(" - ")[0], {}).get("gain", {})
+        above = sum(g > 0 for g in gains.values())
+        lines.append(f"- **Primary comparison, {pair_label(pair)}** ({v['family_text']}): {_crossed(v)}. Per chain: "
+                     f"{', '.join(fmt(g, signed=True) for g in gains.values())} ({above} of {len(gains)} above 0).")
+    for family in ("vs_sft", "methods"):
+        tests = by_family[family]
+        if not tests:
+            continue
+        resolved = {p: v for p, v in tests.items() if v["verdict"] in ("higher", "lower", "equivalent")}
+        untested = [p for p, v in tests.items() if v["verdict"] == "not_tested"]
+        text = next(iter(tests.values()))["family_text"]
+        name = FAMILY_NAMES[family]
+        head = f"- **{name[0].upper()}{name[1:]}** ({text}): resolved {len(resolved)} of {len(tests)}"
+        if untested and len(untested) == len(tests):
+            lines.append(f"{head}; none was tested: the family before it did not reject every pair.")
+            continue
+        lines.append(f"{head}.")
+        lines += [f"  - {pair_label(p)}: {_crossed(v)}" for p, v in tests.items()]
+    return "\n".join(lines)
+
+
+def table_variance_sources(ref: dict) -> str:
+    """Per method, how far pass@1 moves with the whole chain (chain study: SD over chains), with the training seed on
+    one chain (seed study: SD over seeds) and with a new draw of samples from one model (re-sampling SD)."""
+    study, seeds = ref.get("chain_study"), ref.get("seeds")
+    if not study or not seeds:
+        return _missing("chain_study" if not study else "seeds")
+    import numpy as np
+
+    rows, ratios = [], {}
+    for model, entry in study["models"].items():
+        per_chain = list(entry["pass1"].values())
+        chain_sd = float(np.std(per_chain, ddof=1))
+        seed = seeds["methods"].get(model)
+        row = [label(model), _points(chain_sd), _points(seed["sd"]) if seed else "-",
+               _points(seed["resampling_sd"]) if seed else "-"]
+        if seed and seed["sd"] > 0:
+            ratios[model] = chain_sd / seed["sd"]
+        rows.append(row)
+    head = ["model", f"SD over {len(study['seeds'])} chains (points of pass@1)",
+            f"SD over {len(seeds['seeds'])} training seeds, one chain", "re-sampling SD (one model sampled again)"]
+    said = "; ".join(f"{label(m)} {r:.1f}x" for m, r in ratios.items())
+    larger = sum(r > 1 for r in ratios.values())
+    return (f"{provenance(study['source'])} and {provenance(seeds['source'])}:\n\n{_table(head, rows)}\n\n"
+            f"SD over chains / SD over training seeds: {said}. The chain moves pass@1 more than the training seed for "
+            f"{larger} of the {len(ratios)} methods both studies trained.")
+
+
+def table_headline_detail(ref: dict) -> str:
+    """GRPO on the reference chain: pass@1, pass@k and greedy accuracy before (SFT) and after, with the paired
+    differences and verdicts, and its training curves' first and last thirds."""
+    main = ref["main"]
+    sft, grpo = main["models"]["sft"], main["models"]["grpo"]
+    tests, run = main["vs_sft"]["grpo"], main["training"]["grpo"]
+    k = grpo["pass@n"]["k"]
+
+    def verdict(test):
+        return f"{fmt_interval(test, 'diff', True)}, {verdict_cell(test)}"
+
+    return (f"{provenance(main['source'])}:\n\n"
+            f"- pass@1: SFT {fmt(sft['pass@1']['estimate'])} -> GRPO {fmt(grpo['pass@1']['estimate'])} "
+            f"({verdict(tests['pass@1'])}).\n"
+            f"- pass@{k}: SFT {fmt(sft['pass@n']['estimate'])} -> GRPO {fmt(grpo['pass@n']['estimate'])}.\n"
+            f"- greedy accuracy: SFT {fmt(sft['greedy']['estimate'])} -> GRPO {fmt(grpo['greedy']['estimate'])} "
+            f"({verdict(tests['greedy'])}).\n"
+            f"- training, first -> last third of its {run['steps']} steps: rollout accuracy "
+            f"{' -> '.join(fmt(v, 2) for v in run['accuracy'])}, KL to the reference per token "
+            f"{' -> '.join(fmt(v, 3) for v in run['kl'])}.")
+
+
+def table_kl_finding(ref: dict) -> str:
+    """k1 and k3 against the exact KL on the reference run's tokens: k3's exact standard error against k1's and
+    against what a bootstrap sees, and whether each estimator's interval holds the truth."""
+    kl = ref["main"].get("kl_real")
+    if not kl:
+        return "*The reference run has no k1/k3 study.*"
+
+    def holds(name):
+        v = kl[name]
+        return "holds 0: agrees with the exact KL" if v["low"] <= 0 <= v["high"] else "excludes 0: misses the exact KL"
+
+    ratio = kl["exact_se_k3"] / kl["exact_se_k1"]
+    return (f"{provenance(ref['main']['source'])}: k3's exact standard error is {ratio:.1f} times k1's "
+            f"({fmt(kl['exact_se_k3'], 4)} against {fmt(kl['exact_se_k1'], 4)}); the bootstrap over "
+            f"{kl.get('interval_unit', 'completions')} saw {fmt(kl['k3']['bootstrap_se'], 4)} for k3 and "
+            f"{fmt(kl['k1']['bootstrap_se'], 4)} for k1. k3 - exact "
+            f"{fmt_interval(kl['k3_minus_exact'], 'mean', True, 4)} {holds('k3_minus_exact')}; k1 - exact "
+            f"{fmt_interval(kl['k1_minus_exact'], 'mean', True, 4)} {holds('k1_minus_exact')}. k3 has the lower exact "
+            f"variance at {kl['share_k3_lower_variance']:.0%} of the positions.")
+
+
+def table_ppo_scores(ref: dict) -> str:
+    """The pitfalls run's PPO with the learned reward model, PPO scored by the verifier and GRPO: pass@1 and the
+    difference from SFT with its verdict."""
+    pitfalls = ref.get("pitfalls")
+    if not pitfalls:
+        return _missing("pitfalls")
+    rows = [[label(m), fmt_interval(pitfalls["models"][m]["pass@1"]),
+             f"{fmt_interval(t, 'diff', True)}, p {test_p(t)}, {verdict_cell(t)}"]
+            for m in ("ppo", "ppo_verifier", "grpo") if m in pitfalls["models"]
+            for t in [pitfalls["vs_sft"][m]["pass@1"]]]
+    return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1 [95%]", "- SFT [95% paired]"], rows)
+
+
+def table_tokenizer(elsewhere: dict) -> str:
+    """The tokenizer experiment kept in elsewhere.json: the same data, steps and seeds under each pre-tokenisation."""
+    record = elsewhere.get("tokenizer")
+    if not record:
+        return "*No tokenizer experiment recorded.*"
+    rows = [[f"`{words}`", fmt(v["tokens_per_text"], 1) if v.get("tokens_per_text") else "-",
+             f"{v['facts_recalled']:.0%}", fmt(v["sft_greedy_unseen"], 2)] for words, v in record["runs"].items()]
+    return (f"{record['how']} ({record['cpu']}):\n\n"
+            + _table(["`base.tokenizer.words`", "tokens per text (relative)", "arithmetic facts the base recalls",
+                      "SFT greedy accuracy, unseen skeletons"], rows))
+
+
 def table_pitfalls(ref: dict) -> str:
     pitfalls = ref.get("pitfalls")
     if not pitfalls:
@@ -438,7 +577,10 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolv
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
             "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
-            "time-plan": table_time_plan(root), "gpu-check": table_gpu_check(root)}
+            "time-plan": table_time_plan(root), "gpu-check": table_gpu_check(root),
+            "chain-verdicts": table_chain_verdicts(ref), "variance-sources": table_variance_sources(ref),
+            "headline-detail": table_headline_detail(ref), "kl-finding": table_kl_finding(ref),
+            "ppo-scores": table_ppo_scores(ref), "tokenizer": table_tokenizer(elsewhere)}
 
 
 BLOCK = re.compile(r"<!-- table:(?P<name>[\w-]+) -->\n(?P<body>.*?)\n?<!-- /table:(?P=name) -->", re.S)
