@@ -317,3 +317,20 @@ def test_the_variance_table_sets_the_chains_spread_beside_the_seeds():
     assert f"| GRPO | {100 * grpo_chains:.1f} | {100 * grpo_seeds:.1f} |" in text
     assert f"GRPO {grpo_chains / grpo_seeds:.1f}x" in text and "| SFT | " in text and "| - | - |" in text
     assert rt.table_variance_sources({"chain_study": parts["chain_study"]}).startswith("*Not in the reference run yet")
+
+
+RUN_NUMBER = re.compile(r"(?<![\w.])(?:[+-]\d+\.\d+|\d+\.\d{3,}|\d+(?:\.\d+)?%|\d+(?:\.\d+)?x(?![\w-]))")
+PLAN_PERCENTS = {"5%"}  # the declared plan's level, not a result
+
+
+def run_numbers(text: str) -> list[str]:
+    """The result-like numbers of ``text`` outside its generated blocks: signed or 3-decimal numbers, shares in %
+    (but the plan's level) and ratios like 5.5x."""
+    return [m.group() for m in RUN_NUMBER.finditer(rt.BLOCK.sub("", text)) if m.group() not in PLAN_PERCENTS]
+
+
+def test_findings_and_performance_hold_no_run_number_outside_the_generated_blocks():
+    for name in ("docs/findings.md", "docs/performance.md"):
+        assert run_numbers((REPO / name).read_text(encoding="utf-8")) == [], name
+    assert run_numbers("GRPO gained +0.147 (0.482), 97% empty, 5.5x; at 5%.\n<!-- table:a -->\n+0.2\n<!-- /table:a -->") \
+        == ["+0.147", "0.482", "97%", "5.5x"]
