@@ -334,3 +334,13 @@ def test_findings_and_performance_hold_no_run_number_outside_the_generated_block
         assert run_numbers((REPO / name).read_text(encoding="utf-8")) == [], name
     assert run_numbers("GRPO gained +0.147 (0.482), 97% empty, 5.5x; at 5%.\n<!-- table:a -->\n+0.2\n<!-- /table:a -->") \
         == ["+0.147", "0.482", "97%", "5.5x"]
+
+
+def test_the_reference_chain_studys_other_chains_join_the_spread():
+    study = _studies()["chain_study"]
+    study["default_seed"] = 42
+    rows = ref.study_chains(study)
+    assert [r["note"] for r in rows] == ["chain seed 1 of the reference chain study", "chain seed 2 of the reference chain study"]
+    assert rows[0]["values"]["main.models.grpo.pass@1.estimate"] == study["models"]["grpo"]["pass1"]["1"]
+    assert rows[1]["values"]["main.vs_sft.rloo.pass@1.diff"] == study["models"]["rloo"]["gain"]["2"]
+    assert ref.study_chains(None) == []

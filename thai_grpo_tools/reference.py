@@ -226,8 +226,9 @@ def summarise_chain_study(study: dict) -> dict:
     power = {family: {"effect": _r(f["effect"]), "alpha": _r(f["alpha"]), "chains_needed": f["chains_needed"]}
              for family, f in ((study.get("power") or {}).get("families") or {}).items()}
     hacking = {name: v["sentence"] for name, v in ((study.get("hacking") or {}).get("variants") or {}).items()}
-    return {"seeds": study["seeds"], "n_resamples": study["n_resamples"], "models": models, "pairs": pairs,
-            "power": power, "sampling_seeds": study.get("sampling_seeds"), "hacking": hacking}
+    return {"seeds": study["seeds"], "default_seed": study.get("default_seed"), "n_resamples": study["n_resamples"],
+            "models": models, "pairs": pairs, "power": power, "sampling_seeds": study.get("sampling_seeds"),
+            "hacking": hacking}
 
 
 def summarise_losses(losses: dict) -> dict:
@@ -375,14 +376,32 @@ def provenance(src: dict) -> str:
 
 
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
-    """The runs of the whole chain (base -> SFT -> methods) the docs know: those kept as numbers in elsewhere.json
-    and the reference run itself, each {"cpu", "command", "values": {flat key: number}}."""
+    """The runs of the whole chain (base -> SFT -> methods) the docs know: those kept as numbers in elsewhere.json,
+    the reference chain study's other chains (their pass@1 and gains over SFT) and the reference run itself, each
+    {"cpu", "command", "values": {flat key: number}}."""
     main = ref["main"]
     kept = {k for chain in elsewhere.get("chains", []) for k in chain["values"]}
     values = {key: value for key, value in flatten(ref).items() if key in kept}
     own = {"cpu": f"{main['source']['cpu']}, {main['source']['cores']} cores", "command": main["source"]["command"],
            "note": "the reference run", "values": values}
-    return [*elsewhere.get("chains", []), own]
+    return [*elsewhere.get("chains", []), *study_chains(ref.get("chain_study")), own]
+
+
+def study_chains(study: dict | None) -> list[dict]:
+    """The chains of a chain study summary but the reference run's own (seed 42's is the reference run)."""
+    if not study:
+        return []
+    src, rows = study["source"], []
+    for seed in (str(s) for s in study["seeds"]):
+        if seed == str(study.get("default_seed", 42)):
+            continue
+        values = {f"main.models.{m}.pass@1.estimate": v["pass1"][seed] for m, v in study["models"].items()
+                  if seed in v["pass1"]}
+        values.update({f"main.vs_sft.{m}.pass@1.diff": v["gain"][seed] for m, v in study["models"].items()
+                       if seed in v.get("gain", {})})
+        rows.append({"cpu": f"{src['cpu']}, {src['cores']} cores", "command": src["command"],
+                     "note": f"chain seed {seed} of the reference chain study", "values": values})
+    return rows
 
 
 def spread(chains: list[dict]) -> dict[str, dict]:
