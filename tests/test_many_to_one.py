@@ -104,6 +104,12 @@ def test_tost_equals_the_interval_inclusion_rule(estimate, se, df):
     assert tost(estimate, se, df, margin=0.05) == pytest.approx(brute_tost(estimate, se, df, 0.05), abs=2e-5)
 
 
+def test_tost_of_differences_that_do_not_vary_cannot_conclude():
+    """Two identical runs: every paired difference 0, standard error 0, no t statistic; p is 1, never 0."""
+    assert tost(0.0, 0.0, 199, margin=0.05) == 1.0
+    assert tost(0.2, 0.0, 199, margin=0.05) == 1.0
+
+
 def test_tost_refuses_a_margin_of_zero():
     with pytest.raises(ValueError, match="analysis.equivalence_margin"):
         tost(0.0, 0.01, 5, 0.0)

@@ -105,11 +105,13 @@ def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy")
 def tost(estimate: float, se: float, df: float, margin: float) -> float:
     """Two one-sided tests of equivalence (Schuirmann 1987) of a difference within (-margin, +margin): p =
     max(P(T >= (estimate + margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). Rejects at alpha exactly
-    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin."""
+    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin. Differences that do not
+    vary (se 0: two runs identical problem by problem) give no t statistic: p = 1, the test cannot conclude (the
+    limit t -> infinity would report p = 0, a certainty no sample gives)."""
     if margin <= 0:
         raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
     if se <= 0:
-        return 0.0 if abs(estimate) < margin else 1.0
+        return 1.0
     lower = stats.t.sf((estimate + margin) / se, df)
     upper = stats.t.cdf((estimate - margin) / se, df)
     return float(max(lower, upper))
