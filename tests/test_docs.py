@@ -344,3 +344,11 @@ def test_the_reference_chain_studys_other_chains_join_the_spread():
     assert rows[0]["values"]["main.models.grpo.pass@1.estimate"] == study["models"]["grpo"]["pass1"]["1"]
     assert rows[1]["values"]["main.vs_sft.rloo.pass@1.diff"] == study["models"]["rloo"]["gain"]["2"]
     assert ref.study_chains(None) == []
+
+
+def test_the_chain_table_lists_only_chains_with_pass1_values():
+    parts, elsewhere = load_reference()
+    kept = {**elsewhere, "chains": [*elsewhere["chains"], {"cpu": "Some CPU", "command": "snakemake --cores 2 passk",
+                                                           "note": "passk only", "values": {"passk.x": 1.0}}]}
+    table = rt.table_chains(parts, kept)
+    assert "passk only" not in table and "the reference run" in table

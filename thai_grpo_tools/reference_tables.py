@@ -166,10 +166,12 @@ CHAIN_COLUMNS = {"SFT": "main.models.sft.pass@1.estimate", "GRPO": "main.models.
 
 
 def table_chains(ref: dict, elsewhere: dict) -> str:
+    """One row per whole chain with pass@1 values (a run kept only for its pass@k or hacking numbers has none here;
+    the spread table reads it), and each column's range over the chains."""
     chains = chain_rows(ref, elsewhere)
     rows = [[c["cpu"], f"`{c['command']}`", c.get("note", ""),
              *(fmt(c["values"].get(key), signed=" - " in name) for name, key in CHAIN_COLUMNS.items())]
-            for c in chains]
+            for c in chains if any(key in c["values"] for key in CHAIN_COLUMNS.values())]
     widths = spread(chains)
     rows.append(["range", "", "", *(fmt((widths.get(key) or {}).get("range")) for key in CHAIN_COLUMNS.values())])
     return "pass@1 on the 200 held-out problems:\n\n" + _table(["CPU", "command", "run", *CHAIN_COLUMNS], rows)
