@@ -167,6 +167,11 @@ def _ranges(ks: list[int]) -> str:
     return ", ".join(spans) or "none"
 
 
+def _seed_power(power: dict) -> dict:
+    """A many-to-one family's power over training seeds (``seed_stats.seeds_power``), in 4 decimals."""
+    return {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}
+
+
 def summarise_seeds(seeds: dict) -> dict:
     """The seed study (results/seeds/results.json): per method pass@1 per training seed, the between-seed mean, t
     interval and SD, the re-sampling SD and the within-run SE (standard deviations side by side) and the crossed
@@ -184,7 +189,7 @@ def summarise_seeds(seeds: dict) -> dict:
              for p in seeds["pairs"]}
     power = seeds.get("power") or {}
     return {"seeds": seeds["training_seeds"], "methods": methods, "pairs": pairs,
-            "power": {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}}
+            "power": _seed_power(power)}
 
 
 def summarise_hacking(hacking: dict) -> dict:
@@ -253,7 +258,7 @@ def summarise_losses(losses: dict) -> dict:
     return {"baseline": losses["baseline"], "seeds": losses["training_seeds"], "metric": metric,
             "metrics": losses["metrics"], "problems": losses["num_problems"], "samples": losses["n_samples"],
             "variants": variants, "versus": versus,
-            "power": {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}}
+            "power": _seed_power(power)}
 
 
 def summarise_pitfalls(results: dict) -> dict:

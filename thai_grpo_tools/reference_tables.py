@@ -9,10 +9,11 @@ ones a text holds that differ (a number edited by hand, or summaries newer than 
 from __future__ import annotations
 
 import re
+import statistics
 from pathlib import Path
 
-from thai_grpo.report import plan_words
-from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS
+from thai_grpo.evaluation.plan import VERDICTS
+from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, fmt_p
 from thai_grpo_tools.reference import PARTS, chain_rows, provenance, spread
 
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
@@ -33,11 +34,6 @@ def fmt_number(value) -> str:
 def fmt_interval(record: dict, key: str = "estimate", signed: bool = False, digits: int = 3) -> str:
     return (f"{fmt(record[key], digits, signed)} [{fmt(record['low'], digits, signed)}, "
             f"{fmt(record['high'], digits, signed)}]")
-
-
-def fmt_p(p: float, at_floor: bool = False) -> str:
-    """``plan_words.fmt_p``: two significant figures below 0.1, '≤' at a bootstrap's floor."""
-    return plan_words.fmt_p(p, at_floor)
 
 
 def test_p(test: dict, key: str = "p_holm") -> str:
@@ -335,7 +331,7 @@ def table_chain_study(ref: dict) -> str:
                     "mean gain over SFT [crossed 95%: chains and problems]"], rows)
     pairs = _table(["pair", "difference [crossed 95%]", "df", "p (adjusted in its family)", "family", "verdict"],
                    [[pair_label(p), fmt_interval(v, "diff", True), fmt(v["df"], 1),
-                     fmt_p(v["p_holm"], bool(v.get("p_at_floor"))), v["family_text"], VERDICT_WORDS[v["verdict"]]]
+                     test_p(v), v["family_text"], VERDICT_WORDS[v["verdict"]]]
                     for p, v in study["pairs"].items()])
     power = "; ".join(f"{FAMILY_NAMES.get(family, family)}: "
                       f"{f['chains_needed'] if f['chains_needed'] else 'more held-out problems than'} chains for "
@@ -389,9 +385,8 @@ def _points(value: float) -> str:
 
 
 def _crossed(v: dict) -> str:
-    """'+0.238 [+0.153, +0.323], 4.5 df, p 0.0011 (adjusted in its family): **higher**'."""
-    return (f"{fmt_interval(v, 'diff', True)}, {fmt(v['df'], 1)} df, p {fmt_p(v['p_holm'], bool(v.get('p_at_floor')))}: "
-            f"**{VERDICT_WORDS[v['verdict']]}**")
+    """'+0.238 [+0.153, +0.323], 4.5 df, p 0.0011: **higher**' (p adjusted in its family)."""
+    return f"{fmt_interval(v, 'diff', True)}, {fmt(v['df'], 1)} df, p {test_p(v)}: **{VERDICT_WORDS[v['verdict']]}**"
 
 
 def table_chain_verdicts(ref: dict) -> str:
@@ -415,12 +410,12 @@ def table_chain_verdicts(ref: dict) -> str:
         tests = by_family[family]
         if not tests:
             continue
-        resolved = {p: v for p, v in tests.items() if v["verdict"] in ("higher", "lower", "equivalent")}
+        resolved = {p: v for p, v in tests.items() if v["verdict"] in VERDICTS[:3]}  # higher, lower, equivalent
         untested = [p for p, v in tests.items() if v["verdict"] == "not_tested"]
         text = next(iter(tests.values()))["family_text"]
         name = FAMILY_NAMES[family]
         head = f"- **{name[0].upper()}{name[1:]}** ({text}): resolved {len(resolved)} of {len(tests)}"
-        if untested and len(untested) == len(tests):
+        if len(untested) == len(tests):
             lines.append(f"{head}; none was tested: the family before it did not reject every pair.")
             continue
         lines.append(f"{head}.")
@@ -434,12 +429,9 @@ def table_variance_sources(ref: dict) -> str:
     study, seeds = ref.get("chain_study"), ref.get("seeds")
     if not study or not seeds:
         return _missing("chain_study" if not study else "seeds")
-    import numpy as np
-
     rows, ratios = [], {}
     for model, entry in study["models"].items():
-        per_chain = list(entry["pass1"].values())
-        chain_sd = float(np.std(per_chain, ddof=1))
+        chain_sd = statistics.stdev(entry["pass1"].values())
         seed = seeds["methods"].get(model)
         row = [label(model), _points(chain_sd), _points(seed["sd"]) if seed else "-",
                _points(seed["resampling_sd"]) if seed else "-"]
