@@ -181,6 +181,11 @@ def test_a_study_costs_its_own_jobs_and_an_added_chain_is_what_the_chain_study_a
     costs = rt.table_costs({"main": main, "chain_study": {"source": source}}, {})
     assert "| `snakemake --cores 2 chains` | 22 min 30 s of jobs |" in costs and "| `make run` | 10 min 0 s |" in costs
     assert rt.fmt_seconds(7500) == "2 h 5 min"
+    together = {"main": main, "seeds": {"source": {**source, "note": "run together"}},
+                "chain_study": {"source": {**source, "note": "run together"}}}
+    notes = rt.table_costs(together, {})
+    assert notes.count("run together") == 1
+    assert "*snakemake --cores 2 seeds, snakemake --cores 2 chains: run together*" in notes
 
 
 def test_spread_is_the_range_over_chains_and_compare_checks_against_it():

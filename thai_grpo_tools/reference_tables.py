@@ -107,7 +107,11 @@ def table_costs(ref: dict, elsewhere: dict) -> str:
             f"{fmt_seconds(src['jobs_seconds'])} of jobs" if src.get("jobs_seconds") else "not measured"
         measured = {c["cpu"]: c for c in kept if c["part"] == part}
         rows.append([f"`{command}`", own, *(elsewhere_cost(measured.get(cpu)) for cpu in others)])
-    notes = [f"{PARTS[part][1]}: {s['source']['note']}" for part, s in ref.items() if s["source"].get("note")]
+    commands: dict[str, list[str]] = {}  # one note, once, for every command it describes
+    for part, summary in ref.items():
+        if summary["source"].get("note"):
+            commands.setdefault(summary["source"]["note"], []).append(PARTS[part][1])
+    notes = [f"{', '.join(names)}: {note}" for note, names in commands.items()]
     return _table(["command", f"{main['cpu']}, {main['cores']} cores (reference run)", *others], rows) + \
         "".join(f"\n\n*{note}*" for note in notes)
 
