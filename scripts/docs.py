@@ -60,8 +60,8 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
                        if (results / f"eval/{m}/samples.jsonl").exists()}
             out[part]["example"] = ref.example_problem(samples)
             headline = results / "headline.json"
-            out[part]["source"]["headline_seconds"] = _headline_seconds(headline, stages) if headline.exists() \
-                else None
+            timed_headline = headline.exists() and part not in untimed  # an untimed run has no headline time either
+            out[part]["source"]["headline_seconds"] = _headline_seconds(headline, stages) if timed_headline else None
     return out
 
 
