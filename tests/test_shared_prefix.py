@@ -60,44 +60,56 @@ def test_generate_sharing_prompts_gives_the_same_tokens_as_generate(policy, temp
     assert torch.equal(outputs[0], outputs[1])
 
 
-def test_trainer_log_probs_and_gradients_match_trls_own_pass(policy, tmp_path):
+def grpo_batch(model, tokenizer, tmp_path, activation_checkpointing: bool):
+    """(trainer, ids, mask, completion_mask): a GRPO trainer that shares prompts (``sharing_prompts``) over ``model``,
+    and a batch of the QUESTIONS' prompts, 2 random completions of 7 tokens each, one of them stopped early."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
     from thai_grpo.methods.grpo import sharing_prompts
 
-    model, tokenizer = policy
     model.train()
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=8, beta=0.04, logging_steps=1,
-                      activation_checkpointing=False,  # TRL's default True keeps its own pass
+                      activation_checkpointing=activation_checkpointing,  # on: TRL's own pass (its default)
                       bf16=False)  # as the pipeline runs on a CPU (float32)
     trainer = sharing_prompts(GRPOTrainer)(
         model=model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
         processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS]))
     prompts = left_padded_prompts(tokenizer, QUESTIONS)
-    groups = 2
-    prompt_ids = prompts["input_ids"].repeat_interleave(groups, 0)
-    prompt_mask = prompts["attention_mask"].repeat_interleave(groups, 0)
+    prompt_ids = prompts["input_ids"].repeat_interleave(2, 0)
+    prompt_mask = prompts["attention_mask"].repeat_interleave(2, 0)
     torch.manual_seed(0)
     completion = torch.randint(3, len(tokenizer) - 2, (prompt_ids.size(0), 7))
     completion_mask = torch.ones_like(completion)
     completion_mask[1, 4:] = 0  # a completion that stopped early
-    ids, mask = torch.cat([prompt_ids, completion], 1), torch.cat([prompt_mask, completion_mask], 1)
+    return trainer, torch.cat([prompt_ids, completion], 1), torch.cat([prompt_mask, completion_mask], 1), completion_mask
+
+
+def logprob_pass(trainer, method, ids, mask, completion_mask):
+    """(log-probs, entropies, LoRA gradients) of ``method`` (a ``_get_per_token_logps_and_entropies``) on the batch,
+    the gradients those of the completions' summed log-probs."""
     lora = [p for p in trainer.model.parameters() if p.requires_grad]
+    trainer.model.zero_grad()
+    logps, entropies, _ = method(trainer.model, ids, mask, completion_mask.size(1), batch_size=4,
+                                 compute_entropy=True)
+    (logps * completion_mask).sum().backward()
+    return logps.detach(), entropies.detach(), [p.grad.clone() for p in lora]
+
+
+def trls_own(trainer):
+    from trl import GRPOTrainer
+
+    return lambda *args, **kwargs: GRPOTrainer._get_per_token_logps_and_entropies(trainer, *args, **kwargs)
+
+
+def test_trainer_log_probs_and_gradients_match_trls_own_pass(policy, tmp_path):
+    trainer, ids, mask, completion_mask = grpo_batch(*policy, tmp_path, activation_checkpointing=False)
     # the prompts do repeat, so the shared pass is the one compared (it returns None when none repeats)
-    assert completion_logprobs_sharing_prompts(trainer.model, ids, mask, completion.size(1), False,
+    assert completion_logprobs_sharing_prompts(trainer.model, ids, mask, completion_mask.size(1), False,
                                                trainer.accelerator.autocast) is not None
-
-    def pass_of(method):
-        trainer.model.zero_grad()
-        logps, entropies, _ = method(trainer.model, ids, mask, completion.size(1), batch_size=4,
-                                     compute_entropy=True)
-        (logps * completion_mask).sum().backward()
-        return logps.detach(), entropies.detach(), [p.grad.clone() for p in lora]
-
-    shared = pass_of(trainer._get_per_token_logps_and_entropies)
-    full = pass_of(lambda *a, **k: GRPOTrainer._get_per_token_logps_and_entropies(trainer, *a, **k))
+    shared = logprob_pass(trainer, trainer._get_per_token_logps_and_entropies, ids, mask, completion_mask)
+    full = logprob_pass(trainer, trls_own(trainer), ids, mask, completion_mask)
     torch.testing.assert_close(shared[0], full[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(shared[1], full[1], atol=1e-5, rtol=1e-5)
     assert any(g.abs().sum() > 0 for g in full[2])  # the comparison is of real gradients
@@ -153,3 +165,40 @@ def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir,
     else:
         assert calls == {"generate": 0, "logprobs": 0, "trl_logprobs": calls["trl_logprobs"]}
         assert calls["trl_logprobs"] >= 2  # the reference pass and the policy's, TRL's own
+
+
+def test_trls_pass_on_a_cpu_scores_only_the_completion_positions_with_the_same_numbers(tiny_model_dir, tiny_adapter_dir,
+                                                                                        tmp_path, monkeypatch):
+    """With activation checkpointing (the real config), a step's log-probability passes are TRL's own; on a CPU they
+    send only the labelled positions through the LM head's vocabulary tiles, as on a GPU, and every completion
+    position gets the log-prob, entropy and gradient that TRL's pass over every position gives."""
+    import trl.trainer.utils as trl_utils
+
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    model = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True)  # its own: the module's policy has a ref
+    trainer, ids, mask, completion_mask = grpo_batch(model, load_tokenizer(tiny_model_dir), tmp_path,
+                                                     activation_checkpointing=True)
+    rows = []
+    kernel = trl_utils._ChunkedLogProbFunction
+
+    class Counted:
+        @staticmethod
+        def apply(hidden, *rest):
+            rows.append(hidden.size(0))
+            return kernel.apply(hidden, *rest)
+
+    monkeypatch.setattr(trl_utils, "_ChunkedLogProbFunction", Counted)
+    ours = logprob_pass(trainer, trainer._get_per_token_logps_and_entropies, ids, mask, completion_mask)
+    assert rows == [int(completion_mask[:4].sum()), int(completion_mask[4:].sum())]  # labelled positions only
+    rows.clear()
+    full = logprob_pass(trainer, trls_own(trainer), ids, mask, completion_mask)
+    assert rows == [4 * (ids.size(1) - 1), 2 * (ids.size(1) - 1)]  # TRL's own on a CPU: every position of each chunk
+    assert trl_utils._use_triton(torch.device("cpu")) is False  # the switch is back as TRL left it
+    labelled = completion_mask.bool()
+    torch.testing.assert_close(ours[0][labelled], full[0][labelled], atol=1e-6, rtol=1e-6)
+    torch.testing.assert_close(ours[1][labelled], full[1][labelled], atol=1e-6, rtol=1e-6)
+    assert torch.all(ours[0][~labelled] == 0) and torch.all(full[0][~labelled] == 0)
+    assert any(g.abs().sum() > 0 for g in full[2])
+    for mine, theirs in zip(ours[2], full[2]):
+        torch.testing.assert_close(mine, theirs, atol=1e-6, rtol=1e-5)

@@ -269,7 +269,8 @@ def sharing_prompts(trainer_class):
     (``_get_per_token_logps_and_entropies`` -> ``completion_logprobs_sharing_prompts``). The same numbers up to the
     order of floating-point sums (tests/test_shared_prefix.py; tests/test_objective.py checks the loss TRL computes
     from them). Multimodal or MoE batches, and activation checkpointing (which drops the cache a shared prompt lives
-    in), take TRL's own log-probability pass. On a GPU and with vLLM every pass is TRL's own: no one measured it there.
+    in), take TRL's own log-probability pass, over the completion positions only (``scoring_labelled_positions_only``).
+    On a GPU and with vLLM every pass is TRL's own: no one measured it there.
 
     Why the two overrides stay, measured on a CPU: GRPO steps of the offline default (config/config.yaml: 8 prompts x
     8 completions of up to 80 tokens, the shipped base and SFT adapter), 1 thread, the mean of 3 steps after a
@@ -281,7 +282,8 @@ def sharing_prompts(trainer_class):
     - rollouts: generation takes 1.93-2.00 s with the shared prompts (policy unmerged) against 2.49-2.63 s with
       TRL's generate (~1.3x). The merged copy on top: 1.69 s against 2.23 s (medians of 6 interleaved draws of one
       generation batch, refresh included: ~1.3x), though within the noise in the whole-step runs (2.15-2.25 s)."""
-    from thai_grpo.models.shared_prefix import completion_logprobs_sharing_prompts
+    from thai_grpo.models.shared_prefix import (completion_logprobs_sharing_prompts,
+                                                scoring_labelled_positions_only)
 
     class SharingPrompts(trainer_class):
         def _shares_prompts(self) -> bool:
@@ -304,9 +306,10 @@ def sharing_prompts(trainer_class):
             checkpointing = getattr(self.args, "activation_checkpointing", False)
             if (not self._shares_prompts() or checkpointing or compute_aux_loss
                     or any(value is not None for value in multimodal.values())):
-                return super()._get_per_token_logps_and_entropies(
-                    model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
-                    compute_aux_loss, **multimodal)
+                with scoring_labelled_positions_only():  # TRL's pass, over the completion positions only
+                    return super()._get_per_token_logps_and_entropies(
+                        model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
+                        compute_aux_loss, **multimodal)
             import torch
 
             batch_size = batch_size or input_ids.size(0)

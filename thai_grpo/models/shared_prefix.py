@@ -13,10 +13,13 @@ GRPO's and RLOO's trainers use it on a CPU only, where it was measured (``thai_g
 - ``generate_sharing_prompts``: ``model.generate`` that prefills each distinct prompt once.
 - ``completion_logprobs_sharing_prompts``: per-token log-probs (and entropies) of the completions, through TRL's
   fused LM head, with the prompt computed once per distinct prompt; gradients flow into the shared prompt.
+- ``scoring_labelled_positions_only``: TRL's fused LM head on a CPU projects the completion positions only, as it
+  does on a GPU, for the passes that cannot share their prompts.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 
@@ -104,3 +107,26 @@ def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits
         outputs = model(input_ids=tail, attention_mask=attention_mask, cache=cache, labels=labels, fused_lm_head=True)
     entropies = outputs.entropy[:, -logits_to_keep:] if compute_entropy else None
     return outputs.log_probs[:, -logits_to_keep:], entropies
+
+
+@contextlib.contextmanager
+def scoring_labelled_positions_only():
+    """Within this block, TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``) projects only the positions
+    that have a label on a CPU, as it does on a GPU.
+
+    TRL 1.16 compacts the batch to its labelled positions (the completion tokens) on Triton devices only; elsewhere
+    it projects every position, prompt and padding included, and masks their results to 0 afterwards, to keep the tile
+    shapes fixed for compiling backends (Neuron's). A CPU runs eagerly, so that is only waste, and at Qwen3's 151,936
+    words it is most of a step: the real config on CPU stand-ins (8 completions of <= 24 tokens after ~100 prompt
+    tokens) sent 840-1000 rows through the vocabulary tiles instead of <= 192. The kernel scores each row on its own,
+    so every labelled position gets the same log-prob, entropy and gradient either way (tests/test_shared_prefix.py).
+    The kernel's choice (TRL's torch tiles on a CPU, Triton on a GPU) is left as it is: only the row selection moves.
+    """
+    import trl.trainer.utils as trl_utils
+
+    on_triton = trl_utils._use_triton
+    trl_utils._use_triton = lambda device: device.type == "cpu" or on_triton(device)
+    try:
+        yield
+    finally:
+        trl_utils._use_triton = on_triton
