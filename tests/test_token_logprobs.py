@@ -31,9 +31,13 @@ def test_completion_logprobs_match_a_direct_softmax(tiny_model_dir):
         logits = model(torch.tensor([prompt + completion])).logits[0]
     expected = [torch.log_softmax(logits[2], -1)[8].item(), torch.log_softmax(logits[3], -1)[9].item()]
     alone = completion_logprobs(model, [(prompt, completion)], pad_id=0)[0]
-    batched = completion_logprobs(model, [([5, 6, 7, 10, 11, 12], [13]), (prompt, completion)], pad_id=0)[1]
+    longer = ([5, 6, 7, 10, 11, 12], [13])  # its completion starts 3 positions later than the shorter row's
+    with torch.no_grad():
+        longer_logits = model(torch.tensor([longer[0] + longer[1]])).logits[0]
+    batched = completion_logprobs(model, [longer, (prompt, completion)], pad_id=0)
     assert alone == pytest.approx(expected, abs=1e-5)
-    assert batched == pytest.approx(expected, abs=1e-4)  # right padding does not change a shorter row
+    assert batched[1] == pytest.approx(expected, abs=1e-4)  # right padding does not change a shorter row
+    assert batched[0] == pytest.approx([torch.log_softmax(longer_logits[5], -1)[13].item()], abs=1e-4)
     assert all(lp <= 0 for lp in alone)
 
 
