@@ -13,6 +13,7 @@ A command of any other kind fails the test until it is taught here: nothing is s
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shlex
@@ -115,6 +116,12 @@ def check_command(command: str, workdir: Path, results_home: Path) -> str | None
     return "no check known for this kind of command: teach tests/test_documented_commands.py one"
 
 
+@functools.cache
+def check_documented(command: str, workdir: Path, results_home: Path) -> str | None:
+    """``check_command``, once per command: a command several documents show is checked once."""
+    return check_command(command, workdir, results_home)
+
+
 def results_with_the_shipped_models(home: Path) -> Path:
     """``home`` as a finished run leaves it for scripts/prompt.py: the shipped base as results/model/base, its SFT
     adapter as the SFT and GRPO adapters, a held-out set, and the workflow's config and scripts beside it."""
@@ -146,7 +153,7 @@ def test_the_guide_shows_the_commands_users_type():
 def test_every_documented_command_works_as_written(document, folders):
     workdir, results_home = folders
     failures = {command: why for doc, command in documented_commands() if doc == document
-                for why in [check_command(command, workdir, results_home)] if why}
+                for why in [check_documented(command, workdir, results_home)] if why}
     assert not failures, f"{document}: " + "\n\n".join(f"`{c}`: {why}" for c, why in failures.items())
 
 

@@ -216,7 +216,8 @@ def resumable(trainer_class):
 
     Kept for correctness: TRL's ``_get_train_sampler`` returns a ``RepeatSampler`` seeded once, so a run resumed from
     a checkpoint in epoch e would replay epoch 0's prompt order, and the resumed run would not be the run it
-    continues (tests/test_resume.py). Only the sampler is wrapped; TRL builds it."""
+    continues (tests/test_resume.py; the killed run of tests/test_pipeline.py). Only the sampler is wrapped; TRL
+    builds it."""
 
     class Resumable(trainer_class):
         def _get_train_sampler(self, dataset=None):
