@@ -237,7 +237,8 @@ def test_dropout_off_in_the_config_is_dropout_off_in_the_plan():
 
 
 def test_trls_fused_head_is_counted_as_each_device_runs_it():
-    """TRL's fused log-prob head covers every position of a row (the prompt's are masked afterwards). On a GPU its
+    """TRL's fused log-prob head projects a GRPO row's completion positions only (on a GPU by TRL's own compaction,
+    on a CPU by thai_grpo.models.shared_prefix.scoring_labelled_positions_only), not its prompt. On a GPU its
     Triton kernel folds the projection tile in place; on a CPU its torch fallback holds ~8.25 float32 tensors of the
     tile's size beside it (measured by make rehearse-full at Qwen3-0.6B's shape: within 1% for GRPO, RLOO and DPO)."""
     import inspect
@@ -248,4 +249,4 @@ def test_trls_fused_head_is_counted_as_each_device_runs_it():
     config = real_config(grpo={"per_device_train_batch_size": 4, "max_completion_length": 16})
     for precision, tile_bytes in ((T4, 6), (CPU, 37)):
         step = planned(stage_plans(config, precision=precision, prompt=110), "GRPO full: train step")
-        assert step["pieces_gib"]["logits"] == round(4 * 126 * 32768 * tile_bytes / 2 ** 30, 2)
+        assert step["pieces_gib"]["logits"] == round(4 * 16 * 32768 * tile_bytes / 2 ** 30, 2)  # 4 rows x 16

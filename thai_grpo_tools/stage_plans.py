@@ -96,8 +96,8 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
     generation = rows * int(args.get("gradient_accumulation_steps", 1))
     checkpointing = bool(args.get("activation_checkpointing", False))
     lora = dataclasses.replace(sft, lora_dropout=0.0) if args.get("disable_dropout") else sft
-    train = trl_training_stage(  # TRL's fused head runs over every position; the prompt's are masked afterwards
-        f"{label}: train step", shape, lora, rows, prompt + length, prompt + length,
+    train = trl_training_stage(  # TRL's fused head projects the completion positions only (a CPU too: shared_prefix)
+        f"{label}: train step", shape, lora, rows, prompt + length, length,
         f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
         f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
     rollouts = sampling_stage(
