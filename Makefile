@@ -8,10 +8,8 @@ STAMP := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | sha1su
 # Every core by default: a job's threads are fixed per job (1 or 2, rules/common.smk), so more cores run more jobs
 # side by side and change no number; `make run CORES=2` caps it.
 CORES ?= all
-# Test workers (pytest-xdist): one per core; each test file stays on one worker (its module fixtures are built once),
-# the files handed out in the order tests/conftest.py collects them (the longest first).
+# Test workers (pytest-xdist): one per core; each test file stays on one worker (its module fixtures are built once).
 TEST_WORKERS ?= auto
-XDIST := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # `make help`: every target with its line (the `## ` text after its name).
 .PHONY: help setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
@@ -79,11 +77,11 @@ browser:  ## headless Chromium and a Thai font for the report's browser tests
 
 test: setup browser lint  ## the test suite as CI runs it: venv, headless Chromium, linters, pytest
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q $(XDIST)
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: setup  ## the suite without the slow pipeline runs and the browser tests
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q $(XDIST) -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser"
 
 # Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
 # (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.

@@ -21,18 +21,6 @@ os.environ.setdefault("MALLOC_TRIM_THRESHOLD_", str(4 << 30))
 
 REPO = Path(__file__).resolve().parents[1]
 
-# The two longest files, first. `make test` hands whole files to its workers (pytest-xdist's --dist loadfile) in the
-# order collected here (--no-loadscope-reorder; xdist's default order puts the files of most tests first, and these
-# two hold few tests but most of the suite's time: a whole smoke run and the real config's rehearsal, several
-# minutes each on 2 cores). Started first on the two workers, they end beside the short files instead of leaving one
-# core idle while the last of them runs.
-LONGEST_FILES = ("test_pipeline.py", "test_real_config_rehearsal.py")
-
-
-def pytest_collection_modifyitems(config, items):
-    first = {name: rank for rank, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: first.get(item.path.name, len(first)))  # stable: the other files keep their order
-
 
 @pytest.fixture(scope="session")
 def synthetic_rows():
