@@ -100,6 +100,7 @@ def check_shell(words: list[str], results_home: Path) -> str | None:
     return None if done.returncode == 0 else f"exit {done.returncode}: {done.stderr.strip()}"
 
 
+@functools.cache  # a command several documents show is checked once
 def check_command(command: str, workdir: Path, results_home: Path) -> str | None:
     """Why ``command`` does not work as documented, or None."""
     words = shlex.split(command)
@@ -114,12 +115,6 @@ def check_command(command: str, workdir: Path, results_home: Path) -> str | None
     if command == "source .venv/bin/activate":
         return None if "VENV := .venv" in (REPO / "Makefile").read_text(encoding="utf-8") else "no .venv in Makefile"
     return "no check known for this kind of command: teach tests/test_documented_commands.py one"
-
-
-@functools.cache
-def check_documented(command: str, workdir: Path, results_home: Path) -> str | None:
-    """``check_command``, once per command: a command several documents show is checked once."""
-    return check_command(command, workdir, results_home)
 
 
 def results_with_the_shipped_models(home: Path) -> Path:
@@ -153,7 +148,7 @@ def test_the_guide_shows_the_commands_users_type():
 def test_every_documented_command_works_as_written(document, folders):
     workdir, results_home = folders
     failures = {command: why for doc, command in documented_commands() if doc == document
-                for why in [check_documented(command, workdir, results_home)] if why}
+                for why in [check_command(command, workdir, results_home)] if why}
     assert not failures, f"{document}: " + "\n\n".join(f"`{c}`: {why}" for c, why in failures.items())
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow import OFFLINE_ENV, copy_workflow, scheduled_jobs, write_extra_set_config
+from workflow import copy_workflow, scheduled_jobs, snakemake_call, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
 from thai_grpo.core.machine import this_machine
@@ -158,8 +158,6 @@ def test_same_config_builds_the_same_base_and_sft_adapter(smoke_run, tmp_path):
 
 
 # --------------------------------------------------------------------------- a killed GRPO run, resumed
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "1"]
-ENV = {**os.environ, **OFFLINE_ENV}
 MAX_STEPS = 12
 CONFIG = ["--configfile", "config/smoke.yaml", "--config", f'grpo={{"max_steps":{MAX_STEPS},"save_steps":2}}']
 TARGET = "results/runs/grpo/train.json"
@@ -180,9 +178,10 @@ def complete_checkpoints(folder: Path) -> list[int]:
 def start_and_kill(workdir: Path, output: Path) -> None:
     """Start the GRPO job in its own process group; SIGKILL the whole group once a checkpoint is written."""
     checkpoints = workdir / CHECKPOINTS
+    argv, env = snakemake_call(TARGET, *CONFIG)
     with open(output, "w") as handle:
-        process = subprocess.Popen([*SNAKEMAKE, TARGET, *CONFIG], cwd=workdir, env=ENV, stdout=handle,
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(argv, cwd=workdir, env=env, stdout=handle, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
     try:
         deadline = time.monotonic() + 300
         while not any(step >= KILL_AFTER_CHECKPOINT for step in complete_checkpoints(checkpoints)):

@@ -27,11 +27,15 @@ def copy_workflow(target: Path) -> Path:
     return target
 
 
+def snakemake_call(*args: str, env: dict | None = None) -> tuple[list[str], dict]:
+    """(argv, environment) of ``snakemake --cores 1 ARGS``, offline, as a user calls it."""
+    return [sys.executable, "-m", "snakemake", "--cores", "1", *args], {**os.environ, **OFFLINE_ENV, **(env or {})}
+
+
 def run_snakemake(workdir: Path, *args: str, timeout: int = 1800, env: dict | None = None) -> subprocess.CompletedProcess:
     """``snakemake --cores 1 ARGS`` in ``workdir``, offline; put targets before ``--configfile`` (it takes many)."""
-    environment = {**os.environ, **OFFLINE_ENV, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "snakemake", "--cores", "1", *args], cwd=workdir, env=environment,
-                          capture_output=True, text=True, timeout=timeout)
+    argv, environment = snakemake_call(*args, env=env)
+    return subprocess.run(argv, cwd=workdir, env=environment, capture_output=True, text=True, timeout=timeout)
 
 
 def scheduled_jobs(done: subprocess.CompletedProcess) -> dict[str, int]:
