@@ -6,6 +6,7 @@ import sys
 
 from snakemake.utils import validate
 
+from thai_grpo.core.accelerators import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
 from thai_grpo.core.config import (
     ConfigError,
     check_config,
@@ -47,6 +48,13 @@ try:  # every key of every method section, by the checked-in TRL field names: no
     check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
+
+# How many model jobs share one card (`--resources gpu=K` over the GPUs present): each sizes its `auto` batches to its
+# share (thai_grpo.models.memory_stages.card_gib_of). Local jobs inherit this process's environment.
+os.environ.setdefault(
+    JOBS_PER_GPU_ENV,
+    str(jobs_per_card(getattr(workflow.global_resources.get("gpu"), "value", None), local_gpu_count())),
+)
 
 # Where this pipeline's outputs live. Rules name their files under results/; the chain study (rules/chains.smk) loads
 # the whole workflow again per chain as a Snakemake module whose replace_prefix maps results/ to the chain's folder

@@ -27,6 +27,7 @@ rule reward_model:
         seed=config["seed"],
         chat_template_kwargs=EVAL_SETTINGS.get("chat_template_kwargs", {}),
         dtype=TRAIN_DTYPE,
+        training=config["training"],
         checkpoints=results_path("results/checkpoints/reward_model"),
     message:
         "Training PPO's reward model (Bradley-Terry, LoRA + score head) on the preference pairs"

@@ -54,6 +54,7 @@ rule train:
     output:
         adapter=directory("results/runs/{run}/adapter"),
         train="results/runs/{run}/train.json",
+        rollouts="results/runs/{run}/rollouts.jsonl",  # every rollout of a GRPO, RLOO or PPO run (DPO samples none)
     log:
         "results/logs/train-{run}.log",
     benchmark:
@@ -73,6 +74,7 @@ rule train:
         seed=lambda wildcards: parse_run(wildcards.run, VARIANTS, config["seed"])[1],
         system_prompt=SYSTEM,
         dtype=TRAIN_DTYPE,
+        training=config["training"],
         checkpoints=lambda wildcards: results_path(
             f"results/checkpoints/{method_of(variant_of(wildcards.run))}-{wildcards.run}"
         ),

@@ -21,7 +21,7 @@ import yaml
 from thai_grpo.core.config import deep_merge, eval_settings
 from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.problems import SYSTEM_PROMPT
-from thai_grpo.methods import variant_plan
+from thai_grpo.methods import RunSpec, variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
 from thai_grpo.core.machine import cpu_label, lscpu_fields
 from thai_grpo_tools.bench import StepTimer, sampler_throughput, stage_shares, step_split
@@ -78,6 +78,15 @@ def print_split(title: str, split: dict) -> None:
         print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
 
 
+def bench_spec(config: dict, results: Path, plan: dict, work: str, **extra) -> RunSpec:
+    """A training run of ``plan`` from the last run's base and SFT adapter, writing into the folder ``work``."""
+    return RunSpec(run=f"bench-{plan['variant']}", plan=plan, base_dir=results / "model/base",
+                   adapter_dir=results / "model/sft_adapter", train_rows=read_jsonl(results / "data/train.jsonl"),
+                   system_prompt=config["data"].get("system_prompt", SYSTEM_PROMPT), out_dir=Path(work) / "out",
+                   checkpoint_dir=Path(work) / f"bench-{plan['variant']}", seed=config["seed"],
+                   training={"max_lost_update_share": 1.0}, **extra)
+
+
 def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
     """``steps`` steps of a GRPO-family variant with the config's settings from the SFT adapter, each split into
     its parts."""
@@ -88,11 +97,8 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
     torch.set_num_threads(threads)
     plan = variant_plan(config, variant)
     args = {**plan["grpo"], "max_steps": steps, "save_steps": steps + 1}
-    with tempfile.TemporaryDirectory() as checkpoints:
-        trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, args, results / "model/base",
-                                      results / "model/sft_adapter", read_jsonl(results / "data/train.jsonl"),
-                                      plan["rewards"], config["data"].get("system_prompt", SYSTEM_PROMPT),
-                                      Path(checkpoints) / f"bench-{variant}", config["seed"])
+    with tempfile.TemporaryDirectory() as work:
+        trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, args, bench_spec(config, results, plan, work))
         timer = StepTimer()
         timer.attach(trainer)
         trainer.train()
@@ -135,11 +141,8 @@ def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dic
     ppo._update = timed_update
     try:
         with tempfile.TemporaryDirectory() as work:
-            ppo.train_ppo(results / "model/base", results / "model/sft_adapter", results / "model/reward_model",
-                          read_jsonl(results / "data/train.jsonl"), plan["grpo"], plan["rewards"],
-                          {**plan["ppo"], "max_steps": steps, "save_steps": steps + 1},
-                          config["data"].get("system_prompt", SYSTEM_PROMPT), Path(work) / "out",
-                          Path(work) / "ckpt", config["seed"], plan["grpo"].get("chat_template_kwargs"))
+            plan = {**plan, "ppo": {**plan["ppo"], "max_steps": steps, "save_steps": steps + 1}}
+            ppo.train(bench_spec(config, results, plan, work, reward_dir=results / "model/reward_model"))
     finally:
         ppo._rollout, ppo._update = original_rollout, update
     split = {**timer.split(PPO_PARTS), "threads": threads}
@@ -172,10 +175,9 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
     timer.wrap(torch.optim.AdamW, "step", lambda *a, **k: "optimizer")
     try:
         with tempfile.TemporaryDirectory() as work:
-            dpo.train_dpo(results / "model/base", results / "model/sft_adapter",
-                          read_jsonl(results / "data/preference_pairs.jsonl"), plan["grpo"],
-                          {**plan["dpo"], "max_steps": steps, "save_steps": steps + 1}, Path(work) / "out",
-                          Path(work) / "ckpt", config["seed"])
+            plan = {**plan, "dpo": {**plan["dpo"], "max_steps": steps, "save_steps": steps + 1}}
+            dpo.train(bench_spec(config, results, plan, work,
+                                 pairs=read_jsonl(results / "data/preference_pairs.jsonl")))
     finally:
         for name, method in methods.items():
             setattr(DPOTrainer, name, method)

@@ -5,11 +5,14 @@
 #      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/). The first line
 #      says which torch is measured (version, CUDA build), and that it is not .venv's where it fell back;
 #   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.core.accelerators);
-#   3. Qwen3-0.6B at full size (random weights built here, no download) through every stage of the chapter's comparison
-#      at the chapter's batch sizes and lengths, one optimizer step each (scripts/rehearse_full.py --preset chapter):
-#      once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5), once in bfloat16 where the GPU has it
-#      (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM imports. Each stage's peak CUDA
-#      memory beside the memory plan's prediction for those sizes, and its seconds per step, in
+#   3. Qwen3-0.6B at full size through every stage of the chapter's comparison at the chapter's batch sizes and lengths,
+#      `auto` sizes as this card chooses them, one optimizer step each (scripts/rehearse_full.py --preset chapter):
+#      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
+#      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
+#      once in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM
+#      imports. Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
+#      beside the memory plan's prediction for those sizes, its seconds per step, and for a training stage whether its
+#      loss stayed finite and which updates were lost (skipped by float16's loss scaler, non-finite gradients), in
 #      OUT/<dtype>/rehearse.json (OUT default results/gpu_check).
 # Exits 2 with one line where there is no usable GPU or no CUDA torch; 1 when a stage failed.
 #   scripts/gpu_check.sh                     the steps above

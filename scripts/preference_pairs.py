@@ -2,7 +2,7 @@
 
 import torch
 
-from thai_grpo.core.accelerators import start_model_job
+from thai_grpo.core.accelerators import evaluation_precision, start_model_job
 from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
@@ -19,6 +19,7 @@ sampling = snakemake.params.sampling
 model = load_for_evaluation(snakemake.input.base, snakemake.input.adapter, snakemake.params.dtype)  # eval.dtype
 if torch.cuda.is_available():
     model = model.to("cuda")
+precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
 sizes = sampling_sizes(sampling["batch_size"], snakemake.input.base, sampling["num_samples"],
                        sampling["max_new_tokens"], len(rows), model.device)  # auto: sized to this job's GPU
 sampling = {**sampling, "batch_size": sizes["batch_size"], "sizes": sizes}
@@ -29,5 +30,5 @@ records = sample_training_problems(model, load_tokenizer(snakemake.input.base), 
 pairs, stats = build_pairs(records, snakemake.params.system_prompt)
 print(stats)
 write_jsonl(snakemake.output.pairs, pairs)
-write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model)})
+write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model), **precision})
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -11,7 +11,8 @@ exactly those sizes, and its seconds per step. A benchmark, not a test.
 
 Peak memory: CPU, each stage in a fresh process, its peak RSS above its level after the imports, the peak reset
 (/proc/self/clear_refs) when the stage's run begins, so model loading's transient copies are left out, as the plan
-leaves them out; CUDA, torch.cuda.max_memory_allocated from the same moment (the stages of one dtype share a process,
+leaves them out; CUDA, torch.cuda.max_memory_reserved (what the allocator held: the card's memory the plan must
+cover; expandable segments on) with max_memory_allocated beside it, from the same moment (the stages of one dtype share a process,
 each one's models freed before the next: the imports are paid once). The run begins where the stage's own code does: a TRL trainer's
 train(), PPO's first rollout, the first sampling or log-prob pass (hooks that only record the time and reset the
 peak). Seconds per step: the run's wall time / its optimizer steps (sampling and log-probs: / their batches).
@@ -62,7 +63,11 @@ class Meter:
         if self.device == "cuda":
             torch.cuda.synchronize()
         seconds = time.perf_counter() - self.t0
-        peak = torch.cuda.max_memory_allocated() if self.device == "cuda" else rss("VmHWM") - self.baseline
+        if self.device == "cuda":  # what the allocator held (the card's memory the plan must cover), and its tensors
+            self.record["allocated_bytes"] = torch.cuda.max_memory_allocated()
+            peak = torch.cuda.max_memory_reserved()
+        else:
+            peak = rss("VmHWM") - self.baseline
         return {**self.record, "peak_bytes": peak, "seconds": round(seconds, 2), "steps": steps,
                 "seconds_per_step": seconds / max(steps, 1)}
 
@@ -128,7 +133,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
     from thai_grpo.core.config import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
-    from thai_grpo.methods import train_variant, variant_plan
+    from thai_grpo.methods import RunSpec, train_variant, variant_plan
+    from thai_grpo_tools.rehearsal_full import update_record
 
     spec = json.loads((work / "spec.json").read_text(encoding="utf-8"))
     config, base, sft = spec["config"], spec["base"], spec["adapter"]
@@ -143,16 +149,18 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
 
         reward = work / "outputs" / "reward_model" / "model"
         with start_on_first_call(ppo, "_rollout", meter):
-            result = train_variant(plan, base, sft, rows, pairs, system, out / "adapter", work / "checkpoints" / name,
-                                   config["seed"], reward_dir=str(reward) if reward.is_dir() else None)
-        return meter.stop(len(result["steps"]) or 1)
+            result = train_variant(RunSpec(
+                run=name, plan=plan, base_dir=Path(base), adapter_dir=Path(sft), train_rows=rows, system_prompt=system,
+                out_dir=out / "adapter", checkpoint_dir=work / "checkpoints" / name, seed=config["seed"],
+                training=config.get("training", {}), pairs=pairs, reward_dir=reward if reward.is_dir() else None))
+        return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
     if name == "reward_model":
         from thai_grpo.methods.reward_model import train_reward_model
 
         rm = config["reward_model"]
         result = train_reward_model(base, pairs, rm["args"], rm.get("lora"), out / "model", work / "checkpoints" / name,
-                                    config["seed"], ev.get("chat_template_kwargs"))
-        return meter.stop(len(result["steps"]) or 1)
+                                    config["seed"], ev.get("chat_template_kwargs"), training=config.get("training"))
+        return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
     if name in ("sample", "vllm_sample"):
         batches = math.ceil(len(heldout) / ev["batch_size"])
         if name == "vllm_sample":
@@ -184,19 +192,24 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     raise ValueError(f"unknown stage {name!r}: use one of {', '.join(ORDER)}")
 
 
-def build(work: Path, preset: str) -> None:
-    """The stand-ins and the spec every stage reads (work/spec.json), in this process."""
+def build(work: Path, preset: str, device: str) -> None:
+    """The models, data and spec every stage reads (work/spec.json), in this process: the real base and SFT adapter
+    where the hub cache holds them, else stand-ins with random weights; sizes as this device's card chooses them."""
     from thai_grpo.core.io import write_jsonl
     from thai_grpo.models.loading import load_tokenizer
+    from thai_grpo.models.memory_stages import sizing_gib
+    from thai_grpo_tools.rehearsal_full import (answer_pairs, build_full_standin, cached_real_weights,
+                                                 measured_prompt_tokens, problem_count, rehearsal_config,
+                                                 training_rows)
     from thai_grpo_tools.stage_plans import merged_configs
-    from thai_grpo_tools.rehearsal_full import (answer_pairs, build_full_standin, measured_prompt_tokens,
-                                                 problem_count, rehearsal_config, training_rows)
 
-    config = rehearsal_config(merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"]), preset)
+    real = merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"])
+    card_gib = sizing_gib(device)  # the card's own memory (a T4's on a CPU)
+    config = rehearsal_config(real, preset, card_gib)
     train, held = problem_count(config)
     rows = training_rows(train + held)
     system, ev = config["data"]["system_prompt"], config["eval"]
-    paths = build_full_standin(work / "standin", rows, system)
+    paths = cached_real_weights(real) or build_full_standin(work / "standin", rows, system)
     tokenizer = load_tokenizer(paths["base"])
     prompt = measured_prompt_tokens(tokenizer, rows, system, ev.get("chat_template_kwargs") or {})
     completion = int(ev.get("max_new_tokens") or config["grpo"]["max_completion_length"])
@@ -206,15 +219,18 @@ def build(work: Path, preset: str) -> None:
     write_jsonl(work / "pairs.jsonl", answer_pairs(tokenizer, rows[:train], system, completion,
                                                    ev.get("chat_template_kwargs")))
     spec = {**paths, "config": config, "prompt_tokens": prompt, "rows": str(work / "rows.jsonl"),
-            "heldout": str(work / "heldout.jsonl"), "pairs": str(work / "pairs.jsonl"), "preset": preset}
+            "heldout": str(work / "heldout.jsonl"), "pairs": str(work / "pairs.jsonl"), "preset": preset,
+            "card_gib": round(card_gib, 2)}
     (work / "spec.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
 # ----------------------------------------------------------------------------------------- the parent
 def stage_env(device: str, dtype: str, threads: int | None) -> dict:
-    """A stage's environment: glibc returning freed tensors, ``threads`` CPU threads (all cores when None); on CUDA
-    with float16 forced, a T4's capability."""
-    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    """A stage's environment: glibc returning freed tensors, ``threads`` CPU threads (all cores when None), CUDA's
+    allocator with expandable segments (as the pipeline's jobs: less fragmentation); on CUDA with float16 forced, a
+    T4's capability."""
+    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
+           "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     env.pop("THAI_GRPO_CAPABILITY", None)
@@ -243,7 +259,7 @@ def main() -> int:
     options = parser.parse_args()
     work = (options.work or options.out / "work").resolve()
     if options._build:
-        build(work, options.preset)
+        build(work, options.preset, options.device)
         return 0
     if options._stages:
         if os.environ.get("OMP_NUM_THREADS"):
@@ -289,19 +305,22 @@ def main() -> int:
     samples = work / "outputs" / "samples.jsonl"
     completions = sum(len(json.loads(line)["completions"]) for line in samples.open()) if samples.is_file() else 32
     precision = device_precision(options.device, options.dtype)
-    stage_plan = plans(spec["config"], precision, spec["prompt_tokens"], completions)
+    stage_plan = plans(spec["config"], precision, spec["prompt_tokens"], completions, spec["card_gib"])
     rows = comparison(records, stage_plan)
-    memory = "peak RSS above the imports" if options.device == "cpu" else "torch.cuda.max_memory_allocated"
+    memory = "peak RSS above the imports" if options.device == "cpu" else "torch.cuda.max_memory_reserved"
     markdown = table(rows, memory)
     result = {"device": options.device, "preset": options.preset, "dtype": options.dtype, "precision": precision.device,
               "machine": machine(options.device), "threads": options.threads or os.cpu_count(),
-              "prompt_tokens": spec["prompt_tokens"], "stages": rows,
+              "weights": spec["weights"], "card_gib": spec["card_gib"], "memory": memory,
+              "prompt_tokens": spec["prompt_tokens"],
+              "stages": rows,
               "plan": stage_plan, "wall_s": round(time.perf_counter() - started, 1)}
     options.out.mkdir(parents=True, exist_ok=True)
     (options.out / "rehearse.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
     (options.out / "rehearse.md").write_text(markdown + "\n", encoding="utf-8")
     print(markdown)
-    print(f"rehearse_full: {result['wall_s']} s in all on {result['machine']}; {options.out / 'rehearse.json'}")
+    print(f"rehearse_full: {result['wall_s']} s in all on {result['machine']} with {result['weights']}, sized for "
+          f"{result['card_gib']} GiB; {options.out / 'rehearse.json'}")
     return 1 if any("error" in row for row in rows) else 0
 
 

@@ -1,7 +1,7 @@
 """Evaluation only: the reward model's pairwise accuracy on its training pairs and on held-out pairs built the same
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
-from thai_grpo.core.accelerators import job_device, start_model_job
+from thai_grpo.core.accelerators import evaluation_precision, job_device, start_model_job
 from thai_grpo.core.io import end_job, log_to, read_json, read_jsonl, write_json
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs
@@ -18,6 +18,7 @@ dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by de
 model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False,
                          merged=merge_keeps_update(dtype), dtype=dtype)
 model = model.to(job_device()).eval()
+precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
 tokenizer = load_tokenizer(snakemake.input.base)
 heldout_pairs, heldout_stats = build_pairs(read_jsonl(snakemake.input.heldout), snakemake.params.system_prompt)
 kwargs = snakemake.params.chat_template_kwargs
@@ -29,5 +30,5 @@ write_json(snakemake.output.accuracy, {
                 "problems": heldout_stats["problems"], "all_right": heldout_stats["all_right"],
                 "all_wrong": heldout_stats["all_wrong"]},
     "labels": train["labels"], "parameters": train["parameters"], "steps": train["steps"],
-    "skipped": train.get("skipped"), "dtype": weights_dtype(model)})
+    "skipped": train.get("skipped"), "dtype": weights_dtype(model), **precision})
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -4,7 +4,7 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 (thai_grpo.evaluation.vllm_sampling: same sampling parameters, same records).
 """
 
-from thai_grpo.core.accelerators import job_device, start_model_job
+from thai_grpo.core.accelerators import evaluation_precision, job_device, start_model_job
 from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
 from thai_grpo.models.memory_plan import record_cuda_peak
 from thai_grpo.models.memory_stages import sampling_sizes
@@ -25,6 +25,7 @@ if ev.get("use_vllm", False):
     sizes = {**sizes, "batch_size": None, "sequences_per_call": None, "note": "vLLM schedules its own batches"}
     records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                   snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
+    precision = evaluation_precision(records[0]["dtype"] if records else snakemake.params.dtype, job_device())
 else:
     from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
     from thai_grpo.models.sampling import sample_heldout
@@ -32,11 +33,12 @@ else:
     # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, scripts/precision_probe.py)
     model = load_for_evaluation(snakemake.input.base, snakemake.input.get("adapter"), snakemake.params.dtype)
     model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
+    precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
     tokenizer = load_tokenizer(snakemake.input.base)
     records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
                              ev["max_new_tokens"], ev["temperature"], sizes["batch_size"], ev["seed"],
                              ev.get("chat_template_kwargs"), progress=progress)
     records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
-write_jsonl(snakemake.output.samples, records)
-write_json(snakemake.output.sizes, sizes)
+write_jsonl(snakemake.output.samples, [{**record, **precision} for record in records])  # the scores copy them
+write_json(snakemake.output.sizes, {**sizes, **precision})
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -7,5 +7,7 @@ log_to(snakemake.log[0])
 ev = snakemake.params.eval
 records = read_jsonl(snakemake.input.samples)
 scores = score_model(records, ev["ks"], ev["bootstrap_samples"], ev["seed"])
-scores["dtype"] = records[0].get("dtype") if records else None  # the sampler's weights (eval.dtype), for the run card
+# the sampler's weights (eval.dtype), device and float32 matmul precision, for the run card
+for key in ("dtype", "device", "matmul_precision"):
+    scores[key] = records[0].get(key) if records else None
 write_json(snakemake.output.scores, scores)

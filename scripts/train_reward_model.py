@@ -13,6 +13,7 @@ set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may ru
 result = train_reward_model(snakemake.input.base, read_jsonl(snakemake.input.pairs),
                             snakemake.params.reward_model.get("args", {}), snakemake.params.lora,
                             snakemake.output.model, snakemake.params.checkpoints, snakemake.params.seed,
-                            snakemake.params.chat_template_kwargs, dtype=snakemake.params.dtype)
+                            snakemake.params.chat_template_kwargs, dtype=snakemake.params.dtype,
+                            training=snakemake.params.training)
 write_json(snakemake.output.train, result)
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -74,6 +74,48 @@ def real_config():
     return deep_merge(load(), load("qwen3-0.6b.yaml"))
 
 
+@pytest.mark.parametrize("dtype, section, flag, value, refused", [
+    ("float16", "grpo", "bf16", True, r"grpo.bf16=True would train float16 weights under bfloat16 autocast"),
+    ("bfloat16", "reward_model.args", "fp16", True, r"reward_model.args.fp16=True would train bfloat16 weights "
+                                                    r"under float16 autocast"),
+    ("float16", "variants.dpo.dpo", "fp16", False, r"fp16=False would train float16 weights without float16 autocast"),
+    ("float32", "sft.args", "bf16", True, r"sft.args.bf16=True would train float32 weights under bfloat16 autocast"),
+    ("auto", "grpo", "fp16", True, r"grpo.fp16=True: the trainers' fp16/bf16 follow base.dtype, and auto picks them "
+                                   r"per card"),
+    ("bfloat16", "grpo", "bf16", True, None),  # the same precision, said twice
+    ("float16", "grpo", "bf16", False, None),
+])
+def test_one_precision_per_stage_the_trainers_flags_follow_the_frozen_weights(dtype, section, flag, value, refused):
+    config = with_change("base.dtype", dtype)
+    node = config
+    for key in section.split("."):
+        node = node.setdefault(key, {})
+    node[flag] = value
+    if refused is None:
+        full_check(config)
+        return
+    with pytest.raises(ConfigError, match=refused) as caught:
+        full_check(config)
+    assert "\n" not in str(caught.value)
+
+
+def test_every_trainer_reports_to_the_one_tracker_whose_package_is_installed(monkeypatch):
+    import importlib.util
+
+    config = load()
+    validate(config, SCHEMA)  # fills the schema's defaults
+    assert config["training"] == {"max_lost_update_share": 0.0, "report_to": "none"}
+    full_check(with_change("training.report_to", "none"))
+    installed = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "wandb" else installed(name))
+    with pytest.raises(ConfigError, match=r"training.report_to=wandb: the wandb package is not installed here"):
+        full_check(with_change("training.report_to", "wandb"))
+    with pytest.raises(ConfigError, match=r"grpo.report_to: every trainer reports to training.report_to"):
+        full_check(with_change("grpo.report_to", "tensorboard"))
+    with pytest.raises(WorkflowError):  # not one of TRL's trackers
+        validate(with_change("training.report_to", "mlflow"), SCHEMA)
+
+
 @pytest.mark.parametrize("where", ["grpo", "variants.grpo_fast.grpo", "variants.dr_grpo.grpo"])
 def test_vllm_rollouts_are_refused_with_the_reasons(where):
     """TRL 1.16's colocated vLLM would change the experiment (16-bit merge/unmerge drift, importance-sampling

@@ -138,13 +138,16 @@ def test_the_config_refuses_a_dpo_max_length_with_no_room_for_a_prompt():
 
 
 def test_train_dpo_refuses_a_short_max_length_before_loading_a_model(tmp_path, qwen3_tokenizer):
-    from thai_grpo.methods.dpo import train_dpo
+    from run_specs import plan, run_spec
+
+    from thai_grpo.methods.dpo import train
 
     pairs, _ = build_pairs(sampled_records(qwen3_tokenizer, budget=256), SYSTEM)
+    spec = run_spec(tmp_path, "out", tmp_path / "no-base", tmp_path / "no-adapter", plan("dpo", dpo={"max_length": 257}),
+                    pairs=pairs)
     with pytest.raises(ConfigError, match="plus the completion budget"):
-        train_dpo(tmp_path / "no-base", tmp_path / "no-adapter", pairs, {}, {"max_length": 257}, tmp_path / "out",
-                  tmp_path / "ckpt", 0)
-    assert not (tmp_path / "ckpt").exists()
+        train(spec)
+    assert not spec.checkpoint_dir.exists()
 
 
 def test_the_real_configs_dpo_max_length_holds_the_chapters_prompt_and_budget():

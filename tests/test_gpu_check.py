@@ -183,3 +183,51 @@ def test_a_forced_float16_stage_acts_as_a_t4():
     assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cpu", "auto", 1)
     assert module.stage_env("cpu", "auto", 1)["OMP_NUM_THREADS"] == "1"
     assert yaml.safe_load((REPO / "config/qwen3-0.6b.yaml").read_text())["passk"]["batch_size"] == "auto"
+
+
+def test_the_check_sizes_auto_for_the_card_it_runs_on():
+    t4, h200 = rehearsal_config(REAL, "chapter"), rehearsal_config(REAL, "chapter", card_gib=139.0)
+    own = sizes_for_card(REAL, 139.0)
+    assert h200["eval"]["batch_size"] == own["eval.batch_size"] > t4["eval"]["batch_size"]
+    assert h200["variants"]["ppo"]["ppo"]["chunk_floats"] == own["ppo.chunk_floats"]["ppo"] > \
+        t4["variants"]["ppo"]["ppo"]["chunk_floats"]
+    assert t4["training"]["max_lost_update_share"] == 1.0  # a lost update is recorded, not a stop
+
+
+def test_the_check_takes_the_real_weights_when_the_hub_cache_holds_them(tmp_path, tiny_model_dir, tiny_adapter_dir):
+    from thai_grpo_tools.rehearsal import hub_snapshot
+    from thai_grpo_tools.rehearsal_full import cached_real_weights
+
+    cache = tmp_path / "hub"
+    assert cached_real_weights(REAL, cache) is None  # an empty cache: random weights
+    base = hub_snapshot(tmp_path / "hub", REAL["base"]["name_or_path"], REAL["base"]["revision"])
+    shutil.copytree(tiny_model_dir, base, dirs_exist_ok=True)
+    assert cached_real_weights(REAL, cache) is None  # the base without the adapter is not enough
+    adapter = hub_snapshot(tmp_path / "hub", REAL["sft"]["name_or_path"], REAL["sft"]["revision"])
+    shutil.copytree(tiny_adapter_dir, adapter, dirs_exist_ok=True)
+    found = cached_real_weights(REAL, cache)
+    assert Path(found["base"]) == base and Path(found["adapter"]) == adapter
+    assert found["weights"] == "the real Qwen/Qwen3-0.6B and kobkrit/qwen3-0.6b-th-sft-lora from the hub cache"
+
+
+def test_each_training_stage_says_whether_its_loss_was_finite_and_its_updates_counted():
+    from thai_grpo_tools.rehearsal_full import update_record
+
+    result = {"steps": [{"loss": 0.5}, {"loss": float("nan")}], "optimizer_steps_skipped": 1, "nonfinite_grad_steps": 1}
+    assert update_record(result) == {"loss_finite": False, "optimizer_steps_skipped": 1, "nonfinite_grad_steps": 1}
+    assert update_record({"steps": [{"policy_loss": 0.1}]})["loss_finite"] is True  # PPO's loss
+    rows = comparison([{"stage": "grpo", "peak_bytes": 2 ** 30, "seconds_per_step": 3.0, "steps": 1,
+                        **update_record(result)}, {"stage": "sample", "peak_bytes": 2 ** 30}],
+                      plans(rehearsal_config(REAL, "cpu"), CPU, prompt=110, completions=4))
+    markdown = table(rows, "torch.cuda.max_memory_reserved")
+    assert "loss; updates lost |" in markdown and "| NOT FINITE; 1 skipped, 1 non-finite |" in markdown
+    assert markdown.splitlines()[-1].endswith("| - |")  # a stage that trains nothing
+    old = table([{**rows[0], "loss_finite": None}][:0] + [rows[1]], "torch.cuda.max_memory_allocated")
+    assert "updates lost" not in old  # records made before the counts render as they did
+
+
+def test_the_checks_allocator_uses_expandable_segments():
+    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "scripts/rehearse_full.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.stage_env("cuda", "bfloat16", None)["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"

@@ -327,7 +327,8 @@ def test_ppos_16_bit_path_updates_float32_parameters(tiny_model_dir, tiny_adapte
     before = [p.detach().clone() for p in params]
     settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=1, num_ppo_epochs=1, learning_rate=1e-2,
                            temperature=1.0)
-    stats = _update(rollout, 1, settings, 42, models, torch.optim.AdamW(params, lr=1e-2), params)
+    stats, updates = _update(rollout, 1, settings, 42, models, torch.optim.AdamW(params, lr=1e-2), params)
     assert all(math.isfinite(value) for value in stats.values()) and stats["approx_kl"] == 0.0
+    assert updates == [{"step": 1, "optimizer_step_skipped": False, "nonfinite_grad": False}]
     assert any(not torch.equal(a, b) for a, b in zip(before, params))
     assert all(p.dtype == torch.float32 for p in params)

@@ -107,7 +107,16 @@ def test_the_real_config_stops_every_model_script_before_its_model_and_device_cp
 def test_device_cpu_hides_every_gpu_before_torch_looks():
     environ = {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert start_model_job({"device": "cpu", "base": {"source": "hub"}}, environ) == "cpu"
-    assert environ["CUDA_VISIBLE_DEVICES"] == ""
+    assert environ["CUDA_VISIBLE_DEVICES"] == "" and "PYTORCH_CUDA_ALLOC_CONF" not in environ
+
+
+def test_a_job_that_may_use_a_gpu_gets_expandable_segments_unless_it_says_otherwise():
+    environ = {"CUDA_VISIBLE_DEVICES": ""}
+    assert start_model_job({"device": "auto", "base": {"source": "shipped"}}, environ) == "cpu"
+    assert environ["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+    environ = {"CUDA_VISIBLE_DEVICES": "", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"}
+    start_model_job({"device": "auto", "base": {"source": "shipped"}}, environ)
+    assert environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:512"  # the user's own setting is kept
 
 
 # ----------------------------------------------------------------------------------------- one GPU per job

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from markupsafe import escape
+from run_specs import run_spec
 from workflow import copy_workflow, scheduled_jobs
 from workflow import run_snakemake as snakemake
 
@@ -41,13 +42,12 @@ def built_config(plan: dict, monkeypatch, tmp_path):
 
     built = {}
 
-    def stop_before_training(trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names,
-                             system_prompt, out_dir, checkpoint_dir, seed, *rest, **kwargs):
-        built["config"] = config_class(**trainer_args(args, checkpoint_dir, seed))
+    def stop_before_training(trainer_class, config_class, args, spec, *rest, **kwargs):
+        built["config"] = config_class(**trainer_args(args, spec.checkpoint_dir, spec.seed, spec.dtype))
         return {"steps": []}
 
     monkeypatch.setattr(grpo, "train_with_rollouts", stop_before_training)
-    train_variant(plan, "base", "sft", [], None, "SYS", tmp_path / "out", tmp_path / "ckpt", 7)
+    train_variant(run_spec(tmp_path, "out", "base", "sft", plan, seed=7, checkpoint_dir=tmp_path / "ckpt"))
     return built["config"]
 
 

@@ -206,6 +206,30 @@ def test_a_sampling_job_sizes_auto_for_its_card_and_refuses_a_bad_size(tmp_path)
         sampling_sizes("big", tmp_path, 8, 256, 256, "cpu")
 
 
+def test_a_gpu_job_sizes_auto_for_the_memory_it_may_have_not_the_cards_total(monkeypatch):
+    """``card_gib_of``: what is free on the card now, and no more than the job's share when jobs share it
+    (``jobs_per_card``: Snakemake's gpu limit over the GPUs present, recorded for the jobs in THAI_GRPO_JOBS_PER_GPU);
+    a T4 is planned as torch reports it, 14.75 GiB."""
+    import torch
+
+    from thai_grpo.core.accelerators import JOBS_PER_GPU_ENV, jobs_per_card, jobs_per_gpu
+    from thai_grpo.models.memory_stages import CARD_GIB, card_gib_of, memory_for_job, sizing_gib
+
+    assert CARD_GIB == 14.75 and sizing_gib("cpu") == CARD_GIB and card_gib_of("cpu") is None
+    assert memory_for_job(70.0, 80.0, 1) == 70.0 and memory_for_job(70.0, 80.0, 2) == 40.0
+    assert jobs_per_card(None, 1) == 1 and jobs_per_card(2, 1) == 2 and jobs_per_card(3, 2) == 2
+    assert jobs_per_card(4, 0) == 1  # no GPU: nothing is shared
+    gib = 2 ** 30
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (60 * gib, 80 * gib))
+    monkeypatch.setenv(JOBS_PER_GPU_ENV, "1")
+    assert jobs_per_gpu() == 1 and card_gib_of("cuda") == 60.0  # what is free, not the card's 80
+    monkeypatch.setenv(JOBS_PER_GPU_ENV, "2")
+    assert card_gib_of("cuda") == 40.0  # two jobs share the card: half of it each
+    monkeypatch.setenv(JOBS_PER_GPU_ENV, "zero")
+    assert jobs_per_gpu() == 1
+
+
 def test_the_plan_counts_what_each_device_holds():
     """A T4 holds every frozen weight of training in 16 bits (the rollouts included: they sample through them) and
     keeps 16-bit copies of the float32 LoRA under autocast; a CPU holds float32 and does not autocast; the evaluation

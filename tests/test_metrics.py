@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 
@@ -82,7 +84,7 @@ def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_
     for step in range(1, 9):
         mixed = step % 2 == 0  # odd steps: both groups all-equal; even steps: the second group mixed
         correct = [1.0, 1.0, 1.0, 0.0 if mixed else 1.0]
-        recorder.batch = {"rewards": {"correct": correct}, "prompts": ["p", "p", "q", "q"],
+        recorder.batch = {"rewards": {"correct": correct}, "prompts": ["p", "p", "q", "q"], "ids": ["a", "a", "b", "b"],
                           "completions": [f"c{step}-{i}" for i in range(4)], "lengths": [3, 3, 3, 3]}
         logger.on_log(None, SimpleNamespace(global_step=step, max_steps=8), None, logs={"loss": 0.0})
     examples = logger.examples
@@ -92,3 +94,10 @@ def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_
         group = examples[f"step{step}"]
         assert group["step"] == step and group["prompt"] == "q" and group["rewards"] == [1.0, 0.0]
         assert group["advantages"][0] > 0 > group["advantages"][1]
+    # every completion of every step in the rollouts file, with its problem, rewards and advantage
+    rollouts = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["prompt_id"], r["completion"]) for r in rollouts] == [
+        (step, problem, f"c{step}-{i}") for step in range(1, 9) for i, problem in enumerate("aabb")]
+    eighth = rollouts[-4:]
+    assert [r["rewards"] for r in eighth] == [{"correct": v} for v in (1.0, 1.0, 1.0, 0.0)]
+    assert [r["advantage"] for r in eighth[2:]] == pytest.approx(examples["step8"]["advantages"], abs=1e-4)

@@ -13,6 +13,8 @@ import pytest
 import torch
 import yaml
 
+from run_specs import run_spec
+
 import thai_grpo.methods.objective as objective
 from thai_grpo.methods import variant_plan
 from thai_grpo.methods.advantages import group_advantages as numpy_group_advantages
@@ -100,8 +102,9 @@ def run_one_batch(variant: str, changes: dict, rows, tmp_path) -> dict:
     args = {**plan["grpo"], **SMALL, **changes}
     trainer_class = capturing(GRPOTrainer)
     trainer_class.captured = {}
-    trainer, *_ = rollout_trainer(trainer_class, GRPOConfig, args, SHIPPED / "base", SHIPPED / "sft_adapter", rows,
-                                  plan["rewards"], SYSTEM_PROMPT, tmp_path / "ckpt", seed=0)
+    spec = run_spec(tmp_path, "grpo", SHIPPED / "base", SHIPPED / "sft_adapter", plan, rows,
+                    system_prompt=SYSTEM_PROMPT)
+    trainer, *_ = rollout_trainer(trainer_class, GRPOConfig, args, spec)
     trainer.train()
     return {**trainer_class.captured, "args": args}
 

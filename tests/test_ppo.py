@@ -199,7 +199,7 @@ def test_a_minibatch_split_into_chunks_makes_the_same_update(tmp_path, tiny_mode
                    "logprobs": -torch.rand(4, 6, generator=generator),
                    **{key: torch.randn(4, 6, generator=generator) * mask for key in ("advantages", "values",
                                                                                      "returns")}}
-        stats = _update(rollout, 1, settings, 42, models, optimizer, params)
+        stats, _ = _update(rollout, 1, settings, 42, models, optimizer, params)
         return stats, [p.detach().clone() for p in params]
 
     whole, whole_params = run(2 ** 28)

@@ -17,14 +17,20 @@ REPO = Path(__file__).resolve().parents[1]
 MAX_STEPS, KILL_AFTER = 5, 2
 RUNNER = """
 import json, sys
-from thai_grpo.methods.ppo import train_ppo
+from pathlib import Path
+from thai_grpo.methods import RunSpec
+from thai_grpo.methods.ppo import train
 from thai_grpo.models.training import set_threads
 set_threads(1)
 base, adapter, reward, rows, out, checkpoints = sys.argv[1:7]
 settings = {"max_steps": %d, "batch_size": 4, "num_ppo_epochs": 2, "num_mini_batches": 2, "save_steps": 1,
             "learning_rate": 1e-3, "missing_eos_penalty": 1.0}
-result = train_ppo(base, adapter, reward, json.load(open(rows)), {"temperature": 1.0, "max_completion_length": 12},
-                   ["correct", "format", "thai"], settings, "SYS", out, checkpoints, 42)
+plan = {"variant": "ppo", "method": "ppo", "group": "method", "rewards": ["correct", "format", "thai"],
+        "grpo": {"temperature": 1.0, "max_completion_length": 12}, "ppo": settings}
+result = train(RunSpec(run="ppo", plan=plan, base_dir=Path(base), adapter_dir=Path(adapter),
+                       train_rows=json.load(open(rows)), system_prompt="SYS", out_dir=Path(out),
+                       checkpoint_dir=Path(checkpoints), seed=42, reward_dir=Path(reward),
+                       rollouts=Path(out + ".rollouts.jsonl")))
 json.dump(result, open(out + ".json", "w"))
 """ % MAX_STEPS
 
@@ -78,6 +84,9 @@ def test_killed_ppo_resumes_to_the_uninterrupted_result(tmp_path, tiny_model_dir
     fresh_result = json.loads((tmp_path / "fresh" / "adapter.json").read_text())
     assert [s["step"] for s in killed_result["steps"]] == list(range(1, MAX_STEPS + 1))
     assert killed_result["steps"] == fresh_result["steps"]
+    assert killed_result["optimizer_steps_skipped"] == killed_result["nonfinite_grad_steps"] == 0
+    rollouts = [(tmp_path / name / "adapter.rollouts.jsonl").read_text() for name in ("killed", "fresh")]
+    assert rollouts[0] == rollouts[1] and len(rollouts[0].splitlines()) == MAX_STEPS * 4  # the redone steps once
     assert not checkpoints.exists(), "checkpoints are removed once the run succeeds"
     resumed_tensors, fresh_tensors = tensors(tmp_path / "killed" / "adapter"), tensors(tmp_path / "fresh" / "adapter")
     assert any(key.startswith("value_model") for key in fresh_tensors)
@@ -88,18 +97,19 @@ def test_killed_ppo_resumes_to_the_uninterrupted_result(tmp_path, tiny_model_dir
 @pytest.mark.slow
 def test_verifier_scored_ppo_needs_no_reward_model(tmp_path, tiny_model_dir, tiny_adapter_dir, synthetic_rows):
     """ppo_verifier's path: the code rewards are the score, the value model starts at V = 0 (a zeroed head)."""
-    from thai_grpo.methods.ppo import train_ppo
+    from run_specs import plan, run_spec
+
+    from thai_grpo.methods.ppo import train
 
     rows = [{"question": r["translated_question"], "answer": r["answer"]} for r in synthetic_rows[:4]]
-    result = train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {"temperature": 1.0, "max_completion_length": 8},
-                       ["correct", "format", "thai"], {"score": "verifier", "max_steps": 1, "batch_size": 4,
-                                                       "num_ppo_epochs": 1, "missing_eos_penalty": 1.0},
-                       "SYS", tmp_path / "out", tmp_path / "ckpt", 0)
+    verifier = plan("ppo", {"temperature": 1.0, "max_completion_length": 8},
+                    ppo={"score": "verifier", "max_steps": 1, "batch_size": 4, "num_ppo_epochs": 1,
+                         "missing_eos_penalty": 1.0})
+    result = train(run_spec(tmp_path, "out", tiny_model_dir, tiny_adapter_dir, verifier, rows, system_prompt="SYS"))
     step = result["steps"][0]
     assert result["score"] == "verifier" and set(result["models_in_memory"]) == {"policy", "reference", "value"}
     assert step["value_mean"] == 0.0  # the fresh value head predicts 0 before its first update
     # the score is the code reward minus the penalty for each completion cut at the budget (8 tokens: most are)
     assert step["score_mean"] == pytest.approx(step["reward_mean"] - step["clipped_ratio"])
     with pytest.raises(ValueError, match="needs the reward model"):
-        train_ppo(tiny_model_dir, tiny_adapter_dir, None, rows, {}, ["correct"], {}, "SYS", tmp_path / "o2",
-                  tmp_path / "c2", 0)
+        train(run_spec(tmp_path, "o2", tiny_model_dir, tiny_adapter_dir, plan("ppo", rewards=["correct"]), rows))

@@ -11,6 +11,7 @@ import torch
 
 from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
 from model_dtypes import trainable_dtypes
+from run_specs import plan, run_spec
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, merge_keeps_update, weights_dtype
 from thai_grpo.report.results import stage_dtypes
 
@@ -64,13 +65,30 @@ def test_a_16_bit_merge_loses_a_small_update_that_float32_keeps(tiny_model_dir, 
 
 def test_stage_dtypes_reads_what_each_stage_recorded():
     trains = {"grpo": {"weights_dtype": "bfloat16"}, "ppo": {"weights_dtype": "bfloat16"}, "old": {}}
-    scores = {"sft": {"dtype": "float32"}, "grpo": {"dtype": "float32"}}
-    recorded = stage_dtypes(trains, scores, pairs={"dtype": "float32"}, reward_model={"dtype": "float32"},
-                            kl_real={"dtype": "float32"}, reward_model_train={"weights_dtype": "bfloat16"},
-                            extra_sets={"mgsm_th": {"scores": {"grpo": {"dtype": "float32"}}}})
-    assert recorded == {"train-grpo": "bfloat16", "train-ppo": "bfloat16", "reward_model": "bfloat16",
-                        "sample-sft": "float32", "sample-grpo": "float32", "sample_extra-mgsm_th-grpo": "float32",
-                        "preference_pairs": "float32", "token_logprobs": "float32", "reward_model_accuracy": "float32"}
+    cpu = {"device": "cpu", "matmul_precision": "highest"}
+    scores = {"sft": {"dtype": "float32", **cpu}, "grpo": {"dtype": "float32"}}  # grpo: recorded before precision
+    recorded = stage_dtypes(trains, scores, pairs={"dtype": "float32", **cpu}, reward_model={"dtype": "float32", **cpu},
+                            kl_real={"dtype": "float32", **cpu}, reward_model_train={"weights_dtype": "bfloat16"},
+                            extra_sets={"mgsm_th": {"scores": {"grpo": {"dtype": "float32", **cpu}}}})
+    evaluated = {"dtype": "float32", **cpu}
+    assert recorded == {"train-grpo": {"dtype": "bfloat16"}, "train-ppo": {"dtype": "bfloat16"},
+                        "reward_model": {"dtype": "bfloat16"}, "sample-sft": evaluated, "sample-grpo": {"dtype": "float32"},
+                        "sample_extra-mgsm_th-grpo": evaluated, "preference_pairs": evaluated,
+                        "token_logprobs": evaluated, "reward_model_accuracy": evaluated}
+
+
+def test_a_float32_evaluation_refuses_tf32_matmuls_and_records_its_precision():
+    from thai_grpo.core.accelerators import evaluation_precision
+
+    assert evaluation_precision("float32", "cpu") == {"device": "cpu", "matmul_precision": "highest"}
+    assert evaluation_precision("bfloat16", "cpu") == {"device": "cpu", "matmul_precision": "bfloat16 weights"}
+    torch.set_float32_matmul_precision("high")  # TF32 (or bfloat16 passes on a CPU) allowed for float32 matmuls
+    try:
+        with pytest.raises(RuntimeError, match="float32 evaluation with TF32 matmuls on"):
+            evaluation_precision("float32", "cpu")
+        assert evaluation_precision("bfloat16", "cpu")["matmul_precision"] == "bfloat16 weights"
+    finally:
+        torch.set_float32_matmul_precision("highest")
 
 
 # ---------------------------------------------------------------------------------- training in 16 bits on a CPU
@@ -88,14 +106,17 @@ def test_grpo_and_dpo_train_with_a_16_bit_frozen_base_on_a_cpu(tiny_model_dir, t
                                                                tmp_path, dtype):
     from safetensors.torch import load_file
 
-    from thai_grpo.methods.dpo import train_dpo
-    from thai_grpo.methods.grpo import train_grpo
+    import thai_grpo.methods.dpo as dpo_method
+    import thai_grpo.methods.grpo as grpo_method
 
     rows = _rows(synthetic_rows)
-    grpo = train_grpo(tiny_model_dir, tiny_adapter_dir, rows, GRPO, ["correct", "format", "thai"], SYSTEM_PROMPT,
-                      tmp_path / "grpo", tmp_path / "ckpt-grpo", 0, dtype=dtype)
+    grpo = grpo_method.train(run_spec(tmp_path, "grpo", tiny_model_dir, tiny_adapter_dir, plan("grpo", GRPO), rows,
+                                      dtype=dtype))
     assert grpo["weights_dtype"] == dtype and [s["step"] for s in grpo["steps"]] == [1]
-    assert grpo["resolved_args"]["use_cpu"] and not grpo["resolved_args"]["bf16"] and not grpo["resolved_args"]["fp16"]
+    # one precision: the trainer's autocast follows the frozen weights' dtype, on a CPU too
+    resolved = grpo["resolved_args"]
+    assert resolved["use_cpu"] and (resolved["bf16"], resolved["fp16"]) == (dtype == "bfloat16", dtype == "float16")
+    assert grpo["optimizer_steps_skipped"] == grpo["nonfinite_grad_steps"] == 0
     saved = load_file(str(tmp_path / "grpo" / "adapter_model.safetensors"))
     assert {str(t.dtype) for t in saved.values()} == {"torch.float32"}  # the LoRA trained in float32
     assert all(torch.isfinite(t).all() for t in saved.values())
@@ -107,16 +128,18 @@ def test_grpo_and_dpo_train_with_a_16_bit_frozen_base_on_a_cpu(tiny_model_dir, t
         pair.update(prompt_ids=tokenizer(row["question"])["input_ids"], completion_budget=16,
                     chosen_ids=tokenizer(pair["chosen"][0]["content"])["input_ids"] + [tokenizer.eos_token_id],
                     rejected_ids=tokenizer(pair["rejected"][0]["content"])["input_ids"])
-    dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, GRPO, {"per_device_train_batch_size": 4,
-                                                                    "num_train_epochs": 1},
-                    tmp_path / "dpo", tmp_path / "ckpt-dpo", 0, dtype=dtype)
+    dpo = dpo_method.train(run_spec(tmp_path, "dpo", tiny_model_dir, tiny_adapter_dir,
+                                    plan("dpo", GRPO, dpo={"per_device_train_batch_size": 4, "num_train_epochs": 1}),
+                                    dtype=dtype, pairs=pairs))
     assert dpo["weights_dtype"] == dtype and math.isfinite(dpo["steps"][0]["loss"])
+    assert dpo["optimizer_steps_skipped"] == dpo["nonfinite_grad_steps"] == 0
 
 
 @pytest.mark.parametrize("dtype", SIXTEEN_BITS)
 def test_ppo_and_its_reward_model_train_with_16_bit_frozen_weights_on_a_cpu(tiny_model_dir, tiny_adapter_dir,
                                                                            synthetic_rows, tmp_path, dtype):
-    from thai_grpo.methods.ppo import load_models, train_ppo
+    import thai_grpo.methods.ppo as ppo_method
+    from thai_grpo.methods.ppo import load_models
     from thai_grpo.methods.reward_model import train_reward_model
 
     rows = _rows(synthetic_rows)
@@ -131,10 +154,10 @@ def test_ppo_and_its_reward_model_train_with_16_bit_frozen_weights_on_a_cpu(tiny
     assert trainable_dtypes(models["policy"])["trainable"] == trainable_dtypes(models["value"])["trainable"] == \
         {"float32"}
     assert hasattr(models["reference"], "peft_config")  # not merged in 16 bits: it starts equal to the policy
-    result = train_ppo(tiny_model_dir, tiny_adapter_dir, tmp_path / "rm", rows,
-                       {"temperature": 1.0, "max_completion_length": 6}, ["correct", "format", "thai"],
-                       {"max_steps": 1, "batch_size": 4, "num_ppo_epochs": 1}, "SYS", tmp_path / "ppo",
-                       tmp_path / "ckpt-ppo", 0, dtype=dtype)
+    ppo_plan = plan("ppo", {"temperature": 1.0, "max_completion_length": 6},
+                    ppo={"max_steps": 1, "batch_size": 4, "num_ppo_epochs": 1})
+    result = ppo_method.train(run_spec(tmp_path, "ppo", tiny_model_dir, tiny_adapter_dir, ppo_plan, rows,
+                                       dtype=dtype, reward_dir=tmp_path / "rm", system_prompt="SYS"))
     step = result["steps"][0]
     assert result["weights_dtype"] == dtype and math.isfinite(step["value_loss"])
     # the first minibatch's policy is the rollout's and the reference's: k1 starts at zero up to 16-bit rounding

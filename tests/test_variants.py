@@ -13,10 +13,11 @@ import pytest
 import yaml
 from workflow import copy_workflow, placeholder_run, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
+from run_specs import plan, run_spec
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
-from thai_grpo.methods import check_method_fields, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.methods import RunSpec, check_method_fields, method_kind, train_variant, trainer_for, variant_plan
 from thai_grpo.methods.dpo import NOT_INHERITED, SCHEDULE, dpo_args, dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
@@ -160,12 +161,14 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert plan["grpo"]["scale_rewards"] == "none" and plan["grpo"]["beta"] == config["grpo"]["beta"]
     assert variant_plan(config, "lenient_format")["rewards"] == ["correct", "format_lenient", "thai"]
     assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
-    from thai_grpo.methods.dpo import train_dpo
-    from thai_grpo.methods.grpo import train_grpo
-    from thai_grpo.methods.ppo import train_ppo
-    from thai_grpo.methods.rloo import train_rloo
+    import thai_grpo.methods.dpo
+    import thai_grpo.methods.grpo
+    import thai_grpo.methods.ppo
+    import thai_grpo.methods.rloo
 
-    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo", "ppo")] == [train_grpo, train_rloo, train_dpo, train_ppo]
+    assert [trainer_for(m) for m in ("grpo", "rloo", "dpo", "ppo")] == [
+        thai_grpo.methods.grpo.train, thai_grpo.methods.rloo.train, thai_grpo.methods.dpo.train,
+        thai_grpo.methods.ppo.train]
     assert kinds["ppo"] == kinds["ppo_verifier"] == "ppo" and variant_plan(config, "ppo_verifier")["group"] == "ablation"
     assert variant_plan(config, "ppo_verifier")["ppo"]["score"] == "verifier"
     with pytest.raises(ValueError, match="unknown method"):
@@ -179,25 +182,29 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     import thai_grpo.methods.rloo
 
     calls = []
-    for module, name in [(thai_grpo.methods.grpo, "train_grpo"), (thai_grpo.methods.rloo, "train_rloo"),
-                         (thai_grpo.methods.dpo, "train_dpo"), (thai_grpo.methods.ppo, "train_ppo")]:
-        monkeypatch.setattr(module, name, lambda *a, _n=name, **k: calls.append((_n, a, k)) or {"steps": []})
+    for module in (thai_grpo.methods.grpo, thai_grpo.methods.rloo, thai_grpo.methods.dpo, thai_grpo.methods.ppo):
+        monkeypatch.setattr(module, "train", lambda spec, _m=module.__name__: calls.append((_m, spec)) or {"steps": []})
     config = load()
+
+    def spec(variant, **extra):
+        return RunSpec(run=variant, plan=variant_plan(config, variant), base_dir=Path("base"), adapter_dir=Path("sft"),
+                       train_rows=[{"q": 1}], system_prompt="SYS", out_dir=Path("out"), checkpoint_dir=Path("ckpt"),
+                       seed=7, **extra)
+
     for variant in ("grpo", "rloo", "dpo"):
-        result = train_variant(variant_plan(config, variant), "base", "sft", [{"q": 1}], [{"pair": 1}], "SYS", "out",
-                               "ckpt", 7)
+        result = train_variant(spec(variant, pairs=[{"pair": 1}]))
         assert result["variant"] == variant and result["method"] == variant
-    (grpo_name, grpo_args, _), (rloo_name, _, rloo_kwargs), (dpo_name, dpo_args_, _) = calls
-    assert (grpo_name, rloo_name, dpo_name) == ("train_grpo", "train_rloo", "train_dpo")
-    assert grpo_args[3]["loss_type"] == "grpo" and rloo_kwargs == {"overrides": {"beta": 0.001}, "dtype": "auto"}  # KL matched
-    assert dpo_args_[2] == [{"pair": 1}] and dpo_args_[4]["beta"] == 0.1
+    (grpo_module, grpo_spec), (rloo_module, rloo_spec), (dpo_module, dpo_spec) = calls
+    assert (grpo_module, rloo_module, dpo_module) == tuple(f"thai_grpo.methods.{m}" for m in ("grpo", "rloo", "dpo"))
+    assert grpo_spec.plan["grpo"]["loss_type"] == "grpo" and rloo_spec.plan["rloo"] == {"beta": 0.001}  # KL matched
+    assert dpo_spec.pairs == [{"pair": 1}] and dpo_spec.plan["dpo"]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
-        train_variant(variant_plan(config, "dpo"), "b", "s", [], None, "S", "o", "c", 0)
-    result = train_variant(variant_plan(config, "ppo"), "base", "sft", [{"q": 1}], None, "SYS", "out", "ckpt", 7,
-                           reward_dir="rm")
-    ppo_name, ppo_args, _ = calls[-1]
-    assert result["method"] == "ppo" and ppo_name == "train_ppo"
-    assert ppo_args[2] == "rm" and ppo_args[6]["num_ppo_epochs"] == config["variants"]["ppo"]["ppo"]["num_ppo_epochs"]
+        train_variant(spec("dpo"))
+    result = train_variant(spec("ppo", reward_dir=Path("rm")))
+    ppo_module, ppo_spec = calls[-1]
+    assert result["method"] == "ppo" and ppo_module == "thai_grpo.methods.ppo"
+    assert ppo_spec.reward_dir == Path("rm")
+    assert ppo_spec.plan["ppo"]["num_ppo_epochs"] == config["variants"]["ppo"]["ppo"]["num_ppo_epochs"]
 
 
 @pytest.mark.parametrize("variant, message", [
@@ -329,9 +336,9 @@ def test_extra_set_results_title_source_counts_and_paired_tests():
 # --------------------------------------------------------------------------- DPO and RLOO on a tiny model
 @pytest.mark.slow
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
+    import thai_grpo.methods.dpo as dpo_method
+    import thai_grpo.methods.rloo as rloo_method
     from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
-    from thai_grpo.methods.dpo import train_dpo
-    from thai_grpo.methods.rloo import train_rloo
 
     from thai_grpo.methods.preferences import prompt_token_ids
     from thai_grpo.models.loading import load_tokenizer
@@ -350,18 +357,24 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
               "rejected_ids": ids(f"<think></think>\n{r['answer'] + 1}"), "completion_budget": 8} for r in rows]
     grpo = {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8, "max_steps": 2,
             "learning_rate": 1e-3, "beta": 0.04, "loss_type": "grpo", "scale_rewards": "group", "save_steps": 1}
-    dpo = train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2,
-                                                                     "num_train_epochs": 1},
-                    tmp_path / "dpo", tmp_path / "ckpt-dpo", 0)
+    dpo_plan = plan("dpo", grpo, dpo={"per_device_train_batch_size": 2, "num_train_epochs": 1})
+    rloo_plan = plan("rloo", grpo, ["correct", "format_lenient", "thai"])
+
+    def train_dpo(name, pairs_of_run):
+        return dpo_method.train(run_spec(tmp_path, name, tiny_model_dir, tiny_adapter_dir, dpo_plan, pairs=pairs_of_run))
+
+    def train_rloo(name):
+        return rloo_method.train(run_spec(tmp_path, name, tiny_model_dir, tiny_adapter_dir, rloo_plan, rows))
+
+    dpo = train_dpo("dpo", pairs)
     assert [s["step"] for s in dpo["steps"]] == [1, 2]  # one pass over 4 pairs, not GRPO's max_steps
     assert {"loss", "reward_margin", "reward_accuracy"} <= set(dpo["steps"][0])
     assert (tmp_path / "dpo" / "adapter_config.json").is_file() and not (tmp_path / "ckpt-dpo").exists()
-    skipped = train_dpo(tiny_model_dir, tiny_adapter_dir, [], grpo, {}, tmp_path / "dpo0", tmp_path / "c0", 0)
+    skipped = train_dpo("dpo0", [])
     assert skipped["steps"] == [] and "no preference pairs" in skipped["skipped"]
     assert (tmp_path / "dpo0" / "adapter_config.json").is_file()
 
-    rloo = train_rloo(tiny_model_dir, tiny_adapter_dir, rows, grpo, ["correct", "format_lenient", "thai"],
-                      SYSTEM_PROMPT, tmp_path / "rloo", tmp_path / "ckpt-rloo", 0)
+    rloo = train_rloo("rloo")
     assert [s["step"] for s in rloo["steps"]] == [1, 2]
     assert rloo["dropped_grpo_fields"] == ["loss_type", "scale_rewards"]
     for key in ("frac_groups_nonzero_std", "accuracy", "empty_think_share", "reward_mean", "kl"):
@@ -369,10 +382,8 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
     assert (tmp_path / "rloo" / "adapter_config.json").is_file()
 
     # the same inputs and seed give the same adapter, byte for byte
-    train_dpo(tiny_model_dir, tiny_adapter_dir, pairs, grpo, {"per_device_train_batch_size": 2, "num_train_epochs": 1},
-              tmp_path / "dpo2", tmp_path / "ckpt-dpo2", 0)
-    train_rloo(tiny_model_dir, tiny_adapter_dir, rows, grpo, ["correct", "format_lenient", "thai"], SYSTEM_PROMPT,
-               tmp_path / "rloo2", tmp_path / "ckpt-rloo2", 0)
+    train_dpo("dpo2", pairs)
+    train_rloo("rloo2")
     for name in ("dpo", "rloo"):
         weights = [(tmp_path / run / "adapter_model.safetensors").read_bytes() for run in (name, f"{name}2")]
         assert weights[0] == weights[1], name

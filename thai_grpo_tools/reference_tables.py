@@ -560,8 +560,10 @@ def table_gpu_check(root: Path) -> str:
     blocks = []
     for path in sorted((root / "docs" / "reference").glob("gpu_check*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
-        blocks.append(f"`{path.name}`: {record['machine']}, preset {record['preset']}, {record['precision']}, "
-                      f"{record['wall_s']:.0f} s in all:\n\n" + table(record["stages"], "torch.cuda.max_memory_allocated"))
+        weights = f", {record['weights']}" if record.get("weights") else ""
+        blocks.append(f"`{path.name}`: {record['machine']}, preset {record['preset']}, {record['precision']}{weights}, "
+                      f"{record['wall_s']:.0f} s in all:\n\n"
+                      + table(record["stages"], record.get("memory", "torch.cuda.max_memory_allocated")))
     return "\n\n".join(blocks) or "No `make gpu-check` record is kept here yet."
 
 

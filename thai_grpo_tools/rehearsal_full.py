@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 from thai_grpo.models.memory_stages import CARD_GIB, CPU, T4, Precision
@@ -61,13 +62,17 @@ def deep_merge(base: dict, top: dict) -> dict:
                        else value for key, value in top.items()}}
 
 
-def rehearsal_config(real: dict, preset: str) -> dict:
-    """The merged real config (config.yaml + qwen3-0.6b.yaml) with a preset's sizes on top, ``auto`` sizes as a T4
-    chooses them (the chapter's card)."""
+# A rehearsal records a lost update (training.max_lost_update_share) instead of stopping the stage at it.
+RECORD_LOST_UPDATES = {"training": {"max_lost_update_share": 1.0}}
+
+
+def rehearsal_config(real: dict, preset: str, card_gib: float = CARD_GIB) -> dict:
+    """The merged real config (config.yaml + qwen3-0.6b.yaml) with a preset's sizes on top, ``auto`` sizes as a card
+    of ``card_gib`` chooses them (the card the rehearsal runs on; a T4's on a CPU), lost updates recorded."""
     if preset not in PRESETS:
         raise ValueError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
-    config = deep_merge(real, PRESETS[preset])
-    return sized_config(config, sizes_for_card(config, CARD_GIB))
+    config = deep_merge(deep_merge(real, PRESETS[preset]), RECORD_LOST_UPDATES)
+    return sized_config(config, sizes_for_card(config, card_gib))
 
 
 def problem_count(config: dict) -> tuple[int, int]:
@@ -86,6 +91,29 @@ def training_rows(count: int, seed: int = 3) -> list[dict]:
 
     return [{"id": f"p{i}", "question": row["translated_question"], "answer": int(row["answer"])}
             for i, row in enumerate(generate_problems(count, seed=seed, max_operand=9))]
+
+
+def cached_real_weights(config: dict, cache_dir: str | Path | None = None) -> dict | None:
+    """The real base and SFT adapter (``base.name_or_path``, ``sft.name_or_path`` at their revisions) where the local
+    hub cache (``cache_dir``; default huggingface_hub's) holds both: their snapshot folders, nothing downloaded; else
+    None."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import LocalEntryNotFoundError
+
+    from thai_grpo.core.hub import ALLOWED_FILES
+
+    found = {}
+    for key, section in (("base", "base"), ("adapter", "sft")):
+        name, revision = config[section]["name_or_path"], config[section].get("revision")
+        try:
+            found[key] = snapshot_download(name, revision=revision, allow_patterns=ALLOWED_FILES,
+                                           local_files_only=True, cache_dir=cache_dir)
+        except (LocalEntryNotFoundError, OSError, ValueError):
+            return None
+    if not any(Path(found["base"]).glob("*.safetensors")) or not any(Path(found["adapter"]).glob("*.safetensors")):
+        return None
+    return {**found, "weights": f"the real {config['base']['name_or_path']} and {config['sft']['name_or_path']} "
+                                "from the hub cache"}
 
 
 def build_full_standin(folder: Path, rows: list[dict], system_prompt: str, seed: int = 0) -> dict:
@@ -111,7 +139,8 @@ def build_full_standin(folder: Path, rows: list[dict], system_prompt: str, seed:
         del model
     if not (adapter / "adapter_config.json").is_file():
         build_standin_adapter(base, adapter)
-    return {"base": str(base), "adapter": str(adapter)}
+    return {"base": str(base), "adapter": str(adapter),
+            "weights": "random weights (the hub cache holds no real base and adapter): completions run to the budget"}
 
 
 def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tokens: int,
@@ -154,20 +183,30 @@ def measured_prompt_tokens(tokenizer, rows: list[dict], system_prompt: str, chat
     return max(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
 
 
+def update_record(result: dict) -> dict:
+    """What a training stage's result says of its updates: its loss finite at every step, and the counts of updates
+    the float16 loss scaler skipped and made from non-finite gradients (``thai_grpo.methods.updates``)."""
+    from thai_grpo.methods.updates import COUNTS
+
+    losses = [step[key] for step in result.get("steps", []) for key in ("loss", "policy_loss") if key in step]
+    return {"loss_finite": all(math.isfinite(value) for value in losses) if losses else None,
+            **{key: result[key] for key in COUNTS if key in result}}
+
+
 def device_precision(device: str, dtype: str) -> Precision:
     """The plan's precision for a rehearsal on ``device`` (``cpu``, or ``cuda`` with 16-bit frozen weights)."""
     return CPU if device == "cpu" else dataclasses.replace(T4, device=f"cuda ({dtype} weights and autocast)")
 
 
-def plans(config: dict, precision: Precision, prompt: int, completions: int) -> list[dict]:
+def plans(config: dict, precision: Precision, prompt: int, completions: int, card_gib: float = CARD_GIB) -> list[dict]:
     """The memory plan at exactly the rehearsal's sizes: Qwen3-0.6B's shape, the stand-in adapter's LoRA, prompts of
-    ``prompt`` tokens, ``completions`` scored by the token log-probs stage."""
+    ``prompt`` tokens, ``completions`` scored by the token log-probs stage, ``auto`` as a card of ``card_gib``."""
     from thai_grpo.models.memory_plan import Lora
     from thai_grpo_tools.stage_plans import QWEN3_0_6B
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 
     return stage_plans(config, QWEN3_0_6B, Lora.from_config(STANDIN_ADAPTER), precision=precision, prompt=prompt,
-                       logprob_rows=min(32, completions))
+                       logprob_rows=min(32, completions), card_gib=card_gib)
 
 
 def predicted_bytes(stage: str, stage_plan: list[dict]) -> int | None:
@@ -188,15 +227,25 @@ def comparison(records: list[dict], stage_plan: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict], memory: str) -> str:
-    """A markdown table of ``comparison``: stage, predicted and measured GiB, measured / predicted, s/step."""
+    """A markdown table of ``comparison``: stage, predicted and measured GiB, measured / predicted, s/step; where the
+    record has them (``update_record``), whether every loss was finite and the updates lost (skipped by the float16
+    loss scaler / made from non-finite gradients)."""
     def gib(value):
         return "-" if value is None else f"{value / 2 ** 30:.2f}"
 
-    lines = [f"| stage | predicted GiB | measured GiB ({memory}) | measured / predicted | s/step | steps |",
-             "|---|---|---|---|---|---|"]
+    def updates(row):
+        if "optimizer_steps_skipped" not in row:
+            return "-"
+        finite = {True: "finite", False: "NOT FINITE", None: "-"}[row.get("loss_finite")]
+        return f"{finite}; {row['optimizer_steps_skipped']} skipped, {row['nonfinite_grad_steps']} non-finite"
+
+    counted = any("optimizer_steps_skipped" in row for row in rows)
+    lines = [f"| stage | predicted GiB | measured GiB ({memory}) | measured / predicted | s/step | steps |"
+             + (" loss; updates lost |" if counted else ""), "|---|---|---|---|---|---|" + ("---|" if counted else "")]
     for row in rows:
         seconds = row.get("seconds_per_step")
         lines.append(f"| {row['stage']} | {gib(row['predicted_bytes'])} | {gib(row.get('peak_bytes'))} | "
                      f"{'-' if row['ratio'] is None else row['ratio']} | "
-                     f"{'-' if seconds is None else f'{seconds:.1f}'} | {row.get('steps', '-')} |")
+                     f"{'-' if seconds is None else f'{seconds:.1f}'} | {row.get('steps', '-')} |"
+                     + (f" {updates(row)} |" if counted else ""))
     return "\n".join(lines)

@@ -33,6 +33,8 @@ CAPABILITY_ENV = "THAI_GRPO_CAPABILITY"  # e.g. "7.5": act as a T4 (float16, fp1
 HIDDEN = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 DEVICE_SETTINGS = ("auto", "cuda", "cpu")  # the config's top-level `device`
 GPU_SLOTS = Path(".snakemake") / "gpu_slots"  # one lock file per slot, in the workflow's directory (jobs' cwd)
+JOBS_PER_GPU_ENV = "THAI_GRPO_JOBS_PER_GPU"  # how many model jobs share one card (the workflow sets it: jobs_per_card)
+ALLOCATOR = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # CUDA's allocator grows segments: less waste
 
 
 def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
@@ -201,6 +203,21 @@ def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | Non
     return environ["CUDA_VISIBLE_DEVICES"]
 
 
+def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:
+    """How many model jobs share one card: Snakemake's ``gpu`` resource limit (``--resources gpu=K``; every model job
+    takes gpu=1 and a slot of its own, ``slot_device``) over the GPUs present, rounded up; 1 without a limit or GPU."""
+    if not gpu_limit or gpus < 1:
+        return 1
+    return max(1, -(-int(gpu_limit) // gpus))
+
+
+def jobs_per_gpu(environ=os.environ) -> int:
+    """``jobs_per_card`` as the workflow recorded it for its jobs (``THAI_GRPO_JOBS_PER_GPU``; 1 when unset: a SLURM
+    job has its card to itself)."""
+    value = environ.get(JOBS_PER_GPU_ENV, "1")
+    return int(value) if value.isdigit() and int(value) >= 1 else 1
+
+
 def torch_build(torch_version: str, cuda_build: str | None) -> str:
     """``torch 2.13.0+cpu, a CPU build`` / ``torch 2.5.1+cu124, built for CUDA 12.4``."""
     return f"torch {torch_version}, " + (f"built for CUDA {cuda_build}" if cuda_build else "a CPU build")
@@ -230,13 +247,16 @@ def choose_job_device(setting: str, base_source: str, cuda_available: bool, torc
 def start_model_job(config: dict, environ=os.environ) -> str:
     """The first line of every model job's script (``start_model_job(snakemake.config)``), before any model or CUDA:
     ``device: cpu`` hides every GPU from the job (so every stage takes its CPU path); otherwise the job gets a GPU
-    of its own (``pin_job_gpu``), then ``choose_job_device`` decides, and the job stops with its one line where the
+    of its own (``pin_job_gpu``) and CUDA's allocator expandable segments (``ALLOCATOR``), then ``choose_job_device``
+    decides, and the job stops with its one line where the
     config needs a GPU this torch cannot see. Returns ``"cuda"`` or ``"cpu"``."""
     setting, source = config.get("device", "auto"), config["base"]["source"]
     if setting == "cpu":
         environ["CUDA_VISIBLE_DEVICES"] = ""
     else:
         pin_job_gpu(environ)
+        for key, value in ALLOCATOR.items():  # read when CUDA initialises: before any tensor
+            environ.setdefault(key, value)
     import torch
 
     try:
@@ -284,6 +304,23 @@ def current_capability() -> tuple[int, int] | None:
                            f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}: CUDA was initialised before the job pinned "
                            "itself to one; TRL's trainers refuse nn.DataParallel. Set CUDA_VISIBLE_DEVICES=0")
     return acting_capability(tuple(torch.cuda.get_device_capability(0)), os.environ.get(CAPABILITY_ENV))
+
+
+def evaluation_precision(dtype: str, device) -> dict:
+    """What an evaluation stage computes in, recorded beside its numbers: the device's name and the float32 matmul
+    precision. For float32 weights it is checked first: TF32 matmuls (Ampere and later; ``set_float32_matmul_precision``
+    below "highest" on any device) keep float16's 10-bit mantissa, and a float32 evaluation run through them is a
+    float16-precision one, as large an error as the chapter's whole update: the stage stops with one line instead."""
+    import torch
+
+    device = torch.device(device)
+    precision = torch.get_float32_matmul_precision()
+    if dtype == "float32" and (precision != "highest" or torch.backends.cuda.matmul.allow_tf32):
+        raise RuntimeError(f"a float32 evaluation with TF32 matmuls on (float32 matmul precision {precision!r}, "
+                           f"allow_tf32={torch.backends.cuda.matmul.allow_tf32}) computes with float16's mantissa: "
+                           "turn TF32 off (torch.set_float32_matmul_precision('highest'))")
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return {"device": name, "matmul_precision": precision if dtype == "float32" else f"{dtype} weights"}
 
 
 def job_device() -> str:

@@ -245,6 +245,59 @@ def _check_rewards(names: list[str], where: str) -> None:
                           "an entry of thai_grpo.core.rewards.REWARDS)")
 
 
+# TRL's mixed-precision flags and the dtype of the frozen weights each one autocasts to.
+PRECISION_FLAGS = {"fp16": "float16", "bf16": "bfloat16"}
+# training.report_to: TRL's tracker names and the package each one needs.
+TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb"}
+
+
+def trainer_sections(config: dict) -> list[tuple[str, dict, str]]:
+    """Every config section whose fields reach a trainer's arguments: (where, fields, the dtype of the frozen weights
+    it trains on: base.dtype, but float32 for the from-scratch base, which is built in float32)."""
+    dtype = config["base"].get("dtype", "float32")
+    sections = [("grpo", config["grpo"], dtype), ("sft.args", config["sft"].get("args", {}), dtype),
+                ("base.pretrain", config["base"].get("pretrain", {}), "float32"),
+                ("reward_model.args", config.get("reward_model", {}).get("args", {}), dtype)]
+    for name, variant in config.get("variants", {}).items():
+        sections += [(f"variants.{name}.{key}", variant.get(key, {}), dtype) for key in ("grpo", "rloo", "dpo")]
+    return sections
+
+
+def _check_precision(config: dict) -> None:
+    """One precision per stage: the trainers' fp16/bf16 follow the frozen weights' dtype (base.dtype;
+    ``thai_grpo.models.training.precision_flags``). A section may repeat a flag that agrees with an explicit dtype;
+    one that disagrees (float16 weights under bfloat16 autocast, the reverse, or 16-bit weights without their autocast)
+    is refused, and with ``auto``, which each job resolves on its own card, a section sets none."""
+    for where, section, dtype in trainer_sections(config):
+        for flag, flag_dtype in PRECISION_FLAGS.items():
+            if flag not in section:
+                continue
+            if dtype == "auto":
+                raise ConfigError(f"{where}.{flag}={section[flag]}: the trainers' fp16/bf16 follow base.dtype, and "
+                                  f"auto picks them per card (float16 on a T4, bfloat16 from compute capability 8.0); "
+                                  f"remove {where}.{flag}, or set base.dtype: {flag_dtype} to force it")
+            if bool(section[flag]) != (dtype == flag_dtype):
+                autocast = f"under {flag_dtype} autocast" if section[flag] else f"without {flag_dtype} autocast"
+                raise ConfigError(f"{where}.{flag}={section[flag]} would train {dtype} weights {autocast}: one "
+                                  f"precision per stage; remove {where}.{flag} (the trainers' precision follows "
+                                  "base.dtype) or change base.dtype")
+
+
+def _check_training(config: dict) -> None:
+    """``training.report_to`` names a tracker whose package this environment has; no trainer section sets its own."""
+    import importlib.util
+
+    report_to = config.get("training", {}).get("report_to", "none")
+    package = TRACKER_PACKAGES.get(report_to)
+    if package and importlib.util.find_spec(package) is None:
+        raise ConfigError(f"training.report_to={report_to}: the {package} package is not installed here; install it "
+                          f"(pip install {package}) or set training.report_to: none")
+    for where, section, _ in trainer_sections(config):
+        if "report_to" in section:
+            raise ConfigError(f"{where}.report_to: every trainer reports to training.report_to (PPO's metrics too); "
+                              f"remove it from {where} and set training.report_to")
+
+
 def check_config(config: dict) -> None:
     """Semantic checks beyond the schema; raise ``ConfigError`` on the first problem."""
     clash = [v for v in config.get("variants", {}) if v in RESERVED_MODEL_NAMES]
@@ -258,6 +311,8 @@ def check_config(config: dict) -> None:
         _check_rewards(variant_settings(config, name)["rewards"], f"variants.{name}.rewards")
     _check_eval(config)
     _check_chains(config)
+    _check_precision(config)
+    _check_training(config)
     if (config["base"]["source"] == "shipped") != (config["sft"]["source"] == "shipped"):
         raise ConfigError(f"base.source={config['base']['source']} with sft.source={config['sft']['source']}: the "
                           "shipped SFT adapter was trained on the shipped base; set both to shipped, or base.source: "

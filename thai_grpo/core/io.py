@@ -52,6 +52,23 @@ def read_jsonl(path: str | Path) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
+def read_appended_jsonl(path: str | Path) -> list[dict]:
+    """The lines of a JSONL file a running job appends to ([] when it does not exist yet); a last line cut short by a
+    kill mid-write is dropped (the job redoes what it recorded)."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = []
+    for number, line in enumerate(lines, 1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            if number < len(lines):
+                raise
+    return records
+
+
 @contextlib.contextmanager
 def atomic_directory(path: str | Path) -> Iterator[Path]:
     """Yield a fresh temporary directory beside ``path``; on success it replaces ``path`` whole."""

@@ -345,8 +345,10 @@ def extra_heldout_rows(records, spec: dict, where: str, **training_sets: list[di
 
 
 def grpo_records(rows: list[dict], system_prompt: str) -> list[dict]:
-    """GRPOTrainer's dataset: a conversational ``prompt`` and the integer ``answer`` the reward reads."""
-    return [{"prompt": build_prompt(r["question"], system_prompt), "answer": r["answer"]} for r in rows]
+    """GRPOTrainer's dataset: a conversational ``prompt``, the integer ``answer`` the reward reads and the problem's
+    ``id`` (TRL hands both to the reward functions; the rollouts file names each completion's problem by it)."""
+    return [{"prompt": build_prompt(r["question"], system_prompt), "answer": r["answer"], "id": r.get("id")}
+            for r in rows]
 
 
 def sft_records(rows: list[dict], system_prompt: str) -> list[dict]:

@@ -115,11 +115,12 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
     completion its token count (``completion_lengths``, to group tokens by completion) and its problem's id
     (``completion_problems``: the n completions of one problem are not independent, so intervals resample problems),
-    and the dtype the base weights were loaded in (``dtype``, ``eval.dtype``)."""
+    and the dtype the base weights were loaded in (``dtype``, ``eval.dtype``) with the device and float32 matmul
+    precision (``evaluation_precision``: a float32 pass with TF32 on stops first)."""
     import torch
     from peft import PeftModel
 
-    from thai_grpo.core.accelerators import job_device
+    from thai_grpo.core.accelerators import evaluation_precision, job_device
     from thai_grpo.core.hub import require_model_dir
     from thai_grpo.models.loading import load_base_model, load_tokenizer, weights_dtype
 
@@ -128,6 +129,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                       str(require_model_dir(policy_adapter, "adapter")), adapter_name="policy")
     model.load_adapter(str(require_model_dir(reference_adapter, "adapter")), adapter_name="reference")
     model.to(job_device()).eval()
+    precision = evaluation_precision(weights_dtype(model), model.device)
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
     if temperature <= 0:
         raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
@@ -152,5 +154,5 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
             "completion_problems": problems,
             "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
-            "temperature": temperature, "dtype": weights_dtype(model),
+            "temperature": temperature, "dtype": weights_dtype(model), **precision,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

@@ -19,12 +19,17 @@ experiment (``snakemake hacking``), ``losses`` = the loss-family study (``snakem
 
 from __future__ import annotations
 
+import dataclasses
+import importlib
 from pathlib import Path
 
 from thai_grpo.core.config import OURS, ConfigError, variant_settings
 
-METHOD_NAMES = ("grpo", "rloo", "dpo", "ppo")
 GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
+# The registry: each method's module, imported only when a run of that method trains (a GRPO run imports no PPO,
+# DPO or reward-model code). Every module has ``train(spec: RunSpec) -> dict``: the run's record for train.json.
+METHODS = {"grpo": "thai_grpo.methods.grpo", "rloo": "thai_grpo.methods.rloo", "dpo": "thai_grpo.methods.dpo",
+           "ppo": "thai_grpo.methods.ppo"}
 
 
 def variant_plan(config: dict, variant: str) -> dict:
@@ -35,8 +40,8 @@ def variant_plan(config: dict, variant: str) -> dict:
     settings = variant_settings(config, variant)
     overrides = config["variants"][variant]
     method = overrides.get("method", "grpo")
-    if method not in METHOD_NAMES:
-        raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHOD_NAMES)}")
+    if method not in METHODS:
+        raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHODS)}")
     return {"variant": variant, "method": method, "group": overrides.get("group", "method"),
             "grpo": method_grpo_args(method, settings["grpo"]),
             "rewards": [] if method == "dpo" else settings["rewards"],  # DPO's pairs are ranked by correctness alone
@@ -71,52 +76,45 @@ def method_kind(plan: dict) -> str:
     return plan["method"]
 
 
+@dataclasses.dataclass(frozen=True)
+class RunSpec:
+    """One training run, by name: what it trains from, on what, where it writes, in which precision.
+
+    ``plan``: ``variant_plan`` (method, rewards, the method's trainer arguments); ``training``: the config's
+    ``training:`` section (``max_lost_update_share``, ``report_to``); ``pairs``: DPO's preference pairs;
+    ``reward_dir``: PPO's reward model (None when the verifier scores); ``rollouts``: the file every rollout of a GRPO,
+    RLOO or PPO run is written to (None: not kept)."""
+    run: str
+    plan: dict
+    base_dir: Path
+    adapter_dir: Path
+    train_rows: list
+    system_prompt: str
+    out_dir: Path
+    checkpoint_dir: Path
+    seed: int
+    dtype: str = "auto"
+    training: dict = dataclasses.field(default_factory=dict)
+    pairs: list | None = None
+    reward_dir: Path | None = None
+    rollouts: Path | None = None
+
+
 def trainer_for(method: str):
-    """The training function of a method: ``train_grpo``, ``train_rloo``, ``train_dpo`` or ``train_ppo`` of its
-    module here."""
-    if method == "grpo":
-        from thai_grpo.methods.grpo import train_grpo
-
-        return train_grpo
-    if method == "rloo":
-        from thai_grpo.methods.rloo import train_rloo
-
-        return train_rloo
-    if method == "dpo":
-        from thai_grpo.methods.dpo import train_dpo
-
-        return train_dpo
-    if method == "ppo":
-        from thai_grpo.methods.ppo import train_ppo
-
-        return train_ppo
-    raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHOD_NAMES)}")
+    """The ``train(spec)`` function of a method's module (``METHODS``), imported now."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
+    return importlib.import_module(METHODS[method]).train
 
 
-def train_variant(plan: dict, base_dir: str | Path, adapter_dir: str | Path, train_rows: list[dict],
-                  pairs: list[dict] | None, system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-                  seed: int, reward_dir: str | Path | None = None, dtype: str = "auto") -> dict:
-    """Train one variant from the SFT adapter with its method's trainer, the frozen weights in ``dtype``
-    (``base.dtype``); the result records the plan and the dtype they were loaded in. PPO also reads the reward model
-    (``reward_dir``, rule reward_model) unless it is scored by the verifier."""
-    method = plan["method"]
-    if method == "grpo":
-        result = trainer_for("grpo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
-                                     system_prompt, out_dir, checkpoint_dir, seed, dtype=dtype)
-    elif method == "rloo":
-        result = trainer_for("rloo")(base_dir, adapter_dir, train_rows, plan["grpo"], plan["rewards"],
-                                     system_prompt, out_dir, checkpoint_dir, seed, overrides=plan["rloo"],
-                                     dtype=dtype)
-    elif method == "ppo":
-        result = trainer_for("ppo")(base_dir, adapter_dir, reward_dir, train_rows, plan["grpo"], plan["rewards"],
-                                    plan["ppo"], system_prompt, out_dir, checkpoint_dir, seed,
-                                    plan["grpo"].get("chat_template_kwargs"), dtype=dtype)
-    else:
-        if pairs is None:
-            raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
-        result = trainer_for(method)(base_dir, adapter_dir, pairs, plan["grpo"], plan["dpo"], out_dir,
-                                     checkpoint_dir, seed, dtype=dtype)
-    return {**result, "variant": plan["variant"], "method": method, "group": plan["group"]}
+def train_variant(spec: RunSpec) -> dict:
+    """Train one variant from the SFT adapter with its method's trainer; the result records the plan's method, group
+    and variant beside what the trainer returned."""
+    plan = spec.plan
+    if plan["method"] == "dpo" and spec.pairs is None:
+        raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
+    result = trainer_for(plan["method"])(spec)
+    return {**result, "variant": plan["variant"], "method": plan["method"], "group": plan["group"]}
 
 
 def check_method_fields(config: dict) -> None:

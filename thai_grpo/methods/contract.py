@@ -25,18 +25,18 @@ def stage_arguments(config: dict, stage: str):
     from thai_grpo.methods.rloo import rloo_args
     from thai_grpo.models.training import trainer_args
 
-    output_dir, seed = tempfile.gettempdir(), config["seed"]
+    output_dir, seed, dtype = tempfile.gettempdir(), config["seed"], config["base"].get("dtype", "float32")
     if stage == "reward_model":
-        return RewardConfig(**trainer_args(config.get("reward_model", {}).get("args", {}), output_dir, seed))
+        return RewardConfig(**trainer_args(config.get("reward_model", {}).get("args", {}), output_dir, seed, dtype))
     plan = variant_plan(config, stage)
     if plan["method"] == "grpo":
-        return GRPOConfig(**trainer_args(plan["grpo"], output_dir, seed))
+        return GRPOConfig(**trainer_args(plan["grpo"], output_dir, seed, dtype))
     if plan["method"] == "rloo":
         fields = {f.name for f in dataclasses.fields(RLOOConfig)}
-        return RLOOConfig(**trainer_args(rloo_args(plan["grpo"], fields, plan["rloo"])[0], output_dir, seed))
+        return RLOOConfig(**trainer_args(rloo_args(plan["grpo"], fields, plan["rloo"])[0], output_dir, seed, dtype))
     if plan["method"] == "dpo":
         fields = {f.name for f in dataclasses.fields(DPOConfig)}
-        return DPOConfig(**trainer_args(dpo_args(plan["grpo"], fields, plan["dpo"])[0], output_dir, seed))
+        return DPOConfig(**trainer_args(dpo_args(plan["grpo"], fields, plan["dpo"])[0], output_dir, seed, dtype))
     return ppo_settings(plan["grpo"], plan["ppo"])
 
 

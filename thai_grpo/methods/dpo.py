@@ -126,24 +126,26 @@ def dpo_step(logs: dict, step: int) -> dict | None:
     return {"step": step, **{ours: float(logs[theirs]) for theirs, ours in DPO_LOG_KEYS.items() if theirs in logs}}
 
 
-def make_dpo_logger(metrics_path: Path):
-    """A TrainerCallback appending each logged DPO step to ``metrics_path`` (JSONL, beside the checkpoints)."""
+def make_dpo_logger(metrics_path: Path, updates=None):
+    """A TrainerCallback appending each logged DPO step to ``metrics_path`` (JSONL, beside the checkpoints), with the
+    step's update flags from ``updates`` (the ``update_counter`` callback, which ran before it)."""
     from transformers import TrainerCallback
 
     class DPOStepLogger(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             record = dpo_step(logs or {}, state.global_step)
             if record is not None:
+                flags = {k: v for k, v in (updates.last if updates else {}).items() if k != "step"}
                 with open(metrics_path, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps(record) + "\n")
+                    handle.write(json.dumps({**record, **flags}) + "\n")
 
     return DPOStepLogger()
 
 
-def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], grpo_args: dict,
-              overrides: dict | None, out_dir: str | Path, checkpoint_dir: str | Path, seed: int,
-              dtype: str = "auto") -> dict:
-    """Run DPO from the SFT adapter on ``pairs``; save the adapter; return per-step metrics.
+def train(spec) -> dict:
+    """Run DPO from the SFT adapter on the preference pairs (``spec``: ``thai_grpo.methods.RunSpec``, its plan's
+    ``dpo:`` overrides on top of the inherited bookkeeping fields); save the adapter; return per-step metrics. DPO
+    samples no rollouts: its rollouts file is empty.
 
     Without pairs nothing can be trained: the SFT adapter is saved unchanged and the result says why.
     """
@@ -152,40 +154,50 @@ def train_dpo(base_dir: str | Path, adapter_dir: str | Path, pairs: list[dict], 
     from datasets import Dataset
     from trl import DPOConfig
 
-    from thai_grpo.core.io import atomic_directory
+    from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
     from thai_grpo.methods.grpo import read_step_metrics, start_step_log
+    from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
     from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer, weights_dtype
-    from thai_grpo.models.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
+    from thai_grpo.models.training import (clear_checkpoints, progress_callback, scale_float16_losses_on_cpu,
+                                           seed_everything, trainer_args)
 
-    args, dropped = dpo_args(grpo_args, {f.name for f in dataclasses.fields(DPOConfig)}, overrides)
+    pairs, checkpoint_dir = spec.pairs, spec.checkpoint_dir
+    args, dropped = dpo_args(spec.plan["grpo"], {f.name for f in dataclasses.fields(DPOConfig)}, spec.plan["dpo"])
     base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args,
             "dropped_grpo_fields": dropped}
+    if spec.rollouts is not None:
+        write_jsonl(spec.rollouts, [])
     if not pairs:
         print(NO_PAIRS, flush=True)
-        with atomic_directory(out_dir) as tmp:
-            shutil.copytree(adapter_dir, tmp, dirs_exist_ok=True)
-        model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)
+        with atomic_directory(spec.out_dir) as tmp:
+            shutil.copytree(spec.adapter_dir, tmp, dirs_exist_ok=True)
+        model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)
         return {**base, "steps": [], "parameters": count_parameters(model), "skipped": NO_PAIRS,
-                "weights_dtype": weights_dtype(model)}
+                "weights_dtype": weights_dtype(model), **update_counts([])}
 
     rows = token_rows(pairs)
-    config = DPOConfig(**trainer_args(args, checkpoint_dir, seed))
+    config = DPOConfig(**trainer_args(args, checkpoint_dir, spec.seed, spec.dtype, spec.training))
     check_max_length(config.max_length, longest_prompt(pairs), max(pair["completion_budget"] for pair in pairs),
                      "the DPO variant's dpo.")
     metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
-    seed_everything(seed)
-    tokenizer = load_tokenizer(base_dir)
-    model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)  # base.dtype; the LoRA in float32
+    seed_everything(spec.seed)
+    tokenizer = load_tokenizer(spec.base_dir)
+    model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)  # the LoRA in float32
+    updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
+                             spec.training.get("max_lost_update_share", 0.0))
     trainer = sampled_token_trainer()(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                                       processing_class=tokenizer,
-                                      callbacks=[make_dpo_logger(metrics_path),
+                                      callbacks=[updates, make_dpo_logger(metrics_path, updates),
                                                  progress_callback(Path(checkpoint_dir).name)])
+    updates.watch(trainer)
+    scale_float16_losses_on_cpu(trainer)
     trainer.train(resume_from_checkpoint=resume_from)
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(spec.out_dir) as tmp:
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     result = {**base, "steps": read_step_metrics(metrics_path), "parameters": count_parameters(trainer.model),
               "resolved_args": trainer.args.to_dict(), "optimizer_steps": trainer.state.max_steps,
-              "trl_log_history": trainer.state.log_history, "weights_dtype": weights_dtype(trainer.model)}
+              "trl_log_history": trainer.state.log_history, "weights_dtype": weights_dtype(trainer.model),
+              **update_counts(read_appended_jsonl(metrics_path.with_name(UPDATES_FILE)))}
     clear_checkpoints(checkpoint_dir)
     return result

@@ -25,13 +25,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thai_grpo.core.io import atomic_directory, write_json
+from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_json, write_jsonl
 from thai_grpo.core.rewards import completion_text, reward_functions
 from thai_grpo.data.problems import grpo_records
+from thai_grpo.methods.advantages import group_advantages
 from thai_grpo.methods.metrics import (batch_metrics, browse_steps, check_group_order, empty_think_examples,
                                        example_groups, first_and_latest, total_rewards, with_trl_logs)
-from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
-                                       trainer_args)
+from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
+from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback,
+                                       scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
 KL_REFERENCES = {"sft": "frozen copy of the SFT adapter (TRL's 'ref' adapter): the KL is to the SFT policy",
                  "base": "the base model with the adapter disabled: the KL is to the base, as in the chapter"}
@@ -39,6 +41,8 @@ NO_KL = "none: beta = 0, no KL term and no reference pass"
 METRICS_FILE = "step_metrics.jsonl"
 EXAMPLES_FILE = "example_groups.json"
 EMPTY_THINK_FILE = "empty_think_examples.json"
+ROLLOUTS_FILE = "rollouts.jsonl"  # every completion of every step, as TRL's log_completions table shows them
+STEP_FILES = (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE)  # JSONL, one line per step (or per completion of a step)
 MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first and the latest ones seen)
 
 
@@ -72,6 +76,7 @@ class GroupRecorder:
             self.batch["prompts"] = [json.dumps(p, ensure_ascii=False) if not isinstance(p, str) else p
                                      for p in prompts]
             self.batch["completions"] = texts
+            self.batch["ids"] = list(kwargs.get("id") or [None] * len(texts))
             self.batch["lengths"] = [len(ids) for ids in completion_ids] if completion_ids is not None else \
                 [len(t) for t in texts]
             return values
@@ -84,19 +89,36 @@ class GroupRecorder:
         return batch
 
 
-def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
-                     examples: dict | None = None, empty_thinks: list | None = None, advantages=None):
-    """A TrainerCallback that turns each logged step into one line of ``metrics_path`` (JSONL).
+def rollout_lines(step: int, batch: dict, totals, advantages) -> list[dict]:
+    """One line per completion of a step's batch, as TRL's ``log_completions`` table shows them: the step, the prompt's
+    id, the completion, each reward, their sum and the completion's advantage."""
+    return [{"step": step, "prompt_id": prompt_id, "completion": text,
+             "rewards": {name: values[i] for name, values in batch["rewards"].items()}, "reward": float(totals[i]),
+             "advantage": round(float(advantages[i]), 6)}
+            for i, (prompt_id, text) in enumerate(zip(batch["ids"], batch["completions"]))]
 
-    The file sits beside the checkpoints, so metrics of steps done before an interruption survive; so do
+
+def append_lines(path: Path, lines: list[dict]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+
+
+def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
+                     examples: dict | None = None, empty_thinks: list | None = None, advantages=None, updates=None):
+    """A TrainerCallback that turns each logged step into one line of ``metrics_path`` (JSONL), with the step's update
+    flags from ``updates`` (the ``update_counter`` callback, which ran before it), and its completions into
+    ``rollouts.jsonl`` beside it.
+
+    The files sit beside the checkpoints, so the records of steps done before an interruption survive; so do
     the example groups (``example_groups.json``) and the empty-think completions (``empty_think_examples.json``)
     beside it, which a resumed run starts from (``examples``, ``empty_thinks``). ``advantages(totals, G)``
-    gives the method's own advantages for the example groups (default: GRPO's, ``scale_by_std`` or not).
+    gives the method's own advantages (default: GRPO's, ``scale_by_std`` or not).
     """
     from transformers import TrainerCallback
 
     examples_path = metrics_path.with_name(EXAMPLES_FILE)
     empty_think_path = metrics_path.with_name(EMPTY_THINK_FILE)
+    rollouts_path = metrics_path.with_name(ROLLOUTS_FILE)
 
     class StepLogger(TrainerCallback):
         def __init__(self):
@@ -106,19 +128,19 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or ("reward" not in logs and "loss" not in logs):
                 return  # not a training step's log (e.g. the run's closing summary)
+            flags = {k: v for k, v in (updates.last if updates else {}).items() if k != "step"}
             batch = recorder.take()
             if not batch:  # a reused generation batch (num_iterations > 1): no new rewards, but TRL's clip ratio
-                with open(metrics_path, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({"step": state.global_step, "reused_batch": True,
-                                             **with_trl_logs({}, logs)}) + "\n")
+                append_lines(metrics_path, [{"step": state.global_step, "reused_batch": True,
+                                             **with_trl_logs({}, logs), **flags}])
                 return
             check_group_order(batch["prompts"], recorder.group_size)
             metrics = batch_metrics(batch["rewards"], batch["lengths"], recorder.group_size, batch["completions"])
-            metrics = {"step": state.global_step, **with_trl_logs(metrics, logs)}
-            with open(metrics_path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(metrics) + "\n")
+            append_lines(metrics_path, [{"step": state.global_step, **with_trl_logs(metrics, logs), **flags}])
             totals = total_rewards(batch["rewards"])
-            own = advantages(totals, recorder.group_size) if advantages else None
+            own = advantages(totals, recorder.group_size) if advantages else \
+                group_advantages(totals, recorder.group_size, scale_by_std=scale_by_std)
+            append_lines(rollouts_path, rollout_lines(state.global_step, batch, totals, own))
             found = example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
                                    scale_by_std, advantages=own)
             if state.global_step in browse_steps(state.max_steps):  # a later step's group, for the report to browse
@@ -137,26 +159,19 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
 
 
 def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list[dict]:
-    """The recorded steps; a last line cut short by a kill mid-write is dropped (its step is redone)."""
-    if not metrics_path.exists():
-        return []
-    lines = [line for line in metrics_path.read_text().splitlines() if line.strip()]
-    steps = []
-    for number, line in enumerate(lines, 1):
-        try:
-            steps.append(json.loads(line))
-        except json.JSONDecodeError:
-            if number < len(lines):
-                raise
-    return [s for s in steps if up_to_step is None or s["step"] <= up_to_step]
+    """The recorded steps (``io.read_appended_jsonl``: a last line cut short by a kill is dropped, its step redone)."""
+    return [s for s in read_appended_jsonl(metrics_path) if up_to_step is None or s["step"] <= up_to_step]
 
 
-def _truncate_metrics_to(metrics_path: Path, step: int) -> tuple[dict, list]:
-    """After a resume from checkpoint-N, forget metrics, example groups and empty-think completions of steps
-    beyond N (they will be redone); return the example groups and empty-think completions kept."""
-    kept = read_step_metrics(metrics_path, up_to_step=step)
-    metrics_path.write_text("".join(json.dumps(s) + "\n" for s in kept))
-    examples_path, empty_think_path = metrics_path.with_name(EXAMPLES_FILE), metrics_path.with_name(EMPTY_THINK_FILE)
+def _truncate_step_files_to(checkpoint_dir: Path, step: int) -> tuple[dict, list]:
+    """After a resume from checkpoint-N, forget the step records (metrics, updates, rollouts), example groups and
+    empty-think completions of steps beyond N (they will be redone); return the example groups and empty-think
+    completions kept."""
+    for name in STEP_FILES:
+        path = checkpoint_dir / name
+        kept = read_step_metrics(path, up_to_step=step)
+        path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept), encoding="utf-8")
+    examples_path, empty_think_path = checkpoint_dir / EXAMPLES_FILE, checkpoint_dir / EMPTY_THINK_FILE
     examples = json.loads(examples_path.read_text()) if examples_path.exists() else {}
     empty_thinks = json.loads(empty_think_path.read_text()) if empty_think_path.exists() else []
     return ({kind: group for kind, group in examples.items() if group["step"] <= step},
@@ -171,11 +186,11 @@ def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, 
     metrics_path = checkpoint_dir / METRICS_FILE
     resume_from = last_checkpoint(checkpoint_dir)
     if resume_from is None:
-        for name in (METRICS_FILE, EXAMPLES_FILE, EMPTY_THINK_FILE):
+        for name in (*STEP_FILES, EXAMPLES_FILE, EMPTY_THINK_FILE):
             (checkpoint_dir / name).unlink(missing_ok=True)
         return metrics_path, None, {}, []
     print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
-    return metrics_path, resume_from, *_truncate_metrics_to(metrics_path, int(Path(resume_from).name.split("-")[-1]))
+    return metrics_path, resume_from, *_truncate_step_files_to(checkpoint_dir, int(Path(resume_from).name.split("-")[-1]))
 
 
 def epoch_seeded(sampler):
@@ -343,66 +358,69 @@ def use_reference(trainer, reference: str) -> str:
     return KL_REFERENCES[reference]
 
 
-def rollout_trainer(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
-                    rows: list[dict], reward_names: list[str], system_prompt: str, checkpoint_dir: str | Path,
-                    seed: int, scale_by_std: bool = True, advantages=None, dtype: str = "auto"):
-    """A resumable GRPO/RLOO trainer on the SFT policy with recorded rewards, step metrics and progress lines, its KL
-    reference set by ``args["reference"]``; returns (trainer, its step logger, the checkpoint to resume from or None,
-    the step-metrics file, the KL reference's description). The frozen base in ``dtype`` (``base.dtype``)."""
+def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std: bool = True, advantages=None):
+    """A resumable GRPO/RLOO trainer for the run ``spec`` (``thai_grpo.methods.RunSpec``) on the SFT policy, with
+    recorded rewards, step metrics, update counts and progress lines, its KL reference set by ``args["reference"]``;
+    returns (trainer, its step logger, the checkpoint to resume from or None, the step-metrics file, the KL
+    reference's description). The frozen base in ``spec.dtype`` (``base.dtype``)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
-    metrics_path, resume_from, examples, empty_thinks = start_step_log(checkpoint_dir)
-    seed_everything(seed)
-    config = config_class(**trainer_args(args, checkpoint_dir, seed))
-    tokenizer = load_tokenizer(base_dir)
-    model = load_policy(base_dir, adapter_dir, trainable=True, dtype=dtype)
+    metrics_path, resume_from, examples, empty_thinks = start_step_log(spec.checkpoint_dir)
+    seed_everything(spec.seed)
+    config = config_class(**trainer_args(args, spec.checkpoint_dir, spec.seed, spec.dtype, spec.training))
+    tokenizer = load_tokenizer(spec.base_dir)
+    model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)
     recorder = GroupRecorder(config.num_generations, tokenizer)
-    funcs = [recorder.wrap(name, f) for name, f in zip(reward_names, reward_functions(reward_names))]
+    names = spec.plan["rewards"]
+    funcs = [recorder.wrap(name, f) for name, f in zip(names, reward_functions(names))]
+    updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
+                             spec.training.get("max_lost_update_share", 0.0))
     logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
-                              empty_thinks=empty_thinks, advantages=advantages)
+                              empty_thinks=empty_thinks, advantages=advantages, updates=updates)
     trainer = resumable(sharing_prompts(trainer_class))(
         model=model, reward_funcs=funcs, args=config, processing_class=tokenizer,
-        train_dataset=Dataset.from_list(grpo_records(rows, system_prompt)),
-        callbacks=[logger, progress_callback(Path(checkpoint_dir).name)])
+        train_dataset=Dataset.from_list(grpo_records(spec.train_rows, spec.system_prompt)),
+        callbacks=[updates, logger, progress_callback(Path(spec.checkpoint_dir).name)])
+    updates.watch(trainer)
+    scale_float16_losses_on_cpu(trainer)
     kl_reference = use_reference(trainer, args.get("reference", "sft"))
     return trainer, logger, resume_from, metrics_path, kl_reference
 
 
-def train_with_rollouts(trainer_class, config_class, args: dict, base_dir: str | Path, adapter_dir: str | Path,
-                        rows: list[dict], reward_names: list[str], system_prompt: str, out_dir: str | Path,
-                        checkpoint_dir: str | Path, seed: int, kl_note: str = "", scale_by_std: bool = True,
-                        advantages=None, dtype: str = "auto") -> dict:
+def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", scale_by_std: bool = True,
+                        advantages=None) -> dict:
     """The loop GRPO and RLOO share: G completions per prompt graded by the code rewards, every group's
-    numbers recorded per step, checkpoints to resume from; save the adapter, return steps and examples.
-    ``kl_note``: how the method uses the KL, added to the reference's description in the record."""
+    numbers recorded per step, checkpoints to resume from; save the adapter and the rollouts (``spec.rollouts``),
+    return steps, examples and update counts. ``kl_note``: how the method uses the KL, added to the reference's
+    description in the record."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
     trainer, logger, resume_from, metrics_path, kl_reference = rollout_trainer(
-        trainer_class, config_class, args, base_dir, adapter_dir, rows, reward_names, system_prompt, checkpoint_dir,
-        seed, scale_by_std, advantages, dtype)
+        trainer_class, config_class, args, spec, scale_by_std, advantages)
     trainer.train(resume_from_checkpoint=resume_from)
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(spec.out_dir) as tmp:
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
+    if spec.rollouts is not None:
+        write_jsonl(spec.rollouts, read_appended_jsonl(metrics_path.with_name(ROLLOUTS_FILE)))
     result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
               "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
               "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
               "resolved_args": trainer.args.to_dict(), "reference": args.get("reference", "sft"),
               "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history,
-              "weights_dtype": weights_dtype(trainer.model)}
-    clear_checkpoints(checkpoint_dir)
+              "weights_dtype": weights_dtype(trainer.model),
+              **update_counts(read_appended_jsonl(metrics_path.with_name(UPDATES_FILE)))}
+    clear_checkpoints(spec.checkpoint_dir)
     return result
 
 
-def train_grpo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
-               reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-               seed: int, dtype: str = "auto") -> dict:
-    """Run GRPO from the SFT adapter, the frozen base in ``dtype``; save the trained adapter; return per-step metrics and example groups."""
+def train(spec) -> dict:
+    """Run GRPO from the SFT adapter (``spec``: ``thai_grpo.methods.RunSpec``), the frozen base in ``spec.dtype``;
+    save the trained adapter; return per-step metrics and example groups."""
     from trl import GRPOConfig, GRPOTrainer
 
-    scale_by_std = grpo_args.get("scale_rewards", "group") not in ("none", False)
-    return {"method": "grpo", **train_with_rollouts(
-        GRPOTrainer, GRPOConfig, grpo_args, base_dir, adapter_dir, rows, reward_names, system_prompt, out_dir,
-        checkpoint_dir, seed, scale_by_std=scale_by_std, dtype=dtype)}
+    args = spec.plan["grpo"]
+    scale_by_std = args.get("scale_rewards", "group") not in ("none", False)
+    return {"method": "grpo", **train_with_rollouts(GRPOTrainer, GRPOConfig, args, spec, scale_by_std=scale_by_std)}

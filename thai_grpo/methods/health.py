@@ -233,11 +233,29 @@ def episode_text(episode: dict) -> str:
     return f"step {first}" if first == last else f"steps {first}-{last}"
 
 
+def lost_update_counts(steps: list[dict]) -> dict:
+    """Over a run's step records, the optimizer updates float16's loss scaler skipped and those made from non-finite
+    gradients (``thai_grpo.methods.updates``): a TRL trainer's step is one update with two flags, a PPO step several
+    updates with two counts."""
+    def count(plural: str, flag: str) -> int:
+        return sum(int(step.get(plural, step.get(flag, 0))) for step in steps)
+
+    return {"optimizer_steps_skipped": count("optimizer_steps_skipped", "optimizer_step_skipped"),
+            "nonfinite_grad_steps": count("nonfinite_grad_steps", "nonfinite_grad")}
+
+
 def training_health(steps: list[dict]) -> dict:
     """The flags with a sentence each saying what they mean and what to do; a format reward paying empty or blank
-    think blocks while accuracy is flat (``format_hacking_suspect``) raises the reward-hacking flag too."""
+    think blocks while accuracy is flat (``format_hacking_suspect``) raises the reward-hacking flag too, and an update
+    skipped or made from non-finite gradients (``lost_update_counts``) the lost-updates flag."""
     truncated, hacking, hack = truncation_failed(steps), hacking_suspect(steps), format_hacking_suspect(steps)
+    lost = lost_update_counts(steps)
     messages = []
+    if any(lost.values()):
+        messages.append(f"updates lost: {lost['optimizer_steps_skipped']} optimizer steps skipped by the float16 loss "
+                        f"scaler (their gradients overflowed) and {lost['nonfinite_grad_steps']} with non-finite "
+                        "gradients, so the run made fewer updates than its schedule; train in bfloat16 where the GPU "
+                        "has it, or lower the learning rate")
     if truncated:
         messages.append("failed run: the mean clipped ratio over the last third of steps is >= 0.9, so nearly every "
                         "completion hits max_completion_length and few reach a final answer; raise the limit or "
@@ -256,5 +274,5 @@ def training_health(steps: list[dict]) -> dict:
                         f"reward paid rose above their {base['share']:.0%} at the start "
                         f"({episode_text(base)}, accuracy {accuracy}) by more than the noise margin while accuracy did not rise ({episodes}) "
                         f"{where}: {FORMAT_HACKS.get(hack['format_reward'], 'the format reward is being reward-hacked')}")
-    return {"truncation_failed": truncated, "hacking_suspect": hacking or hack["suspect"], "messages": messages,
-            "format_hacking": hack}
+    return {"truncation_failed": truncated, "hacking_suspect": hacking or hack["suspect"],
+            "updates_lost": any(lost.values()), "lost_updates": lost, "messages": messages, "format_hacking": hack}

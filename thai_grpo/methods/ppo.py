@@ -54,12 +54,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 from pathlib import Path
 
 import numpy as np
 
 from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
+from thai_grpo.methods.updates import scaler_skipped, update_counts, update_record
 
 KL_REFERENCES = {"sft": "the SFT policy, frozen (a merged copy of the SFT adapter), as GRPO's grpo.reference: sft; "
                         "PPO subtracts kl_coef x k1 per token from the reward",
@@ -68,7 +70,8 @@ KL_REFERENCES = {"sft": "the SFT policy, frozen (a merged copy of the SFT adapte
 REFERENCE_MODELS = {"sft": "base with the SFT adapter merged (frozen)", "base": "the bare base (frozen)"}
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                     "reference": REFERENCE_MODELS["sft"],
-                    "reward": "sequence-classification base + the reward model's LoRA and score head, merged (frozen)",
+                    "reward": "sequence-classification base + the reward model's LoRA and score head (frozen; merged into the "
+                              "base where that keeps them: float32)",
                     "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
                              "(trained)"}
 STATE_FILE = "ppo_state.pt"
@@ -372,16 +375,16 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
     from trl.trainer.utils import disable_dropout_in_model
 
     from thai_grpo.core.accelerators import job_device
-    from thai_grpo.models.loading import load_policy, resolved_dtype_name
+    from thai_grpo.models.loading import load_policy, merge_keeps_update, resolved_dtype_name
 
     frozen = resolved_dtype_name(dtype)
     models = {"policy": load_policy(base_dir, adapter_dir, trainable=True, dtype=frozen),
               "reference": reference_model(base_dir, adapter_dir, reference, frozen)}
     if reward_dir is not None:
         models["value"] = load_value_model(base_dir, reward_dir, trainable=True, dtype=frozen)
-        if score == "reward_model":
-            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False, merged=True,
-                                                dtype=frozen).eval()
+        if score == "reward_model":  # merged where that keeps its LoRA (float32), as its accuracy stage loads it
+            models["reward"] = load_value_model(base_dir, reward_dir, trainable=False,
+                                                merged=merge_keeps_update(frozen), dtype=frozen).eval()
     else:  # the verifier scores: no reward model to start from, so a fresh LoRA and a zero score head (V = 0)
         sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
         models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")},
@@ -505,7 +508,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     return dict(ids=ids, attention=attention, width=width, mask=mask, lengths=lengths, has_eos=has_eos,
                 logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
                 raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
-                prompts=[r["question"] for r in batch])
+                prompts=[r["question"] for r in batch], prompt_ids=[r.get("id") for r in batch])
 
 
 def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> dict:
@@ -558,14 +561,16 @@ def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completio
 
 
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
-            scaler=None) -> dict:
+            scaler=None) -> tuple[dict, list[dict]]:
     """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch too large for one
     chunk (``update_chunk_rows``) accumulates its chunks' gradients, each chunk's loss weighted by its share of the
     minibatch's real tokens: the same gradient as one pass. Forward passes under ``autocast_like``; ``scaler`` (float16
-    on a GPU) scales the loss, unscales the gradients before clipping and skips a step whose gradients overflowed."""
+    on a GPU) scales the loss, unscales the gradients before clipping and skips a step whose gradients overflowed.
+    Returns the means of the minibatches' statistics and one ``updates.update_record`` per optimizer update."""
     import torch
 
     scaler = scaler or grad_scaler(models["policy"])
+    updates = []
 
     keys = ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl", "entropy")
     stats = {key: [] for key in (*keys, "grad_norm")}
@@ -593,12 +598,14 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
                     sums[key] += float(losses[key].detach()) * share
             scaler.unscale_(optimizer)
             grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+            scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
             scaler.step(optimizer)
             scaler.update()
+            updates.append(update_record(step, scaler_skipped(scale_before, scaler), math.isfinite(float(grad_norm))))
             for key in keys:
                 stats[key].append(sums[key])
             stats["grad_norm"].append(float(grad_norm))
-    return {key: float(np.mean(values)) for key, values in stats.items()}
+    return {key: float(np.mean(values)) for key, values in stats.items()}, updates
 
 
 def learning_rate_factor(step: int, settings: PPOSettings) -> float:
@@ -610,11 +617,12 @@ def learning_rate_factor(step: int, settings: PPOSettings) -> float:
     return max(0.0, (settings.max_steps - (step - 1)) / settings.max_steps)
 
 
-def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -> dict:
+def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, updates: list[dict] = ()) -> dict:
     """One line of step_metrics.jsonl, with the keys GRPO's steps use where they mean the same (reward_mean and
     rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
     PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
-    this step's update), clip fractions, entropy."""
+    this step's update), clip fractions, entropy, and of its optimizer ``updates`` how many the float16 loss scaler
+    skipped and how many had non-finite gradients."""
     from thai_grpo.core.rewards import CORRECT_REWARD
     from thai_grpo.methods.metrics import blank_think_share, empty_think_share, hollow_think_paid_share, total_rewards
 
@@ -636,39 +644,56 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings) -
               "blank_think_share": blank_think_share(rollout["texts"]),
               "hollow_think_paid_share": hollow_think_paid_share(rollout["code"], rollout["texts"]), **update,
               "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
-              update["value_loss"]}
+              update["value_loss"], **update_counts(list(updates))}
     if "correct" in rollout["code"]:
         record["accuracy"] = float(np.mean(np.asarray(rollout["code"]["correct"]) >= CORRECT_REWARD))
     return record
 
 
-def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, rows: list[dict],
-              grpo_args: dict, reward_names: list[str], overrides: dict | None, system_prompt: str,
-              out_dir: str | Path, checkpoint_dir: str | Path, seed: int,
-              chat_template_kwargs: dict | None = None, dtype: str = "auto") -> dict:
-    """Run PPO from the SFT adapter, every frozen weight in ``dtype`` (``base.dtype``); save the policy adapter (and the value model beside it); return per-step
-    metrics. Resumes from the last complete checkpoint in ``checkpoint_dir``. The value model starts from the reward
-    model (``reward_dir``), or without one (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT
-    adapter's rank and target modules."""
+def rollout_lines(step: int, rollout: dict) -> list[dict]:
+    """One line per completion of a step's rollout batch, as GRPO's: the step, the
+    prompt's id, the completion, each code reward, their sum, PPO's score and the completion's advantage (the mean
+    of its whitened per-token advantages)."""
+    from thai_grpo.methods.metrics import total_rewards
+
+    totals = total_rewards(rollout["code"])
+    mask = rollout["mask"].float()
+    advantages = ((rollout["advantages"] * mask).sum(1) / mask.sum(1).clamp(min=1)).tolist()
+    return [{"step": step, "prompt_id": prompt_id, "completion": text,
+             "rewards": {name: values[i] for name, values in rollout["code"].items()}, "reward": float(totals[i]),
+             "score": float(rollout["scores"][i]), "advantage": round(advantages[i], 6)}
+            for i, (prompt_id, text) in enumerate(zip(rollout["prompt_ids"], rollout["texts"]))]
+
+
+def train(spec) -> dict:
+    """Run PPO from the SFT adapter (``spec``: ``thai_grpo.methods.RunSpec``: its plan's ``ppo:`` overrides, GRPO's
+    rollout settings, the reward model in ``spec.reward_dir``), every frozen weight in ``spec.dtype`` (``base.dtype``);
+    save the policy adapter (and the value model beside it) and the rollouts; return per-step metrics. Resumes from the
+    last complete checkpoint in ``spec.checkpoint_dir``. The value model starts from the reward model, or without one
+    (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT adapter's rank and target modules.
+    Metrics also go to ``training.report_to``'s tracker (accelerate's)."""
     import torch
 
-    from thai_grpo.core.io import atomic_directory, progress
-    from thai_grpo.methods.grpo import read_step_metrics, start_step_log
+    from thai_grpo.core.io import atomic_directory, progress, read_appended_jsonl, write_jsonl
+    from thai_grpo.methods.grpo import ROLLOUTS_FILE, append_lines, read_step_metrics, start_step_log
+    from thai_grpo.methods.updates import UPDATES_FILE, check_lost_updates
     from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
     from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
     from thai_grpo.models.training import clear_checkpoints
 
-    settings = ppo_settings(grpo_args, overrides)
-    if settings.score == "reward_model" and reward_dir is None:
+    grpo_args, seed, rows = spec.plan["grpo"], spec.seed, spec.train_rows
+    settings = ppo_settings(grpo_args, spec.plan["ppo"])
+    if settings.score == "reward_model" and spec.reward_dir is None:
         raise ValueError("PPO with score: reward_model needs the reward model folder (rule reward_model)")
-    checkpoint_dir = Path(checkpoint_dir)
+    checkpoint_dir = Path(spec.checkpoint_dir)
     metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
+    updates_path, rollouts_path = checkpoint_dir / UPDATES_FILE, checkpoint_dir / ROLLOUTS_FILE
     random.seed(seed)
     torch.manual_seed(seed)
-    tokenizer = load_tokenizer(base_dir)
+    tokenizer = load_tokenizer(spec.base_dir)
     reference = grpo_args.get("reference", "sft")
-    models = load_models(base_dir, adapter_dir, reward_dir, settings.score, reference, dtype)
+    models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
     settings = sized_for_card(settings, models)  # chunk_floats: auto -> the card's (recorded in the run's args)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
@@ -681,25 +706,37 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
     start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
+    tracker = start_tracker(spec, settings)
     label = checkpoint_dir.name
+    total_updates = settings.max_steps * settings.num_ppo_epochs * settings.num_mini_batches
     for step in range(start + 1, settings.max_steps + 1):
         for group, peak in zip(optimizer.param_groups, peak_rates):
             group["lr"] = peak * learning_rate_factor(step, settings)
-        rollout = _rollout(step, settings, seed, models, tokenizer, rows, system_prompt, reward_names, stop_ids,
-                           chat_template_kwargs or {}, sampler)
-        update = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params, scaler)
-        record = step_record(step, rollout, update, settings)
-        with open(metrics_path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        rollout = _rollout(step, settings, seed, models, tokenizer, rows, spec.system_prompt,
+                           spec.plan["rewards"], stop_ids, grpo_args.get("chat_template_kwargs") or {}, sampler)
+        update, updates = _update(rollout, step, settings, seed, models, optimizer, policy_params + value_params,
+                                  scaler)
+        record = step_record(step, rollout, update, settings, updates)
+        append_lines(updates_path, updates)
+        append_lines(rollouts_path, rollout_lines(step, rollout))
+        append_lines(metrics_path, [record])
+        if tracker is not None:
+            tracker.log({k: v for k, v in record.items() if isinstance(v, (int, float))}, step=step)
         print(json.dumps({k: v for k, v in record.items() if not isinstance(v, dict)}), flush=True)
         progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
                  f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
+        check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
+                           spec.training.get("max_lost_update_share", 0.0))
         if step % settings.save_steps == 0 and step < settings.max_steps:
             save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer, scaler=scaler)
+    if tracker is not None:
+        tracker.end_training()
 
-    with atomic_directory(out_dir) as tmp:
+    with atomic_directory(spec.out_dir) as tmp:
         models["policy"].save_pretrained(tmp, safe_serialization=True)
         models["value"].save_pretrained(tmp / "value_model", safe_serialization=True)
+    if spec.rollouts is not None:
+        write_jsonl(spec.rollouts, read_appended_jsonl(rollouts_path))
     policy_count, value_count = count_parameters(models["policy"]), count_parameters(models["value"])
     result = {"method": "ppo", "kl_reference": KL_REFERENCES[reference], "args": dataclasses.asdict(settings),
               "score": settings.score, "steps": read_step_metrics(metrics_path),
@@ -709,6 +746,24 @@ def train_ppo(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | P
                              "value_trainable": value_count["trainable"]},
               "models_in_memory": {**{k: MODELS_IN_MEMORY[k] for k in models},
                                    "reference": REFERENCE_MODELS[reference]},
-              "weights_dtype": weights_dtype(models["policy"])}
+              "weights_dtype": weights_dtype(models["policy"]),
+              "optimizer_updates": total_updates, **update_counts(read_appended_jsonl(updates_path))}
     clear_checkpoints(checkpoint_dir)
     return result
+
+
+def start_tracker(spec, settings: PPOSettings):
+    """accelerate's tracker of ``training.report_to`` for PPO's own metrics (TRL's trainers report through theirs),
+    started with the run's settings; None for ``none``."""
+    report_to = spec.training.get("report_to", "none")
+    if report_to == "none":
+        return None
+    from accelerate import Accelerator
+
+    from thai_grpo.models.training import TRACKING_PROJECT, tracking_dir
+
+    accelerator = Accelerator(log_with=report_to, project_dir=str(tracking_dir(spec.checkpoint_dir)))
+    accelerator.init_trackers(TRACKING_PROJECT, config=dataclasses.asdict(settings),
+                              init_kwargs={report_to: {"name": Path(spec.checkpoint_dir).name}}
+                              if report_to in ("wandb", "trackio") else {})
+    return accelerator

@@ -129,17 +129,21 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 
 def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
                        checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None = None,
-                       dtype: str = "auto") -> dict:
+                       dtype: str = "auto", training: dict | None = None) -> dict:
     """Train the reward model on ``pairs``, the frozen base in ``dtype`` (``base.dtype``); save its adapter (LoRA +
-    score head); return steps, parameter counts and the dtype the base was loaded in."""
+    score head); return steps (each with its update flags), parameter counts, the dtype the base was loaded in and
+    the update counts (``thai_grpo.methods.updates``; ``training``: the config's ``training:`` section)."""
     from datasets import Dataset
     from peft import LoraConfig
     from trl import RewardConfig, RewardTrainer
 
-    from thai_grpo.core.io import atomic_directory
+    from thai_grpo.core.io import atomic_directory, read_appended_jsonl
+    from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
     from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable, weights_dtype
-    from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
-                                           trainer_args)
+    from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback,
+                                           scale_float16_losses_on_cpu, seed_everything, trainer_args)
+
+    training = training or {}
 
     check_pairs(pairs)
     seed_everything(seed)
@@ -153,23 +157,34 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
         with atomic_directory(out_dir) as tmp:
             model.save_pretrained(tmp, safe_serialization=True)
         return {"pairs": 0, "steps": [], "parameters": count_parameters(model), "args": args,
-                "lora": reward_lora(lora), "labels": labels, "skipped": NO_PAIRS, "weights_dtype": weights_dtype(model)}
+                "lora": reward_lora(lora), "labels": labels, "skipped": NO_PAIRS, "weights_dtype": weights_dtype(model),
+                **update_counts([])}
     tokenizer = load_tokenizer(base_dir)
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
-    config = RewardConfig(**trainer_args(args, checkpoint_dir, seed))
+    config = RewardConfig(**trainer_args(args, checkpoint_dir, seed, dtype, training))
+    resume_from = last_checkpoint(checkpoint_dir)
+    updates_path = Path(checkpoint_dir) / UPDATES_FILE
+    if resume_from is None:
+        updates_path.unlink(missing_ok=True)
+    updates = update_counter(updates_path, "reward_model", training.get("max_lost_update_share", 0.0))
     # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
     # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
     trainer = RewardTrainer(model=load_reward_base(base_dir, dtype), args=config,
                             train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                             peft_config=LoraConfig(**reward_lora(lora)),
-                            callbacks=[progress_callback(Path(checkpoint_dir).name)])
+                            callbacks=[updates, progress_callback(Path(checkpoint_dir).name)])
     upcast_trainable(trainer.model)
-    trainer.train(resume_from_checkpoint=last_checkpoint(checkpoint_dir))
+    updates.watch(trainer)
+    scale_float16_losses_on_cpu(trainer)
+    trainer.train(resume_from_checkpoint=resume_from)
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
+    done = read_appended_jsonl(updates_path)
+    flags = {record["step"]: {k: v for k, v in record.items() if k != "step"} for record in done}
     clear_checkpoints(checkpoint_dir)
-    steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log}}
+    steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log},
+              **flags.get(log["step"], {})}
              for log in trainer.state.log_history if "loss" in log]  # a resumed run's history holds the earlier steps
     return {"pairs": len(pairs), "steps": steps, "parameters": count_parameters(trainer.model), "args": args,
             "resolved_args": trainer.args.to_dict(), "lora": reward_lora(lora), "labels": labels,
-            "weights_dtype": weights_dtype(trainer.model)}
+            "weights_dtype": weights_dtype(trainer.model), **update_counts(done)}

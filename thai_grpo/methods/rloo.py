@@ -16,8 +16,6 @@ The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.me
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
 from thai_grpo.core.config import inherited_args
@@ -45,19 +43,16 @@ def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tu
     return {**kept, **(overrides or {})}, dropped
 
 
-def train_rloo(base_dir: str | Path, adapter_dir: str | Path, rows: list[dict], grpo_args: dict,
-               reward_names: list[str], system_prompt: str, out_dir: str | Path, checkpoint_dir: str | Path,
-               seed: int, overrides: dict | None = None, dtype: str = "auto") -> dict:
-    """Run RLOO from the SFT adapter with the GRPO section's shared settings; save the adapter; return steps."""
+def train(spec) -> dict:
+    """Run RLOO from the SFT adapter with the GRPO section's shared settings (``spec``: ``thai_grpo.methods.RunSpec``,
+    its plan's ``rloo:`` overrides on top); save the adapter; return steps."""
     import dataclasses
 
     from trl import RLOOConfig, RLOOTrainer
 
     from thai_grpo.methods.grpo import train_with_rollouts
 
-    args, dropped = rloo_args(grpo_args, {f.name for f in dataclasses.fields(RLOOConfig)}, overrides)
+    args, dropped = rloo_args(spec.plan["grpo"], {f.name for f in dataclasses.fields(RLOOConfig)}, spec.plan["rloo"])
     print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)
-    result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, base_dir, adapter_dir, rows, reward_names,
-                                 system_prompt, out_dir, checkpoint_dir, seed, KL_NOTE,
-                                 advantages=leave_one_out_advantages, dtype=dtype)
+    result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, spec, KL_NOTE, advantages=leave_one_out_advantages)
     return {"method": "rloo", **result, "dropped_grpo_fields": dropped}

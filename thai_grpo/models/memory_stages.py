@@ -2,8 +2,9 @@
 them in (``Precision``), with the verdict against a 16 GB T4; and the sizes a job chooses from them.
 
 Sized to the card: ``eval.batch_size``, ``passk.batch_size`` and ``ppo.chunk_floats`` may be ``auto``, chosen by a job
-from its GPU's total memory (``sampling_sizes``, ``ppo_chunk_floats_for_card``: the largest sizes whose stages this
-plan fits on the card); a CPU job sizes as a T4 would. A size changes how much work one call does, never a sample
+from the memory it may have of its GPU (``card_gib_of``: free memory, and its share when jobs share the card;
+``sampling_sizes``, ``ppo_chunk_floats_for_card``: the largest sizes whose stages this plan fits in it); a CPU job
+sizes as a T4 would. A size changes how much work one call does, never a sample
 (``thai_grpo.models.sampling``). The whole real-config run's plan is in ``thai_grpo_tools.stage_plans``.
 """
 
@@ -17,9 +18,10 @@ from thai_grpo.models.memory_plan import (
     saved_per_token_layer,
 )
 
-# What a 16 GB T4 leaves to tensors: 15.1 GiB visible to CUDA, ~0.5 GiB for the CUDA context and kernels, ~1 GiB of
-# allocator slack (fragmentation): a stage "fits" when its predicted peak is within CARD_GIB - RESERVE_GIB.
-CARD_GIB, RESERVE_GIB = 15.1, 1.5
+# What a 16 GB T4 leaves to tensors: torch reports 14.75 GiB of total memory (torch.cuda.get_device_properties and
+# mem_get_info on a T4), less ~0.5 GiB for the CUDA context and kernels and ~1 GiB of allocator slack: a stage "fits"
+# when its predicted peak is within CARD_GIB - RESERVE_GIB.
+CARD_GIB, RESERVE_GIB = 14.75, 1.5
 AUTO = "auto"
 PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
 
@@ -147,18 +149,29 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
     return 2 ** power
 
 
+def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
+    """What one job may size itself for on a card of ``total_gib``: what is free on it now, and no more than its share
+    when ``jobs_per_card`` jobs share the card (jobs that start together each see the whole card free)."""
+    return min(free_gib, total_gib / max(1, jobs_per_card))
+
+
 def card_gib_of(device) -> float | None:
-    """The total memory (GiB) of ``device`` when it is a CUDA GPU, else None."""
+    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``: ``torch.cuda.mem_get_info``'s
+    free and total memory, the card shared by ``accelerators.jobs_per_gpu()`` jobs), else None."""
     import torch
+
+    from thai_grpo.core.accelerators import jobs_per_gpu
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
-    return torch.cuda.get_device_properties(device).total_memory / GIB
+    free, total = torch.cuda.mem_get_info(device)
+    return memory_for_job(free / GIB, total / GIB, jobs_per_gpu())
 
 
 def sizing_gib(device) -> float:
-    """The card memory a job sizes ``auto`` for: its GPU's, or a T4's on a CPU (the smallest card planned)."""
+    """The card memory a job sizes ``auto`` for: what it may have of its GPU (``card_gib_of``), or a T4's on a CPU (the
+    smallest card planned)."""
     return card_gib_of(device) or CARD_GIB
 
 
@@ -182,8 +195,8 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
     else:
         raise ValueError(f"batch_size={requested!r}: use a positive integer or auto (sized to the GPU's memory)")
     return {"batch_size": batch, "requested": requested, "sequences_per_call": batch * num_samples,
-            "problems": problems, "card_gib": None if card is None else round(card, 1),
-            "sized_for": "the GPU" if card else "a CPU (sized as a T4 when auto)"}
+            "problems": problems, "card_gib": None if card is None else round(card, 2),
+            "sized_for": "this job's share of the GPU" if card else "a CPU (sized as a T4 when auto)"}
 
 
 def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,

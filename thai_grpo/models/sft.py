@@ -24,12 +24,12 @@ def _train_resumably(trainer, checkpoint_dir: Path):
 
 
 def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoint_dir: Path, seed: int,
-                     peft_config=None):
+                     dtype: str, peft_config=None):
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     seed_everything(seed)
-    config = SFTConfig(**trainer_args(args, checkpoint_dir, seed))
+    config = SFTConfig(**trainer_args(args, checkpoint_dir, seed, dtype))
     trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(records),
                          processing_class=tokenizer, peft_config=peft_config,
                          callbacks=[progress_callback(checkpoint_dir.name)])
@@ -66,7 +66,8 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
     seed_everything(seed)
     model = build_tiny_qwen3(tokenizer, seed=seed, **architecture)
     checkpoint_dir = Path(checkpoint_dir)
-    trainer = Trainer(model=model, args=TrainingArguments(**trainer_args(args, checkpoint_dir, seed)),
+    # the model is built in float32: trained in float32 (no autocast), whatever the machine
+    trainer = Trainer(model=model, args=TrainingArguments(**trainer_args(args, checkpoint_dir, seed, "float32")),
                       train_dataset=dataset, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
                       callbacks=[progress_callback(checkpoint_dir.name)])
     _train_resumably(trainer, checkpoint_dir)
@@ -87,7 +88,7 @@ def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, arg
 
     tokenizer = load_tokenizer(base_dir)
     model = load_base_model(base_dir, dtype)
-    trainer = _run_sft_trainer(model, tokenizer, records, args, Path(checkpoint_dir), seed,
+    trainer = _run_sft_trainer(model, tokenizer, records, args, Path(checkpoint_dir), seed, dtype,
                                peft_config=LoraConfig(task_type="CAUSAL_LM", **lora))
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)

@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
+
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
 CPU_SAFE_DEFAULTS = {
     "report_to": "none",
@@ -23,22 +25,52 @@ CPU_SAFE_DEFAULTS = {
 }
 
 
-def precision_flags() -> dict:
-    """TRL's precision fields for this machine, from ``accelerators.precision_summary``: fp32 on CPU
-    (``use_cpu``), fp16 mixed precision before Ampere (T4), bf16 from Ampere on."""
-    from thai_grpo.core.accelerators import current_capability, precision_summary
+def precision_flags(dtype: str = "auto") -> dict:
+    """TRL's precision fields from the dtype of the frozen weights (``base.dtype``, ``auto`` resolved on this machine:
+    ``loading.resolved_dtype_name``), so that one stage runs one precision: ``fp16`` for float16 (float16 autocast and
+    a loss scaler, a T4's path), ``bf16`` for bfloat16, neither for float32; and ``use_cpu`` on a CPU."""
+    from thai_grpo.core.accelerators import current_capability
+    from thai_grpo.models.loading import resolved_dtype_name
 
-    summary = precision_summary(current_capability())
-    flags = {"bf16": summary["bf16"], "fp16": summary["fp16"]}
-    return {"use_cpu": True, **flags} if summary["use_cpu"] else flags
+    name = resolved_dtype_name(dtype)
+    flags = {"fp16": name == "float16", "bf16": name == "bfloat16"}
+    return {"use_cpu": True, **flags} if current_capability() is None else flags
 
 
-def trainer_args(user_args: dict, output_dir: str | Path, seed: int) -> dict:
-    """Our defaults, the machine's precision, then the user's section (TRL field names), then paths and seed."""
-    args = {**CPU_SAFE_DEFAULTS, **precision_flags(), **user_args}
+def scale_float16_losses_on_cpu(trainer) -> None:
+    """Give a CPU trainer with ``fp16=True`` what a T4 gives it: float16 autocast and torch's loss scaler (which runs on
+    a CPU too). accelerate keeps its fp16 path for GPUs and on a CPU silently runs neither, so without this a float16
+    rehearsal on a CPU would never scale a loss nor skip an overflowing step. Call it before ``train()`` (accelerate
+    wraps the model's forward and the optimizer then). Elsewhere a no-op."""
+    import torch
+
+    accelerator = trainer.accelerator
+    if trainer.args.fp16 and accelerator.device.type == "cpu" and accelerator.scaler is None:
+        accelerator.native_amp = True
+        accelerator.scaler = torch.amp.GradScaler("cpu")
+
+
+def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str = "auto",
+                 training: dict | None = None) -> dict:
+    """Our defaults, then the user's section (TRL field names), then the precision of the frozen weights' ``dtype``
+    (``precision_flags``: the config check refuses a section whose own fp16/bf16 disagree), the tracker of the
+    config's ``training.report_to`` (none by default), paths and seed."""
+    args = {**CPU_SAFE_DEFAULTS, **user_args, **precision_flags(dtype)}
     for ours in ("num_processes", "reference"):  # ours, not TRL's: thai_grpo.core.config.OURS
         args.pop(ours, None)
+    report_to = (training or {}).get("report_to", "none")
+    if report_to != "none":
+        args.update(report_to=report_to, run_name=Path(output_dir).name, project=TRACKING_PROJECT)
+        if report_to == "tensorboard":  # transformers' TensorBoard callback reads its folder from the environment only
+            os.environ["TENSORBOARD_LOGGING_DIR"] = str(tracking_dir(output_dir))
     return {**args, "output_dir": str(output_dir), "seed": seed, "data_seed": seed}
+
+
+def tracking_dir(checkpoint_dir: str | Path) -> Path:
+    """Where a run's tracker writes on this disk (TensorBoard's event files): ``results/tracking/<run>`` for the
+    checkpoints of ``results/checkpoints/<run>``, kept when the checkpoints go."""
+    checkpoint_dir = Path(checkpoint_dir)
+    return checkpoint_dir.parent.parent / "tracking" / checkpoint_dir.name
 
 
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:

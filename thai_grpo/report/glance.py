@@ -97,9 +97,9 @@ def headline(results: dict) -> dict | None:
 
 def _flags(name: str, health: dict | None) -> dict:
     health = health or {}
-    return {"name": name, "truncation": bool(health.get("truncation_failed")),
-            "hacking": bool(health.get("hacking_suspect")),
-            "flagged": bool(health.get("truncation_failed") or health.get("hacking_suspect"))}
+    flags = {"truncation": bool(health.get("truncation_failed")), "hacking": bool(health.get("hacking_suspect")),
+             "updates": bool(health.get("updates_lost"))}
+    return {"name": name, **flags, "flagged": any(flags.values())}
 
 
 def _has_rollouts(run: dict) -> bool:
@@ -108,13 +108,19 @@ def _has_rollouts(run: dict) -> bool:
 
 
 def health_summary(results: dict, main_health: dict) -> dict:
-    """The training-health flags (truncation, reward hacking; ``methods.health.training_health``) of the main run
-    (``train``, GRPO) and of every other compared model that sampled its own completions while training
-    (``runs[model].health``): ``main``, ``others`` (each run's flags) and ``flagged`` (the others with a flag up)."""
+    """The training-health flags (truncation, reward hacking, lost updates; ``methods.health.training_health``) of the
+    main run
+    (``train``, GRPO), of every other compared model that sampled its own completions while training or lost updates
+    (``runs[model].health``), and of PPO's reward model where it lost updates (``run.updates``): ``main``, ``others``
+    (each run's flags) and ``flagged`` (the others with a flag up)."""
     names, runs = model_names(results), results.get("runs") or {}
     main = (results.get("train") or {}).get("variant") or "grpo"
-    others = [_flags(names[m], runs[m].get("health")) for m in names
-              if m != main and m in runs and _has_rollouts(runs[m])]
+    checked = [m for m in names if m != main and m in runs
+               and (_has_rollouts(runs[m]) or (runs[m].get("health") or {}).get("updates_lost"))]
+    others = [_flags(names[m], runs[m].get("health")) for m in checked]
+    reward_model = ((results.get("run") or {}).get("updates") or {}).get("reward_model") or {}
+    if any(reward_model.values()):  # PPO's reward model: a training stage without a row of its own
+        others.append(_flags("PPO's reward model", {"updates_lost": True}))
     flagged = [o for o in others if o["flagged"]]
     return {"main": _flags(names.get(main, main), main_health), "others": others, "flagged": flagged}
 

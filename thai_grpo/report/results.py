@@ -76,21 +76,39 @@ def run_device(trains: dict) -> dict:
             "source": "from the precision each trainer recorded in its arguments"}
 
 
+def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
+    """Per training stage (its benchmark name), the optimizer updates float16's loss scaler skipped and those made from
+    non-finite gradients, as it recorded them (``thai_grpo.methods.updates``); a stage that recorded none is left
+    out."""
+    from thai_grpo.methods.updates import COUNTS
+
+    recorded = {f"train-{run}": train for run, train in trains.items()}
+    recorded["reward_model"] = reward_model_train or {}
+    return {stage: {key: record[key] for key in COUNTS} for stage, record in recorded.items()
+            if all(key in record for key in COUNTS)}
+
+
 def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_model: dict | None = None,
                  kl_real: dict | None = None, reward_model_train: dict | None = None,
-                 extra_sets: dict | None = None) -> dict[str, str]:
-    """Per stage (its benchmark name), the dtype its model's weights were really loaded in, as each stage recorded it:
-    a training stage its frozen base (``weights_dtype`` in train.json, ``base.dtype``), an evaluation stage the model it
-    scored (``dtype`` in its output, ``eval.dtype``). A stage that recorded none is left out."""
-    recorded = {f"train-{run}": train.get("weights_dtype") for run, train in trains.items()}
-    recorded["reward_model"] = (reward_model_train or {}).get("weights_dtype")
-    recorded.update({f"sample-{model}": score.get("dtype") for model, score in scores.items()})
+                 extra_sets: dict | None = None) -> dict[str, dict]:
+    """Per stage (its benchmark name), the precision it really ran in, as each stage recorded it: ``dtype``, the dtype
+    its model's weights were loaded in (a training stage its frozen base: ``weights_dtype`` in train.json,
+    ``base.dtype``; an evaluation stage the model it scored: ``dtype`` in its output, ``eval.dtype``), and for an
+    evaluation stage the ``device`` it ran on and its float32 ``matmul_precision`` (``highest``: TF32 off). A stage
+    that recorded no dtype is left out."""
+    def evaluation(record: dict | None) -> dict:
+        record = record or {}
+        return {key: record[key] for key in ("dtype", "device", "matmul_precision") if record.get(key) is not None}
+
+    recorded = {f"train-{run}": {"dtype": train.get("weights_dtype")} for run, train in trains.items()}
+    recorded["reward_model"] = {"dtype": (reward_model_train or {}).get("weights_dtype")}
+    recorded.update({f"sample-{model}": evaluation(score) for model, score in scores.items()})
     for name, extra in (extra_sets or {}).items():
-        recorded.update({f"sample_extra-{name}-{model}": score.get("dtype")
+        recorded.update({f"sample_extra-{name}-{model}": evaluation(score)
                          for model, score in extra.get("scores", {}).items()})
-    recorded.update({"preference_pairs": (pairs or {}).get("dtype"), "token_logprobs": (kl_real or {}).get("dtype"),
-                     "reward_model_accuracy": (reward_model or {}).get("dtype")})
-    return {stage: dtype for stage, dtype in recorded.items() if dtype is not None}
+    recorded.update({"preference_pairs": evaluation(pairs), "token_logprobs": evaluation(kl_real),
+                     "reward_model_accuracy": evaluation(reward_model)})
+    return {stage: record for stage, record in recorded.items() if record.get("dtype") is not None}
 
 
 def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
@@ -404,6 +422,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
             "versions": package_versions(),
             "device": run_device(trains),
             "stage_dtypes": stage_dtypes(trains, scores, pairs, reward_model, kl_real, reward_model_train, extra_sets),
+            "updates": stage_updates(trains, reward_model_train),
             "sizes": run_sizes(sizes or {}, trains, pairs),
             "data": {"source": config["data"]["source"], **split_stats},
             "model": {"base": config["base"].get("name_or_path") or "tiny Qwen3 trained from scratch"

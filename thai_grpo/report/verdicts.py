@@ -113,7 +113,7 @@ def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT"
 def health_verdict(health: dict) -> str:
     """'no health flag raised' or the flags' own messages."""
     messages = health.get("messages") or []
-    return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking)."
+    return " ".join(messages) if messages else "No run-health flag was raised (truncation, reward hacking, lost updates)."
 
 
 def kl_takeaway(summary: dict) -> dict:

@@ -1,0 +1,109 @@
+"""Every optimizer update counted: the steps float16's loss scaler skipped and the steps whose gradients were not finite.
+
+With float16 (a T4: ``fp16=True``) a loss scaler multiplies the loss before the backward pass and skips, silently, an
+optimizer step whose gradients overflowed, halving its scale; Qwen3's float16 gradients are known to go non-finite.
+Without a scaler (bfloat16, float32) a non-finite gradient is applied and ruins the weights. Either way a run makes
+fewer good updates than its schedule says. So every training stage (GRPO and its variants, DPO, the reward model, PPO)
+records per step ``optimizer_step_skipped`` and ``nonfinite_grad``, and per run ``optimizer_steps_skipped`` and
+``nonfinite_grad_steps``. A step that was skipped or whose gradients were not finite is a *lost update*; a stage whose
+lost updates exceed ``training.max_lost_update_share`` of its steps (0 by default: any) stops with one line naming
+the run and the count, keeping its checkpoints.
+
+TRL's trainers are counted by a callback (``update_counter``) that writes one line per optimizer step to
+``updates.jsonl`` beside the checkpoints (whatever ``logging_steps`` is; a resumed run keeps the lines of the steps it
+keeps, ``thai_grpo.methods.grpo.start_step_log``); PPO, whose loop is ours, counts in its loop (``scaler_skipped``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from thai_grpo.core.io import read_appended_jsonl
+
+UPDATES_FILE = "updates.jsonl"
+COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps")
+
+
+class LostUpdates(SystemExit):
+    """A training stage stopped because too many of its updates were lost: its message is the one line to show
+    (a SystemExit: the job ends with it, without a traceback, and the checkpoints stay for a resume)."""
+
+
+def gradients_finite(parameters) -> bool:
+    """Whether every gradient of ``parameters`` (those that have one) is finite."""
+    import torch
+
+    grads = [p.grad for p in parameters if p.grad is not None]
+    return bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()) if grads else True
+
+
+def scaler_skipped(scale_before: float, scaler) -> bool:
+    """Whether ``scaler.step`` skipped the optimizer step: an enabled ``GradScaler`` lowers its scale after a step
+    whose gradients overflowed, and only then (torch's rule, which accelerate reads as ``step_was_skipped``)."""
+    return bool(scaler.is_enabled()) and scaler.get_scale() < scale_before
+
+
+def update_record(step: int, skipped: bool, finite: bool) -> dict:
+    return {"step": step, "optimizer_step_skipped": bool(skipped), "nonfinite_grad": not finite}
+
+
+def update_counts(records: list[dict]) -> dict:
+    """``optimizer_steps_skipped`` and ``nonfinite_grad_steps`` of a run's per-step records."""
+    return {"optimizer_steps_skipped": sum(bool(r.get("optimizer_step_skipped")) for r in records),
+            "nonfinite_grad_steps": sum(bool(r.get("nonfinite_grad")) for r in records)}
+
+
+def lost_updates(records: list[dict]) -> int:
+    """Steps whose update was skipped or made from non-finite gradients."""
+    return sum(bool(r.get("optimizer_step_skipped") or r.get("nonfinite_grad")) for r in records)
+
+
+def check_lost_updates(run: str, records: list[dict], total_steps: int, max_share: float) -> None:
+    """Stop (``LostUpdates``, one line) once the lost updates of ``records`` exceed ``max_share`` of the run's
+    ``total_steps``: they can only grow, so a run past the bound is stopped as soon as it gets there."""
+    lost = lost_updates(records)
+    if lost > max_share * max(total_steps, 1):
+        counts = update_counts(records)
+        raise LostUpdates(
+            f"{run}: {lost} of {total_steps} optimizer updates lost by step {records[-1]['step']} "
+            f"({counts['optimizer_steps_skipped']} skipped by the float16 loss scaler, {counts['nonfinite_grad_steps']} "
+            f"with non-finite gradients), more than training.max_lost_update_share={max_share:g} allows: the "
+            "checkpoints are kept; use bfloat16 (base.dtype) on a GPU that has it, lower the learning rate, or raise "
+            "the share and rerun to resume")
+
+
+def update_counter(path: str | Path, run: str, max_share: float):
+    """A TrainerCallback for TRL's trainers: before each optimizer step it checks the trainable parameters' gradients
+    (unscaled and clipped by then) and reads the loss scale, after it asks the trainer's loss scaler whether it skipped
+    the step (``scaler_skipped``; not accelerate's ``optimizer_step_was_skipped``, which misses the skip of a fused
+    AdamW, transformers' default: GradScaler then calls its ``step`` and the optimizer skips inside); one line per step
+    in ``path``, and ``last`` for the step logger of that step. Stops the run once ``check_lost_updates`` says so. Give
+    it the trainer with ``watch`` once the trainer exists (callbacks are handed no accelerator)."""
+    from transformers import TrainerCallback
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+
+    class UpdateCounter(TrainerCallback):
+        last: dict = {}
+        finite, scale_before, accelerator = True, 1.0, None
+
+        def watch(self, trainer):
+            self.accelerator = trainer.accelerator
+            return trainer
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            self.finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
+            scaler = self.accelerator.scaler
+            self.scale_before = scaler.get_scale() if scaler is not None and scaler.is_enabled() else 1.0
+
+        def on_step_end(self, args, state, control, **kwargs):
+            scaler = self.accelerator.scaler
+            skipped = scaler is not None and scaler_skipped(self.scale_before, scaler)
+            self.last = update_record(state.global_step, skipped, self.finite)
+            with open(path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(self.last) + "\n")
+            check_lost_updates(run, read_appended_jsonl(path), state.max_steps, max_share)
+
+    return UpdateCounter()
