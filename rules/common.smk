@@ -6,7 +6,7 @@ import sys
 
 from snakemake.utils import validate
 
-from thai_grpo.core.accelerators import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
+from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
 from thai_grpo.core.config import (
     ConfigError,
     check_config,
@@ -16,7 +16,7 @@ from thai_grpo.core.config import (
     passk_settings,
     settings_fingerprint,
 )
-from thai_grpo.core.scheduling import (
+from thai_grpo.jobs.scheduling import (
     CHAIN_TRAINING,
     HEADLINE_SCORING,
     JOB_THREADS,
@@ -35,9 +35,9 @@ from thai_grpo.core.seeds import (
     run_pattern,
     seed_runs,
 )
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 from thai_grpo.methods import check_method_fields, variant_plan
-from thai_grpo.methods.ppo import ppo_settings
+from thai_grpo.methods.settings import ppo_settings
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
@@ -50,7 +50,7 @@ except ConfigError as error:
     sys.exit(f"config error: {error}")
 
 # How many model jobs share one card (`--resources gpu=K` over the GPUs present): each sizes its `auto` batches to its
-# share (thai_grpo.models.memory_stages.card_gib_of). Local jobs inherit this process's environment.
+# share (thai_grpo.jobs.memory_stages.card_gib_of). Local jobs inherit this process's environment.
 os.environ.setdefault(
     JOBS_PER_GPU_ENV,
     str(jobs_per_card(getattr(workflow.global_resources.get("gpu"), "value", None), local_gpu_count())),
@@ -85,14 +85,14 @@ SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFA
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
 # Every evaluation stage's precision (eval.dtype); every training stage loads its frozen weights in base.dtype.
-EVAL_DTYPE = config["eval"].get("dtype", "float32")
-TRAIN_DTYPE = config["base"].get("dtype", "float32")
+EVAL_DTYPE = config["eval"]["dtype"]
+TRAIN_DTYPE = config["base"]["dtype"]
 # The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
 PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
-# Threads and priorities (thai_grpo.core.scheduling): every training and sampling job takes one thread; the
+# Threads and priorities (thai_grpo.jobs.scheduling): every training and sampling job takes one thread; the
 # headline's jobs outrank the rest, then the preference pairs -> reward model -> PPO chain (the run's longest). They
 # change no number.
 
@@ -102,10 +102,10 @@ def training_temperature(variant):
     for DPO the preference pairs' (grpo's: rule preference_pairs)."""
     plan = variant_plan(config, variant)
     if plan["method"] == "ppo":
-        return ppo_settings(plan["grpo"], plan["ppo"]).temperature
+        return ppo_settings(plan["grpo_args"], plan["ppo"]).temperature
     if plan["method"] == "dpo":
-        return config["grpo"].get("temperature", 1.0)
-    return plan["grpo"].get("temperature", 1.0)
+        return config["grpo"]["temperature"]
+    return plan["grpo_args"]["temperature"]
 
 
 # Every model is scored at eval.temperature; a variant trained at another temperature (the temp0.3 pitfall) is

@@ -30,12 +30,12 @@ rule preference_pairs:
         # GRPO's rollout settings, a real dependency: DPO ranks the same kind of samples GRPO starts from (n =
         # num_generations), so these three grpo knobs rerun the pairs, and with them DPO and PPO's reward model.
         sampling={
-            "num_samples": config["grpo"].get("num_generations", 8),
-            "temperature": config["grpo"].get("temperature", 1.0),
-            "max_new_tokens": config["grpo"].get("max_completion_length", 256),
+            "num_samples": config["grpo"]["num_generations"],
+            "temperature": config["grpo"]["temperature"],
+            "max_new_tokens": config["grpo"]["max_completion_length"],
             "batch_size": config["eval"]["batch_size"],
             "seed": config["seed"],
-            "chat_template_kwargs": config["eval"].get("chat_template_kwargs", {}),
+            "chat_template_kwargs": config["eval"]["chat_template_kwargs"],
         },
         dtype=EVAL_DTYPE,  # the SFT policy samples as the evaluation does
         system_prompt=SYSTEM,

@@ -4,8 +4,9 @@
 import sys
 from pathlib import Path
 
-from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.core.machine import jobs_ran_on, stage_logs
+from thai_grpo.core.io import read_json, write_json
+from thai_grpo.jobs.job import log_to
+from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
 from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.hacking import summarise_hacking_chains

@@ -1,7 +1,8 @@
 """The reward-hacking experiment's numbers: results/hacking/results.json (thai_grpo_studies.hacking)."""
 
-from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.core.machine import jobs_ran_on, stage_logs
+from thai_grpo.core.io import read_json, write_json
+from thai_grpo.jobs.job import log_to
+from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
 from thai_grpo_studies.hacking import hacking_results
 from thai_grpo.report.results import benchmark_seconds
 

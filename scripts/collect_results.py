@@ -1,10 +1,11 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
-from thai_grpo.core.io import end_job, log_to, read_json, write_json
+from thai_grpo.core.io import read_json, write_json
+from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
-from thai_grpo.core.machine import commit_of, jobs_ran_on, stage_logs
+from thai_grpo.jobs.machine import commit_of, jobs_ran_on, stage_logs
 from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
 
 log_to(snakemake.log[0])
@@ -35,7 +36,7 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    reward_model_train=reward_model_train)
 # The checkout's commit when the numbers were collected (make compare names each run by it).
 results["run"]["commit"] = commit_of(".")
-# The CPUs and commits the jobs timed in this run card ran on, from their logs (thai_grpo.core.machine).
+# The CPUs and commits the jobs timed in this run card ran on, from their logs (thai_grpo.jobs.machine).
 results["run"]["jobs_ran_on"] = jobs_ran_on(stage_logs(params.benchmarks, results["run"]["benchmarks"]))
 write_json(snakemake.output.results, results)
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -1,7 +1,7 @@
 """Stage 3 (real run): fetch a base model or an adapter at a pinned revision (or copy a local folder)."""
 
 from thai_grpo.core.hub import fetch_model
-from thai_grpo.core.io import log_to
+from thai_grpo.jobs.job import log_to
 
 log_to(snakemake.log[0])
 spec = snakemake.params.spec

@@ -1,7 +1,8 @@
 """Stage 5b: a second held-out set (eval.extra_sets, e.g. MGSM Thai) as held-out rows, without the problems a
 training set holds (dropped and counted in its stats)."""
 
-from thai_grpo.core.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import read_jsonl, write_json, write_jsonl
+from thai_grpo.jobs.job import log_to
 from thai_grpo.data.problems import extra_heldout_rows, extra_set_source, load_source_dataset
 
 log_to(snakemake.log[0])

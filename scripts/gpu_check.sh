@@ -4,9 +4,9 @@
 #      machine's own CUDA torch (PYTHON, default python3) in .venv-gpu, a venv that sees it, with every other pinned
 #      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/). The first line
 #      says which torch is measured (version, CUDA build), and that it is not .venv's where it fell back;
-#   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.core.accelerators);
+#   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.jobs.devices);
 #   3. Qwen3-0.6B at full size through every stage of the chapter's comparison at the chapter's batch sizes and lengths,
-#      `auto` sizes as this card chooses them, one optimizer step each (scripts/rehearse_full.py --preset chapter):
+#      `auto` sizes as this card chooses them, one optimizer step each (tools/rehearse_full.py --preset chapter):
 #      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
 #      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
 #      once in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM
@@ -70,7 +70,7 @@ cd "$REPO"
 CAPABILITY="$("$PY" - <<'PYEOF'
 import sys
 import torch
-from thai_grpo.core.accelerators import precision_summary
+from thai_grpo.jobs.devices import precision_summary
 capability = torch.cuda.get_device_capability(0)
 locked = next(line.split("==")[1].strip() for line in open("requirements.txt") if line.startswith("torch=="))
 print(f"torch {torch.__version__} (the lock pins {locked}), CUDA {torch.version.cuda}, {torch.cuda.device_count()} "
@@ -91,7 +91,7 @@ VLLM=()
 status=0
 for dtype in $DTYPES; do
   echo "gpu_check: every stage at the chapter's sizes, $dtype"
-  "$PY" scripts/rehearse_full.py --device cuda --preset chapter --dtype "$dtype" --out "$OUT/$dtype" \
+  "$PY" tools/rehearse_full.py --device cuda --preset chapter --dtype "$dtype" --out "$OUT/$dtype" \
     --work "$OUT/work" --timeout "$STAGE_TIMEOUT" ${VLLM[@]+"${VLLM[@]}"} || status=1
 done
 echo "gpu_check: done; tables in $OUT/*/rehearse.md"

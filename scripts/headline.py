@@ -1,6 +1,7 @@
 """The headline (thai_grpo.report.headline): SFT vs GRPO, written and announced before the other methods finish."""
 
-from thai_grpo.core.io import log_to, progress, read_json, write_json
+from thai_grpo.core.io import progress, read_json, write_json
+from thai_grpo.jobs.job import log_to
 from thai_grpo.report.headline import headline, headline_line
 
 log_to(snakemake.log[0])

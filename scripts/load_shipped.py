@@ -6,7 +6,8 @@ import sys
 from thai_grpo.core import shipped
 from thai_grpo.core.config import ConfigError
 from thai_grpo.core.hub import fetch_model
-from thai_grpo.core.io import log_to, progress, read_jsonl
+from thai_grpo.core.io import progress, read_jsonl
+from thai_grpo.jobs.job import log_to
 
 log_to(snakemake.log[0])
 folder, part = snakemake.params.shipped, snakemake.params.part

@@ -1,6 +1,7 @@
 """Stage 1: the source rows in the real dataset's schema (synthetic offline, hub or local otherwise)."""
 
-from thai_grpo.core.io import log_to, write_jsonl
+from thai_grpo.core.io import write_jsonl
+from thai_grpo.jobs.job import log_to
 from thai_grpo.data.problems import DataSource, load_source_dataset
 from thai_grpo.data.synthetic import generate_problems
 

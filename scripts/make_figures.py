@@ -3,7 +3,8 @@
 import shutil
 from pathlib import Path
 
-from thai_grpo.core.io import end_job, log_to, read_json
+from thai_grpo.core.io import read_json
+from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.report.figures import draw_all
 
 log_to(snakemake.log[0])

@@ -1,6 +1,7 @@
 """The pitfalls report's figures: the report's own, then one per pitfall (thai_grpo_studies.pitfall_figures)."""
 
-from thai_grpo.core.io import end_job, log_to, read_json
+from thai_grpo.core.io import read_json
+from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.report.figures import draw_all
 from thai_grpo_studies.pitfall_figures import draw_pitfalls
 

@@ -2,33 +2,28 @@
 
 import torch
 
-from thai_grpo.core.accelerators import evaluation_precision, start_model_job
-from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.jobs.devices import evaluation_precision
+from thai_grpo.jobs.job import model_job
+from thai_grpo.jobs.memory_stages import sampling_sizes
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
-from thai_grpo.models.memory_plan import record_cuda_peak
-from thai_grpo.models.memory_stages import sampling_sizes
-from thai_grpo.models.training import set_threads
 
-log_to(snakemake.log[0])
-start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
-record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
-set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
-rows = read_jsonl(snakemake.input.train)
-sampling = snakemake.params.sampling
-model = load_for_evaluation(snakemake.input.base, snakemake.input.adapter, snakemake.params.dtype)  # eval.dtype
-if torch.cuda.is_available():
-    model = model.to("cuda")
-precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
-sizes = sampling_sizes(sampling["batch_size"], snakemake.input.base, sampling["num_samples"],
-                       sampling["max_new_tokens"], len(rows), model.device)  # auto: sized to this job's GPU
-sampling = {**sampling, "batch_size": sizes["batch_size"], "sizes": sizes}
-records = sample_training_problems(model, load_tokenizer(snakemake.input.base), rows,
-                                   snakemake.params.system_prompt, sampling["num_samples"],
-                                   sampling["max_new_tokens"], sampling["temperature"], sampling["batch_size"],
-                                   sampling["seed"], sampling["chat_template_kwargs"], progress=progress)
-pairs, stats = build_pairs(records, snakemake.params.system_prompt)
-print(stats)
-write_jsonl(snakemake.output.pairs, pairs)
-write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model), **precision})
-end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)
+with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
+    rows = read_jsonl(snakemake.input.train)
+    sampling = snakemake.params.sampling
+    model = load_for_evaluation(snakemake.input.base, snakemake.input.adapter, snakemake.params.dtype)  # eval.dtype
+    if torch.cuda.is_available():
+        model = model.to("cuda")
+    precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
+    sizes = sampling_sizes(sampling["batch_size"], snakemake.input.base, sampling["num_samples"],
+                           sampling["max_new_tokens"], len(rows), model.device)  # auto: sized to this job's GPU
+    sampling = {**sampling, "batch_size": sizes["batch_size"], "sizes": sizes}
+    records = sample_training_problems(model, load_tokenizer(snakemake.input.base), rows,
+                                       snakemake.params.system_prompt, sampling["num_samples"],
+                                       sampling["max_new_tokens"], sampling["temperature"], sampling["batch_size"],
+                                       sampling["seed"], sampling["chat_template_kwargs"], progress=progress)
+    pairs, stats = build_pairs(records, snakemake.params.system_prompt)
+    print(stats)
+    write_jsonl(snakemake.output.pairs, pairs)
+    write_json(snakemake.output.stats, {**stats, "sampling": sampling, "dtype": weights_dtype(model), **precision})

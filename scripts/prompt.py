@@ -17,7 +17,7 @@ from pathlib import Path
 from thai_grpo.core.config import eval_settings, load_config_files
 from thai_grpo.core.io import read_jsonl
 from thai_grpo.core.rewards import reward_breakdown
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 
 
 def adapter_of(results: Path, model: str) -> Path | None:

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from thai_grpo.core.io import atomic_write_text, log_to, read_json
+from thai_grpo.core.io import atomic_write_text, read_json
+from thai_grpo.jobs.job import log_to
 from thai_grpo_studies.hacking import render_hacking_report
 
 log_to(snakemake.log[0])

@@ -2,7 +2,8 @@
 
 from pathlib import Path
 
-from thai_grpo.core.io import log_to, read_json, read_jsonl
+from thai_grpo.core.io import read_json, read_jsonl
+from thai_grpo.jobs.job import log_to
 from thai_grpo.report.html import write_report
 from thai_grpo.report.results import add_studies, elapsed_seconds
 

@@ -4,41 +4,37 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 (thai_grpo.evaluation.vllm_sampling: same sampling parameters, same records).
 """
 
-from thai_grpo.core.accelerators import evaluation_precision, job_device, start_model_job
-from thai_grpo.core.io import end_job, log_to, progress, read_jsonl, write_json, write_jsonl
-from thai_grpo.models.memory_plan import record_cuda_peak
-from thai_grpo.models.memory_stages import sampling_sizes
-from thai_grpo.models.training import set_threads
+from thai_grpo.core.io import progress, read_jsonl, write_json, write_jsonl
+from thai_grpo.jobs.devices import evaluation_precision, job_device
+from thai_grpo.jobs.job import model_job
+from thai_grpo.jobs.memory_stages import sampling_sizes
 
-log_to(snakemake.log[0])
-start_model_job(snakemake.config)  # its own GPU, or the CPU (config `device`), or a one-line stop
-record_cuda_peak(snakemake.log[0])  # only under scripts/gpu_check.sh
-set_threads(snakemake.threads)  # the cores Snakemake gave this job: jobs may run side by side
-ev = snakemake.params.eval
-rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)
-# eval.batch_size / passk.batch_size: a number, or auto (the most the memory plan fits on this job's GPU)
-sizes = sampling_sizes(ev["batch_size"], snakemake.input.base, ev["num_samples"], ev["max_new_tokens"], len(rows),
-                       job_device())
-if ev.get("use_vllm", False):
-    from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
+with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
+    ev = snakemake.params.eval
+    rows = read_jsonl(snakemake.input.heldout)[:ev.get("problems")]  # the passk set: the first `problems` (None: all)
+    # eval.batch_size / passk.batch_size: a number, or auto (the most the memory plan fits on this job's GPU)
+    sizes = sampling_sizes(ev["batch_size"], snakemake.input.base, ev["num_samples"], ev["max_new_tokens"], len(rows),
+                           job_device())
+    if ev.get("use_vllm", False):
+        from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
-    sizes = {**sizes, "batch_size": None, "sequences_per_call": None, "note": "vLLM schedules its own batches"}
-    records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
-                                  snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype, progress=progress)
-    precision = evaluation_precision(records[0]["dtype"] if records else snakemake.params.dtype, job_device())
-else:
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
-    from thai_grpo.models.sampling import sample_heldout
+        sizes = {**sizes, "batch_size": None, "sequences_per_call": None, "note": "vLLM schedules its own batches"}
+        records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
+                                      snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype,
+                                      progress=progress)
+        precision = evaluation_precision(records[0]["dtype"] if records else snakemake.params.dtype, job_device())
+    else:
+        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
+        from thai_grpo.models.sampling import sample_heldout
 
-    # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, scripts/precision_probe.py)
-    model = load_for_evaluation(snakemake.input.base, snakemake.input.get("adapter"), snakemake.params.dtype)
-    model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
-    precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
-    tokenizer = load_tokenizer(snakemake.input.base)
-    records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
-                             ev["max_new_tokens"], ev["temperature"], sizes["batch_size"], ev["seed"],
-                             ev.get("chat_template_kwargs"), progress=progress)
-    records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
-write_jsonl(snakemake.output.samples, [{**record, **precision} for record in records])  # the scores copy them
-write_json(snakemake.output.sizes, {**sizes, **precision})
-end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)
+        # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, tools/precision_probe.py)
+        model = load_for_evaluation(snakemake.input.base, snakemake.input.get("adapter"), snakemake.params.dtype)
+        model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
+        precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop
+        tokenizer = load_tokenizer(snakemake.input.base)
+        records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
+                                 ev["max_new_tokens"], ev["temperature"], sizes["batch_size"], ev["seed"],
+                                 ev.get("chat_template_kwargs"), progress=progress)
+        records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
+    write_jsonl(snakemake.output.samples, [{**record, **precision} for record in records])  # the scores copy them
+    write_json(snakemake.output.sizes, {**sizes, **precision})

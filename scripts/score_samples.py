@@ -1,6 +1,7 @@
 """Stage 6: unbiased pass@k with Wilson and problem-level bootstrap intervals for one model."""
 
-from thai_grpo.core.io import log_to, read_jsonl, write_json
+from thai_grpo.core.io import read_jsonl, write_json
+from thai_grpo.jobs.job import log_to
 from thai_grpo.evaluation.scoring import score_model
 
 log_to(snakemake.log[0])

@@ -1,7 +1,8 @@
 """Seed study: results/seeds/results.json from every seed run's held-out scores (thai_grpo_studies.seed_stats)."""
 
-from thai_grpo.core.io import log_to, read_json, write_json
-from thai_grpo.core.machine import jobs_ran_on, stage_logs
+from thai_grpo.core.io import read_json, write_json
+from thai_grpo.jobs.job import log_to
+from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.results import benchmark_seconds
 from thai_grpo_studies.seed_stats import seed_costs, seed_study

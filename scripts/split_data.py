@@ -5,7 +5,8 @@ source rows, held-out and SFT cut from the rest (``chapter_split``); ``heldout_f
 parsed rows, held-out drawn first so that changing train_size never moves it, rows sharing a held-out skeleton set
 aside as ``reserved`` (``split_rows``)."""
 
-from thai_grpo.core.io import log_to, read_jsonl, write_json, write_jsonl
+from thai_grpo.core.io import read_jsonl, write_json, write_jsonl
+from thai_grpo.jobs.job import log_to
 from thai_grpo.data.problems import assert_no_leakage, chapter_split, deduplicate, normalize_rows, split_rows
 
 log_to(snakemake.log[0])

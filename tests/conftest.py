@@ -31,7 +31,8 @@ def synthetic_rows():
 
 @pytest.fixture(scope="session")
 def tiny_tokenizer(synthetic_rows):
-    from thai_grpo.data.problems import SYSTEM_PROMPT, sft_target
+    from thai_grpo.data.problems import sft_target
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.loading import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"

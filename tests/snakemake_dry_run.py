@@ -137,8 +137,8 @@ def fake_nvidia_smi(folder: Path, gpus: int) -> dict:
 
 
 def model_rules(rules: dict) -> set[str]:
-    """The rules whose job runs torch on a model: their script sets torch's threads to the rule's
-    (``set_threads(snakemake.threads)``, thai_grpo.models.training), which every model stage does first and no other
-    script does; local rules (downloads on a cluster's login node) excepted."""
+    """The rules whose job runs torch on a model: their script runs inside ``with model_job(snakemake)``
+    (thai_grpo.jobs.job: its own GPU or the CPU, torch's threads set to the rule's), which every model stage does and
+    no other script does; local rules (downloads on a cluster's login node) excepted."""
     return {name for name, rule in rules.items() if rule["script"] and not rule["local"]
-            and "set_threads(snakemake.threads)" in Path(rule["script"]).read_text(encoding="utf-8")}
+            and "with model_job(snakemake)" in Path(rule["script"]).read_text(encoding="utf-8")}

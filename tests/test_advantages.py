@@ -1,4 +1,5 @@
-"""Tests for thai_grpo.methods.advantages against the SPEC example and a brute-force statistics.stdev reference."""
+"""Group advantages (thai_grpo.methods.objective, called with numpy arrays as the metrics and figures call it) against
+the SPEC example and a brute-force statistics.stdev reference."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from thai_grpo.methods.advantages import frac_groups_nonzero_std, group_advantages, group_reward_std
+from thai_grpo.methods.metrics import frac_groups_nonzero_std
+from thai_grpo.methods.objective import group_advantages, group_reward_std
 
 
 def brute_force_advantages(rewards, group_size, scale_by_std=True, eps=1e-4):

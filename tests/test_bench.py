@@ -52,7 +52,7 @@ def test_stage_shares_mark_the_seed_studys_stages(tmp_path):
 
 
 def test_sampler_throughput_counts_generated_tokens_and_its_bound(tiny_model_dir, tiny_adapter_dir):
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
     model = load_policy(tiny_model_dir, tiny_adapter_dir, merged=True).eval()

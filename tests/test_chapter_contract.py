@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from thai_grpo.core.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures, optimizer_steps
-from thai_grpo.core.config import load_config_files
+from thai_grpo.core.config import load_config_files, variant_settings
 from thai_grpo.methods.contract import resolved_values, rollout_steps, stage_arguments
 
 REPO = Path(__file__).resolve().parents[1]
@@ -149,7 +149,8 @@ def test_the_reference_knob_reaches_trl(tiny_model_dir, tiny_adapter_dir, tmp_pa
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.methods.grpo import KL_REFERENCES, use_reference
+    from thai_grpo.core.references import KL_REFERENCES
+    from thai_grpo.methods.grpo import use_reference
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
     kept = {}
@@ -160,7 +161,7 @@ def test_the_reference_knob_reaches_trl(tiny_model_dir, tiny_adapter_dir, tmp_pa
                                               per_device_train_batch_size=2, num_generations=2),
                               processing_class=load_tokenizer(tiny_model_dir),
                               train_dataset=Dataset.from_list([{"prompt": "2 บวก 2"}] * 4))
-        assert use_reference(trainer, reference) == KL_REFERENCES[reference]
+        assert use_reference(trainer, reference) == KL_REFERENCES[reference]["trl"]
         kept[reference] = "ref" in trainer.model.peft_config
     assert kept == {"sft": True, "base": False}
 
@@ -185,7 +186,7 @@ def test_the_run_card_reads_the_same_values_from_what_the_trainers_recorded():
             trains[stage] = {"method": "ppo", "args": dataclasses.asdict(arguments)}
         else:
             trains[stage] = {"resolved_args": arguments.to_dict(),
-                             "reference": variant_plan(config, stage)["grpo"].get("reference", "sft"),
+                             "reference": variant_settings(config, stage)["grpo"]["reference"],
                              "optimizer_steps": rollout_steps(arguments, TRAIN_SIZE)
                              if hasattr(arguments, "num_generations") else None}
     reward_model = {"resolved_args": stage_arguments(config, "reward_model").to_dict()}

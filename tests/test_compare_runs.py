@@ -166,7 +166,7 @@ def test_make_compare_runs_the_new_script_with_before_and_the_reference_comparis
     assert "scripts/compare_runs.py --before results-before" in recipe("BEFORE=results-before")
     assert "scripts/compare_runs.py --before x --after y" in recipe("BEFORE=x", "AFTER=y")
     without = recipe()
-    assert "scripts/docs.py compare" in without and "compare_runs" not in without
+    assert "tools/docs.py compare" in without and "compare_runs" not in without
 
 
 def test_the_guide_ends_change_a_knob_with_the_comparison_of_two_runs():
@@ -182,7 +182,7 @@ def test_a_run_records_the_commit_of_its_checkout_marked_when_files_differ(tmp_p
     file differs from it, "unknown" outside a git checkout."""
     import subprocess
 
-    from thai_grpo.core.machine import commit_of
+    from thai_grpo.jobs.machine import commit_of
 
     assert commit_of(tmp_path) == "unknown"
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]

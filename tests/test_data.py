@@ -3,10 +3,11 @@ from pathlib import Path
 
 import pytest
 
-from thai_grpo.data.problems import (DataSource, assert_no_leakage, build_prompt, deduplicate, drop_seen_in_training,
+from thai_grpo.data.problems import (DataSource, assert_no_leakage, deduplicate, drop_seen_in_training,
                                      extra_heldout_rows, extra_set_source, load_source_dataset, normalize_rows,
                                      number_answer_rows, parse_gold_answer, parse_gold_number, solution_steps,
                                      split_rows, sft_target, text_hash)
+from thai_grpo.data.prompts import build_prompt
 
 MGSM_STAND_IN = Path(__file__).resolve().parent / "fixtures" / "mgsm_th_small.jsonl"
 MGSM_SPEC = {"source": "local", "path": str(MGSM_STAND_IN), "split": "test", "question_column": "question",

@@ -14,7 +14,7 @@ from workflow import REPO
 from thai_grpo_studies.large_k import large_k_results
 from thai_grpo.evaluation.scoring import pairwise_tests, score_model
 from thai_grpo_studies.seed_stats import seed_study
-from thai_grpo.core.machine import cpu_label
+from thai_grpo.jobs.machine import cpu_label
 from thai_grpo_tools import reference as ref
 from thai_grpo_tools import reference_tables as rt
 from thai_grpo_studies.hacking import hacking_results
@@ -147,8 +147,8 @@ def test_the_loss_study_summary_keeps_each_variants_seeds_difference_and_verdict
     runs = {v: [{"run": v if s == 42 else f"{v}-seed{s}", "seed": s, "scores": scores(p)} for s in (42, 1, 2)]
             for v, p in rates.items()}
     trains = {r["run"]: {"steps": [{"step": 1, "accuracy": .5}]} for rs in runs.values() for r in rs}
-    plans = {"grpo": {"grpo": {"beta": 0.04}}, "no_kl": {"grpo": {"beta": 0.0}},
-             "clip_higher": {"grpo": {"beta": 0.04, "epsilon_high": 0.28}}}
+    plans = {"grpo": {"grpo_args": {"beta": 0.04}}, "no_kl": {"grpo_args": {"beta": 0.0}},
+             "clip_higher": {"grpo_args": {"beta": 0.04, "epsilon_high": 0.28}}}
     seconds = {f"{kind}-{run}": 10.0 for kind in ("train", "sample", "score") for run in trains}
     study = loss_results(runs, trains, plans, seconds)
     losses = ref.summarise_losses(study)

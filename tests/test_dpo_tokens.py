@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 
 from thai_grpo.core.config import ConfigError
-from thai_grpo.methods.dpo import (TOKEN_COLUMNS, check_max_length, check_max_length_in_config, sampled_token_trainer,
-                                   token_rows)
+from thai_grpo.methods.dpo import TOKEN_COLUMNS, sampled_token_trainer, token_rows
 from thai_grpo.methods.preferences import build_pairs, prompt_token_ids
+from thai_grpo.methods.settings import check_max_length, check_max_length_in_config
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 QUESTION = "มีแอปเปิล 3 ผล ได้มาอีก 4 ผล มีกี่ผล"
@@ -168,7 +168,8 @@ def test_the_real_configs_dpo_max_length_holds_the_chapters_prompt_and_budget():
 def test_sampled_records_carry_the_prompt_ids_and_the_budget(tiny_model_dir, synthetic_rows):
     """sample_training_problems (the preference_pairs stage) on a tiny policy: each record's prompt_ids are what the
     sampler fed the model, each completion keeps its sampled ids, within the budget."""
-    from thai_grpo.data.problems import SYSTEM_PROMPT, normalize_rows
+    from thai_grpo.data.problems import normalize_rows
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.methods.preferences import sample_training_problems
     from thai_grpo.models.loading import load_policy, load_tokenizer
     from thai_grpo.models.sampling import encode_prompts

@@ -1,4 +1,4 @@
-"""A job's process ends without the interpreter's teardown (thai_grpo.core.io.end_job), and loses nothing on the way:
+"""A job's process ends without the interpreter's teardown (thai_grpo.jobs.job.end_job), and loses nothing on the way:
 the log's last line, what ``at_job_end`` registered (the GPU check's peak-memory record), the exit status 0. A job
 that fails before end_job still runs what was registered, at the interpreter's exit."""
 
@@ -12,7 +12,7 @@ import textwrap
 def run_job(tmp_path, body: str) -> subprocess.CompletedProcess:
     script = textwrap.dedent(f"""
         from pathlib import Path
-        from thai_grpo.core.io import at_job_end, end_job, log_to
+        from thai_grpo.jobs.job import at_job_end, end_job, log_to
 
         log_to({str(tmp_path / "job.log")!r})
         at_job_end(lambda: Path({str(tmp_path / "at_end.txt")!r}).write_text("ran"))

@@ -15,7 +15,7 @@ from snakemake_dry_run import fake_nvidia_smi
 
 from thai_grpo.methods.dpo import token_rows
 from thai_grpo.methods.preferences import prompt_token_ids
-from thai_grpo.models.memory_stages import CARD_GIB, CPU
+from thai_grpo.jobs.memory_stages import CARD_GIB, CPU
 from thai_grpo_tools.stage_plans import merged_configs, sizes_for_card
 from thai_grpo_tools.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
                                              predicted_bytes, problem_count, rehearsal_config, table, training_rows)
@@ -175,7 +175,7 @@ def test_each_stage_is_compared_with_its_own_prediction_at_the_rehearsals_sizes(
 
 
 def test_a_forced_float16_stage_acts_as_a_t4():
-    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "scripts/rehearse_full.py")
+    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.stage_env("cuda", "float16", None)["THAI_GRPO_CAPABILITY"] == "7.5"
@@ -227,7 +227,7 @@ def test_each_training_stage_says_whether_its_loss_was_finite_and_its_updates_co
 
 
 def test_the_checks_allocator_uses_expandable_segments():
-    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "scripts/rehearse_full.py")
+    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.stage_env("cuda", "bfloat16", None)["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"

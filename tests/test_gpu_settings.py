@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from thai_grpo.core.accelerators import attention_implementation, flash_attention_2_possible, precision_summary
+from thai_grpo.jobs.devices import attention_implementation, flash_attention_2_possible, precision_summary
 from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
     problem_seeds,
@@ -50,7 +50,7 @@ def test_flash_attention_2_only_from_ampere():
 
 
 def test_precision_summary_agrees_with_choose_dtype():
-    from thai_grpo.core.accelerators import choose_dtype
+    from thai_grpo.jobs.devices import choose_dtype
 
     for capability in [(6, 0), T4, (8, 6), (8, 9), H100, CPU]:
         assert precision_summary(capability)["dtype"] == choose_dtype(capability)
@@ -120,7 +120,7 @@ def test_records_have_the_transformers_format(tiny_tokenizer):
 
 
 def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.sampling import encode_prompts
 
     questions = ["มีแอปเปิ้ล 3 ผล ได้เพิ่ม 4 ผล มีกี่ผล", "ข้อสอง"]
@@ -163,7 +163,7 @@ def test_fake_engine_outputs_map_to_records(tiny_tokenizer):
 def test_gpus_are_counted_from_nvidia_smi(tmp_path):
     from snakemake_dry_run import fake_nvidia_smi
 
-    from thai_grpo.core.accelerators import gpus_listed, local_gpu_count
+    from thai_grpo.jobs.devices import gpus_listed, local_gpu_count
 
     mig = "GPU 0: NVIDIA A100 (UUID: GPU-1)\n  MIG 3g.40gb Device 0: (UUID: MIG-1)\nGPU 1: NVIDIA A100 (UUID: GPU-2)\n"
     assert gpus_listed(mig) == 2 and gpus_listed("") == 0
@@ -175,7 +175,7 @@ def test_gpus_are_counted_from_nvidia_smi(tmp_path):
 
 
 def test_the_gpu_limit_is_one_job_per_gpu_and_none_without():
-    from thai_grpo.core.accelerators import gpu_limit
+    from thai_grpo.jobs.devices import gpu_limit
 
     assert gpu_limit(0) is None
     assert gpu_limit(1) == {"gpu": 1} and gpu_limit(8) == {"gpu": 8}  # each job claims a GPU of its own
@@ -186,7 +186,7 @@ def test_the_gpu_limit_is_one_job_per_gpu_and_none_without():
     ("-1", None),
 ])
 def test_one_device_per_job(visible, pinned):
-    from thai_grpo.core.accelerators import one_device, pin_one_device
+    from thai_grpo.jobs.devices import one_device, pin_one_device
 
     assert one_device(visible) == pinned
     environ = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
@@ -199,7 +199,7 @@ def test_one_device_per_job(visible, pinned):
     ((9, 0), None, (9, 0)), ((9, 0), "7.5", (7, 5)), ((8, 0), "8.0", (8, 0)), (None, None, None),
 ])
 def test_acting_capability(real, requested, acting):
-    from thai_grpo.core.accelerators import acting_capability, precision_summary
+    from thai_grpo.jobs.devices import acting_capability, precision_summary
 
     assert acting_capability(real, requested) == acting
     if requested == "7.5":  # an H100 acting as a T4 takes the T4's path
@@ -210,7 +210,7 @@ def test_acting_capability(real, requested, acting):
     ((7, 5), "8.0", "above this GPU"), (None, "7.5", "needs a CUDA GPU"), ((9, 0), "T4", "MAJOR.MINOR"),
 ])
 def test_acting_capability_refuses(real, requested, message):
-    from thai_grpo.core.accelerators import acting_capability
+    from thai_grpo.jobs.devices import acting_capability
 
     with pytest.raises((RuntimeError, ValueError), match=message):
         acting_capability(real, requested)
@@ -304,8 +304,9 @@ def test_ppos_16_bit_path_updates_float32_parameters(tiny_model_dir, tiny_adapte
     finite; the first minibatch's ratio is 1 (the rollout's log-probs come from the same autocast)."""
     import torch
 
-    from thai_grpo.methods.ppo import (PPOSettings, _update, autocast_like, completion_mask, fresh_value_model,
-                                       sequence_logprobs, token_scores)
+    from thai_grpo.methods.ppo import (_update, autocast_like, completion_mask, fresh_value_model, sequence_logprobs,
+                                       token_scores)
+    from thai_grpo.methods.settings import PPOSettings
     from model_dtypes import trainable_dtypes
     from thai_grpo.models.loading import load_policy
 

@@ -1,4 +1,4 @@
-"""Where a model job runs (thai_grpo.core.accelerators): the config's `device` against what the job's torch sees, the
+"""Where a model job runs (thai_grpo.jobs.devices): the config's `device` against what the job's torch sees, the
 real config's one-line stop on a machine without CUDA (run through the model scripts themselves), and one GPU per job
 on a machine with several (the slot locks, claimed by concurrent processes)."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from snakemake_dry_run import fake_nvidia_smi
 
-from thai_grpo.core.accelerators import (choose_job_device, claim_gpu_slot, pin_job_gpu, slot_device,
+from thai_grpo.jobs.devices import (choose_job_device, claim_gpu_slot, pin_job_gpu, slot_device,
                                          start_model_job, visible_gpus)
 from thai_grpo.core.config import load_config_files
 

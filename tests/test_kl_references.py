@@ -81,14 +81,14 @@ def test_an_unknown_reference_is_refused(tiny_model_dir, tiny_adapter_dir):
 def test_every_ppo_variant_reads_grpos_reference(files, expected):
     from thai_grpo.core.config import load_config_files
     from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.ppo import KL_REFERENCES
+    from thai_grpo.core.references import KL_REFERENCES
 
     config = load_config_files(files, str(REPO / "config/schema.yaml"))
     plans = [variant_plan(config, name) for name in config["variants"]]
-    assert variant_plan(config, "grpo")["grpo"]["reference"] == expected
+    assert variant_plan(config, "grpo")["grpo_args"]["reference"] == expected
     ppo = [plan for plan in plans if plan["method"] == "ppo"]
-    assert ppo and {plan["grpo"]["reference"] for plan in ppo} == {expected}
-    assert f"grpo.reference: {expected}" in KL_REFERENCES[expected]
+    assert ppo and {plan["grpo_args"]["reference"] for plan in ppo} == {expected}
+    assert f"grpo.reference: {expected}" in KL_REFERENCES[expected]["ppo"]
 
 
 def test_dpos_reference_is_the_sft_policy(tiny_model_dir, trained_adapter_dir, tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from configs import config_of
 
 from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, settings_fingerprint
 from thai_grpo.core.trainer_fields import installed_fields, known_fields
@@ -20,12 +21,12 @@ SMOKE = ["--configfile", "config/smoke.yaml"]
 
 
 def load(name="config.yaml"):
-    return yaml.safe_load((REPO / "config" / name).read_text())
+    return config_of() if name == "config.yaml" else config_of(name)
 
 
 def configs():
-    return {"config.yaml": load(), "smoke.yaml": deep_merge(load(), load("smoke.yaml")),
-            "qwen3-0.6b.yaml": deep_merge(load(), load("qwen3-0.6b.yaml"))}
+    return {"config.yaml": config_of(), "smoke.yaml": config_of("smoke.yaml"),
+            "qwen3-0.6b.yaml": config_of("qwen3-0.6b.yaml")}
 
 
 # --------------------------------------------------------------------------- the checked-in field names
@@ -43,7 +44,7 @@ def test_the_checked_in_field_names_are_the_installed_trls():
     ({"variants": {"rloo": {"rloo": {"bta": 0.01}}}},
      "variants.rloo.rloo.bta is not a field of TRL's RLOOConfig: did you mean beta?"),
     ({"variants": {"ppo": {"ppo": {"kl_coeff": 0.1}}}},
-     "variants.ppo.ppo.kl_coeff is not a field of thai_grpo.methods.ppo.PPOSettings: did you mean kl_coef?"),
+     "variants.ppo.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings: did you mean kl_coef?"),
     ({"reward_model": {"args": {"lerning_rate": 1e-3}}},
      "reward_model.args.lerning_rate is not a field of TRL RewardConfig: did you mean learning_rate?"),
     ({"sft": {"args": {"num_train_epoch": 2}}},
@@ -81,7 +82,7 @@ def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name,
             patch.setattr(methods, "variant_plan", lambda config, v: full_plan)
             full = stage_arguments(config, variant)
         if config["variants"][variant].get("method") in ("dpo", "ppo"):
-            assert full_plan["grpo"] != variant_plan(config, variant)["grpo"]  # the slimming is tested, not skipped
+            assert full_plan["grpo_args"] != variant_plan(config, variant)["grpo_args"]  # the slimming is tested, not skipped
         as_dict = (lambda a: a.to_dict()) if hasattr(slim, "to_dict") else dataclasses.asdict
         assert as_dict(slim) == as_dict(full), (name, variant)
 
@@ -89,10 +90,11 @@ def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name,
 def test_dpo_and_ppo_plans_hold_no_grpo_knob_they_do_not_read():
     config = load()
     dpo, ppo = variant_plan(config, "dpo"), variant_plan(config, "ppo")
-    assert not {"beta", "learning_rate", "loss_type", "temperature", "num_generations"} & set(dpo["grpo"])
+    assert not {"beta", "learning_rate", "loss_type", "temperature", "num_generations"} & set(dpo["grpo_args"])
     assert dpo["rewards"] == []  # the pairs are ranked by correctness, not by the reward list
-    assert set(ppo["grpo"]) == {"temperature", "max_completion_length", "reference"}  # PPO samples as GRPO does
-    assert variant_plan(config, "grpo")["grpo"] == config["grpo"]
+    # PPO samples as GRPO does, from the same chat template, against the same KL reference
+    assert set(ppo["grpo_args"]) == {"temperature", "max_completion_length", "reference", "chat_template_kwargs"}
+    assert variant_plan(config, "grpo")["grpo_args"] == config["grpo"]
 
 
 # --------------------------------------------------------------------------- studies built from other settings

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import yaml
 from markupsafe import escape
+from configs import config_of
 from run_specs import run_spec
 from workflow import copy_workflow, scheduled_jobs
 from workflow import run_snakemake as snakemake
@@ -31,7 +32,7 @@ LOSS_FIELDS = ("loss_type", "beta", "epsilon", "epsilon_high", "delta", "num_ite
 
 
 def load(name="config.yaml"):
-    return yaml.safe_load((REPO / "config" / name).read_text())
+    return config_of() if name == "config.yaml" else config_of(name)
 
 
 def built_config(plan: dict, monkeypatch, tmp_path):
@@ -100,8 +101,8 @@ def test_trl_defaults_is_what_trls_own_defaults_give_for_every_loss_field(monkey
 def test_the_variants_that_need_an_off_policy_ratio_get_a_second_pass():
     config = load()
     for variant in ("gspo", "clip_higher"):  # at num_iterations 1 the ratio is exactly 1: their clip could not act
-        assert variant_plan(config, variant)["grpo"]["num_iterations"] == 2
-    assert variant_plan(config, "gspo")["grpo"]["importance_sampling_level"] == "sequence"
+        assert variant_plan(config, variant)["grpo_args"]["num_iterations"] == 2
+    assert variant_plan(config, "gspo")["grpo_args"]["importance_sampling_level"] == "sequence"
 
 
 def test_loss_runs_are_the_seed_studys_grpo_runs_and_every_variant_at_each_seed():

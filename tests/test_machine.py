@@ -1,4 +1,4 @@
-"""What a job ran on (thai_grpo.core.machine): the line every job's log starts with, and the count per CPU and commit
+"""What a job ran on (thai_grpo.jobs.machine): the line every job's log starts with, and the count per CPU and commit
 that the run card and each study's results carry."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-from thai_grpo.core.machine import JOB_MACHINE, cpu_label, jobs_ran_on, stage_logs, this_machine
+from thai_grpo.jobs.machine import JOB_MACHINE, cpu_label, jobs_ran_on, stage_logs, this_machine
 
 
 def machine_line(cpu: str, commit: str) -> str:
@@ -38,9 +38,9 @@ def test_jobs_are_counted_per_cpu_and_commit_from_the_last_line_of_each_log(tmp_
 
 
 def test_a_jobs_log_starts_with_the_machine_it_runs_on(tmp_path):
-    """core.io.log_to, as every job script calls it first: this machine's CPU, and "unknown" outside a checkout."""
+    """jobs.job.log_to, as every job script calls it first: this machine's CPU, and "unknown" outside a checkout."""
     log = tmp_path / "job.log"
-    code = f"from thai_grpo.core.io import log_to; log_to({str(log)!r}); print('work')"
+    code = f"from thai_grpo.jobs.job import log_to; log_to({str(log)!r}); print('work')"
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     first, second = log.read_text().splitlines()[:2]

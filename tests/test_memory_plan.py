@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from thai_grpo.models.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
+from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
                                           rows_per_chunk)
-from thai_grpo.models.memory_stages import CPU, T4
+from thai_grpo.jobs.memory_stages import CPU, T4
 from thai_grpo_tools.stage_plans import QWEN3_0_6B, activation_floats, merged_configs, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
@@ -140,7 +140,7 @@ def test_pass_at_k_is_sized_for_the_card():
 
 def decode_steps(plans_config: dict, sizes: dict) -> dict:
     """GRPO's and PPO's generate calls x max new tokens over a run of the real config, at ``sizes``."""
-    from thai_grpo.models.memory_plan import generation_floats
+    from thai_grpo.jobs.memory_plan import generation_floats
 
     grpo, ppo = plans_config["grpo"], plans_config["variants"]["ppo"]["ppo"]
     length = grpo["max_completion_length"]
@@ -153,7 +153,7 @@ def decode_steps(plans_config: dict, sizes: dict) -> dict:
 
 
 def test_each_card_gets_its_own_sizes_and_each_fits_its_card():
-    from thai_grpo.models.memory_stages import fits_card
+    from thai_grpo.jobs.memory_stages import fits_card
     from thai_grpo_tools.stage_plans import CARDS_GIB, sizes_for_card
 
     config = real_config()
@@ -184,7 +184,7 @@ def test_numbers_set_in_the_config_are_kept_on_every_card():
 
 
 def test_batches_are_evened_out_over_the_calls_they_need():
-    from thai_grpo.models.memory_stages import balanced_batch
+    from thai_grpo.jobs.memory_stages import balanced_batch
 
     assert balanced_batch(256, 130) == 128 and balanced_batch(256, 256) == 256 and balanced_batch(256, 1000) == 256
     assert balanced_batch(250, 24) == 23 and -(-250 // 23) == -(-250 // 24)  # as many calls, none larger
@@ -193,7 +193,7 @@ def test_batches_are_evened_out_over_the_calls_they_need():
 def test_a_sampling_job_sizes_auto_for_its_card_and_refuses_a_bad_size(tmp_path):
     import json
 
-    from thai_grpo.models.memory_stages import CARD_GIB, sampling_batch_for_card, sampling_sizes
+    from thai_grpo.jobs.memory_stages import CARD_GIB, sampling_batch_for_card, sampling_sizes
 
     (tmp_path / "config.json").write_text(json.dumps({
         "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
@@ -212,8 +212,8 @@ def test_a_gpu_job_sizes_auto_for_the_memory_it_may_have_not_the_cards_total(mon
     a T4 is planned as torch reports it, 14.75 GiB."""
     import torch
 
-    from thai_grpo.core.accelerators import JOBS_PER_GPU_ENV, jobs_per_card, jobs_per_gpu
-    from thai_grpo.models.memory_stages import CARD_GIB, card_gib_of, memory_for_job, sizing_gib
+    from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, jobs_per_gpu
+    from thai_grpo.jobs.memory_stages import CARD_GIB, card_gib_of, memory_for_job, sizing_gib
 
     assert CARD_GIB == 14.75 and sizing_gib("cpu") == CARD_GIB and card_gib_of("cpu") is None
     assert memory_for_job(70.0, 80.0, 1) == 70.0 and memory_for_job(70.0, 80.0, 2) == 40.0
@@ -262,7 +262,7 @@ def test_dropout_off_in_the_config_is_dropout_off_in_the_plan():
 
 def test_trls_fused_head_is_counted_as_each_device_runs_it():
     """TRL's fused log-prob head projects a GRPO row's completion positions only (on a GPU by TRL's own compaction,
-    on a CPU by thai_grpo.models.shared_prefix.scoring_labelled_positions_only), not its prompt. On a GPU its
+    on a CPU by thai_grpo.models.cpu.shared_prefix.scoring_labelled_positions_only), not its prompt. On a GPU its
     Triton kernel folds the projection tile in place; on a CPU its torch fallback holds ~8.25 float32 tensors of the
     tile's size beside it (measured by make rehearse-full at Qwen3-0.6B's shape: within 1% for GRPO, RLOO and DPO)."""
     import inspect

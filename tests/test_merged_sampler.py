@@ -1,4 +1,4 @@
-"""Rollouts from a merged copy of the LoRA policy (thai_grpo.models.merged_sampler): the same function as the
+"""Rollouts from a merged copy of the LoRA policy (thai_grpo.models.cpu.merged_sampler): the same function as the
 PeftModel, kept up to date as the adapter trains, used only where it is exact."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
+from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
 
 
 @pytest.fixture
@@ -46,7 +46,7 @@ def test_the_copy_is_the_policys_function_and_follows_its_updates(policy):
 def test_greedy_rollouts_are_the_policys(policy, tiny_model_dir):
     from thai_grpo.models.loading import load_tokenizer
     from thai_grpo.models.sampling import encode_prompts, generation_config, stop_token_ids
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
 
     tokenizer = load_tokenizer(tiny_model_dir)
     encoded = encode_prompts(tokenizer, ["2 บวก 2", "มีส้ม 5 ผล กินไป 2 ผล"], SYSTEM_PROMPT, {})

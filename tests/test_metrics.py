@@ -55,7 +55,7 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
     """num_iterations 2: the second step reuses the batch (no new rewards) and is where the clip can act."""
     from types import SimpleNamespace
 
-    from thai_grpo.methods.grpo import GroupRecorder, make_step_logger, read_step_metrics
+    from thai_grpo.methods.step_log import GroupRecorder, make_step_logger, read_step_metrics
 
     path = tmp_path / "step_metrics.jsonl"
     logger = make_step_logger(GroupRecorder(group_size=2), path)
@@ -77,7 +77,7 @@ def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_
     where the step has one) of each of browse_steps' steps, each with its step, rewards and advantages."""
     from types import SimpleNamespace
 
-    from thai_grpo.methods.grpo import GroupRecorder, make_step_logger
+    from thai_grpo.methods.step_log import GroupRecorder, make_step_logger
 
     recorder = GroupRecorder(group_size=2)
     logger = make_step_logger(recorder, tmp_path / "step_metrics.jsonl")

@@ -9,8 +9,9 @@ import pytest
 import yaml
 
 from thai_grpo.core.rewards import extract_answer, reward_breakdown, thai_reward
-from thai_grpo.data.problems import (SUPPORTED_LOCAL_FORMATS, build_prompt, extra_heldout_rows, extra_set_source,
-                                     load_source_dataset, read_question_answer_tsv)
+from thai_grpo.data.problems import (SUPPORTED_LOCAL_FORMATS, extra_heldout_rows, extra_set_source, load_source_dataset,
+                                     read_question_answer_tsv)
+from thai_grpo.data.prompts import build_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 MGSM = REPO / "data" / "mgsm" / "mgsm_th.tsv"

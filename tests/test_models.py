@@ -2,7 +2,7 @@ import unicodedata
 
 import pytest
 
-from thai_grpo.core.accelerators import choose_dtype
+from thai_grpo.jobs.devices import choose_dtype
 from thai_grpo.core.hub import require_model_dir
 from thai_grpo.models.loading import (count_parameters, load_base_model, load_policy, load_tokenizer,
                                       safetensors_parameter_count)
@@ -22,7 +22,8 @@ def test_digits_are_split_one_token_each(tiny_tokenizer):
 
 @pytest.fixture(scope="module")
 def thai_words_tokenizer(synthetic_rows):
-    from thai_grpo.data.problems import SYSTEM_PROMPT, sft_target
+    from thai_grpo.data.problems import sft_target
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.loading import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"

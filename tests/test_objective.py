@@ -11,13 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-import yaml
 
 from run_specs import run_spec
 
 import thai_grpo.methods.objective as objective
+from thai_grpo.core.config import load_config_files
 from thai_grpo.methods import variant_plan
-from thai_grpo.methods.advantages import group_advantages as numpy_group_advantages
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "assets/tiny-base"
@@ -94,12 +93,12 @@ def run_one_batch(variant: str, changes: dict, rows, tmp_path) -> dict:
     and ``changes``; returns what it captured and the settings it ran with."""
     from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.methods.grpo import rollout_trainer
 
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config = load_config_files([str(REPO / "config/config.yaml")], str(REPO / "config/schema.yaml"))
     plan = variant_plan(config, variant)
-    args = {**plan["grpo"], **SMALL, **changes}
+    args = {**plan["grpo_args"], **SMALL, **changes}
     trainer_class = capturing(GRPOTrainer)
     trainer_class.captured = {}
     spec = run_spec(tmp_path, "grpo", SHIPPED / "base", SHIPPED / "sft_adapter", plan, rows,
@@ -167,9 +166,9 @@ def test_the_objective_gives_trls_advantages_loss_and_gradient_on_a_real_batch(b
     assert (captured["ref"] - captured["logps"]).abs().max() > 1e-3
     assert len(set(captured["mask"].sum(dim=1).tolist())) > 1
     assert_same_as_trl(captured, settings)
-    # the numpy twin the figures and the per-step metrics use gives the same advantages
-    np.testing.assert_allclose(numpy_group_advantages(rewards, settings["num_generations"],
-                                                      settings["scale_rewards"] != "none"),
+    # called with numpy, as the figures and the per-step metrics call it, the same advantages
+    np.testing.assert_allclose(objective.group_advantages(rewards, settings["num_generations"],
+                                                          settings["scale_rewards"] != "none"),
                                captured["trl_advantages"].numpy(), atol=1e-5, rtol=1e-5)
 
 
@@ -197,8 +196,8 @@ MUTATIONS = {
 @pytest.mark.parametrize("mutation", list(MUTATIONS))
 def test_a_changed_objective_no_longer_matches_trl(batches, monkeypatch, mutation):
     name, replacement = MUTATIONS[mutation]
+    captured = batches("chapter")  # trained first: the step log computes its advantages with the module's own
     monkeypatch.setattr(objective, name, replacement)
-    captured = batches("chapter")
     with pytest.raises(AssertionError, match="not close"):
         assert_same_as_trl(captured, captured["args"])
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from thai_grpo.core.rewards import completion_text, reward_functions
-from thai_grpo.methods.grpo import GroupRecorder
+from thai_grpo.methods.step_log import GroupRecorder
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 QUESTION = "แม่มีไข่ 12 ฟอง ใช้ทำขนมไป 5 ฟอง แม่เหลือไข่กี่ฟอง"

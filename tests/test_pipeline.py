@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
-from workflow import copy_workflow, scheduled_jobs, snakemake_call, write_extra_set_config
+from workflow import REPO, copy_workflow, scheduled_jobs, snakemake_call, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
-from thai_grpo.core.machine import this_machine
+from thai_grpo.jobs.machine import this_machine
 
 pytestmark = pytest.mark.slow
 
@@ -248,10 +248,10 @@ def test_killed_grpo_resumes_from_last_checkpoint(smoke_run, tmp_path):
 
 
 def test_shipped_base_gives_the_same_numbers_and_is_refused_for_other_settings(smoke_run, tmp_path):
-    """The smoke run's base and adapter shipped (scripts/ship_base.py), then loaded by base.source: shipped: the
+    """The smoke run's base and adapter shipped (tools/ship_base.py), then loaded by base.source: shipped: the
     headline's scores are those of the run that trained them; another pretraining length is refused before training."""
     second = copy_workflow(tmp_path)
-    made = subprocess.run([sys.executable, "scripts/ship_base.py", "--from", str(smoke_run / "results/model"),
+    made = subprocess.run([sys.executable, str(REPO / "tools/ship_base.py"), "--from", str(smoke_run / "results/model"),
                            "--data", str(smoke_run / "results/data"), "--configfile", "config/config.yaml",
                            "config/smoke.yaml", "--commit", "test", "--out", "assets/tiny-base"],
                           cwd=second, capture_output=True, text=True)

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-from thai_grpo.methods.ppo import (PPOSettings, completion_mask, explained_variance, gae, masked_whiten,
-                                   per_token_rewards, policy_loss, ppo_settings, prompt_batch, scores_with_penalty,
-                                   value_loss)
+from thai_grpo.methods.ppo import (completion_mask, explained_variance, gae, masked_whiten, per_token_rewards,
+                                   policy_loss, prompt_batch, scores_with_penalty, value_loss)
+from thai_grpo.methods.settings import PPOSettings, ppo_settings
 from thai_grpo.methods.reward_model import check_pairs
 
 
@@ -214,7 +214,7 @@ def test_rollouts_are_the_same_whatever_the_chunk_size():
     same rollouts token for token (each row samples from its own seed), so a card's chunk size changes no sample."""
     from pathlib import Path
 
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.methods.ppo import generate_by_chunks
     from thai_grpo.models.loading import load_policy, load_tokenizer
     from thai_grpo.models.sampling import encode_prompts, generation_config, row_seeds, stop_token_ids
@@ -239,8 +239,8 @@ def test_chunk_floats_is_a_number_or_auto_sized_to_the_card(tiny_model_dir, tiny
     import dataclasses
 
     from thai_grpo.methods.ppo import load_models, lora_of, sized_for_card
-    from thai_grpo.models.memory_plan import Shape
-    from thai_grpo.models.memory_stages import CARD_GIB, ppo_chunk_floats_for_card
+    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_stages import CARD_GIB, ppo_chunk_floats_for_card
 
     with pytest.raises(ValueError, match="positive integer or auto"):
         PPOSettings(chunk_floats="big")

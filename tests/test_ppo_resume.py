@@ -20,16 +20,17 @@ import json, sys
 from pathlib import Path
 from thai_grpo.methods import RunSpec
 from thai_grpo.methods.ppo import train
-from thai_grpo.models.training import set_threads
+from thai_grpo.jobs.job import set_threads
 set_threads(1)
 base, adapter, reward, rows, out, checkpoints = sys.argv[1:7]
 settings = {"max_steps": %d, "batch_size": 4, "num_ppo_epochs": 2, "num_mini_batches": 2, "save_steps": 1,
             "learning_rate": 1e-3, "missing_eos_penalty": 1.0}
 plan = {"variant": "ppo", "method": "ppo", "group": "method", "rewards": ["correct", "format", "thai"],
-        "grpo": {"temperature": 1.0, "max_completion_length": 12}, "ppo": settings}
+        "grpo_args": {"temperature": 1.0, "max_completion_length": 12, "reference": "sft"}, "ppo": settings}
 result = train(RunSpec(run="ppo", plan=plan, base_dir=Path(base), adapter_dir=Path(adapter),
                        train_rows=json.load(open(rows)), system_prompt="SYS", out_dir=Path(out),
                        checkpoint_dir=Path(checkpoints), seed=42, reward_dir=Path(reward),
+                       training={"max_lost_update_share": 0.0, "report_to": "none"},
                        rollouts=Path(out + ".rollouts.jsonl")))
 json.dump(result, open(out + ".json", "w"))
 """ % MAX_STEPS

@@ -9,9 +9,10 @@ import math
 import pytest
 import torch
 
-from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
+from thai_grpo.data.problems import normalize_rows
+from thai_grpo.data.prompts import SYSTEM_PROMPT, build_prompt
 from model_dtypes import trainable_dtypes
-from run_specs import plan, run_spec
+from run_specs import TRAINING, plan, run_spec
 from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, merge_keeps_update, weights_dtype
 from thai_grpo.report.results import stage_dtypes
 
@@ -78,7 +79,7 @@ def test_stage_dtypes_reads_what_each_stage_recorded():
 
 
 def test_a_float32_evaluation_refuses_tf32_matmuls_and_records_its_precision():
-    from thai_grpo.core.accelerators import evaluation_precision
+    from thai_grpo.jobs.devices import evaluation_precision
 
     assert evaluation_precision("float32", "cpu") == {"device": "cpu", "matmul_precision": "highest"}
     assert evaluation_precision("bfloat16", "cpu") == {"device": "cpu", "matmul_precision": "bfloat16 weights"}
@@ -147,7 +148,7 @@ def test_ppo_and_its_reward_model_train_with_16_bit_frozen_weights_on_a_cpu(tiny
               "chosen": [{"role": "assistant", "content": f"<think>x</think>\n{r['answer']}"}],
               "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
     reward = train_reward_model(tiny_model_dir, pairs, {"max_steps": 1, "per_device_train_batch_size": 4}, None,
-                                tmp_path / "rm", tmp_path / "ckpt-rm", 0, dtype=dtype)
+                                tmp_path / "rm", tmp_path / "ckpt-rm", 0, None, TRAINING, dtype=dtype)
     assert reward["weights_dtype"] == dtype
     models = load_models(tiny_model_dir, tiny_adapter_dir, tmp_path / "rm", "reward_model", dtype=dtype)
     assert {name: weights_dtype(model) for name, model in models.items()} == dict.fromkeys(models, dtype)

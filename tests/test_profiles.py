@@ -5,8 +5,8 @@ own scheduler over the DAG).
 - On a machine that reports N GPUs (an ``nvidia-smi`` that lists 1, 2 or 4), the default profile limits ``gpu`` to N
   and the real config's DAG runs up to N model jobs together, N of them at some point; on a CPU-only machine there is
   no limit and the offline default keeps running its 1-thread model jobs side by side.
-- Every rule that loads a model (derived from the workflow: its script sets torch's threads) declares one GPU and
-  starts with ``start_model_job`` (its GPU, or the CPU, or the one-line stop), and
+- Every rule that loads a model (derived from the workflow: its script runs inside ``model_job``) declares one GPU and
+  starts with ``with model_job(snakemake)`` (its GPU, or the CPU, or the one-line stop), and
   under the SLURM profile every job of such a rule, the chain study's renamed copies included, gets ``--gpus=1`` on
   a GPU partition; every other job gets no GPU and a CPU partition.
 A dry-run with `--executor slurm` needs no sbatch: Snakemake validates the plugin's settings, then hands the jobs to
@@ -14,6 +14,8 @@ its dry-run executor.
 """
 
 from __future__ import annotations
+
+import ast
 
 import re
 from pathlib import Path
@@ -88,10 +90,11 @@ def test_every_model_rule_declares_one_gpu_and_no_other_rule_does(workdir):
     assert KNOWN_MODEL_RULES <= models, KNOWN_MODEL_RULES - models
     for name, rule in seen["rules"].items():
         assert rule["resources"].get("gpu", 0) == (1 if name in models else 0), name
-        if name in models:  # its first step after the log: its own GPU, or the CPU, or the one-line stop
-            lines = Path(rule["script"]).read_text(encoding="utf-8").splitlines()
-            first = lines.index(next(line for line in lines if line.startswith("log_to(")))
-            assert lines[first + 1].startswith("start_model_job(snakemake.config)"), rule["script"]
+        if name in models:  # its first statement: its log, its own GPU or the CPU or the one-line stop, its threads
+            tree = ast.parse(Path(rule["script"]).read_text(encoding="utf-8"))
+            first = next(node for node in tree.body[1:] if not isinstance(node, (ast.Import, ast.ImportFrom)))
+            assert isinstance(first, ast.With) and ast.unparse(first.items[0].context_expr) == \
+                "model_job(snakemake)", rule["script"]
         assert "slurm_partition" not in rule["resources"] and "gres" not in rule["resources"], name
 
 

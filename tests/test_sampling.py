@@ -103,7 +103,7 @@ def test_a_row_draws_the_same_noise_whatever_its_batch_mates():
 def test_the_batch_size_changes_no_sample(shipped_policy, heldout_rows):
     """Held-out sampling on the shipped tiny base + SFT adapter: batch sizes 1, 2 and 8 give the same samples and
     greedy answers token for token; another seed gives other samples (so the comparison means something)."""
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.sampling import sample_heldout
 
     model, tokenizer = shipped_policy
@@ -119,7 +119,7 @@ def test_the_batch_size_changes_no_sample(shipped_policy, heldout_rows):
 
 
 def test_the_preference_pairs_sampling_is_seeded_per_problem(shipped_policy, heldout_rows):
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.methods.preferences import sample_training_problems
 
     model, tokenizer = shipped_policy

@@ -1,4 +1,4 @@
-"""Shared prompts computed once (thai_grpo.models.shared_prefix): the same samples, log-probs and gradients as
+"""Shared prompts computed once (thai_grpo.models.cpu.shared_prefix): the same samples, log-probs and gradients as
 running every row in full, on a tiny Qwen3 + LoRA with left-padded prompts of different lengths."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from thai_grpo.models.shared_prefix import (completion_logprobs_sharing_prompts, distinct_rows,
-                                            generate_sharing_prompts)
+from thai_grpo.models.cpu.shared_prefix import (completion_logprobs_sharing_prompts, distinct_rows,
+                                                generate_sharing_prompts)
 
 
 def test_distinct_rows_numbers_prompts_by_first_appearance_and_maps_every_row():
@@ -32,7 +32,7 @@ def policy(tiny_model_dir, tiny_adapter_dir):
 
 
 def left_padded_prompts(tokenizer, questions):
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.sampling import encode_prompts
 
     return encode_prompts(tokenizer, questions, SYSTEM_PROMPT, {})
@@ -61,19 +61,19 @@ def test_generate_sharing_prompts_gives_the_same_tokens_as_generate(policy, temp
 
 
 def grpo_batch(model, tokenizer, tmp_path, activation_checkpointing: bool):
-    """(trainer, ids, mask, completion_mask): a GRPO trainer that shares prompts (``sharing_prompts``) over ``model``,
+    """(trainer, ids, mask, completion_mask): a GRPO trainer that shares prompts (``with_cpu_speedups``) over ``model``,
     and a batch of the QUESTIONS' prompts, 2 random completions of 7 tokens each, one of them stopped early."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.methods.grpo import sharing_prompts
+    from thai_grpo.models.cpu import with_cpu_speedups
 
     model.train()
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=8, beta=0.04, logging_steps=1,
                       activation_checkpointing=activation_checkpointing,  # on: TRL's own pass (its default)
                       bf16=False)  # as the pipeline runs on a CPU (float32)
-    trainer = sharing_prompts(GRPOTrainer)(
+    trainer = with_cpu_speedups(GRPOTrainer)(
         model=model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
         processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS]))
     prompts = left_padded_prompts(tokenizer, QUESTIONS)
@@ -118,7 +118,7 @@ def test_trainer_log_probs_and_gradients_match_trls_own_pass(policy, tmp_path):
 
 
 def test_prompts_are_shared_on_a_cpu_only():
-    from thai_grpo.methods.grpo import shares_prompts_on
+    from thai_grpo.models.cpu import shares_prompts_on
 
     assert shares_prompts_on("cpu") and shares_prompts_on(torch.device("cpu"))
     assert not shares_prompts_on(torch.device("cuda", 0)) and not shares_prompts_on("cuda")
@@ -132,8 +132,8 @@ def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir,
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    import thai_grpo.methods.grpo as grpo
-    import thai_grpo.models.shared_prefix as shared
+    import thai_grpo.models.cpu as cpu
+    import thai_grpo.models.cpu.shared_prefix as shared
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
     calls = {"generate": 0, "logprobs": 0, "trl_logprobs": 0}
@@ -149,13 +149,13 @@ def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir,
                         counted("logprobs", shared.completion_logprobs_sharing_prompts))
     monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies",
                         counted("trl_logprobs", GRPOTrainer._get_per_token_logps_and_entropies))
-    on_this_device = grpo.shares_prompts_on
-    monkeypatch.setattr(grpo, "shares_prompts_on", lambda _device, use_vllm=False: on_this_device(device, use_vllm))
+    on_this_device = cpu.shares_prompts_on
+    monkeypatch.setattr(cpu, "shares_prompts_on", lambda _device, use_vllm=False: on_this_device(device, use_vllm))
     model, tokenizer = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True), load_tokenizer(tiny_model_dir)
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=6, beta=0.04, max_steps=1, save_strategy="no",
                       activation_checkpointing=False, bf16=False, disable_tqdm=True)
-    trainer = grpo.sharing_prompts(GRPOTrainer)(
+    trainer = cpu.with_cpu_speedups(GRPOTrainer)(
         model=model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]], args=args,
         processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS[:2]]))
     trainer.train()

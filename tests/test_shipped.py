@@ -122,7 +122,7 @@ def test_the_shipped_folder_matches_the_default_config_and_stays_small():
     folder = REPO / "assets/tiny-base"
     if not (folder / shipped.MANIFEST).exists():
         pytest.skip("assets/tiny-base not made yet: `make ship-base` after a run with base.source: scratch")
-    from thai_grpo.data.problems import SYSTEM_PROMPT
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
 
     config = ship.load_config([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
     manifest = shipped.read_manifest(folder)

@@ -11,7 +11,7 @@ import pytest
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo.core import scheduling
+from thai_grpo.jobs import scheduling
 from thai_grpo_tools.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
                                       projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
 

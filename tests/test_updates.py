@@ -9,7 +9,7 @@ import json
 
 import pytest
 import torch
-from run_specs import plan, run_spec
+from run_specs import TRAINING, plan, run_spec
 
 import thai_grpo.models.loading as loading
 from thai_grpo.data.problems import normalize_rows
@@ -75,7 +75,7 @@ def test_a_float16_grpo_step_that_overflows_is_skipped_and_counted(tiny_model_di
     import thai_grpo.methods.grpo as grpo
 
     spec = run_spec(tmp_path, "grpo", tiny_model_dir, tiny_adapter_dir, plan("grpo", GRPO), _rows(synthetic_rows),
-                    dtype="float16", training={"max_lost_update_share": 0.5}, rollouts=tmp_path / "rollouts.jsonl")
+                    dtype="float16", training={**TRAINING, "max_lost_update_share": 0.5}, rollouts=tmp_path / "rollouts.jsonl")
     result = grpo.train(spec)
     assert result["resolved_args"]["fp16"]  # float16 autocast and the loss scaler, as on a T4
     assert (result["optimizer_steps_skipped"], result["nonfinite_grad_steps"]) == (1, 1)
@@ -108,7 +108,7 @@ def test_a_ppo_update_that_overflows_is_counted(tiny_model_dir, tiny_adapter_dir
 
     spec = run_spec(tmp_path, "ppo", tiny_model_dir, tiny_adapter_dir,
                     plan("ppo", {"temperature": 1.0, "max_completion_length": 6}, ppo={**PPO, "score": "verifier"}),
-                    _rows(synthetic_rows), dtype=dtype, training={"max_lost_update_share": 1.0})
+                    _rows(synthetic_rows), dtype=dtype, training={**TRAINING, "max_lost_update_share": 1.0})
     result = ppo.train(spec)
     first = result["steps"][0]
     assert (first["optimizer_steps_skipped"], first["nonfinite_grad_steps"]) == (skipped, 1)

@@ -11,32 +11,35 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+from snakemake.utils import validate
 from workflow import copy_workflow, placeholder_run, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
-from run_specs import plan, run_spec
+from configs import config_of
+from run_specs import TRAINING, plan, run_spec
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import RunSpec, check_method_fields, method_kind, train_variant, trainer_for, variant_plan
-from thai_grpo.methods.dpo import NOT_INHERITED, SCHEDULE, dpo_args, dpo_step
+from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
-from thai_grpo.methods.rloo import leave_one_out_advantages, rloo_args
+from thai_grpo.methods.rloo import leave_one_out_advantages
+from thai_grpo.methods.settings import NOT_INHERITED, SCHEDULE, dpo_args, rloo_args
 from thai_grpo.report.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def load(name="config.yaml"):
-    return yaml.safe_load((REPO / "config" / name).read_text())
+    return config_of() if name == "config.yaml" else config_of(name)
 
 
 # --------------------------------------------------------------------------- RLOO / DPO config mapping
 def test_rloo_args_keep_shared_fields_and_drop_grpo_only_ones():
     from trl import RLOOConfig
 
-    grpo = variant_plan(load(), "rloo")["grpo"]
+    grpo = variant_plan(load(), "rloo")["grpo_args"]
     args, dropped = rloo_args(grpo, {f.name for f in dataclasses.fields(RLOOConfig)})
     for key in ("num_generations", "per_device_train_batch_size", "learning_rate", "max_steps",
                 "max_completion_length", "temperature", "beta", "epsilon"):
@@ -158,7 +161,7 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert kinds["grpo"] == "grpo" and kinds["dr_grpo"] == "dr_grpo" and kinds["rloo"] == "rloo"
     assert kinds["dpo"] == "dpo" and kinds["g2"] == kinds["temp0.3"] == kinds["lenient_format"] == "grpo"
     plan = variant_plan(config, "dr_grpo")
-    assert plan["grpo"]["scale_rewards"] == "none" and plan["grpo"]["beta"] == config["grpo"]["beta"]
+    assert plan["grpo_args"]["scale_rewards"] == "none" and plan["grpo_args"]["beta"] == config["grpo"]["beta"]
     assert variant_plan(config, "lenient_format")["rewards"] == ["correct", "format_lenient", "thai"]
     assert variant_plan(config, "g2")["group"] == "pitfall" and plan["group"] == "method"
     import thai_grpo.methods.dpo
@@ -189,14 +192,14 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     def spec(variant, **extra):
         return RunSpec(run=variant, plan=variant_plan(config, variant), base_dir=Path("base"), adapter_dir=Path("sft"),
                        train_rows=[{"q": 1}], system_prompt="SYS", out_dir=Path("out"), checkpoint_dir=Path("ckpt"),
-                       seed=7, **extra)
+                       seed=7, training=TRAINING, **extra)
 
     for variant in ("grpo", "rloo", "dpo"):
         result = train_variant(spec(variant, pairs=[{"pair": 1}]))
         assert result["variant"] == variant and result["method"] == variant
     (grpo_module, grpo_spec), (rloo_module, rloo_spec), (dpo_module, dpo_spec) = calls
     assert (grpo_module, rloo_module, dpo_module) == tuple(f"thai_grpo.methods.{m}" for m in ("grpo", "rloo", "dpo"))
-    assert grpo_spec.plan["grpo"]["loss_type"] == "grpo" and rloo_spec.plan["rloo"] == {"beta": 0.001}  # KL matched
+    assert grpo_spec.plan["grpo_args"]["loss_type"] == "grpo" and rloo_spec.plan["rloo"] == {"beta": 0.001}  # KL matched
     assert dpo_spec.pairs == [{"pair": 1}] and dpo_spec.plan["dpo"]["beta"] == 0.1
     with pytest.raises(ValueError, match="needs the preference pairs"):
         train_variant(spec("dpo"))
@@ -211,12 +214,13 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
     ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL's DPOConfig"),
     ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
     ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
-    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.ppo"),
+    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings"),
     ({"method": "ppo", "ppo": {"batch_size": 10, "num_mini_batches": 3}}, r"variants.v: ppo.batch_size=10 is not a"),
 ])
 def test_method_sections_are_checked(variant, message):
     config = load()
     config["variants"]["v"] = variant
+    validate(config, str(REPO / "config/schema.yaml"))  # the variant's method and group defaults, as Snakemake fills them
     with pytest.raises(ConfigError, match=message):
         check_method_fields(config)
 
@@ -338,7 +342,8 @@ def test_extra_set_results_title_source_counts_and_paired_tests():
 def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, synthetic_rows, tmp_path):
     import thai_grpo.methods.dpo as dpo_method
     import thai_grpo.methods.rloo as rloo_method
-    from thai_grpo.data.problems import SYSTEM_PROMPT, build_prompt, normalize_rows
+    from thai_grpo.data.problems import normalize_rows
+    from thai_grpo.data.prompts import SYSTEM_PROMPT, build_prompt
 
     from thai_grpo.methods.preferences import prompt_token_ids
     from thai_grpo.models.loading import load_tokenizer

@@ -75,7 +75,7 @@ def hacking_run(train: dict, plan: dict, settings: DetectorSettings = DetectorSe
         means[key] = {"start": start, "first_third": first_and_last(values)[0], "last_third": last}
     detector = format_hacking_suspect(steps, settings)
     return {"format_reward": format_reward_name(steps), "rewards": list(plan.get("rewards") or []),
-            "max_completion_length": (plan.get("grpo") or {}).get("max_completion_length"),
+            "max_completion_length": (plan.get("grpo_args") or {}).get("max_completion_length"),
             "steps": [{key: s.get(key) for key in ("step", *CURVES)} for s in steps],
             "means": means, "health": training_health(steps), "detector": detector,
             "rates": run_rates(detector, len(steps), settings, {**SIMULATION, **(simulation or {})}),

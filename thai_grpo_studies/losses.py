@@ -35,7 +35,7 @@ REPORT_CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base
 
 def changes(plan: dict, baseline: dict) -> dict:
     """What a variant's plan sets differently from the baseline's: {grpo field or "rewards": [baseline, variant]}."""
-    mine, theirs = plan.get("grpo") or {}, baseline.get("grpo") or {}
+    mine, theirs = plan.get("grpo_args") or {}, baseline.get("grpo_args") or {}
     diff = {key: [theirs.get(key), mine.get(key)] for key in sorted(set(mine) | set(theirs))
             if mine.get(key) != theirs.get(key)}
     if list(plan.get("rewards") or []) != list(baseline.get("rewards") or []):

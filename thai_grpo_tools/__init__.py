@@ -1,1 +1,3 @@
-"""Tools around the pipeline, for its users and maintainers: benchmarks, rehearsals, documentation tables, run comparisons. The pipeline never imports them."""
+"""Tools around the pipeline, for its maintainers: benchmarks, rehearsals, the memory and time plans, documentation
+tables, run comparisons. Their command lines are in ``tools/`` (``make bench``, ``make docs``, ``make rehearse-full``,
+``make memory-plan``, ``make ship-base``); the pipeline never imports them."""

@@ -35,7 +35,8 @@ from pathlib import Path
 
 import yaml
 
-from thai_grpo.data.problems import build_prompt, read_question_answer_tsv
+from thai_grpo.data.problems import read_question_answer_tsv
+from thai_grpo.data.prompts import build_prompt
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_CONFIG = REPO / "config" / "qwen3-0.6b.yaml"

@@ -1,4 +1,4 @@
-"""Qwen3-0.6B at full size through every stage, without its weights: the pieces ``scripts/rehearse_full.py`` puts
+"""Qwen3-0.6B at full size through every stage, without its weights: the pieces ``tools/rehearse_full.py`` puts
 together (``make rehearse-full`` on a CPU, ``make gpu-check`` on a GPU).
 
 The model is the published architecture (``rehearsal.QWEN3_0_6B_CONFIG``: 28 layers, hidden 1024, intermediate 3072,
@@ -22,7 +22,7 @@ import json
 import math
 from pathlib import Path
 
-from thai_grpo.models.memory_stages import CARD_GIB, CPU, T4, Precision
+from thai_grpo.jobs.memory_stages import CARD_GIB, CPU, T4, Precision
 from thai_grpo_tools.stage_plans import sized_config, sizes_for_card, stage_plans
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
@@ -63,7 +63,7 @@ def deep_merge(base: dict, top: dict) -> dict:
 
 
 # A rehearsal records a lost update (training.max_lost_update_share) instead of stopping the stage at it.
-RECORD_LOST_UPDATES = {"training": {"max_lost_update_share": 1.0}}
+RECORD_LOST_UPDATES = {"training": {"max_lost_update_share": 1.0, "report_to": "none"}}
 
 
 def rehearsal_config(real: dict, preset: str, card_gib: float = CARD_GIB) -> dict:
@@ -148,7 +148,7 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
     """DPO's and the reward model's pairs for ``rows``, in ``preferences.build_pairs``' format: chosen the right number,
     rejected a wrong one, each after a think block filled so that the completion is ``completion_tokens`` tokens long
     (the budget the plan counts)."""
-    from thai_grpo.data.problems import build_prompt
+    from thai_grpo.data.prompts import build_prompt
     from thai_grpo.methods.preferences import prompt_token_ids, token_fields
 
     filler = tokenizer("คิดทีละขั้น " * completion_tokens, add_special_tokens=False)["input_ids"]
@@ -177,7 +177,7 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
 
 def measured_prompt_tokens(tokenizer, rows: list[dict], system_prompt: str, chat_template_kwargs: dict) -> int:
     """The longest prompt of ``rows`` in tokens, as the policy reads it (chat template, generation prompt)."""
-    from thai_grpo.data.problems import chat_prompt_texts
+    from thai_grpo.data.prompts import chat_prompt_texts
 
     texts = chat_prompt_texts(tokenizer, [r["question"] for r in rows], system_prompt, chat_template_kwargs)
     return max(len(tokenizer(text, add_special_tokens=False)["input_ids"]) for text in texts)
@@ -201,7 +201,7 @@ def device_precision(device: str, dtype: str) -> Precision:
 def plans(config: dict, precision: Precision, prompt: int, completions: int, card_gib: float = CARD_GIB) -> list[dict]:
     """The memory plan at exactly the rehearsal's sizes: Qwen3-0.6B's shape, the stand-in adapter's LoRA, prompts of
     ``prompt`` tokens, ``completions`` scored by the token log-probs stage, ``auto`` as a card of ``card_gib``."""
-    from thai_grpo.models.memory_plan import Lora
+    from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo_tools.stage_plans import QWEN3_0_6B
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 

@@ -1,7 +1,7 @@
 """The memory plan of a whole real-config run, for the documents and the GPU checks: every stage's peak on a card
 (``stage_plans``), the sizes a card chooses for ``auto`` (``sizes_for_card``), the plan as a markdown table, and the
-plan's prediction for a pipeline job (``predicted_for_job``). Built from ``thai_grpo.models.memory_plan``'s pieces and
-``thai_grpo.models.memory_stages``' stages, the ones a pipeline job sizes itself by.
+plan's prediction for a pipeline job (``predicted_for_job``). Built from ``thai_grpo.jobs.memory_plan``'s pieces and
+``thai_grpo.jobs.memory_stages``' stages, the ones a pipeline job sizes itself by.
 
 What runs on a GPU (``thai_grpo.models.loading``, ``thai_grpo.methods.ppo``): every frozen weight in 16 bits (float16
 on a T4), the trained ones (LoRA, score heads) in float32 with their gradients and AdamW states; TRL's trainers and
@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from thai_grpo.models.memory_plan import (
+from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk, saved_per_token_layer,
 )
-from thai_grpo.models.memory_stages import (
+from thai_grpo.jobs.memory_stages import (
     AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, ppo_chunk_floats_for_card,
     ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
 )

@@ -111,9 +111,9 @@ def pair_training_work(stage: str, pairs: int, length: int, batch: int, units_pe
 def real_run_work(config: dict, sizes: dict) -> list[Work]:
     """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target)."""
     from thai_grpo.core.config import eval_settings, passk_settings
-    from thai_grpo.models.memory_plan import generation_floats, rows_per_chunk
+    from thai_grpo.jobs.memory_plan import generation_floats, rows_per_chunk
     from thai_grpo_tools.stage_plans import QWEN3_0_6B
-    from thai_grpo.models.memory_stages import PROMPT_TOKENS, sampling_batch_for_card
+    from thai_grpo.jobs.memory_stages import PROMPT_TOKENS, sampling_batch_for_card
 
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)
     models, problems, heldout = config["eval"]["models"], int(config["data"]["train_size"]), int(

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import copy
 
+from thai_grpo.core.references import KL_REFERENCES
+
 # TRL 1.16's GRPOConfig.loss_type values (tests/test_config.py checks this list against the installed TRL).
 TRL_LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 TRL_SCALE_REWARDS = ("group", "batch", "none")
@@ -72,7 +74,6 @@ def deep_merge(base: dict, overrides: dict) -> dict:
 # Our own keys in a grpo section, never passed to TRL: num_processes (the batch-divisibility check) and reference
 # (the KL's reference policy: thai_grpo.methods.grpo.use_reference).
 OURS = ("num_processes", "reference")
-KL_REFERENCES = ("sft", "base")
 
 
 def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:

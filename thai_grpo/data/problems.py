@@ -1,4 +1,4 @@
-"""Data: load the Thai GSM8K rows (synthetic, local or hub), parse gold answers, split, build prompts.
+"""Data: load the Thai GSM8K rows (synthetic, local or hub), parse gold answers, split; SFT's examples.
 
 Every source goes through the same path: a ``datasets.Dataset`` with the real dataset's columns
 (``translated_question``, ``translated_answer`` ending in ``#### N``) -> ``normalize_rows`` -> ``split_rows``.
@@ -17,11 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from thai_grpo.core.rewards import THAI_DIGITS
-
-# The offline models' system prompt: "think in <think>...</think>, then answer with a number". Short on purpose: it is
-# in every SFT, GRPO and sampling sequence, and at ~21 tokens (the chapter's takes ~38, an earlier one ~49 with the
-# offline tokenizer) it costs a fifth less compute per training and sampling token than the longest did.
-SYSTEM_PROMPT = "คิดใน <think>...</think> แล้วตอบเป็นตัวเลข"
+from thai_grpo.data.prompts import build_prompt
 
 _GOLD_NUMBER = re.compile(r"^-?\d[\d,]*$")
 _CALCULATOR_ANNOTATION = re.compile(r"<<[^<>]*>>")
@@ -50,20 +46,6 @@ def normalize_text(text: str) -> str:
 
 def text_hash(text: str) -> str:
     return hashlib.sha256(normalize_text(text).encode("utf-8")).hexdigest()
-
-
-def build_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict]:
-    """The conversational prompt: a Thai system message, then the question as the user turn."""
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
-
-
-def chat_prompt_texts(tokenizer, questions: list[str], system_prompt: str,
-                      chat_template_kwargs: dict | None = None) -> list[str]:
-    """The prompts as the policy reads them: ``build_prompt`` through the tokenizer's chat template with the
-    generation prompt and the run's ``chat_template_kwargs`` (e.g. Qwen3's ``enable_thinking``), as TRL does.
-    Encode them with ``add_special_tokens=False``: the template already holds every special token."""
-    return [tokenizer.apply_chat_template(build_prompt(q, system_prompt), tokenize=False, add_generation_prompt=True,
-                                          **(chat_template_kwargs or {})) for q in questions]
 
 
 #: How much of the solution an SFT example's think block holds (``sft_target``); ``think`` of a row, default full.
@@ -342,13 +324,6 @@ def extra_heldout_rows(records, spec: dict, where: str, **training_sets: list[di
     stats = {"source_rows": len(rows), "duplicates_removed": len(rows) - len(unique),
              "seen_in_training_dropped": seen, "problems": len(kept)}
     return kept, stats
-
-
-def grpo_records(rows: list[dict], system_prompt: str) -> list[dict]:
-    """GRPOTrainer's dataset: a conversational ``prompt``, the integer ``answer`` the reward reads and the problem's
-    ``id`` (TRL hands both to the reward functions; the rollouts file names each completion's problem by it)."""
-    return [{"prompt": build_prompt(r["question"], system_prompt), "answer": r["answer"], "id": r.get("id")}
-            for r in rows]
 
 
 def sft_records(rows: list[dict], system_prompt: str) -> list[dict]:

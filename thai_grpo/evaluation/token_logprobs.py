@@ -16,7 +16,7 @@ that produced the tokens.
 
 On a GPU the passes run there, the weights in ``eval.dtype`` (float32 by default): the two log-probabilities of a
 token differ by the adapters alone (KL ~1e-3 per token), far below a 16-bit forward pass's rounding of logits of
-magnitude ~20 (~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1 (scripts/precision_probe.py measures it).
+magnitude ~20 (~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1 (tools/precision_probe.py measures it).
 Qwen3-0.6B's float32 weights take 2.2 GiB (``make memory-plan``).
 """
 
@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.data.problems import chat_prompt_texts
-from thai_grpo.models.memory_plan import CHUNK_FLOATS, logprob_pass_floats, rows_per_chunk, Shape
+from thai_grpo.data.prompts import chat_prompt_texts
+from thai_grpo.jobs.memory_plan import CHUNK_FLOATS, logprob_pass_floats, rows_per_chunk, Shape
 
 LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
 
@@ -120,7 +120,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     import torch
     from peft import PeftModel
 
-    from thai_grpo.core.accelerators import evaluation_precision, job_device
+    from thai_grpo.jobs.devices import evaluation_precision, job_device
     from thai_grpo.core.hub import require_model_dir
     from thai_grpo.models.loading import load_base_model, load_tokenizer, weights_dtype
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thai_grpo.data.problems import chat_prompt_texts
+from thai_grpo.data.prompts import chat_prompt_texts
 from thai_grpo.models.sampling import score_completion
 
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
@@ -105,12 +105,12 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
 
 
 def _gpu_capability() -> tuple[int, int] | None:
-    """The compute capability to act on (``accelerators.acting_capability``: the GPU's own, or the lower one
+    """The compute capability to act on (``devices.acting_capability``: the GPU's own, or the lower one
     ``THAI_GRPO_CAPABILITY`` names), read through vLLM's platform layer (NVML): unlike torch.cuda it does not
     initialise CUDA in this process, which would force vLLM's workers onto the slower 'spawn' start."""
     import os
 
-    from thai_grpo.core.accelerators import CAPABILITY_ENV, acting_capability
+    from thai_grpo.jobs.devices import CAPABILITY_ENV, acting_capability
 
     try:
         from vllm.platforms import current_platform
@@ -123,9 +123,9 @@ def _gpu_capability() -> tuple[int, int] | None:
 
 
 def resolve_vllm_dtype(dtype: str, capability: tuple[int, int] | None) -> str:
-    """The config's dtype; ``auto`` follows ``accelerators.choose_dtype`` (float16 on a T4, bfloat16 from sm 8.0),
+    """The config's dtype; ``auto`` follows ``devices.choose_dtype`` (float16 on a T4, bfloat16 from sm 8.0),
     or vLLM's own ``auto`` when the capability is unknown."""
-    from thai_grpo.core.accelerators import choose_dtype
+    from thai_grpo.jobs.devices import choose_dtype
 
     if dtype != "auto":
         return dtype

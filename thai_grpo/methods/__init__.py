@@ -1,16 +1,17 @@
 """Methods: the trainers that turn the SFT adapter into a policy, and what only they use.
 
 One module per method (``grpo``, ``rloo``, ``dpo``, ``ppo``) with what belongs to one of them beside it: PPO's
-reward model (``reward_model``), DPO's preference pairs (``preferences``); and what the RL trainers share: group
-advantages (``advantages``), KL estimators (``kl``), per-step metrics (``metrics``) and the training-health checks
-(``health``). It may import ``models``, ``data`` and ``core``, never ``evaluation`` or ``report``. This
-``__init__`` is the dispatcher, as follows.
+reward model (``reward_model``), DPO's preference pairs (``preferences``); what a config may say to each, checked before
+any job (``settings``); and what the trainers share: the objective as the chapter writes it (``objective``: group
+advantages, k3, the clipped surrogate), KL estimators (``kl``), per-step metrics (``metrics``), the step log and resume
+(``step_log``), the update counts (``updates``) and the training-health checks (``health``). It may import ``models``,
+``jobs``, ``data`` and ``core``, never ``evaluation`` or ``report``. This ``__init__`` is the dispatcher, as follows.
 
 Which trainer a variant runs, and with which settings: GRPO, RLOO, DPO or PPO, all from the same SFT adapter.
 
 A variant (``variants:`` in the config) is a named set of overrides on top of the ``grpo`` section and the
 reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` and ``dpo:`` hold fields of
-TRL's RLOOConfig / DPOConfig that have no GRPO counterpart; ``ppo:`` the fields of ``ppo.PPOSettings`` (TRL 1.12
+TRL's RLOOConfig / DPOConfig that have no GRPO counterpart; ``ppo:`` the fields of ``settings.PPOSettings`` (TRL 1.12
 PPOConfig's names: our own trainer, since TRL 1.16 has none). Its ``group`` says where the report shows it:
 ``method`` = a row of the method comparison, ``ablation`` = a row of the comparison in the pitfalls report only,
 ``pitfall`` = the Pitfalls section (both built by ``snakemake pitfalls``), ``hacking`` = the reward-hacking
@@ -39,18 +40,18 @@ def variant_plan(config: dict, variant: str) -> dict:
     variant's overrides leaves it (and so the rule's params) unchanged."""
     settings = variant_settings(config, variant)
     overrides = config["variants"][variant]
-    method = overrides.get("method", "grpo")
+    method = overrides["method"]
     if method not in METHODS:
         raise ConfigError(f"variants.{variant}.method={method!r}: use one of {', '.join(METHODS)}")
-    return {"variant": variant, "method": method, "group": overrides.get("group", "method"),
-            "grpo": method_grpo_args(method, settings["grpo"]),
+    return {"variant": variant, "method": method, "group": overrides["group"],
+            "grpo_args": method_grpo_args(method, settings["grpo"]),
             "rewards": [] if method == "dpo" else settings["rewards"],  # DPO's pairs are ranked by correctness alone
             "rloo": dict(overrides.get("rloo", {})), "dpo": dict(overrides.get("dpo", {})),
             "ppo": dict(overrides.get("ppo", {}))}
 
 
 # What PPO takes from a merged grpo section: it samples as GRPO does (temperature, completion budget, chat template)
-# and its frozen reference is GRPO's KL reference (thai_grpo.methods.ppo.ppo_settings, train_ppo).
+# and its frozen reference is GRPO's KL reference (thai_grpo.methods.settings.ppo_settings).
 PPO_FROM_GRPO = ("temperature", "max_completion_length", "reference", "chat_template_kwargs")
 
 
@@ -61,7 +62,7 @@ def method_grpo_args(method: str, grpo: dict) -> dict:
     names come from the checked-in field list (``thai_grpo.core.trainer_fields``): no TRL import."""
     if method == "dpo":
         from thai_grpo.core.trainer_fields import fields_of
-        from thai_grpo.methods.dpo import NOT_INHERITED
+        from thai_grpo.methods.settings import NOT_INHERITED
 
         return {k: v for k, v in grpo.items() if k in fields_of("DPOConfig") and k not in NOT_INHERITED}
     if method == "ppo":
@@ -71,7 +72,7 @@ def method_grpo_args(method: str, grpo: dict) -> dict:
 
 def method_kind(plan: dict) -> str:
     """The comparison row a variant fills: ``dr_grpo`` for GRPO with TRL's Dr.GRPO loss, else its method."""
-    if plan["method"] == "grpo" and plan["grpo"].get("loss_type") == "dr_grpo":
+    if plan["method"] == "grpo" and plan["grpo_args"].get("loss_type") == "dr_grpo":
         return "dr_grpo"
     return plan["method"]
 
@@ -81,9 +82,9 @@ class RunSpec:
     """One training run, by name: what it trains from, on what, where it writes, in which precision.
 
     ``plan``: ``variant_plan`` (method, rewards, the method's trainer arguments); ``training``: the config's
-    ``training:`` section (``max_lost_update_share``, ``report_to``); ``pairs``: DPO's preference pairs;
-    ``reward_dir``: PPO's reward model (None when the verifier scores); ``rollouts``: the file every rollout of a GRPO,
-    RLOO or PPO run is written to (None: not kept)."""
+    ``training:`` section (``max_lost_update_share``, ``report_to``); ``dtype``: ``base.dtype``; ``pairs``: DPO's
+    preference pairs; ``reward_dir``: PPO's reward model (None when the verifier scores); ``rollouts``: the file every
+    rollout of a GRPO, RLOO or PPO run is written to (None: not kept)."""
     run: str
     plan: dict
     base_dir: Path
@@ -93,8 +94,8 @@ class RunSpec:
     out_dir: Path
     checkpoint_dir: Path
     seed: int
+    training: dict
     dtype: str = "auto"
-    training: dict = dataclasses.field(default_factory=dict)
     pairs: list | None = None
     reward_dir: Path | None = None
     rollouts: Path | None = None
@@ -123,13 +124,12 @@ def check_method_fields(config: dict) -> None:
     name), and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). TRL's names come from
     the checked-in list (``thai_grpo.core.trainer_fields``): it runs as Snakemake parses the workflow."""
     from thai_grpo.core.trainer_fields import fields_of, unknown_key
-    from thai_grpo.methods.dpo import check_max_length_in_config
-    from thai_grpo.methods.ppo import PPO_FIELDS, ppo_settings
+    from thai_grpo.methods.settings import PPO_FIELDS, check_max_length_in_config, ppo_settings
 
     check_max_length_in_config(config)
     classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
                "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
-               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.ppo.PPOSettings")}
+               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.settings.PPOSettings")}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")
         for section, (fields, owner) in classes.items():
@@ -141,7 +141,7 @@ def check_method_fields(config: dict) -> None:
                                   f"add 'method: {section}' or remove the section")
         if method == "ppo":
             try:
-                ppo_settings(variant_plan(config, name)["grpo"], overrides.get("ppo"))
+                ppo_settings(variant_plan(config, name)["grpo_args"], overrides.get("ppo"))
             except ValueError as error:
                 raise ConfigError(f"variants.{name}: {error}") from None
         if method == "rloo":

@@ -13,31 +13,29 @@ import enum
 import tempfile
 
 from thai_grpo.core.chapter import CHAPTER, TRAIN_SIZE, config_value, optimizer_steps
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 
 def stage_arguments(config: dict, stage: str):
     """The argument object the trainer of ``stage`` (a variant name, or ``reward_model``) is built with."""
     from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
 
     from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.dpo import dpo_args
-    from thai_grpo.methods.ppo import ppo_settings
-    from thai_grpo.methods.rloo import rloo_args
+    from thai_grpo.methods.settings import dpo_args, ppo_settings, rloo_args
     from thai_grpo.models.training import trainer_args
 
-    output_dir, seed, dtype = tempfile.gettempdir(), config["seed"], config["base"].get("dtype", "float32")
+    output_dir, seed, dtype = tempfile.gettempdir(), config["seed"], config["base"]["dtype"]
     if stage == "reward_model":
         return RewardConfig(**trainer_args(config.get("reward_model", {}).get("args", {}), output_dir, seed, dtype))
     plan = variant_plan(config, stage)
     if plan["method"] == "grpo":
-        return GRPOConfig(**trainer_args(plan["grpo"], output_dir, seed, dtype))
+        return GRPOConfig(**trainer_args(plan["grpo_args"], output_dir, seed, dtype))
     if plan["method"] == "rloo":
         fields = {f.name for f in dataclasses.fields(RLOOConfig)}
-        return RLOOConfig(**trainer_args(rloo_args(plan["grpo"], fields, plan["rloo"])[0], output_dir, seed, dtype))
+        return RLOOConfig(**trainer_args(rloo_args(plan["grpo_args"], fields, plan["rloo"])[0], output_dir, seed, dtype))
     if plan["method"] == "dpo":
         fields = {f.name for f in dataclasses.fields(DPOConfig)}
-        return DPOConfig(**trainer_args(dpo_args(plan["grpo"], fields, plan["dpo"])[0], output_dir, seed, dtype))
-    return ppo_settings(plan["grpo"], plan["ppo"])
+        return DPOConfig(**trainer_args(dpo_args(plan["grpo_args"], fields, plan["dpo"])[0], output_dir, seed, dtype))
+    return ppo_settings(plan["grpo_args"], plan["ppo"])
 
 
 def rollout_steps(arguments, rows: int) -> int:
@@ -57,7 +55,7 @@ def resolved_values(config: dict) -> dict[str, object]:
         if stage not in built:
             built[stage] = stage_arguments(config, stage)
         if field == "reference":
-            return variant_plan(config, stage)["grpo"].get("reference", "sft")
+            return variant_plan(config, stage)["grpo_args"]["reference"]
         if field == "optimizer_steps":
             return rollout_steps(built[stage], config["data"]["train_size"])
         return getattr(built[stage], field)

@@ -21,19 +21,11 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.core.config import ConfigError, inherited_args
+from thai_grpo.methods.settings import NOT_INHERITED, check_max_length, dpo_args
 
 KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
                 "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
 TOKEN_COLUMNS = ("prompt_ids", "chosen_ids", "rejected_ids")
-TRL_MAX_LENGTH = 1024  # DPOConfig's default max_length
-# Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
-# its per_device_train_batch_size counts completions, DPO's counts pairs. And the length and schedule of training:
-# GRPO's steps count rollout batches, not passes over DPO's pairs, so DPO takes TRL's (one epoch, linear decay)
-# unless its own dpo: section sets them.
-SCHEDULE = ("max_steps", "num_train_epochs", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
-            "warmup_steps", "warmup_ratio")
-NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size", *SCHEDULE)
 DPO_LOG_KEYS = {
     "loss": "loss",
     "rewards/margins": "reward_margin",
@@ -47,39 +39,6 @@ DPO_LOG_KEYS = {
 }
 NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so DPO had "
             "nothing to rank; the adapter is the SFT adapter unchanged")
-
-
-def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """DPOConfig's arguments: the bookkeeping fields of a merged ``grpo`` section (logging, checkpoints, activation
-    checkpointing, ...), not ``NOT_INHERITED`` (the meaning differs, or the length and schedule of training), then the
-    variant's ``dpo:`` overrides."""
-    kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
-    return {**kept, **(overrides or {})}, dropped
-
-
-def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
-    """Refuse a DPO ``max_length`` shorter than the longest prompt plus the completion budget: TRL's collator would
-    cut the end of the longest answers (``truncation_mode`` keep_start), the very tokens that decide a pair. None is
-    no limit."""
-    if max_length is not None and max_length < longest_prompt + completion_budget:
-        raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
-                          f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
-                          f"set it to at least {longest_prompt + completion_budget}")
-
-
-def check_max_length_in_config(config: dict) -> None:
-    """What the config alone tells of ``check_max_length``: each DPO variant's ``max_length`` (TRL's 1024 when unset)
-    must exceed the pairs' completion budget (``grpo.max_completion_length``), leaving room for a prompt; the longest
-    prompt is checked when the job starts."""
-    budget = config.get("grpo", {}).get("max_completion_length", 256)
-    for name, variant in config.get("variants", {}).items():
-        if variant.get("method") != "dpo":
-            continue
-        max_length = variant.get("dpo", {}).get("max_length", TRL_MAX_LENGTH)
-        if max_length is not None and max_length <= budget:
-            raise ConfigError(f"variants.{name}.dpo.max_length={max_length} leaves no room for a prompt beside the "
-                              f"pairs' completion budget (grpo.max_completion_length={budget}): set it to at least "
-                              f"the longest prompt plus {budget} (TRL's default is {TRL_MAX_LENGTH})")
 
 
 def token_rows(pairs: list[dict]) -> list[dict]:
@@ -155,14 +114,14 @@ def train(spec) -> dict:
     from trl import DPOConfig
 
     from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
-    from thai_grpo.methods.grpo import read_step_metrics, start_step_log
+    from thai_grpo.methods.step_log import read_step_metrics, start_step_log
     from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
     from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer, weights_dtype
     from thai_grpo.models.training import (clear_checkpoints, progress_callback, scale_float16_losses_on_cpu,
                                            seed_everything, trainer_args)
 
     pairs, checkpoint_dir = spec.pairs, spec.checkpoint_dir
-    args, dropped = dpo_args(spec.plan["grpo"], {f.name for f in dataclasses.fields(DPOConfig)}, spec.plan["dpo"])
+    args, dropped = dpo_args(spec.plan["grpo_args"], {f.name for f in dataclasses.fields(DPOConfig)}, spec.plan["dpo"])
     base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args,
             "dropped_grpo_fields": dropped}
     if spec.rollouts is not None:
@@ -184,7 +143,7 @@ def train(spec) -> dict:
     tokenizer = load_tokenizer(spec.base_dir)
     model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)  # the LoRA in float32
     updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
-                             spec.training.get("max_lost_update_share", 0.0))
+                             spec.training["max_lost_update_share"])
     trainer = sampled_token_trainer()(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                                       processing_class=tokenizer,
                                       callbacks=[updates, make_dpo_logger(metrics_path, updates),

@@ -8,13 +8,15 @@ d = log pi_ref(y) - log pi(y) and x = exp(d) = pi_ref(y) / pi(y):
 
 Both satisfy E_{y~pi}[k] = KL(pi || pi_ref) = sum_y pi(y) log(pi(y) / pi_ref(y)).
 
-GRPO's loss uses k3 (``thai_grpo.methods.objective.k3``, the same formula in torch, checked against TRL's loss by
-tests/test_objective.py); these numpy estimators serve the k1-vs-k3 figure and the study on real tokens.
+k3 is GRPO's own (``thai_grpo.methods.objective.k3``, checked against TRL's loss by tests/test_objective.py), called
+here with numpy arrays; these estimators serve the k1-vs-k3 figure and the study on real tokens.
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from thai_grpo.methods import objective
 
 
 def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
@@ -23,13 +25,9 @@ def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
 
 
 def k3(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
-    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy), elementwise.
-
-    Computed as expm1(d) - d (accurate for small d) and clipped at 0, since
-    x - 1 - log x >= 0 holds exactly and only rounding could break it.
-    """
-    d = np.asarray(logp_ref, dtype=float) - np.asarray(logp_policy, dtype=float)
-    return np.maximum(np.expm1(d) - d, 0.0)
+    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy), elementwise: ``objective.k3`` (expm1(d) - d,
+    accurate for small d), clipped at 0, since x - 1 - log x >= 0 holds exactly and only rounding could break it."""
+    return np.maximum(objective.k3(np.asarray(logp_policy, dtype=float), np.asarray(logp_ref, dtype=float)), 0.0)
 
 
 def running_mean(values: np.ndarray) -> np.ndarray:

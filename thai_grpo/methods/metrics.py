@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, has_think_block, hollow_think
-from thai_grpo.methods.advantages import frac_groups_nonzero_std, group_advantages
+from thai_grpo.methods.objective import group_advantages, group_reward_std
 
 # TRL's log keys -> our names.
 TRL_LOG_KEYS = {
@@ -22,6 +22,12 @@ TRL_LOG_KEYS = {
     "loss": "loss",
     "entropy": "entropy",
 }
+
+
+def frac_groups_nonzero_std(rewards, group_size: int, tol: float = 1e-8) -> float:
+    """Fraction of groups with std_g > tol (``objective.group_reward_std``): the groups that carry a learning signal
+    (an all-equal group's advantages are all zero)."""
+    return float(np.mean(group_reward_std(rewards, group_size) > tol))
 
 
 def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:

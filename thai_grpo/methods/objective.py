@@ -18,28 +18,66 @@ The pipeline trains with TRL's trainer; ``tests/test_objective.py`` runs one rea
 rewards, the reference pass) and checks that ``group_advantages`` gives the advantages TRL computed and that
 ``grpo_loss`` gives TRL's loss and its gradient, for the chapter's settings and for Dr.GRPO's. With TRL's default
 ``num_iterations: 1`` each batch is used once, on-policy: pi_theta_old is pi_theta itself (detached), so rho = 1 in
-value and only its gradient, d rho / d log pi_theta = 1, acts. The numpy twins for the figures and the per-step
-metrics are ``thai_grpo.methods.advantages`` (the same A_i) and ``thai_grpo.methods.kl`` (the same k3).
+value and only its gradient, d rho / d log pi_theta = 1, acts.
+
+This is the one definition of A_i and of k3 in the pipeline: the per-step metrics, the step log, the figures and the
+k1-vs-k3 study call these same functions with numpy arrays (numpy in, numpy out, computed in float64).
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import torch
 
 STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
 
 
+def numpy_too(function):
+    """``function`` of tensors, also taking numpy arrays (or lists) for its tensor arguments: those are computed as
+    float64 tensors and the result comes back as a numpy array. Numbers (a group size, a flag) pass as they are."""
+    @functools.wraps(function)
+    def either(*args, **kwargs):
+        if isinstance(args[0], torch.Tensor):
+            return function(*args, **kwargs)
+        as_tensor = [a if isinstance(a, (bool, int, float)) else torch.as_tensor(np.asarray(a, dtype=np.float64))
+                     for a in args]
+        return function(*as_tensor, **kwargs).numpy()
+
+    return either
+
+
+def grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """Flat rewards as (groups, G), TRL's order: the G completions of one prompt side by side. A ValueError for G < 2
+    (no baseline without a second completion) or a count that does not split into groups of G."""
+    if group_size < 2:
+        raise ValueError(f"group_size must be at least 2, got {group_size}")
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
+    return rewards.reshape(-1, group_size)
+
+
+@numpy_too
+def group_reward_std(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
+    """std_g = sqrt(sum_i (r_i - mean_g)^2 / (G - 1)) per group (the sample std A_i divides by); shape (groups,)."""
+    return grouped(rewards, group_size).std(dim=1)
+
+
+@numpy_too
 def group_advantages(rewards: torch.Tensor, group_size: int, scale_by_std: bool = True,
                      eps: float = STD_EPS) -> torch.Tensor:
     """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards (TRL's order), sample std;
-    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``."""
-    groups = rewards.reshape(-1, group_size)
+    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``. A group whose rewards
+    are all equal has every A_i = 0: it teaches nothing."""
+    groups = grouped(rewards, group_size)
     centered = groups - groups.mean(dim=1, keepdim=True)
     if scale_by_std:
         centered = centered / (groups.std(dim=1, keepdim=True) + eps)
     return centered.reshape(-1)
 
 
+@numpy_too
 def k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """Per-token k3 = (x - 1) - log x with x = pi_ref / pi_theta = exp(ref_logp - logp): >= 0, unbiased for
     KL(pi_theta || pi_ref). Its gradient in log pi_theta is 1 - x, zero where the two policies agree."""

@@ -37,9 +37,9 @@ Departures from TRL 1.12, each on purpose:
   weights, the optimizer and the step; no generator state needs saving.
 As TRL's: dropout is off in all four models (``disable_dropout_in_model``), so the first minibatch's ratio is 1 even
 with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions. On a CPU the rollouts
-are sampled from a merged copy of the policy (``thai_grpo.models.merged_sampler``: the same function, refreshed each
+are sampled from a merged copy of the policy (``thai_grpo.models.cpu.merged_sampler``: the same function, refreshed each
 step), as GRPO's are.
-Memory (``thai_grpo.models.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
+Memory (``thai_grpo.jobs.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
 into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
 (gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
 update). On a GPU every frozen weight is held in 16 bits (float16 on a T4, bfloat16 from Ampere): the reference and
@@ -60,79 +60,18 @@ from pathlib import Path
 
 import numpy as np
 
+from thai_grpo.core.references import KL_REFERENCES
+from thai_grpo.methods.settings import PPOSettings, ppo_settings
 from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
 from thai_grpo.methods.updates import scaler_skipped, update_counts, update_record
 
-KL_REFERENCES = {"sft": "the SFT policy, frozen (a merged copy of the SFT adapter), as GRPO's grpo.reference: sft; "
-                        "PPO subtracts kl_coef x k1 per token from the reward",
-                 "base": "the base model, frozen (a copy without the adapter), as GRPO's grpo.reference: base; "
-                         "PPO subtracts kl_coef x k1 per token from the reward"}
-REFERENCE_MODELS = {"sft": "base with the SFT adapter merged (frozen)", "base": "the bare base (frozen)"}
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
-                    "reference": REFERENCE_MODELS["sft"],
+                    "reference": KL_REFERENCES["sft"]["ppo_model"],
                     "reward": "sequence-classification base + the reward model's LoRA and score head (frozen; merged into the "
                               "base where that keeps them: float32)",
                     "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
                              "(trained)"}
 STATE_FILE = "ppo_state.pt"
-SCORES = ("reward_model", "verifier")
-
-
-@dataclasses.dataclass
-class PPOSettings:
-    """The ``ppo:`` fields of a variant, TRL 1.12 PPOConfig's names and defaults where it has them."""
-    score: str = "reward_model"      # ours: the learned reward model, or ``verifier`` (the code rewards' sum)
-    max_steps: int = 40              # rollout batches (TRL: total_episodes / batch_size)
-    batch_size: int = 64             # completions per rollout batch, one per prompt (TRL: 512 over all devices)
-    num_ppo_epochs: int = 4
-    num_mini_batches: int = 1
-    learning_rate: float = 3.0e-6    # the policy's (TRL: full fine-tuning of a 1B model)
-    value_learning_rate: float | None = None  # ours: the value model's (None: learning_rate, as TRL's one optimizer)
-    kl_coef: float = 0.05
-    kl_estimator: str = "k1"
-    cliprange: float = 0.2
-    cliprange_value: float = 0.2
-    vf_coef: float = 0.1
-    gamma: float = 1.0
-    lam: float = 0.95
-    whiten_rewards: bool = False
-    missing_eos_penalty: float | None = None  # TRL's examples: 1.0
-    max_grad_norm: float = 1.0
-    weight_decay: float = 0.0        # AdamW's (TRL's TrainingArguments default; torch's own default is 0.01)
-    lr_scheduler_type: str = "linear"  # TRL's: decays to 0 over the rollout batches; or constant
-    save_steps: int = 10
-    temperature: float = 0.7
-    max_completion_length: int = 53  # TRL: response_length
-    chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
-
-    def __post_init__(self):
-        if self.score not in SCORES:
-            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(SCORES)}")
-        if self.kl_estimator != "k1":
-            raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
-        if self.lr_scheduler_type not in ("linear", "constant"):
-            raise ValueError(f"ppo.lr_scheduler_type={self.lr_scheduler_type!r}: use linear (TRL's) or constant")
-        if self.whiten_rewards:
-            raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
-        if self.chunk_floats != "auto" and not (isinstance(self.chunk_floats, int) and self.chunk_floats >= 1):
-            raise ValueError(f"ppo.chunk_floats={self.chunk_floats!r}: use a positive integer or auto (sized to the "
-                             "GPU's memory by the memory plan)")
-        if self.batch_size % self.num_mini_batches:
-            raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
-                             f"{self.num_mini_batches}: pick sizes that divide")
-
-
-PPO_FIELDS = tuple(f.name for f in dataclasses.fields(PPOSettings))
-
-
-def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
-    """The run's settings: TRL 1.12's defaults, then GRPO's rollout temperature and completion budget (PPO samples as
-    GRPO does), then the variant's ``ppo:`` overrides."""
-    shared = {"temperature": grpo_args.get("temperature", 1.0),
-              "max_completion_length": grpo_args.get("max_completion_length", 256)}
-    return PPOSettings(**{**shared, **(overrides or {})})
-
-
 # ----------------------------------------------------------------------------------------- pure pieces (torch)
 def completion_mask(lengths, width: int):
     """mask[i, t] = t < lengths[i]: the real tokens of each completion (up to and including its EOS)."""
@@ -360,8 +299,8 @@ def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: st
     disabled), a second copy is simpler and costs what the merged one did."""
     from thai_grpo.models.loading import load_policy, merge_keeps_update
 
-    if reference not in REFERENCE_MODELS:
-        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(REFERENCE_MODELS)}")
+    if reference not in KL_REFERENCES:
+        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(KL_REFERENCES)}")
     adapter = adapter_dir if reference == "sft" else None
     return load_policy(base_dir, adapter, merged=adapter is not None and merge_keeps_update(dtype), dtype=dtype).eval()
 
@@ -374,7 +313,7 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
     ``auto`` is 16 bits on a GPU, float32 on a CPU), the trained ones in float32."""
     from trl.trainer.utils import disable_dropout_in_model
 
-    from thai_grpo.core.accelerators import job_device
+    from thai_grpo.jobs.devices import job_device
     from thai_grpo.models.loading import load_policy, merge_keeps_update, resolved_dtype_name
 
     frozen = resolved_dtype_name(dtype)
@@ -456,7 +395,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     import torch
 
     from thai_grpo.core.rewards import reward_functions
-    from thai_grpo.models.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
+    from thai_grpo.jobs.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
     from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config, row_seeds
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
@@ -529,7 +468,7 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
 
 def lora_of(model):
     """The ``memory_plan.Lora`` of a PEFT model's adapter, dropout off (as PPO trains it)."""
-    from thai_grpo.models.memory_plan import Lora
+    from thai_grpo.jobs.memory_plan import Lora
 
     config = model.peft_config["default"]
     return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
@@ -540,8 +479,8 @@ def sized_for_card(settings: PPOSettings, models: dict) -> PPOSettings:
     (``memory_stages.ppo_chunk_floats_for_card``; a CPU sizes as a T4); a number is kept."""
     if settings.chunk_floats != "auto":
         return settings
-    from thai_grpo.models.memory_plan import Shape
-    from thai_grpo.models.memory_stages import ppo_chunk_floats_for_card, sizing_gib
+    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_stages import ppo_chunk_floats_for_card, sizing_gib
 
     policy = models["policy"]
     floats = ppo_chunk_floats_for_card(Shape.from_config(policy.config), lora_of(policy), lora_of(models["value"]),
@@ -552,7 +491,7 @@ def sized_for_card(settings: PPOSettings, models: dict) -> PPOSettings:
 
 def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
     """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
-    from thai_grpo.models.memory_plan import Shape, ppo_update_floats, rows_per_chunk
+    from thai_grpo.jobs.memory_plan import Shape, ppo_update_floats, rows_per_chunk
 
     size = settings.batch_size // settings.num_mini_batches
     floats = ppo_update_floats(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
@@ -675,14 +614,14 @@ def train(spec) -> dict:
     import torch
 
     from thai_grpo.core.io import atomic_directory, progress, read_appended_jsonl, write_jsonl
-    from thai_grpo.methods.grpo import ROLLOUTS_FILE, append_lines, read_step_metrics, start_step_log
+    from thai_grpo.methods.step_log import ROLLOUTS_FILE, append_lines, read_step_metrics, start_step_log
     from thai_grpo.methods.updates import UPDATES_FILE, check_lost_updates
     from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
-    from thai_grpo.models.merged_sampler import MergedCopy, can_merge_copy
+    from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
     from thai_grpo.models.training import clear_checkpoints
 
-    grpo_args, seed, rows = spec.plan["grpo"], spec.seed, spec.train_rows
+    grpo_args, seed, rows = spec.plan["grpo_args"], spec.seed, spec.train_rows
     settings = ppo_settings(grpo_args, spec.plan["ppo"])
     if settings.score == "reward_model" and spec.reward_dir is None:
         raise ValueError("PPO with score: reward_model needs the reward model folder (rule reward_model)")
@@ -692,7 +631,7 @@ def train(spec) -> dict:
     random.seed(seed)
     torch.manual_seed(seed)
     tokenizer = load_tokenizer(spec.base_dir)
-    reference = grpo_args.get("reference", "sft")
+    reference = grpo_args["reference"]
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
     settings = sized_for_card(settings, models)  # chunk_floats: auto -> the card's (recorded in the run's args)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
@@ -726,7 +665,7 @@ def train(spec) -> dict:
         progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
                  f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
         check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
-                           spec.training.get("max_lost_update_share", 0.0))
+                           spec.training["max_lost_update_share"])
         if step % settings.save_steps == 0 and step < settings.max_steps:
             save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer, scaler=scaler)
     if tracker is not None:
@@ -738,14 +677,14 @@ def train(spec) -> dict:
     if spec.rollouts is not None:
         write_jsonl(spec.rollouts, read_appended_jsonl(rollouts_path))
     policy_count, value_count = count_parameters(models["policy"]), count_parameters(models["value"])
-    result = {"method": "ppo", "kl_reference": KL_REFERENCES[reference], "args": dataclasses.asdict(settings),
+    result = {"method": "ppo", "kl_reference": KL_REFERENCES[reference]["ppo"], "args": dataclasses.asdict(settings),
               "score": settings.score, "steps": read_step_metrics(metrics_path),
               "parameters": {"total": policy_count["total"] + value_count["total"],
                              "trainable": policy_count["trainable"] + value_count["trainable"],
                              "policy_trainable": policy_count["trainable"],
                              "value_trainable": value_count["trainable"]},
               "models_in_memory": {**{k: MODELS_IN_MEMORY[k] for k in models},
-                                   "reference": REFERENCE_MODELS[reference]},
+                                   "reference": KL_REFERENCES[reference]["ppo_model"]},
               "weights_dtype": weights_dtype(models["policy"]),
               "optimizer_updates": total_updates, **update_counts(read_appended_jsonl(updates_path))}
     clear_checkpoints(checkpoint_dir)
@@ -755,7 +694,7 @@ def train(spec) -> dict:
 def start_tracker(spec, settings: PPOSettings):
     """accelerate's tracker of ``training.report_to`` for PPO's own metrics (TRL's trainers report through theirs),
     started with the run's settings; None for ``none``."""
-    report_to = spec.training.get("report_to", "none")
+    report_to = spec.training["report_to"]
     if report_to == "none":
         return None
     from accelerate import Accelerator

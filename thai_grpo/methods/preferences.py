@@ -15,7 +15,7 @@ beside them, for reading and for the reward model. ``completion_budget`` is the 
 from __future__ import annotations
 
 from thai_grpo.core.rewards import CORRECT_REWARD
-from thai_grpo.data.problems import build_prompt, chat_prompt_texts
+from thai_grpo.data.prompts import build_prompt, chat_prompt_texts
 
 
 def _is_correct(completion: dict) -> bool:

@@ -128,8 +128,8 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 
 
 def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
-                       checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None = None,
-                       dtype: str = "auto", training: dict | None = None) -> dict:
+                       checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None, training: dict,
+                       dtype: str = "auto") -> dict:
     """Train the reward model on ``pairs``, the frozen base in ``dtype`` (``base.dtype``); save its adapter (LoRA +
     score head); return steps (each with its update flags), parameter counts, the dtype the base was loaded in and
     the update counts (``thai_grpo.methods.updates``; ``training``: the config's ``training:`` section)."""
@@ -143,7 +143,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback,
                                            scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
-    training = training or {}
 
     check_pairs(pairs)
     seed_everything(seed)
@@ -166,7 +165,7 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     updates_path = Path(checkpoint_dir) / UPDATES_FILE
     if resume_from is None:
         updates_path.unlink(missing_ok=True)
-    updates = update_counter(updates_path, "reward_model", training.get("max_lost_update_share", 0.0))
+    updates = update_counter(updates_path, "reward_model", training["max_lost_update_share"])
     # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
     # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
     trainer = RewardTrainer(model=load_reward_base(base_dir, dtype), args=config,

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thai_grpo.core.config import inherited_args
+from thai_grpo.methods.settings import rloo_args
 
 KL_NOTE = "RLOO subtracts beta x the sequence's summed k1 = log(pi/pi_ref) from its reward"
 
@@ -32,17 +32,6 @@ def leave_one_out_advantages(rewards, group_size: int) -> np.ndarray:
     return (groups - baseline).reshape(-1)
 
 
-def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides.
-
-    Fields both configs have keep their values (num_generations, per_device_train_batch_size, learning_rate,
-    max_steps, max_completion_length, temperature, beta, epsilon, ...); GRPO-only ones (loss_type,
-    scale_rewards, ...) are dropped and returned, sorted, so the run can say what it ignored.
-    """
-    kept, dropped = inherited_args(grpo_args, rloo_fields)
-    return {**kept, **(overrides or {})}, dropped
-
-
 def train(spec) -> dict:
     """Run RLOO from the SFT adapter with the GRPO section's shared settings (``spec``: ``thai_grpo.methods.RunSpec``,
     its plan's ``rloo:`` overrides on top); save the adapter; return steps."""
@@ -52,7 +41,7 @@ def train(spec) -> dict:
 
     from thai_grpo.methods.grpo import train_with_rollouts
 
-    args, dropped = rloo_args(spec.plan["grpo"], {f.name for f in dataclasses.fields(RLOOConfig)}, spec.plan["rloo"])
+    args, dropped = rloo_args(spec.plan["grpo_args"], {f.name for f in dataclasses.fields(RLOOConfig)}, spec.plan["rloo"])
     print(f"RLOO: GRPO-only fields not used: {', '.join(dropped) or 'none'}", flush=True)
     result = train_with_rollouts(RLOOTrainer, RLOOConfig, args, spec, KL_NOTE, advantages=leave_one_out_advantages)
     return {"method": "rloo", **result, "dropped_grpo_fields": dropped}

@@ -11,7 +11,7 @@ the run and the count, keeping its checkpoints.
 
 TRL's trainers are counted by a callback (``update_counter``) that writes one line per optimizer step to
 ``updates.jsonl`` beside the checkpoints (whatever ``logging_steps`` is; a resumed run keeps the lines of the steps it
-keeps, ``thai_grpo.methods.grpo.start_step_log``); PPO, whose loop is ours, counts in its loop (``scaler_skipped``).
+keeps, ``thai_grpo.methods.step_log.start_step_log``); PPO, whose loop is ours, counts in its loop (``scaler_skipped``).
 """
 
 from __future__ import annotations

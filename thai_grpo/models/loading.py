@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.core.accelerators import device_dtype
+from thai_grpo.jobs.devices import device_dtype
 from thai_grpo.core.hub import require_model_dir
 
 PAD_TOKEN, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
@@ -84,14 +84,14 @@ def count_parameters(model) -> dict:
 
 
 def resolve_dtype(name: str):
-    """A torch dtype by name; ``auto`` is this machine's (``accelerators.device_dtype``: float32 on a CPU, float16 on
+    """A torch dtype by name; ``auto`` is this machine's (``devices.device_dtype``: float32 on a CPU, float16 on
     a T4, bfloat16 from compute capability 8.0)."""
     import torch
 
     return getattr(torch, resolved_dtype_name(name))
 
 
-# What scripts/precision_probe.py measured on the offline run's adapters, GRPO's change over SFT scaled to 0.1% (the
+# What tools/precision_probe.py measured on the offline run's adapters, GRPO's change over SFT scaled to 0.1% (the
 # real run's lr 1e-6 x 16 steps): the change it makes in the summed log-probability of fixed completions is off by
 # 1.4e-4 of its float64 value merged in float32 (2.9e-4 unmerged), but by 1.1 unmerged and 5.5 merged in bfloat16,
 # 0.04 unmerged and 0.26 merged in float16. Folding W + BA is exact enough in float32 and loses the update in 16 bits.
@@ -99,7 +99,7 @@ MERGE_KEEPS_UPDATE = ("float32", "float64")
 
 
 def resolved_dtype_name(name: str) -> str:
-    """``auto`` as this machine's dtype (``accelerators.device_dtype``), any other name as it is."""
+    """``auto`` as this machine's dtype (``devices.device_dtype``), any other name as it is."""
     return device_dtype() if name == "auto" else name
 
 

@@ -17,8 +17,8 @@ import copy
 import hashlib
 
 from thai_grpo.core.rewards import reward_breakdown
-from thai_grpo.data.problems import chat_prompt_texts
-from thai_grpo.models.shared_prefix import generate_sharing_prompts
+from thai_grpo.data.prompts import chat_prompt_texts
+from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
 
 
 def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):

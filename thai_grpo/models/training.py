@@ -1,4 +1,6 @@
-"""Shared plumbing of the three training stages (base pretraining, SFT, GRPO): datasets, checkpoints, logs.
+"""What every trainer shares, whatever its method (the base's pretraining, SFT, GRPO and its variants, DPO, the reward
+model): its arguments (our defaults, the precision of its frozen weights, the tracker), its checkpoints, its progress
+line and its seeds.
 
 Checkpoints live outside Snakemake's declared outputs (``results/checkpoints/<stage>``), so an interrupted
 run keeps them: rerunning the rule resumes from the last one instead of starting over.
@@ -29,7 +31,7 @@ def precision_flags(dtype: str = "auto") -> dict:
     """TRL's precision fields from the dtype of the frozen weights (``base.dtype``, ``auto`` resolved on this machine:
     ``loading.resolved_dtype_name``), so that one stage runs one precision: ``fp16`` for float16 (float16 autocast and
     a loss scaler, a T4's path), ``bf16`` for bfloat16, neither for float32; and ``use_cpu`` on a CPU."""
-    from thai_grpo.core.accelerators import current_capability
+    from thai_grpo.jobs.devices import current_capability
     from thai_grpo.models.loading import resolved_dtype_name
 
     name = resolved_dtype_name(dtype)
@@ -58,7 +60,7 @@ def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str 
     args = {**CPU_SAFE_DEFAULTS, **user_args, **precision_flags(dtype)}
     for ours in ("num_processes", "reference"):  # ours, not TRL's: thai_grpo.core.config.OURS
         args.pop(ours, None)
-    report_to = (training or {}).get("report_to", "none")
+    report_to = training["report_to"] if training else "none"  # no training section (SFT, the base): none
     if report_to != "none":
         args.update(report_to=report_to, run_name=Path(output_dir).name, project=TRACKING_PROJECT)
         if report_to == "tensorboard":  # transformers' TensorBoard callback reads its folder from the environment only
@@ -123,15 +125,6 @@ def progress_callback(label: str, every_seconds: float = 15.0):
                      "min left)")
 
     return Progress()
-
-
-def set_threads(threads: int | None) -> None:
-    """Use the cores Snakemake gave the rule (``threads:``), no more: rules may run side by side."""
-    import torch
-
-    if threads:
-        torch.set_num_threads(int(threads))
-        os.environ.setdefault("OMP_NUM_THREADS", str(threads))
 
 
 def seed_everything(seed: int) -> None:

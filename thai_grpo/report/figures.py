@@ -1,4 +1,5 @@
-"""Figures of the report and the run-health checks behind its flags.
+"""The report's figures, from results.json's numbers (the run-health checks behind its flags are
+``thai_grpo.methods.health``).
 
 Every plot function takes plain data plus an output path, writes one PNG with the Agg backend at a fixed
 dpi and returns None (the solve-rate scatter also returns its transition counts). Randomness (jitter,

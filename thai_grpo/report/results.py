@@ -294,7 +294,7 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     temperature: it sets temperature; clipping: it sets num_iterations (each batch reused, so the clip can act). What a variant sets is read from the plan's ``overrides`` (its config
     entry); a plan without them counts what differs from the reference's grpo section.
     """
-    ref_grpo = (plans.get(reference) or {}).get("grpo", {})
+    ref_grpo = (plans.get(reference) or {}).get("grpo_args", {})
     sets = {name: [] for name in PITFALLS}
     for name, plan in plans.items():
         if plan.get("group") != "pitfall":
@@ -303,7 +303,7 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
             changes = set((plan["overrides"] or {}).get("grpo", {}))
         else:
             changes = {key for key in ("num_generations", "temperature", "num_iterations")
-                       if plan["grpo"].get(key) != ref_grpo.get(key)}
+                       if plan["grpo_args"].get(key) != ref_grpo.get(key)}
         if "format_lenient" in plan["rewards"]:
             sets["reward_hacking"].append(name)
         elif "num_generations" in changes:
@@ -312,13 +312,13 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
             sets["temperature"].append(name)
         elif "num_iterations" in changes:
             sets["clipping"].append(name)
-    sets["group_size"].sort(key=lambda n: plans[n]["grpo"].get("num_generations", 8))
+    sets["group_size"].sort(key=lambda n: plans[n]["grpo_args"]["num_generations"])
     with_reference = [reference] if reference in plans else []
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
 
 
 def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
-    args = train.get("args") or (plan or {}).get("grpo", {})  # what the trainer was given (DPO: DPOConfig's)
+    args = train.get("args") or (plan or {}).get("grpo_args", {})  # what the trainer was given (DPO: DPOConfig's)
     settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
                                                "per_device_train_batch_size", "max_steps", "num_iterations")}
     return {"method": train.get("method", (plan or {}).get("method", "grpo")),

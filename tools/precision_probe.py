@@ -6,7 +6,7 @@ moves by at most ~1.6e-5); the offline run's is far larger. So GRPO's adapter ch
 it makes in the summed log-probability of fixed completions (GRPO's own samples on held-out problems), against the
 same change read in float64 (the ground truth) and in float32 unmerged (the pipeline's old reference path).
 
-    PYTHONPATH=. python scripts/precision_probe.py --results results --problems 8 --samples 2
+    PYTHONPATH=. python tools/precision_probe.py --results results --problems 8 --samples 2
 
 ``--results`` is a finished offline run (model/base, model/sft_adapter, runs/grpo/adapter, data/heldout.jsonl).
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, save_file
 
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 from thai_grpo.evaluation.token_logprobs import sampled_token_pairs
 from thai_grpo.models.loading import load_policy, load_tokenizer
 from thai_grpo.models.sampling import sample_heldout

@@ -250,7 +250,7 @@ def start_model_job(config: dict, environ=os.environ) -> str:
     of its own (``pin_job_gpu``) and CUDA's allocator expandable segments (``ALLOCATOR``), then ``choose_job_device``
     decides, and the job stops with its one line where the
     config needs a GPU this torch cannot see. Returns ``"cuda"`` or ``"cpu"``."""
-    setting, source = config.get("device", "auto"), config["base"]["source"]
+    setting, source = config["device"], config["base"]["source"]
     if setting == "cpu":
         environ["CUDA_VISIBLE_DEVICES"] = ""
     else:

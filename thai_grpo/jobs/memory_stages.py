@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from thai_grpo.models.memory_plan import (
+from thai_grpo.jobs.memory_plan import (
     GIB, Lora, Shape, base_parameters, chunks, generation_floats, kv_cache_floats, logprob_pass_floats,
     lora_parameters, lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk,
     saved_per_token_layer,
@@ -157,10 +157,10 @@ def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> flo
 
 def card_gib_of(device) -> float | None:
     """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``: ``torch.cuda.mem_get_info``'s
-    free and total memory, the card shared by ``accelerators.jobs_per_gpu()`` jobs), else None."""
+    free and total memory, the card shared by ``devices.jobs_per_gpu()`` jobs), else None."""
     import torch
 
-    from thai_grpo.core.accelerators import jobs_per_gpu
+    from thai_grpo.jobs.devices import jobs_per_gpu
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
-from thai_grpo.core.machine import commit_of, this_cpu
+from thai_grpo.jobs.machine import commit_of, this_cpu
 from thai_grpo_tools import reference as ref
 from thai_grpo_tools import reference_tables as rt
 

@@ -1,15 +1,15 @@
 """The memory plan of the real config (`make memory-plan`): results/memory_plan/plan.json and plan.md, computed by
 thai_grpo_tools.stage_plans for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU).
 
-    python scripts/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
-    python scripts/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
+    python tools/memory_plan.py [OUT_DIR]      the plan of config/config.yaml + config/qwen3-0.6b.yaml
+    python tools/memory_plan.py --check        the formula against peaks measured on CPU stand-ins (real
                                                  vocabulary, 2-3 sizes): PPO's forward-backward of one chunk, each
                                                  size in a fresh process, peak RSS above the level before the step
-    python scripts/memory_plan.py --compare PEAKS BASE ADAPTER TINY
+    python tools/memory_plan.py --compare PEAKS BASE ADAPTER TINY
                                                  after a DAG run on CUDA with THAI_GRPO_CUDA_PEAKS=PEAKS: each job's
                                                  measured peak CUDA memory (memory_plan.record_cuda_peak) beside the
                                                  plan for the stand-in BASE / ADAPTER at the sizes of the TINY config
-At Qwen3-0.6B's own shape, stage by stage: scripts/rehearse_full.py (make rehearse-full, make gpu-check).
+At Qwen3-0.6B's own shape, stage by stage: tools/rehearse_full.py (make rehearse-full, make gpu-check).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def merged_config(*extra: Path) -> dict:
 
 def write_plan(out_dir: Path) -> list[dict]:
     from thai_grpo.core.io import write_json
-    from thai_grpo.models.memory_stages import CARD_GIB, RESERVE_GIB
+    from thai_grpo.jobs.memory_stages import CARD_GIB, RESERVE_GIB
     from thai_grpo_tools.stage_plans import CARDS_GIB, markdown_table, sizes_for_card, stage_plans
 
     config = merged_config()
@@ -64,8 +64,9 @@ MEASURE = r"""
 import json, sys, torch
 from peft import LoraConfig, get_peft_model
 from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification
-from thai_grpo.methods.ppo import PPOSettings, _chunk_losses
-from thai_grpo.models.memory_plan import Lora, Shape, lora_parameters, ppo_logit_floats, ATTENTION_TARGETS
+from thai_grpo.methods.ppo import _chunk_losses
+from thai_grpo.methods.settings import PPOSettings
+from thai_grpo.jobs.memory_plan import Lora, Shape, lora_parameters, ppo_logit_floats, ATTENTION_TARGETS
 from thai_grpo_tools.stage_plans import activation_floats
 from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
@@ -129,7 +130,7 @@ def check() -> bool:
 
 def compare(peaks: Path, base: Path, adapter: Path, tiny: Path) -> None:
     """Measured peak CUDA memory per job beside the plan's prediction for the same model and sizes."""
-    from thai_grpo.models.memory_plan import Lora, Shape
+    from thai_grpo.jobs.memory_plan import Lora, Shape
     from thai_grpo_tools.stage_plans import predicted_for_job, stage_plans
 
     config = merged_config(tiny)

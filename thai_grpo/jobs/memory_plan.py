@@ -3,7 +3,7 @@
 Every stage holds, at its peak: the weights of the models it loads, the trainable LoRA parameters with their
 gradients and AdamW's two moments, what autograd saves for the backward pass (activations), the full-vocabulary
 logits of the largest chunk of rows a pass builds, and, while sampling, the KV cache. Each piece is a pure function
-of a ``Shape`` (read from a ``config.json``) and the stage's sizes; ``thai_grpo.models.memory_stages`` puts them
+of a ``Shape`` (read from a ``config.json``) and the stage's sizes; ``thai_grpo.jobs.memory_stages`` puts them
 together per stage, in the bytes a device holds them in, and gives the verdict against a card's memory.
 
 Activations are counted from the tensors autograd saves in a Qwen3 decoder layer whose base weights are frozen and
@@ -12,7 +12,7 @@ inputs, what scaled-dot-product attention keeps (q, k, v, output, log-sum-exp), 
 outputs, plus each adapter's rank-r intermediate and the inputs an adapter needs that the frozen layer would not keep.
 A frozen linear layer saves no input (its weight gets no gradient). ``tests/test_memory_plan.py`` checks this count
 against autograd's own (``saved_tensors_hooks``) and the parameter counts against instantiated models;
-``scripts/memory_plan.py --check`` compares whole predicted peaks with peaks measured on CPU stand-ins.
+``tools/memory_plan.py --check`` compares whole predicted peaks with peaks measured on CPU stand-ins.
 
 The same arithmetic sizes the chunks the code builds (``rows_per_chunk``): a pass over rows is split so that one
 chunk's largest per-row tensors stay within ``CHUNK_FLOATS`` floats. The offline default's tiny model always fits in
@@ -183,32 +183,3 @@ def norm_floats_per_token_layer(shape: Shape) -> int:
 def lora_state_bytes(shape: Shape, lora: Lora, head_params: int = 0) -> int:
     """Trainable float32 LoRA parameters (and a trained score head) with their gradients and AdamW states."""
     return (lora_parameters(shape, lora) + head_params) * (4 + ADAMW_STATE_BYTES)
-
-
-# ----------------------------------------------------------------------------------------- measuring on a GPU
-CUDA_PEAKS_ENV = "THAI_GRPO_CUDA_PEAKS"
-
-
-def record_cuda_peak(log_path: str) -> None:
-    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder (``scripts/gpu_check.sh`` sets it), write this job's peak CUDA
-    memory there when its process ends (``<log name>.json``); otherwise do nothing."""
-    import os
-
-    folder = os.environ.get(CUDA_PEAKS_ENV)
-    if not folder:
-        return
-    import json
-    from pathlib import Path
-
-    from thai_grpo.core.io import at_job_end
-
-    def write() -> None:
-        import torch
-
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            Path(folder).mkdir(parents=True, exist_ok=True)
-            record = {"job": Path(log_path).stem, "max_allocated_gib": torch.cuda.max_memory_allocated() / GIB,
-                      "max_reserved_gib": torch.cuda.max_memory_reserved() / GIB}
-            (Path(folder) / f"{record['job']}.json").write_text(json.dumps(record))
-
-    at_job_end(write)

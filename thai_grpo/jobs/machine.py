@@ -1,5 +1,5 @@
 """What a job ran on: the CPU (two CPUs of one model name with AVX2 or AVX-512 run other floating-point kernels, so
-other digits) and the checkout's commit. Every job's log starts with that record (``core.io.log_to``), and the run card
+other digits) and the checkout's commit. Every job's log starts with that record (``jobs.job.log_to``), and the run card
 and each study's results say which machines and commits their jobs ran on (``jobs_ran_on``): a study resumed on
 another CPU or after a code change says so."""
 

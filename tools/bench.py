@@ -20,10 +20,10 @@ import yaml
 
 from thai_grpo.core.config import deep_merge, eval_settings
 from thai_grpo.core.io import read_jsonl, write_json
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 from thai_grpo.methods import RunSpec, variant_plan
 from thai_grpo.models.loading import load_policy, load_tokenizer
-from thai_grpo.core.machine import cpu_label, lscpu_fields
+from thai_grpo.jobs.machine import cpu_label, lscpu_fields
 from thai_grpo_tools.bench import StepTimer, sampler_throughput, stage_shares, step_split
 from thai_grpo_tools.speedup import extrapolate, read_benchmarks, simulate, workflow_jobs
 
@@ -48,7 +48,7 @@ def load_config(paths: list[str]) -> dict:
 
 def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]:
     """Merged SFT policy at the eval generate call and at GRPO's generation batch; unmerged (as GRPO samples) too."""
-    ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo"]
+    ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo_args"]
     system = config["data"].get("system_prompt", SYSTEM_PROMPT)
     tokenizer = load_tokenizer(results / "model/base")
     questions = [r["question"] for r in read_jsonl(results / "data/heldout.jsonl")]
@@ -84,7 +84,7 @@ def bench_spec(config: dict, results: Path, plan: dict, work: str, **extra) -> R
                    adapter_dir=results / "model/sft_adapter", train_rows=read_jsonl(results / "data/train.jsonl"),
                    system_prompt=config["data"].get("system_prompt", SYSTEM_PROMPT), out_dir=Path(work) / "out",
                    checkpoint_dir=Path(work) / f"bench-{plan['variant']}", seed=config["seed"],
-                   training={"max_lost_update_share": 1.0}, **extra)
+                   training={"max_lost_update_share": 1.0, "report_to": "none"}, **extra)
 
 
 def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
@@ -96,7 +96,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 
     torch.set_num_threads(threads)
     plan = variant_plan(config, variant)
-    args = {**plan["grpo"], "max_steps": steps, "save_steps": steps + 1}
+    args = {**plan["grpo_args"], "max_steps": steps, "save_steps": steps + 1}
     with tempfile.TemporaryDirectory() as work:
         trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, args, bench_spec(config, results, plan, work))
         timer = StepTimer()
@@ -191,7 +191,7 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
     """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings) on the first
     ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
     import thai_grpo.models.sampling as sampling
-    import thai_grpo.models.shared_prefix as shared
+    import thai_grpo.models.cpu.shared_prefix as shared
     from thai_grpo_tools.bench import SAMPLING_PARTS, PartTimer
 
     torch.set_num_threads(threads)

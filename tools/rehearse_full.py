@@ -2,8 +2,8 @@
 for one optimizer step each, every stage in a fresh process; its peak memory beside the memory plan's prediction at
 exactly those sizes, and its seconds per step. A benchmark, not a test.
 
-    python scripts/rehearse_full.py                       make rehearse-full: CPU, small rows and lengths
-    python scripts/rehearse_full.py --device cuda --preset chapter --dtype float16
+    python tools/rehearse_full.py                       make rehearse-full: CPU, small rows and lengths
+    python tools/rehearse_full.py --device cuda --preset chapter --dtype float16
                                                           make gpu-check: the chapter's sizes on CUDA, forced float16
                                                           (a T4's path, THAI_GRPO_CAPABILITY=7.5); --dtype bfloat16
                                                           on the GPU's own capability (8.0 or later); --vllm adds
@@ -152,14 +152,14 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
             result = train_variant(RunSpec(
                 run=name, plan=plan, base_dir=Path(base), adapter_dir=Path(sft), train_rows=rows, system_prompt=system,
                 out_dir=out / "adapter", checkpoint_dir=work / "checkpoints" / name, seed=config["seed"],
-                training=config.get("training", {}), pairs=pairs, reward_dir=reward if reward.is_dir() else None))
+                training=config["training"], pairs=pairs, reward_dir=reward if reward.is_dir() else None))
         return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
     if name == "reward_model":
         from thai_grpo.methods.reward_model import train_reward_model
 
         rm = config["reward_model"]
         result = train_reward_model(base, pairs, rm["args"], rm.get("lora"), out / "model", work / "checkpoints" / name,
-                                    config["seed"], ev.get("chat_template_kwargs"), training=config.get("training"))
+                                    config["seed"], ev.get("chat_template_kwargs"), config["training"])
         return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
     if name in ("sample", "vllm_sample"):
         batches = math.ceil(len(heldout) / ev["batch_size"])
@@ -169,7 +169,7 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
             meter.start()
             records = sample_heldout_vllm(base, policy, heldout, system, ev, dtype=ev.get("dtype", "float32"))
             return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
-        from thai_grpo.core.accelerators import job_device
+        from thai_grpo.jobs.devices import job_device
         from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
@@ -197,7 +197,7 @@ def build(work: Path, preset: str, device: str) -> None:
     where the hub cache holds them, else stand-ins with random weights; sizes as this device's card chooses them."""
     from thai_grpo.core.io import write_jsonl
     from thai_grpo.models.loading import load_tokenizer
-    from thai_grpo.models.memory_stages import sizing_gib
+    from thai_grpo.jobs.memory_stages import sizing_gib
     from thai_grpo_tools.rehearsal_full import (answer_pairs, build_full_standin, cached_real_weights,
                                                  measured_prompt_tokens, problem_count, rehearsal_config,
                                                  training_rows)

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from thai_grpo.core.io import read_jsonl
-from thai_grpo.data.problems import SYSTEM_PROMPT
+from thai_grpo.data.prompts import SYSTEM_PROMPT
 from thai_grpo_tools.ship import load_config, ship
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,0 +1,124 @@
+"""What a config can say to each method, checked as Snakemake parses the workflow (no torch, no TRL imported): PPO's
+settings (``PPOSettings``, TRL 1.12 PPOConfig's names), which fields of the merged ``grpo`` section DPO and RLOO
+inherit, and DPO's ``max_length``. The trainers (``ppo``, ``dpo``, ``rloo``) build their arguments from the same
+functions, so what is checked is what runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from thai_grpo.core.config import ConfigError, inherited_args
+
+# ----------------------------------------------------------------------------------------- PPO
+SCORES = ("reward_model", "verifier")
+
+
+@dataclasses.dataclass
+class PPOSettings:
+    """The ``ppo:`` fields of a variant, TRL 1.12 PPOConfig's names and defaults where it has them."""
+    score: str = "reward_model"      # ours: the learned reward model, or ``verifier`` (the code rewards' sum)
+    max_steps: int = 40              # rollout batches (TRL: total_episodes / batch_size)
+    batch_size: int = 64             # completions per rollout batch, one per prompt (TRL: 512 over all devices)
+    num_ppo_epochs: int = 4
+    num_mini_batches: int = 1
+    learning_rate: float = 3.0e-6    # the policy's (TRL: full fine-tuning of a 1B model)
+    value_learning_rate: float | None = None  # ours: the value model's (None: learning_rate, as TRL's one optimizer)
+    kl_coef: float = 0.05
+    kl_estimator: str = "k1"
+    cliprange: float = 0.2
+    cliprange_value: float = 0.2
+    vf_coef: float = 0.1
+    gamma: float = 1.0
+    lam: float = 0.95
+    whiten_rewards: bool = False
+    missing_eos_penalty: float | None = None  # TRL's examples: 1.0
+    max_grad_norm: float = 1.0
+    weight_decay: float = 0.0        # AdamW's (TRL's TrainingArguments default; torch's own default is 0.01)
+    lr_scheduler_type: str = "linear"  # TRL's: decays to 0 over the rollout batches; or constant
+    save_steps: int = 10
+    temperature: float = 0.7
+    max_completion_length: int = 53  # TRL: response_length
+    chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
+
+    def __post_init__(self):
+        if self.score not in SCORES:
+            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(SCORES)}")
+        if self.kl_estimator != "k1":
+            raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
+        if self.lr_scheduler_type not in ("linear", "constant"):
+            raise ValueError(f"ppo.lr_scheduler_type={self.lr_scheduler_type!r}: use linear (TRL's) or constant")
+        if self.whiten_rewards:
+            raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
+        if self.chunk_floats != "auto" and not (isinstance(self.chunk_floats, int) and self.chunk_floats >= 1):
+            raise ValueError(f"ppo.chunk_floats={self.chunk_floats!r}: use a positive integer or auto (sized to the "
+                             "GPU's memory by the memory plan)")
+        if self.batch_size % self.num_mini_batches:
+            raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
+                             f"{self.num_mini_batches}: pick sizes that divide")
+
+
+PPO_FIELDS = tuple(f.name for f in dataclasses.fields(PPOSettings))
+
+
+def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
+    """The run's settings: TRL 1.12's defaults, then GRPO's rollout temperature and completion budget (PPO samples as
+    GRPO does), then the variant's ``ppo:`` overrides."""
+    shared = {"temperature": grpo_args["temperature"], "max_completion_length": grpo_args["max_completion_length"]}
+    return PPOSettings(**{**shared, **(overrides or {})})
+
+
+# ----------------------------------------------------------------------------------------- DPO
+TRL_MAX_LENGTH = 1024  # DPOConfig's default max_length
+# Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
+# its per_device_train_batch_size counts completions, DPO's counts pairs. And the length and schedule of training:
+# GRPO's steps count rollout batches, not passes over DPO's pairs, so DPO takes TRL's (one epoch, linear decay)
+# unless its own dpo: section sets them.
+SCHEDULE = ("max_steps", "num_train_epochs", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
+            "warmup_steps", "warmup_ratio")
+NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size", *SCHEDULE)
+
+
+def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
+    """DPOConfig's arguments: the bookkeeping fields of a merged ``grpo`` section (logging, checkpoints, activation
+    checkpointing, ...), not ``NOT_INHERITED`` (the meaning differs, or the length and schedule of training), then the
+    variant's ``dpo:`` overrides."""
+    kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
+    return {**kept, **(overrides or {})}, dropped
+
+
+def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
+    """Refuse a DPO ``max_length`` shorter than the longest prompt plus the completion budget: TRL's collator would
+    cut the end of the longest answers (``truncation_mode`` keep_start), the very tokens that decide a pair. None is
+    no limit."""
+    if max_length is not None and max_length < longest_prompt + completion_budget:
+        raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
+                          f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
+                          f"set it to at least {longest_prompt + completion_budget}")
+
+
+def check_max_length_in_config(config: dict) -> None:
+    """What the config alone tells of ``check_max_length``: each DPO variant's ``max_length`` (TRL's 1024 when unset)
+    must exceed the pairs' completion budget (``grpo.max_completion_length``), leaving room for a prompt; the longest
+    prompt is checked when the job starts."""
+    budget = config["grpo"]["max_completion_length"]
+    for name, variant in config.get("variants", {}).items():
+        if variant.get("method") != "dpo":
+            continue
+        max_length = variant.get("dpo", {}).get("max_length", TRL_MAX_LENGTH)
+        if max_length is not None and max_length <= budget:
+            raise ConfigError(f"variants.{name}.dpo.max_length={max_length} leaves no room for a prompt beside the "
+                              f"pairs' completion budget (grpo.max_completion_length={budget}): set it to at least "
+                              f"the longest prompt plus {budget} (TRL's default is {TRL_MAX_LENGTH})")
+
+
+# ----------------------------------------------------------------------------------------- RLOO
+def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
+    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides.
+
+    Fields both configs have keep their values (num_generations, per_device_train_batch_size, learning_rate,
+    max_steps, max_completion_length, temperature, beta, epsilon, ...); GRPO-only ones (loss_type,
+    scale_rewards, ...) are dropped and returned, sorted, so the run can say what it ignored.
+    """
+    kept, dropped = inherited_args(grpo_args, rloo_fields)
+    return {**kept, **(overrides or {})}, dropped

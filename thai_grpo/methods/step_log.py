@@ -1,0 +1,231 @@
+"""What a training run records step by step beside its checkpoints, and how a resumed run picks it up.
+
+Every training stage writes into its checkpoint folder (``results/checkpoints/<stage>``, kept across an interruption):
+
+- ``step_metrics.jsonl``: one line of metrics per optimizer step (``thai_grpo.methods.metrics``);
+- ``updates.jsonl``: per optimizer step, whether the update was skipped or made from non-finite gradients
+  (``thai_grpo.methods.updates``);
+- ``rollouts.jsonl``: every completion of every step, with its problem, rewards and advantage (GRPO, RLOO, PPO);
+- ``example_groups.json`` and ``empty_think_examples.json``: groups and reward-hacking completions for the report.
+
+A run resumed from ``checkpoint-N`` keeps what steps up to N wrote and redoes the rest (``start_step_log``), and its
+prompts come in the order an uninterrupted run would have seen them (``resumable``). GRPO and RLOO fill these files
+through ``GroupRecorder`` (the reward functions, wrapped) and ``make_step_logger`` (a TrainerCallback); DPO and PPO
+write their own step lines with ``append_lines``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from thai_grpo.core.io import read_appended_jsonl, write_json
+from thai_grpo.core.rewards import completion_text
+from thai_grpo.methods.metrics import (batch_metrics, browse_steps, check_group_order, empty_think_examples,
+                                       example_groups, first_and_latest, total_rewards, with_trl_logs)
+from thai_grpo.methods.objective import group_advantages
+from thai_grpo.methods.updates import UPDATES_FILE
+from thai_grpo.models.training import last_checkpoint
+
+METRICS_FILE = "step_metrics.jsonl"
+EXAMPLES_FILE = "example_groups.json"
+EMPTY_THINK_FILE = "empty_think_examples.json"
+ROLLOUTS_FILE = "rollouts.jsonl"  # every completion of every step, as TRL's log_completions table shows them
+STEP_FILES = (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE)  # JSONL, one line per step (or per completion of a step)
+MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first and the latest ones seen)
+
+
+class GroupRecorder:
+    """Wraps the reward functions so that every completion's rewards of the last batch are kept.
+
+    With the tokenizer, each reward function grades the exact generated text, ``tokenizer.decode(ids,
+    skip_special_tokens=True)`` of the completion ids TRL passes (what TRL itself hands over when the tokenizer
+    has no response template, and what held-out sampling grades). With a response template TRL hands over
+    parsed messages instead, which lose what the parser drops: an empty ``<think></think>`` (the lenient format's
+    reward hack) and any text before ``<think>``. Without the tokenizer or the ids, ``completion_text`` rebuilds
+    ``<think>reasoning</think>content`` from the message.
+    """
+
+    def __init__(self, group_size: int, tokenizer=None):
+        self.group_size = group_size
+        self.tokenizer = tokenizer
+        self.batch: dict = {}
+
+    def texts(self, completions, completion_ids=None) -> list[str]:
+        """The completions' texts as the rewards grade them (see the class docstring)."""
+        if self.tokenizer is not None and completion_ids is not None:
+            return [self.tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids]
+        return [completion_text(c) for c in completions]
+
+    def wrap(self, name: str, function):
+        def recorded(prompts, completions, completion_ids=None, **kwargs):
+            texts = self.texts(completions, completion_ids)
+            values = function(prompts=prompts, completions=texts, completion_ids=completion_ids, **kwargs)
+            self.batch.setdefault("rewards", {})[name] = [float(v) for v in values]
+            self.batch["prompts"] = [json.dumps(p, ensure_ascii=False) if not isinstance(p, str) else p
+                                     for p in prompts]
+            self.batch["completions"] = texts
+            self.batch["ids"] = list(kwargs.get("id") or [None] * len(texts))
+            self.batch["lengths"] = [len(ids) for ids in completion_ids] if completion_ids is not None else \
+                [len(t) for t in texts]
+            return values
+
+        recorded.__name__ = name
+        return recorded
+
+    def take(self) -> dict:
+        batch, self.batch = self.batch, {}
+        return batch
+
+
+def rollout_lines(step: int, batch: dict, totals, advantages) -> list[dict]:
+    """One line per completion of a step's batch, as TRL's ``log_completions`` table shows them: the step, the prompt's
+    id, the completion, each reward, their sum and the completion's advantage."""
+    return [{"step": step, "prompt_id": prompt_id, "completion": text,
+             "rewards": {name: values[i] for name, values in batch["rewards"].items()}, "reward": float(totals[i]),
+             "advantage": round(float(advantages[i]), 6)}
+            for i, (prompt_id, text) in enumerate(zip(batch["ids"], batch["completions"]))]
+
+
+def append_lines(path: Path, lines: list[dict]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+
+
+def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
+                     examples: dict | None = None, empty_thinks: list | None = None, advantages=None, updates=None):
+    """A TrainerCallback that turns each logged step into one line of ``metrics_path`` (JSONL), with the step's update
+    flags from ``updates`` (the ``update_counter`` callback, which ran before it), and its completions into
+    ``rollouts.jsonl`` beside it.
+
+    The files sit beside the checkpoints, so the records of steps done before an interruption survive; so do
+    the example groups (``example_groups.json``) and the empty-think completions (``empty_think_examples.json``)
+    beside it, which a resumed run starts from (``examples``, ``empty_thinks``). ``advantages(totals, G)``
+    gives the method's own advantages (default: GRPO's, ``scale_by_std`` or not).
+    """
+    from transformers import TrainerCallback
+
+    examples_path = metrics_path.with_name(EXAMPLES_FILE)
+    empty_think_path = metrics_path.with_name(EMPTY_THINK_FILE)
+    rollouts_path = metrics_path.with_name(ROLLOUTS_FILE)
+
+    class StepLogger(TrainerCallback):
+        def __init__(self):
+            self.examples = dict(examples or {})
+            self.empty_thinks = list(empty_thinks or [])
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or ("reward" not in logs and "loss" not in logs):
+                return  # not a training step's log (e.g. the run's closing summary)
+            flags = {k: v for k, v in (updates.last if updates else {}).items() if k != "step"}
+            batch = recorder.take()
+            if not batch:  # a reused generation batch (num_iterations > 1): no new rewards, but TRL's clip ratio
+                append_lines(metrics_path, [{"step": state.global_step, "reused_batch": True,
+                                             **with_trl_logs({}, logs), **flags}])
+                return
+            check_group_order(batch["prompts"], recorder.group_size)
+            metrics = batch_metrics(batch["rewards"], batch["lengths"], recorder.group_size, batch["completions"])
+            append_lines(metrics_path, [{"step": state.global_step, **with_trl_logs(metrics, logs), **flags}])
+            totals = total_rewards(batch["rewards"])
+            own = advantages(totals, recorder.group_size) if advantages else \
+                group_advantages(totals, recorder.group_size, scale_by_std=scale_by_std)
+            append_lines(rollouts_path, rollout_lines(state.global_step, batch, totals, own))
+            found = example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
+                                   scale_by_std, advantages=own)
+            if state.global_step in browse_steps(state.max_steps):  # a later step's group, for the report to browse
+                found[f"step{state.global_step}"] = found.get("mixed") or found.get("all_equal")
+            for kind, group in found.items():
+                if kind not in self.examples:
+                    self.examples[kind] = {"step": state.global_step, **group}
+                    write_json(examples_path, self.examples)
+            found = empty_think_examples(batch["prompts"], batch["completions"], totals, state.global_step,
+                                         MAX_EMPTY_THINK_EXAMPLES)
+            if found:
+                self.empty_thinks = first_and_latest(self.empty_thinks, found, MAX_EMPTY_THINK_EXAMPLES)
+                write_json(empty_think_path, self.empty_thinks)
+
+    return StepLogger()
+
+
+def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list[dict]:
+    """The recorded steps (``io.read_appended_jsonl``: a last line cut short by a kill is dropped, its step redone)."""
+    return [s for s in read_appended_jsonl(metrics_path) if up_to_step is None or s["step"] <= up_to_step]
+
+
+def _truncate_step_files_to(checkpoint_dir: Path, step: int) -> tuple[dict, list]:
+    """After a resume from checkpoint-N, forget the step records (metrics, updates, rollouts), example groups and
+    empty-think completions of steps beyond N (they will be redone); return the example groups and empty-think
+    completions kept."""
+    for name in STEP_FILES:
+        path = checkpoint_dir / name
+        kept = read_step_metrics(path, up_to_step=step)
+        path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept), encoding="utf-8")
+    examples_path, empty_think_path = checkpoint_dir / EXAMPLES_FILE, checkpoint_dir / EMPTY_THINK_FILE
+    examples = json.loads(examples_path.read_text()) if examples_path.exists() else {}
+    empty_thinks = json.loads(empty_think_path.read_text()) if empty_think_path.exists() else []
+    return ({kind: group for kind, group in examples.items() if group["step"] <= step},
+            [example for example in empty_thinks if example["step"] <= step])
+
+
+def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, list]:
+    """The step-metrics file of a training stage, the checkpoint to resume from (None: a fresh start, whose
+    leftover step files are removed), and the example groups and empty-think completions a resume keeps."""
+    checkpoint_dir = Path(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    metrics_path = checkpoint_dir / METRICS_FILE
+    resume_from = last_checkpoint(checkpoint_dir)
+    if resume_from is None:
+        for name in (*STEP_FILES, EXAMPLES_FILE, EMPTY_THINK_FILE):
+            (checkpoint_dir / name).unlink(missing_ok=True)
+        return metrics_path, None, {}, []
+    print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
+    return metrics_path, resume_from, *_truncate_step_files_to(checkpoint_dir, int(Path(resume_from).name.split("-")[-1]))
+
+
+def epoch_seeded(sampler):
+    """TRL's ``RepeatSampler`` made resumable: epoch e's prompt order no longer depends on where the run started.
+
+    ``RepeatSampler`` seeds its generator once and draws a new permutation each epoch, so a run resumed in
+    epoch e would replay epoch 0's order. The returned sampler gives epoch e the (e+1)-th permutation of the
+    seed's generator, as in an uninterrupted run; the Trainer announces the epoch through ``set_epoch``.
+    Any other sampler is returned unchanged.
+    """
+    import torch
+    from trl.trainer.utils import RepeatSampler
+
+    if type(sampler) is not RepeatSampler:
+        return sampler
+
+    class EpochRepeatSampler(RepeatSampler):
+        epoch: int | None = None
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+        def __iter__(self):
+            if self.shuffle and self.seed is not None and self.epoch is not None:
+                self.generator.manual_seed(self.seed)
+                for _ in range(self.epoch):
+                    torch.randperm(self.num_samples, generator=self.generator)
+            return super().__iter__()
+
+    return EpochRepeatSampler(data_source=sampler.data_source, mini_repeat_count=sampler.mini_repeat_count,
+                              batch_size=sampler.batch_size, repeat_count=sampler.repeat_count,
+                              shuffle=sampler.shuffle, seed=sampler.seed)
+
+
+def resumable(trainer_class):
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) with an ``epoch_seeded`` train sampler: a resumed run sees
+    the prompts in the same order.
+
+    Kept for correctness: TRL's ``_get_train_sampler`` returns a ``RepeatSampler`` seeded once, so a run resumed from
+    a checkpoint in epoch e would replay epoch 0's prompt order, and the resumed run would not be the run it
+    continues (tests/test_resume.py; the killed run of tests/test_pipeline.py). Only the sampler is wrapped; TRL
+    builds it."""
+
+    class Resumable(trainer_class):
+        def _get_train_sampler(self, dataset=None):
+            return epoch_seeded(super()._get_train_sampler(dataset))
+
+    Resumable.__name__ = f"Resumable{trainer_class.__name__}"
+    return Resumable
