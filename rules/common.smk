@@ -14,6 +14,7 @@ from thai_grpo.core.config import (
     check_trainer_fields,
     eval_settings,
     passk_settings,
+    recipe,
     settings_fingerprint,
 )
 from thai_grpo.jobs.scheduling import (
@@ -25,7 +26,6 @@ from thai_grpo.jobs.scheduling import (
     scoring_priority,
     training_priority,
 )
-from thai_grpo.core.shipped import recipe
 from thai_grpo.core.seeds import (
     LOSS_BASELINE,
     check_seeds,

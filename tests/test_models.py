@@ -3,7 +3,7 @@ import unicodedata
 import pytest
 
 from thai_grpo.jobs.devices import choose_dtype
-from thai_grpo.core.hub import require_model_dir
+from thai_grpo.core.io import require_model_dir
 from thai_grpo.models.loading import (count_parameters, load_base_model, load_policy, load_tokenizer,
                                       safetensors_parameter_count)
 

@@ -12,7 +12,7 @@ import yaml
 
 from thai_grpo.core import shipped
 from thai_grpo_tools import ship
-from thai_grpo.core.config import ConfigError, check_config
+from thai_grpo.core.config import ConfigError, check_config, recipe
 from thai_grpo.core.hub import fetch_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,8 +33,8 @@ def test_recipe_ignores_where_the_model_comes_from():
     shipped_config = copy.deepcopy(CONFIG)
     shipped_config["base"].update(source="shipped", name_or_path="assets/tiny-base")
     shipped_config["sft"]["source"] = "shipped"
-    assert shipped.recipe(shipped_config, "system") == shipped.recipe(CONFIG, "system")
-    assert shipped.recipe(CONFIG, "system")["base"] == {"dtype": "float32", "pretrain": {"max_steps": 4}}
+    assert recipe(shipped_config, "system") == recipe(CONFIG, "system")
+    assert recipe(CONFIG, "system")["base"] == {"dtype": "float32", "pretrain": {"max_steps": 4}}
 
 
 def test_rows_hash_depends_on_rows_not_key_order():
@@ -64,7 +64,7 @@ def test_ship_writes_hub_style_files_and_the_record(shipped_dir):
 
 def test_checks_pass_for_the_config_and_data_that_built_it(shipped_dir):
     manifest = shipped.read_manifest(shipped_dir)
-    shipped.check_recipe(manifest, shipped.recipe(CONFIG, "system"))
+    shipped.check_recipe(manifest, recipe(CONFIG, "system"))
     shipped.check_data(manifest, PRETRAIN, SFT)
     shipped.check_files(shipped_dir, manifest)
 
@@ -79,7 +79,7 @@ def test_a_changed_setting_is_refused_in_one_line_naming_it_and_the_fix(shipped_
     config = copy.deepcopy(CONFIG)
     change(config)
     with pytest.raises(ConfigError) as refused:
-        shipped.check_recipe(shipped.read_manifest(shipped_dir), shipped.recipe(config, "system"))
+        shipped.check_recipe(shipped.read_manifest(shipped_dir), recipe(config, "system"))
     message = str(refused.value)
     assert named in message and "snakemake --cores 2 base" in message and "base.source: scratch" in message
     assert "\n" not in message
@@ -126,7 +126,7 @@ def test_the_shipped_folder_matches_the_default_config_and_stays_small():
 
     config = ship.load_config([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
     manifest = shipped.read_manifest(folder)
-    shipped.check_recipe(manifest, shipped.recipe(config, config["data"].get("system_prompt", SYSTEM_PROMPT)))
+    shipped.check_recipe(manifest, recipe(config, config["data"].get("system_prompt", SYSTEM_PROMPT)))
     shipped.check_files(folder, manifest)
     size = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     assert size < 8e6, f"assets/tiny-base is {size / 1e6:.1f} MB"

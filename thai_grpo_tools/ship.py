@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.core.hub import copy_allowed, require_model_dir
+from thai_grpo.core.hub import copy_allowed
+from thai_grpo.core.io import require_model_dir
 from thai_grpo.core.io import atomic_directory, write_json
-from thai_grpo.core.shipped import ADAPTER_DIR, BASE_DIR, MANIFEST, data_record, file_sha256, recipe
+from thai_grpo.core.config import recipe
+from thai_grpo.core.shipped import ADAPTER_DIR, BASE_DIR, MANIFEST, data_record, file_sha256
 
 
 def load_config(paths: list[str | Path], schema: str | Path) -> dict:

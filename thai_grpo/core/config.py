@@ -7,6 +7,7 @@ stage runs (the Snakefile calls ``check_config`` right after schema validation).
 from __future__ import annotations
 
 import copy
+import json
 
 from thai_grpo.core.references import KL_REFERENCES
 
@@ -342,3 +343,23 @@ def check_trainer_fields(config: dict) -> None:
         refusal = unknown_key(fields, fields_of(cls) | ours, where, f"{library} {cls}")
         if refusal:
             raise ConfigError(refusal)
+
+
+# Keys that say where a model comes from, not how it was built: they differ between the shipped base's build and a run
+# that loads it (thai_grpo.core.shipped).
+SOURCE_KEYS = ("source", "name_or_path", "revision")
+
+
+def plain_json(value):
+    """The JSON form of a value (tuples -> lists, keys -> str), so a recipe compares equal to its stored copy."""
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
+def recipe(config: dict, system_prompt: str) -> dict:
+    """The settings that build the base and the SFT adapter (what the shipped base records, ``core.shipped``): the
+    seed, base:, corpus:, sft: and the system prompt."""
+    def section(name):
+        return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
+
+    return plain_json({"seed": config["seed"], "base": section("base"), "corpus": section("corpus"),
+                   "sft": section("sft"), "system_prompt": system_prompt})

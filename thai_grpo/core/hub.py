@@ -11,7 +11,7 @@ import fnmatch
 import shutil
 from pathlib import Path
 
-from thai_grpo.core.io import atomic_directory
+from thai_grpo.core.io import atomic_directory, require_model_dir
 
 # Weights only as safetensors; pickled *.bin / *.pt are never fetched, and neither is remote code (*.py).
 ALLOWED_FILES = ["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model", "tokenizer*"]
@@ -93,16 +93,3 @@ def fetch_model(source: str, name_or_path: str, revision: str | None, out_dir: s
         else:
             shutil.copytree(require_model_dir(name_or_path, kind), tmp, dirs_exist_ok=True)
         require_model_dir(tmp, kind)
-
-
-def require_model_dir(path: str | Path, kind: str) -> Path:
-    """Fail early, naming the path, when a model or adapter folder is missing or incomplete."""
-    path = Path(path)
-    config_name = "adapter_config.json" if kind == "adapter" else "config.json"
-    if not (path / config_name).is_file():
-        raise FileNotFoundError(f"{kind} folder {path} has no {config_name}: rerun the stage that writes it "
-                                f"(delete {path} and run snakemake again) or fix the path in the config")
-    if not any(path.glob("*.safetensors")):
-        raise FileNotFoundError(f"{kind} folder {path} has no .safetensors weights (only safetensors are "
-                                "loaded): rerun the stage that writes it")
-    return path

@@ -93,3 +93,16 @@ def progress(message: str) -> None:
     if sys.stdout is not sys.__stdout__ and sys.__stderr__ is not None:
         sys.__stderr__.write(message + "\n")
         sys.__stderr__.flush()
+
+
+def require_model_dir(path: str | Path, kind: str) -> Path:
+    """Fail early, naming the path, when a model or adapter folder is missing or incomplete."""
+    path = Path(path)
+    config_name = "adapter_config.json" if kind == "adapter" else "config.json"
+    if not (path / config_name).is_file():
+        raise FileNotFoundError(f"{kind} folder {path} has no {config_name}: rerun the stage that writes it "
+                                f"(delete {path} and run snakemake again) or fix the path in the config")
+    if not any(path.glob("*.safetensors")):
+        raise FileNotFoundError(f"{kind} folder {path} has no .safetensors weights (only safetensors are "
+                                "loaded): rerun the stage that writes it")
+    return path

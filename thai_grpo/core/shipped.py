@@ -13,28 +13,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from thai_grpo.core.config import ConfigError
+from thai_grpo.core.config import ConfigError, plain_json, recipe
 
 MANIFEST = "built_by.json"
 BASE_DIR, ADAPTER_DIR = "base", "sft_adapter"
-# Keys that say where the model comes from, not how it was built: they differ between the build and the shipped run.
-SOURCE_KEYS = ("source", "name_or_path", "revision")
 REBUILD_HINT = ("rebuild it with `snakemake --cores 2 base` then `make ship-base`, or build it inside the run with "
                 "base.source: scratch and sft.source: train")
-
-
-def _plain(value):
-    """The JSON form of a value (tuples -> lists, keys -> str), so a recipe compares equal to its stored copy."""
-    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-def recipe(config: dict, system_prompt: str) -> dict:
-    """The settings that build the base and the SFT adapter: the seed, base:, corpus:, sft: and the system prompt."""
-    def section(name):
-        return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
-
-    return _plain({"seed": config["seed"], "base": section("base"), "corpus": section("corpus"),
-                   "sft": section("sft"), "system_prompt": system_prompt})
 
 
 def rows_sha256(rows: list[dict]) -> str:
@@ -67,7 +51,7 @@ def first_difference(built: object, wanted: object, path: str = "") -> str | Non
 def check_recipe(manifest: dict, wanted: dict) -> None:
     """Refuse the shipped files when the config's recipe (``recipe(config, system_prompt)``) would build a different
     base or adapter (cheap: no data read)."""
-    difference = first_difference(manifest["recipe"], _plain(wanted))
+    difference = first_difference(manifest["recipe"], plain_json(wanted))
     if difference:
         raise ConfigError(f"base.source=shipped: the shipped base was built with other settings ({difference}); "
                           + REBUILD_HINT)

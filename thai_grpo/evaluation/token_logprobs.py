@@ -121,7 +121,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     from peft import PeftModel
 
     from thai_grpo.jobs.devices import evaluation_precision, job_device
-    from thai_grpo.core.hub import require_model_dir
+    from thai_grpo.core.io import require_model_dir
     from thai_grpo.models.loading import load_base_model, load_tokenizer, weights_dtype
 
     tokenizer = load_tokenizer(base_dir)

@@ -149,7 +149,7 @@ def sample_heldout_vllm(base_dir: str | Path, adapter_dir: str | Path | None, ro
         raise RuntimeError("eval.use_vllm is true but vLLM is not installed: `pip install vllm` on a machine with a "
                            "CUDA GPU, or set eval.use_vllm: false") from error
 
-    from thai_grpo.core.hub import require_model_dir
+    from thai_grpo.core.io import require_model_dir
     from thai_grpo.models.loading import load_tokenizer
 
     require_model_dir(base_dir, "base model")

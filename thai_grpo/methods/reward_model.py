@@ -66,7 +66,7 @@ def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
     at the last non-pad token."""
     from transformers import AutoModelForSequenceClassification
 
-    from thai_grpo.core.hub import require_model_dir
+    from thai_grpo.core.io import require_model_dir
     from thai_grpo.models.loading import load_tokenizer, resolve_dtype
 
     require_model_dir(base_dir, "base model")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.jobs.devices import device_dtype
-from thai_grpo.core.hub import require_model_dir
+from thai_grpo.core.io import require_model_dir
 
 PAD_TOKEN, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 # Ordinary added tokens, not special ones: TRL decodes completions with skip_special_tokens=True,
