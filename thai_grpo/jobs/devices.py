@@ -1,21 +1,13 @@
-"""Per-GPU settings as pure functions of the compute capability (dtype, TRL precision flags, attention kernel,
-autocast), and the few facts about this machine's GPUs that the jobs and the workflow profile need.
+"""Where a job runs and in which precision. Per-GPU settings are pure functions of the compute capability
+(``torch.cuda.get_device_capability()``: (7, 5) T4, (8, 0) A100, (9, 0) H100/H200; None on a CPU): ``choose_dtype``
+and what follows from it, so that tests cover every GPU without one.
 
-``capability`` is ``torch.cuda.get_device_capability()`` - e.g. (7, 5) T4, (8, 0) A100, (8, 6) A10/RTX 30xx,
-(8, 9) L4/RTX 40xx, (9, 0) H100/H200 - or None for CPU. The dtype rule is ``choose_dtype``; the rest follows
-from it, so that tests can cover every GPU without one.
-
-This machine:
-- ``local_gpu_limit`` (read by ``profiles/default/config.yaml``): Snakemake's ``gpu`` limit, the number of NVIDIA
-  GPUs present and none on a CPU-only machine, so that up to that many model jobs (each declares ``gpu=1``) run side
-  by side while the CPU run keeps its 1-thread model jobs side by side;
-- ``start_model_job``, the first line of every model job: ``device: cpu`` hides every GPU; otherwise the job claims
-  a GPU of its own (``claim_gpu_slot``: the lowest free slot of a lock file per slot, held for the job's life) and
-  sees only that one (``CUDA_VISIBLE_DEVICES``, set before CUDA initialises; TRL's GRPO, DPO, RLOO and Reward
-  trainers refuse ``nn.DataParallel``, which transformers picks when a process sees several); then it stops with one
-  line where the config needs a GPU that this job's torch cannot see (``choose_job_device``);
-- ``current_capability`` (the one entry every job's precision goes through) pins first, then reads the GPU, or the
-  capability ``THAI_GRPO_CAPABILITY`` asks it to act as (``make gpu-check`` takes a T4's float16 path on a newer GPU).
+This machine: ``local_gpu_limit`` (the default profile's ``gpu`` limit: one model job per GPU); ``start_model_job``,
+the first thing every model job does: the CPU where the config says so, else a GPU of its own (``claim_gpu_slot``: a
+lock file per slot, held for the job's life; ``CUDA_VISIBLE_DEVICES`` set before CUDA starts, since TRL's trainers
+refuse ``nn.DataParallel``), or a one-line stop where the config needs a GPU this torch cannot see; and
+``current_capability``, through which every precision decision goes (``THAI_GRPO_CAPABILITY`` makes a newer GPU act
+as a T4 for ``make gpu-check``).
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """Threads and Snakemake priorities of the pipeline's jobs: the headline (SFT vs GRPO) first, the run's longest chain
 next, on any number of cores.
 
-Every training and sampling job takes one thread (``JOB_THREADS``). A second thread makes one job of the 1.1M-parameter
-model only 1.3x (sampling) to 1.6x (a GRPO step) faster (`make bench`), so two one-thread jobs side by side get more
-done per core-second than one two-thread job; and a job's threads never depend on the cores, so more cores run more
-jobs side by side and change no number. (Pretraining the base and the SFT adapter from scratch, outside the default
-run, keeps 2 threads: rules/model.smk.)
-
-Snakemake starts, among the jobs whose inputs are ready, the set that fits the free cores with the largest sum of
-priorities (its ILP scheduler). With every job on one thread, a free core goes to the highest-priority ready job.
-The headline's jobs outrank every other job: GRPO's training (the headline's longest path), then the sampling of
-base, SFT and GRPO, then their scoring and the headline itself. Since each headline job that ends releases at most
-one more headline job, a headline job never waits behind another method's job. Next come the preference pairs, the
-reward model and PPO's training (``LONGEST_CHAIN``): PPO is the run's longest job and waits for the other two, so
-starting that chain as soon as a core is free of headline work shortens the whole run. Then the other methods'
-training, then the rest. Priorities only order the jobs; they change no number.
+Every training and sampling job takes one thread (``JOB_THREADS``): a second thread speeds one job of the tiny model up
+by only 1.3-1.6x (`make bench`), so two one-thread jobs side by side do more per core-second, and a job's threads never
+depend on the cores (more cores change no number). Snakemake starts, among the ready jobs, those with the largest sum
+of priorities: the headline's jobs first (GRPO's training, then sampling and scoring base, SFT and GRPO), then the
+preference pairs -> reward model -> PPO chain (``LONGEST_CHAIN``: PPO is the run's longest job), then the other
+methods' training, then the rest. Priorities only order the jobs; they change no number.
 """
 
 from __future__ import annotations

@@ -1,17 +1,12 @@
 """Every optimizer update counted: the steps float16's loss scaler skipped and the steps whose gradients were not finite.
 
-With float16 (a T4: ``fp16=True``) a loss scaler multiplies the loss before the backward pass and skips, silently, an
-optimizer step whose gradients overflowed, halving its scale; Qwen3's float16 gradients are known to go non-finite.
-Without a scaler (bfloat16, float32) a non-finite gradient is applied and ruins the weights. Either way a run makes
-fewer good updates than its schedule says. So every training stage (GRPO and its variants, DPO, the reward model, PPO)
-records per step ``optimizer_step_skipped`` and ``nonfinite_grad``, and per run ``optimizer_steps_skipped`` and
-``nonfinite_grad_steps``. A step that was skipped or whose gradients were not finite is a *lost update*; a stage whose
-lost updates exceed ``training.max_lost_update_share`` of its steps (0 by default: any) stops with one line naming
-the run and the count, keeping its checkpoints.
-
-TRL's trainers are counted by a callback (``update_counter``) that writes one line per optimizer step to
-``updates.jsonl`` beside the checkpoints (whatever ``logging_steps`` is; a resumed run keeps the lines of the steps it
-keeps, ``thai_grpo.methods.step_log.start_step_log``); PPO, whose loop is ours, counts in its loop (``scaler_skipped``).
+With float16 (a T4: ``fp16=True``) the loss scaler skips, silently, a step whose gradients overflowed, and Qwen3's
+float16 gradients are known to go non-finite; without a scaler (bfloat16, float32) a non-finite gradient is applied.
+Either way a run makes fewer good updates than its schedule says. Every training stage records per step
+``optimizer_step_skipped`` and ``nonfinite_grad``, and per run ``optimizer_steps_skipped`` and
+``nonfinite_grad_steps``; a stage whose *lost updates* (either) exceed ``training.max_lost_update_share`` of its steps
+stops with one line, keeping its checkpoints. TRL's trainers are counted by a callback (``update_counter``: one line
+per optimizer step in ``updates.jsonl``, whatever ``logging_steps`` is); PPO counts in its own loop.
 """
 
 from __future__ import annotations

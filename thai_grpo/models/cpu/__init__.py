@@ -46,26 +46,13 @@ def shares_prompts_on(device, use_vllm: bool = False) -> bool:
 
 
 def with_cpu_speedups(trainer_class):
-    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's shared prompt once, on a CPU only
-    (``shares_prompts_on``): in the rollouts (``_generate_single_turn`` runs TRL's own with ``model.generate``
-    replaced, on this instance and for that call only, by ``generate_sharing_prompts``, from a merged copy of the
-    policy where ``can_merge_copy``) and in every log-probability pass, the policy's with grad and the reference's
-    (``_get_per_token_logps_and_entropies`` -> ``completion_logprobs_sharing_prompts``). The same numbers up to the
-    order of floating-point sums (tests/test_shared_prefix.py; tests/test_objective.py checks the loss TRL computes
-    from them). Multimodal or MoE batches, and activation checkpointing (which drops the cache a shared prompt lives
-    in), take TRL's own log-probability pass, over the completion positions only (``scoring_labelled_positions_only``).
-    On a GPU and with vLLM every pass is TRL's own: no one measured it there.
-
-    Why the two overrides stay, measured on a CPU: GRPO steps of the offline default (config/config.yaml: 8 prompts x
-    8 completions of up to 80 tokens, the shipped base and SFT adapter), 1 thread, the mean of 3 steps after a
-    warm-up, 2 interleaved repetitions, on the project's 2-core AMD EPYC while other jobs ran (load average 3 to 7: the
-    figures are ranges, not a quiet measurement), with each override switched back to TRL's method in turn:
-    - log-probability passes: the step takes 4.5-5.5 s with them, 8.4-8.7 s with TRL's (~1.7x); the reference pass
-      0.65-0.79 s against 1.41-1.49 s, forward and backward 1.8-2.5 s against 4.6-4.8 s. A step reads
-      8 x 95 + 64 x 46 prompt and completion positions instead of 64 x 141.
-    - rollouts: generation takes 1.93-2.00 s with the shared prompts (policy unmerged) against 2.49-2.63 s with
-      TRL's generate (~1.3x). The merged copy on top: 1.69 s against 2.23 s (medians of 6 interleaved draws of one
-      generation batch, refresh included: ~1.3x), though within the noise in the whole-step runs (2.15-2.25 s)."""
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's prompt once, on a CPU only
+    (``shares_prompts_on``): in the rollouts (TRL's ``_generate_single_turn`` with ``model.generate`` replaced, for
+    that call, by ``generate_sharing_prompts`` on a merged copy of the policy where ``can_merge_copy``) and in every
+    log-probability pass (``completion_logprobs_sharing_prompts``). Multimodal or MoE batches and activation
+    checkpointing (which drops the cache a shared prompt lives in) take TRL's own pass, over the completion positions
+    only. On the offline default's GRPO steps this measured ~1.7x faster per step than TRL's passes, the shared rollouts
+    ~1.3x faster than TRL's generate (one thread, each override switched back in turn)."""
     from thai_grpo.models.cpu.shared_prefix import (completion_logprobs_sharing_prompts,
                                                     scoring_labelled_positions_only)
 

@@ -1,13 +1,8 @@
 """A LoRA policy's rollouts from a merged copy: a plain model whose weights are the base's with the adapter's current
-delta folded in (W + scale * B A), refreshed before each rollout.
-
-The same function as the PeftModel's forward, without LoRA's two extra matrix products per adapted layer in every
-decoding step (rollouts ~1.2x faster on a CPU with the offline model, `make bench`; one GRPO generation batch of
-the offline default, refresh included, 1.69 s against 2.23 s unmerged, medians of 6 interleaved draws on the 2-core
-AMD EPYC while other jobs ran: ``thai_grpo.methods.grpo.sharing_prompts`` has the whole step's figures). The policy
-itself is not touched: no merge and unmerge of its weights (which would round the frozen base a little each step).
-Used where it is exact and cheap: on a CPU (the copy holds a second set of base weights) and when no LoRA dropout is
-active (a merged copy has none).
+delta folded in (W + scale * B A), refreshed before each rollout: the PeftModel's function without LoRA's two extra
+matrix products per adapted layer in every decoding step. The policy itself is never merged and unmerged (which would
+round the frozen base a little each step). Used on a CPU (the copy holds a second set of base weights), where no LoRA
+dropout is active (a merged copy has none) and the base is float32 (a fold into 16 bits rounds a small update away).
 """
 
 from __future__ import annotations

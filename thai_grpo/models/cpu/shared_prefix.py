@@ -1,20 +1,14 @@
-"""Shared prompts computed once: the G completions of a GRPO group (or the n samples of a held-out problem) all
-continue the same prompt, so its keys and values are computed for each distinct prompt once and copied to its rows.
-
-The arithmetic is the same as running every row in full (the same positions, masks and weights; only the order of
-floating-point sums differs, by ~1e-6), and so is the sampling: the same number of decoding steps draws from the
-same-shaped distributions, so a seeded run consumes the generator identically. It removes the repeated prompt work:
-with the offline default's 8 completions of ~45 tokens per ~95-token prompt, a training forward-backward reads
-8 x 95 + 64 x 46 positions instead of 64 x 141, and held-out sampling prefills 64 prompts instead of 512 rows.
-GRPO's and RLOO's trainers use it on a CPU only, where it was measured (``thai_grpo.methods.grpo.sharing_prompts``).
+"""Shared prompts computed once: the G completions of a GRPO group all continue the same prompt, so its keys and values
+are computed once per distinct prompt and copied to its rows. The arithmetic is that of every row in full, up to the
+order of floating-point sums (~1e-6), and a seeded run draws the same samples.
 
 - ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
 - ``prompt_cache``: the key/value cache of the distinct prompts' first ``width`` positions, one copy per row.
 - ``generate_sharing_prompts``: ``model.generate`` that prefills each distinct prompt once.
-- ``completion_logprobs_sharing_prompts``: per-token log-probs (and entropies) of the completions, through TRL's
-  fused LM head, with the prompt computed once per distinct prompt; gradients flow into the shared prompt.
-- ``scoring_labelled_positions_only``: TRL's fused LM head on a CPU projects the completion positions only, as it
-  does on a GPU, for the passes that cannot share their prompts.
+- ``completion_logprobs_sharing_prompts``: per-token log-probs (and entropies) of the completions through TRL's fused
+  LM head, the prompt computed once; gradients flow into the shared prompt.
+- ``scoring_labelled_positions_only``: TRL's fused LM head on a CPU projects the completion positions only, as it does
+  on a GPU, for the passes that cannot share their prompts.
 """
 
 from __future__ import annotations
