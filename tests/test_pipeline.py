@@ -56,6 +56,17 @@ def test_smoke_run_writes_results_and_report(smoke_run):
     # every timed job's log names this machine; the scratch copy is no git checkout, so no commit
     assert results["run"]["jobs_ran_on"] == [{"cpu": this_machine()["cpu"], "commit": "unknown",
                                               "jobs": len(results["run"]["benchmarks"])}]
+    # every training record counts its updates (none lost in float32), and the run card gathers them
+    records = [*(smoke_run / "results/runs").glob("*/train.json"), smoke_run / "results/model/reward_model.json"]
+    for path in records:
+        record = json.loads(path.read_text())
+        assert (record["optimizer_steps_skipped"], record["nonfinite_grad_steps"]) == (0, 0), path
+    assert set(results["run"]["updates"]) == {f"train-{p.parent.name}" for p in records[:-1]} | {"reward_model"}
+    # every GRPO-family and PPO run keeps its rollouts: each completion with its problem, rewards and advantage
+    for run in ("grpo", "dr_grpo", "rloo", "ppo"):
+        rollouts = [json.loads(line) for line in (smoke_run / f"results/runs/{run}/rollouts.jsonl").open()]
+        assert rollouts and {"step", "prompt_id", "completion", "rewards", "advantage"} <= set(rollouts[0]), run
+    assert (smoke_run / "results/runs/dpo/rollouts.jsonl").read_text() == ""  # DPO samples none while training
 
 
 def test_smoke_run_holds_out_unseen_skeletons_and_tests_every_pair(smoke_run):
