@@ -167,9 +167,10 @@ def test_snakemake_n_refuses_a_misspelt_key_without_importing_trl(finished_run, 
     blocked = tmp_path / "blocked"
     (blocked / "trl").mkdir(parents=True)
     (blocked / "trl" / "__init__.py").write_text("raise ImportError('TRL imported by a dry-run')\n")
-    env = {"PYTHONPATH": f"{blocked}:{REPO}"}
-    assert scheduled_jobs(run_snakemake(finished_run, "-n", *SMOKE, env=env)) == {}
-    refused = run_snakemake(finished_run, "-n", *SMOKE, "--config", 'variants={"dpo":{"dpo":{"betta":0.2}}}', env=env)
+    env = {"PYTHONPATH": f"{blocked}:{REPO}"}  # a fresh interpreter: TRL cannot be imported there
+    assert scheduled_jobs(run_snakemake(finished_run, "-n", *SMOKE, env=env, in_process=False)) == {}
+    refused = run_snakemake(finished_run, "-n", *SMOKE, "--config", 'variants={"dpo":{"dpo":{"betta":0.2}}}', env=env,
+                            in_process=False)
     assert refused.returncode != 0
     errors = [line for line in refused.stderr.splitlines() if "error" in line.lower()]
     assert errors == ["config error: variants.dpo.dpo.betta is not a field of TRL's DPOConfig: did you mean beta?"]
