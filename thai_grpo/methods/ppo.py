@@ -468,7 +468,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
     sampling_seed = int(step_rng(seed, step, 0).integers(2**31))
     torch.manual_seed(sampling_seed)
-    per_generate = rows_per_chunk(generation_floats(shape, width + settings.max_completion_length), len(batch),
+    per_generate = rows_per_chunk(generation_floats(shape, width, settings.max_completion_length), len(batch),
                                   settings.chunk_floats)
     with torch.no_grad(), autocast_like(policy):
         policy.eval()

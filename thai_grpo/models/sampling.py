@@ -182,9 +182,13 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
 
     Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call, each sample seeded from
     (seed, problem id, sample index): the batch size changes the work per call, never a sample. The greedy answers
-    take ``batch_size x num_samples`` problems per call, the same number of sequences, so the per-token overhead of
-    ``generate`` is paid as rarely for them.
+    take as many problems per call as fit in the memory of a sampling call (``greedy_problems_per_call``: each holds
+    its own prompt, where a sampled problem holds one for its ``num_samples``), so the per-step overhead of a call is
+    paid as rarely for them as the memory plan allows.
     """
+    from thai_grpo.models.memory_plan import Shape
+    from thai_grpo.models.memory_stages import greedy_problems_per_call
+
     questions = [r["question"] for r in rows]
     sampled: list[list[dict]] = []
     for start in range(0, len(rows), batch_size):
@@ -193,7 +197,7 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
                             problem_keys=[row["id"] for row in rows[start:start + batch_size]])
         if progress:
             progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
-    greedy_batch = batch_size * num_samples
+    greedy_batch = greedy_problems_per_call(Shape.from_config(model.config), batch_size, num_samples, max_new_tokens)
     greedy: list[dict] = []
     for start in range(0, len(rows), greedy_batch):
         greedy += [best[0] for best in generate(model, tokenizer, questions[start:start + greedy_batch], system_prompt,
