@@ -21,9 +21,10 @@ last row stops. ``decode`` runs the model's own forward in a loop that does none
 The next token is chosen by the caller (``choose``: greedy, or Gumbel-max from each row's own generator) from the
 float32 logits ``generate`` hands its logits processors, so the samples are ``generate``'s: the same weights, positions
 and masks, the arithmetic the same up to the order of floating-point sums (tests/test_decoding.py checks the tokens
-against ``generate``'s). Why not transformers' own tools: ``StaticCache`` pre-allocates but keeps one copy of the prompt
-per row and has no way to drop a row; continuous batching (``generate_batch``, its paged cache shares prompt blocks)
-samples from one generator for the whole batch, so a row's sample would depend on its batch mates.
+against ``generate``'s). Why not transformers' own tools: ``StaticCache`` pre-allocates but holds the prompt once per
+row and cannot drop a row; continuous batching (``generate_batch``, whose paged cache lets prompts share blocks) draws
+every row's token with one ``torch.multinomial`` from the global generator, so a row's sample would depend on what else
+is scheduled beside it.
 """
 
 from __future__ import annotations
@@ -41,13 +42,15 @@ class SharedPromptCache:
 
     ``prompt_keys[layer]``: [prompts, kv heads, prompt width, head dim] (the prefill's tensors); ``prompt_mask``:
     [prompts, prompt width], True on real tokens (not left padding); ``keys[layer]``: [prompts x samples, kv heads,
-    budget, head dim], a sample's completion in row ``prompt * samples + sample``, allocated at the first write.
-    ``active``: the buffer rows still decoding; ``written``: the completion tokens each holds after this step."""
+    budget, head dim], the completion of sample s of prompt p in buffer row ``p * samples + s``, allocated at the first
+    write. ``origin``: each buffer row's row in the output; ``active``: the buffer rows still decoding; ``written``:
+    the completion tokens written so far."""
     prompt_keys: list
     prompt_values: list
     prompt_mask: object
     samples: int
     budget: int
+    origin: object
     active: object
     keys: list = dataclasses.field(default_factory=list)
     values: list = dataclasses.field(default_factory=list)
@@ -56,6 +59,10 @@ class SharedPromptCache:
     @property
     def prompts(self) -> int:
         return self.prompt_mask.shape[0]
+
+    def active_rows(self):
+        """The output rows still decoding, in the buffers' order."""
+        return self.origin[self.active]
 
     def write(self, layer: int, key, value) -> None:
         """This step's key and value ([active rows, kv heads, 1, head dim]) into the active rows' next column."""
@@ -68,23 +75,31 @@ class SharedPromptCache:
         self.keys[layer][self.active, :, self.written] = key[:, :, 0]
         self.values[layer][self.active, :, self.written] = value[:, :, 0]
 
-    def keep(self, rows):
-        """Compact the buffers to the prompts that have one of the buffer rows ``rows`` (increasing), all their rows
-        kept in order; ``rows`` become the active ones. Returns the kept rows' numbers before compacting."""
+    def leave(self, going) -> None:
+        """Keep decoding the active rows where ``going`` is True; compact the buffers once ``COMPACT_WHEN_DONE`` of
+        their prompts have no row left (a finished row of a live prompt stays: its attention rows are cheap)."""
         import torch
 
-        alive = torch.zeros(self.prompts, dtype=torch.bool, device=rows.device)
-        alive[rows // self.samples] = True
-        kept_rows = torch.arange(self.prompts * self.samples, device=rows.device).view(self.prompts, self.samples)[alive]
-        renumbered = torch.full((self.prompts * self.samples,), -1, dtype=torch.long, device=rows.device)
-        renumbered[kept_rows.reshape(-1)] = torch.arange(kept_rows.numel(), device=rows.device)
-        self.prompt_keys = [keys[alive] for keys in self.prompt_keys]
-        self.prompt_values = [values[alive] for values in self.prompt_values]
-        self.prompt_mask = self.prompt_mask[alive]
-        self.keys = [keys[kept_rows.reshape(-1)] for keys in self.keys]
-        self.values = [values[kept_rows.reshape(-1)] for values in self.values]
-        self.active = renumbered[rows]
-        return kept_rows.reshape(-1)
+        self.active = self.active[going]
+        live = torch.zeros(self.prompts, dtype=torch.bool, device=going.device)
+        live[self.active // self.samples] = True
+        if not going.all() and 1 - live.float().mean() >= COMPACT_WHEN_DONE:
+            self.compact(live)
+
+    def compact(self, live) -> None:
+        """Only the prompts ``live`` (a mask) and all their buffer rows, copied in order; the rows renumbered."""
+        import torch
+
+        kept = torch.arange(self.prompts * self.samples, device=live.device).view(self.prompts, self.samples)[live]
+        kept = kept.reshape(-1)
+        renumbered = torch.full((self.prompts * self.samples,), -1, dtype=torch.long, device=live.device)
+        renumbered[kept] = torch.arange(len(kept), device=live.device)
+        self.prompt_keys = [keys[live] for keys in self.prompt_keys]
+        self.prompt_values = [values[live] for values in self.prompt_values]
+        self.prompt_mask = self.prompt_mask[live]
+        self.keys = [keys[kept] for keys in self.keys]
+        self.values = [values[kept] for values in self.values]
+        self.origin, self.active = self.origin[kept], renumbered[self.active]
 
 
 def shared_prompt_attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0,
@@ -173,31 +188,22 @@ def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, 
     rows = input_ids.shape[0] * samples
     tokens = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=input_ids.device)
     stops = torch.tensor(stop_ids, device=input_ids.device)
+    everyone = torch.arange(rows, device=input_ids.device)
+    next_position = attention_mask.long().sum(-1).repeat_interleave(samples)  # per row: its first new token's
     with torch.no_grad():
         logits, prompt_keys, prompt_values = prefill(model, input_ids, attention_mask)
         cache = SharedPromptCache(prompt_keys, prompt_values, attention_mask.bool(), samples, max_new_tokens,
-                                  active=torch.arange(rows, device=input_ids.device))
-        next_position = attention_mask.long().sum(-1).repeat_interleave(samples)  # per row: its first new token's
-        row_of = torch.arange(rows, device=input_ids.device)  # original row of each buffer row
-        chosen = choose(logits.repeat_interleave(samples, 0), row_of)
+                                  origin=everyone, active=everyone)
+        chosen = choose(logits.repeat_interleave(samples, 0), everyone)  # a prompt's samples start from its logits
         with decode_attention(model):
             for step in range(max_new_tokens):
-                tokens[row_of[cache.active], step] = chosen
+                tokens[cache.active_rows(), step] = chosen
                 going = ~torch.isin(chosen, stops)
                 if step + 1 == max_new_tokens or not going.any():
                     break
-                chosen, still = chosen[going], cache.active[going]
-                cache.active = still
-                if not going.all() and finished_share(still, cache.prompts, samples) >= COMPACT_WHEN_DONE:
-                    row_of = row_of[cache.keep(still)]
-                active_rows = row_of[cache.active]
-                logits = decode_step(model, chosen, next_position[active_rows] + step, cache)
-                chosen = choose(logits, active_rows)
+                cache.leave(going)
+                rows_now = cache.active_rows()
+                logits = decode_step(model, chosen[going], next_position[rows_now] + step, cache)
+                chosen = choose(logits, rows_now)
     return tokens[:, :step + 1]
 
-
-def finished_share(active, prompts: int, samples: int) -> float:
-    """The share of ``prompts`` none of whose ``samples`` rows is among the buffer rows ``active``."""
-    import torch
-
-    return 1 - len(torch.unique(active // samples)) / prompts
