@@ -127,7 +127,7 @@ def seeded_per_row(config, seeds: list[int], device):
 def seeded_choice(config, seeds: list[int], device):
     """``choose(scores, rows)`` for ``decoding.decode``: the next token of generated rows ``rows`` as ``generate`` picks
     it under ``seeded_per_row``: the argmax of the float32 scores, Gumbel-perturbed from each row's own generator when
-    ``config`` samples (int indices: ``rows`` index ``seeds``)."""
+    ``config`` samples (``rows``: indices into ``seeds``)."""
     if not config.do_sample:
         return lambda scores, rows: scores.argmax(-1)
     gumbel = PerRowGumbel(config.temperature, seeds, device)

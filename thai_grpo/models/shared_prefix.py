@@ -1,11 +1,12 @@
-"""Shared prompts computed once: the G completions of a GRPO group (or the n samples of a held-out problem) all
-continue the same prompt, so its keys and values are computed for each distinct prompt once and copied to its rows.
+"""Shared prompts computed once: the G completions of a GRPO group all continue the same prompt, so its keys and
+values are computed for each distinct prompt once and copied to its rows. (Held-out sampling and PPO's rollouts go
+further, holding each prompt once without copies: ``thai_grpo.models.decoding``.)
 
 The arithmetic is the same as running every row in full (the same positions, masks and weights; only the order of
 floating-point sums differs, by ~1e-6), and so is the sampling: the same number of decoding steps draws from the
 same-shaped distributions, so a seeded run consumes the generator identically. It removes the repeated prompt work:
 with the offline default's 8 completions of ~45 tokens per ~95-token prompt, a training forward-backward reads
-8 x 95 + 64 x 46 positions instead of 64 x 141, and held-out sampling prefills 64 prompts instead of 512 rows.
+8 x 95 + 64 x 46 positions instead of 64 x 141.
 GRPO's and RLOO's trainers use it on a CPU only, where it was measured (``thai_grpo.methods.grpo.sharing_prompts``).
 
 - ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
