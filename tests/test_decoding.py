@@ -74,11 +74,11 @@ def standin():
     teach(compact, examples, compact_ids([tokenizer.pad_token_id], learned)[0], steps=120, learning_rate=6e-3)
     with torch.no_grad():
         taught = torch.cat([compact.model(input_ids=torch.tensor([p + c])).last_hidden_state[0] for p, c in examples])
-    model = widen_vocabulary(compact, learned, config, unused_row(compact, taught, taught[:1])).eval()
-    model.generation_config.update(**QWEN3_GENERATION_CONFIG)
-    adapted = get_peft_model(widen_vocabulary(compact, learned, config, model.model.embed_tokens.weight[-1]),
-                             LoraConfig(task_type="CAUSAL_LM", **STANDIN_ADAPTER)).eval()
-    adapted.generation_config.update(**QWEN3_GENERATION_CONFIG)
+    filler = unused_row(compact, taught, taught[:1])  # the unused ids' row, held below the taught tokens
+    model, adapted = (widen_vocabulary(compact, learned, config, filler) for _ in range(2))
+    adapted = get_peft_model(adapted, LoraConfig(task_type="CAUSAL_LM", **STANDIN_ADAPTER))
+    for each in (model, adapted):
+        each.eval().generation_config.update(**QWEN3_GENERATION_CONFIG)
     with torch.no_grad():
         for name, parameter in adapted.named_parameters():
             if "lora_B" in name:
