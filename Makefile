@@ -12,7 +12,7 @@ CORES ?= all
 TEST_WORKERS ?= auto
 
 # `make help`: every target with its line (the `## ` text after its name).
-.PHONY: help setup run test test-fast bench browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
+.PHONY: help setup run test test-fast bench bench-sampling browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
 
 help:  ## every target with its line (this list)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 16
@@ -60,6 +60,9 @@ run: setup  ## the whole pipeline on the offline default config -> results/repor
 bench: setup  ## where the time goes: one step of each method split into its parts, per-CPU projection
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python tools/bench.py
+
+bench-sampling: setup  ## held-out sampling timed before and after the decode loop, on the real config's stand-ins
+	$(BIN)/python tools/sampling_bench.py
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:
 # FROM=results/model after a run with base.source: scratch and sft.source: train; FROM=results/model/scratch after

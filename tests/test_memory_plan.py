@@ -8,7 +8,7 @@ import torch
 
 from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
-                                          rows_per_chunk)
+                                          rows_per_chunk, sampling_kv_floats)
 from thai_grpo.jobs.memory_stages import CPU, T4
 from thai_grpo_tools.stage_plans import QWEN3_0_6B, activation_floats, merged_configs, stage_plans
 
@@ -95,7 +95,7 @@ def test_the_offline_default_keeps_every_ppo_pass_in_one_chunk():
                   head_dim=32)
     sft, value = Lora(r=16, target_modules=ATTENTION_TARGETS + MLP_TARGETS), Lora(r=16)
     width = 256 + 80
-    assert rows_per_chunk(generation_floats(shape, width), 64) == 64
+    assert rows_per_chunk(generation_floats(shape, 256, 80), 64) == 64
     assert rows_per_chunk(logprob_pass_floats(shape, width), 64) == 64
     assert rows_per_chunk(ppo_update_floats(shape, sft, value, width, 80), 32) == 32
 
@@ -130,12 +130,58 @@ def test_every_stage_of_the_real_comparison_is_planned_to_fit_a_t4():
 
 
 def test_pass_at_k_is_sized_for_the_card():
-    """The offline default's 8 problems x 64 samples per generate call would hold ~56 GiB of float32 KV cache at Qwen3-0.6B's
-    shape; the real config's passk.batch_size: auto keeps a T4's call within the card."""
+    """The offline default's 8 problems x 64 samples per generate call would hold ~28 GiB of float32 KV cache at
+    Qwen3-0.6B's shape (8 prompts of 256 tokens held once, 512 completions of 256); the real config's passk.batch_size:
+    auto keeps a T4's call within the card."""
     real = planned(stage_plans(real_config()), "pass@k sampling")
     assert real["fits_t4"] and real["pieces_gib"]["kv_cache"] < 13
     offline = planned(stage_plans(real_config(passk={"batch_size": 8})), "pass@k sampling")
-    assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == 56.0  # float32 (eval.dtype)
+    per_token = 28 * 2 * 1024 * 4  # layers x keys and values x kv heads x head dim, float32 (eval.dtype)
+    assert not offline["fits_t4"] and offline["pieces_gib"]["kv_cache"] == round((8 + 512) * 256 * per_token / 2 ** 30,
+                                                                                 2) == 28.44
+
+
+def test_the_sampling_plan_counts_the_decode_loops_buffers(tiny_model_dir):
+    """The cache the plan counts for a sampling call (``sampling_kv_floats``) is the one the decode loop holds: each
+    prompt's keys and values once, each sample's completion pre-allocated to the budget, every layer."""
+    import thai_grpo.models.decoding as decoding
+    from thai_grpo.models.loading import load_policy
+
+    model = load_policy(tiny_model_dir, None).eval()
+    prompts, samples, width, budget = 3, 4, 9, 6
+    ids = torch.randint(3, 100, (prompts, width))
+    mask = torch.ones_like(ids)
+    mask[0, :4] = 0  # left padding counts: the buffers are as wide as the batch's widest prompt
+    held = []
+    step = decoding.decode_step
+
+    def counted(model, tokens, positions, cache):
+        logits = step(model, tokens, positions, cache)
+        held.append(sum(t.numel() for t in (*cache.prompt_keys, *cache.prompt_values, *cache.keys, *cache.values)))
+        return logits
+
+    decoding.decode_step = counted
+    try:
+        decoding.decode(model, ids, mask, samples, budget, stop_ids=[-1], pad_id=0, choose=lambda s, rows: s.argmax(-1))
+    finally:
+        decoding.decode_step = step
+    assert held and set(held) == {sampling_kv_floats(Shape.from_config(model.config), prompts, samples, width, budget)}
+
+
+def test_a_greedy_call_fits_in_the_memory_of_a_sampling_call():
+    """Held-out sampling's greedy answers hold a prompt each: ``greedy_problems_per_call`` takes as many problems as fit
+    in a sampling call's plan, one more would not; more than the sampled call's problems, fewer than its sequences."""
+    from thai_grpo.jobs.memory_stages import FLOAT32_EVALUATION, PROMPT_TOKENS, greedy_problems_per_call, sampling_stage
+
+    for problems, samples in ((20, 8), (2, 64)):
+        greedy = greedy_problems_per_call(QWEN3_0_6B, problems, samples, 256)
+
+        def peak(sequences: int, each: int) -> int:
+            return sampling_stage("", QWEN3_0_6B, sequences, PROMPT_TOKENS + 256, PROMPT_TOKENS, FLOAT32_EVALUATION,
+                                  "", samples=each)["peak_bytes"]
+
+        assert peak(greedy, 1) <= peak(problems * samples, samples) < peak(greedy + 1, 1)
+        assert problems < greedy < problems * samples
 
 
 def decode_steps(plans_config: dict, sizes: dict) -> dict:
@@ -146,7 +192,7 @@ def decode_steps(plans_config: dict, sizes: dict) -> dict:
     length = grpo["max_completion_length"]
     grpo_calls = 128 * grpo["num_generations"] // (grpo["per_device_train_batch_size"] *
                                                    grpo["gradient_accumulation_steps"])
-    per_call = rows_per_chunk(generation_floats(QWEN3_0_6B, 256 + length), ppo["batch_size"],
+    per_call = rows_per_chunk(generation_floats(QWEN3_0_6B, 256, length), ppo["batch_size"],
                               sizes["ppo.chunk_floats"]["ppo"])
     ppo_calls = ppo["max_steps"] * -(-ppo["batch_size"] // per_call)
     return {"grpo": grpo_calls * length, "ppo": ppo_calls * length}

@@ -22,8 +22,13 @@ def test_grpo_full_generates_the_chapters_budget_in_one_call_per_step():
 
 
 def test_sampling_counts_every_call_to_its_last_step():
+    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B
+
     work = tp.sampling_work("s", problems=10, num_samples=3, length=7, batch=4, jobs=2)
-    calls = math.ceil(10 / 4) + math.ceil(10 / 12)  # sampled, then greedy at batch x samples problems per call
+    greedy = greedy_problems_per_call(QWEN3_0_6B, 4, 3, 7)  # as many as fit in a sampling call's memory
+    assert 4 <= greedy < 12  # more than a sampling call's problems, fewer than its sequences: each holds its prompt
+    calls = math.ceil(10 / 4) + math.ceil(10 / greedy)  # sampled, then greedy
     assert work.decode_steps == 2 * calls * 7 and work.generated_tokens == 2 * (10 * 3 + 10) * 7 == work.units
 
 

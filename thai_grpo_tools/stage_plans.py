@@ -170,11 +170,13 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     evaluation = evaluation_precision(config, precision)
     plans.append(sampling_stage(
         "held-out sampling", shape, int(ev["batch_size"]) * int(ev["num_samples"]), width, prompt, evaluation,
-        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, in {evaluation.device}"))
+        f"{ev['batch_size']} problems x {ev['num_samples']} samples per generate call, each prompt held once, in "
+        f"{evaluation.device}", samples=int(ev["num_samples"])))
     passk = passk_settings(config)
     plans.append(sampling_stage(
         "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, evaluation,
-        f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size)"))
+        f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size), "
+        "each prompt held once", samples=int(passk["num_samples"])))
     rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
     plans.append(stage("token log-probs (k1 vs k3)", {
         "weights": (base_parameters(shape) + 2 * lora_parameters(shape, sft)) * 4,

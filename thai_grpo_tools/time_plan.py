@@ -81,11 +81,15 @@ def grpo_work(stage: str, args: dict, problems: int) -> Work:
 def sampling_work(stage: str, problems: int, num_samples: int, length: int, batch: int, greedy: bool = True,
                   jobs: int = 1) -> Work:
     """``jobs`` sampling jobs of ``problems`` x ``num_samples`` at ``batch`` problems per call, plus (``greedy``) one
-    greedy answer per problem at ``batch x num_samples`` problems per call."""
+    greedy answer per problem, as many problems per call as fit in a sampling call's memory
+    (``greedy_problems_per_call``)."""
+    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B
+
     calls = math.ceil(problems / batch)
     sequences = problems * num_samples
     if greedy:
-        calls_greedy = math.ceil(problems / (batch * num_samples))
+        calls_greedy = math.ceil(problems / greedy_problems_per_call(QWEN3_0_6B, batch, num_samples, length))
         calls, sequences = calls + calls_greedy, sequences + problems
     tokens = jobs * sequences * length
     return Work(stage, tokens, jobs * calls * length, 0, tokens, jobs)
@@ -142,7 +146,7 @@ def real_run_work(config: dict, sizes: dict) -> list[Work]:
                                            int(dpo.get("per_device_train_batch_size", 8)), 3 + 1, "dpo"))
         if spec.get("method") == "ppo":
             settings = {**spec.get("ppo", {}), "chunk_floats": sizes["ppo.chunk_floats"][name]}
-            rows = rows_per_chunk(generation_floats(QWEN3_0_6B, PROMPT_TOKENS + length), int(settings["batch_size"]),
+            rows = rows_per_chunk(generation_floats(QWEN3_0_6B, PROMPT_TOKENS, length), int(settings["batch_size"]),
                                   settings["chunk_floats"])
             work.append(ppo_work(f"train {name}", settings, length, rows))
     extra = len(config["eval"].get("extra_sets") or {})

@@ -190,8 +190,8 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
     """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings) on the first
     ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
+    import thai_grpo.models.decoding as decoding
     import thai_grpo.models.sampling as sampling
-    import thai_grpo.models.cpu.shared_prefix as shared
     from thai_grpo_tools.bench import SAMPLING_PARTS, PartTimer
 
     torch.set_num_threads(threads)
@@ -201,18 +201,19 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
     rows = read_jsonl(results / "data/heldout.jsonl")[:problems]
     timer = PartTimer()
     generate = sampling.generate
+    greedy_call = [False]  # whether the generate call running now is a greedy one (its prefill is not split off)
 
     def timed_generate(*args, **kwargs):
         start = time.perf_counter()
-        greedy = args[6] is None if len(args) > 6 else kwargs.get("temperature") is None
+        greedy_call[0] = args[6] is None if len(args) > 6 else kwargs.get("temperature") is None
         try:
             return generate(*args, **kwargs)
         finally:
-            part = "greedy answers" if greedy else "sampling (decode)"
+            part = "greedy answers" if greedy_call[0] else "sampling (decode)"
             timer.steps[-1][part] = timer.steps[-1].get(part, 0.0) + time.perf_counter() - start
 
     sampling.generate = timed_generate
-    timer.wrap(shared, "prompt_cache", "prefill (once per problem)")
+    timer.wrap(decoding, "prefill", lambda *args: None if greedy_call[0] else "prefill (once per problem)")
     try:
         for _ in range(2):  # a warm-up pass, then the timed one
             timer.begin_step()

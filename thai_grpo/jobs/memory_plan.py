@@ -139,6 +139,13 @@ def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
     return sequences * length * shape.num_layers * 2 * shape.kv_dim
 
 
+def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
+    """The cache of the decode loop (``thai_grpo.models.decoding``) for ``samples`` completions of each of ``prompts``
+    prompts: each prompt's keys and values once (``prompt`` tokens), each completion's pre-allocated to the budget
+    (``completion`` tokens)."""
+    return kv_cache_floats(shape, prompts, prompt) + kv_cache_floats(shape, prompts * samples, completion)
+
+
 # ----------------------------------------------------------------------------------------- chunking
 def rows_per_chunk(floats_per_row: int, rows: int, budget: int = CHUNK_FLOATS) -> int:
     """How many of ``rows`` rows one chunk of a pass takes so that its per-row tensors (``floats_per_row`` each) stay
@@ -165,9 +172,10 @@ def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, co
         saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 
 
-def generation_floats(shape: Shape, length: int) -> int:
-    """Per sampled sequence, its KV cache at full ``length`` (prompt + completion)."""
-    return kv_cache_floats(shape, 1, length)
+def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
+    """Per rollout of PPO (one completion per prompt), its cache in the decode loop: the prompt's keys and values and
+    the completion's, pre-allocated to the budget (``sampling_kv_floats`` of one prompt and one sample)."""
+    return sampling_kv_floats(shape, 1, 1, prompt, completion)
 
 
 def chunks(rows: int, per_chunk: int) -> int:

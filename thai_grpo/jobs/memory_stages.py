@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from thai_grpo.jobs.memory_plan import (
-    GIB, Lora, Shape, base_parameters, chunks, generation_floats, kv_cache_floats, logprob_pass_floats,
-    lora_parameters, lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk,
+    GIB, Lora, Shape, base_parameters, chunks, generation_floats, logprob_pass_floats, lora_parameters,
+    lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
     saved_per_token_layer,
 )
 
@@ -90,16 +90,34 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
 
 
 def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None) -> dict:
-    """``generate`` on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt): the weights,
-    the KV cache, one layer's working set during the prompt's forward pass, and the last position's float32 logits
-    (x 3: scores, processed scores, probabilities); ``trained``: a trainer's float32 parameters held meanwhile."""
-    working = sequences * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
-                                    2 * shape.hidden_size)
+                   note: str, trained: dict | None = None, samples: int = 1) -> dict:
+    """One sampling call on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt),
+    ``samples`` of them continuing each prompt: the weights, the KV cache, one layer's working set during the prompts'
+    forward pass, and the last position's float32 logits (x 3: scores, processed scores, probabilities); ``trained``:
+    a trainer's float32 parameters held meanwhile. The cache and the prefill hold each prompt once
+    (``thai_grpo.models.decoding``, ``sampling_kv_floats``); ``samples`` = 1 is also TRL's ``generate``, where every
+    sequence holds its own prompt."""
+    prompts = -(-sequences // samples)
+    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                  2 * shape.hidden_size)
+    kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
-                        "kv_cache": kv_cache_floats(shape, sequences, width) * precision.compute_bytes,
+                        "kv_cache": kv * precision.compute_bytes,
                         "prefill_layer": working * precision.compute_bytes,
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
+
+
+def greedy_problems_per_call(shape: Shape, problems: int, samples: int, completion: int,
+                             precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
+    """Problems per call of held-out sampling's greedy answers (one sequence each, its own prompt): the most whose
+    call this plan fits in the memory of a sampling call of ``problems`` x ``samples`` (each prompt held once), and at
+    least ``problems``. Shorter prompts than ``prompt`` only make the greedy call the smaller of the two."""
+    def peak(prompts: int, each: int) -> int:
+        return sampling_stage("", shape, prompts * each, prompt + completion, prompt, precision, "",
+                              samples=each)["peak_bytes"]
+
+    per_problem = peak(2, 1) - peak(1, 1)
+    return max(problems, (peak(problems, samples) - peak(0, 1)) // per_problem)
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:
@@ -117,10 +135,11 @@ def balanced_batch(problems: int, largest: int) -> int:
 def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, problems: int, card_gib: float,
                             precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
     """Problems per ``generate`` call (x ``num_samples`` sequences of up to ``prompt + completion`` tokens) for a card
-    of ``card_gib`` GiB: the most whose sampling stage fits it, evened out over the calls ``problems`` need."""
+    of ``card_gib`` GiB: the most whose sampling call fits it (each prompt held once), evened out over the calls
+    ``problems`` need. Held-out sampling's greedy calls are sized to the same memory (``greedy_problems_per_call``)."""
     def fits(batch: int) -> bool:
-        return fits_card(sampling_stage("", shape, batch * num_samples, prompt + completion, prompt, precision, ""),
-                         card_gib)
+        return fits_card(sampling_stage("", shape, batch * num_samples, prompt + completion, prompt, precision, "",
+                                        samples=num_samples), card_gib)
 
     largest = next((batch for batch in range(max(1, problems), 0, -1) if fits(batch)), None)
     if largest is None:
@@ -214,11 +233,12 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
     states = {key: trained_bytes(shape, nodrop, precision)[key] + trained_bytes(shape, value, precision,
                                                                                   shape.hidden_size)[key]
               for key in trained_bytes(shape, nodrop, precision)}
-    generate_rows = rows_per_chunk(generation_floats(shape, width), batch, chunk_floats)
+    generate_rows = rows_per_chunk(generation_floats(shape, prompt, completion), batch, chunk_floats)
     pass_rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, chunk_floats)
     size = batch // minibatches
     update_rows = rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size, chunk_floats)
-    rollout = {"weights": weights, **states, "kv_cache": kv_cache_floats(shape, generate_rows, width) * compute,
+    rollout = {"weights": weights, **states,
+               "kv_cache": sampling_kv_floats(shape, generate_rows, 1, prompt, completion) * compute,
                "logprob_pass": pass_rows * logits_bytes(shape, width, completion, compute)}
     update = {"weights": weights, **states,
               "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +

@@ -216,17 +216,17 @@ def by_chunks(function, rows: int, per_chunk: int):
 
 
 def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, seeds: list[int]):
-    """``policy.generate`` on ``per_chunk`` prompts at a time (the KV cache of one chunk within the budget), the
-    outputs right-padded with ``pad_id`` to one width. Row i samples from its own seed ``seeds[i]``
-    (``sampling.seeded_per_row``), so the chunk size changes no rollout."""
+    """``policy.generate``'s rollouts on ``per_chunk`` prompts at a time (the KV cache of one chunk within the budget),
+    the outputs right-padded with ``pad_id`` to one width. Row i samples from its own seed ``seeds[i]``
+    (``sampling.sample_continuations``: ``generate``'s tokens, finished rows dropped), so the chunk size changes no
+    rollout."""
     import torch
 
-    from thai_grpo.models.sampling import seeded_per_row
+    from thai_grpo.models.sampling import sample_continuations
 
     def generate(start: int, stop: int):
-        chunk_config, processors = seeded_per_row(config, seeds[start:stop], policy.device)
-        return policy.generate(**{key: value[start:stop] for key, value in encoded.items()},
-                               generation_config=chunk_config, logits_processor=processors)
+        return sample_continuations(policy, encoded["input_ids"][start:stop], encoded["attention_mask"][start:stop],
+                                    config, seeds[start:stop])
 
     rows = encoded["input_ids"].shape[0]
     if per_chunk >= rows:
@@ -407,7 +407,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
     sampling_seed = int(step_rng(seed, step, 0).integers(2**31))
     torch.manual_seed(sampling_seed)
-    per_generate = rows_per_chunk(generation_floats(shape, width + settings.max_completion_length), len(batch),
+    per_generate = rows_per_chunk(generation_floats(shape, width, settings.max_completion_length), len(batch),
                                   settings.chunk_floats)
     with torch.no_grad(), autocast_like(policy):
         policy.eval()

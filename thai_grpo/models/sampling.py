@@ -6,9 +6,9 @@ defaults to ``grpo.max_completion_length``). Every model is scored at one temper
 (the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
 temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every sample draws its noise
 from its own generator, seeded from (seed, problem id, sample index) (``row_seeds``, ``PerRowGumbel``): the same
-config gives the same samples whatever the batch size, the card or the batch mates. A problem's prompt is computed
-once for all its samples (``shared_prefix.generate_sharing_prompts``: the same tokens as ``generate`` on the repeated
-rows).
+config gives the same samples whatever the batch size, the card or the batch mates. The tokens are ``generate``'s
+(greedy decoding over ``PerRowGumbel``'s perturbed scores), computed by ``thai_grpo.models.decoding``: a problem's prompt
+once for all its samples, a sample's computation stopped at its stop token.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import hashlib
 
 from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.prompts import chat_prompt_texts
-from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
 
 
 def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
@@ -97,14 +96,18 @@ class PerRowGumbel:
         self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
 
     def __call__(self, input_ids, scores):
-        import torch
-
         if scores.shape[0] != len(self.generators):
             raise ValueError(f"PerRowGumbel got {scores.shape[0]} rows for {len(self.generators)} seeds: give one "
                              "seed per generated row (problems x samples)")
+        return self.perturbed(scores, range(len(self.generators)))
+
+    def perturbed(self, scores, rows):
+        """``scores`` of the generated rows ``rows`` (one per score row), tempered and perturbed by their noise."""
+        import torch
+
         noise = torch.empty(scores.shape, dtype=torch.float32, device=scores.device)
-        for row, generator in zip(noise, self.generators):
-            row.uniform_(generator=generator)
+        for noise_row, row in zip(noise, rows):
+            noise_row.uniform_(generator=self.generators[row])
         noise.clamp_(min=torch.finfo(torch.float32).tiny).log_().neg_().log_().neg_()
         return noise.add_(scores, alpha=1 / self.temperature)
 
@@ -121,6 +124,33 @@ def seeded_per_row(config, seeds: list[int], device):
     return greedy, LogitsProcessorList([PerRowGumbel(config.temperature, seeds, device)])
 
 
+def seeded_choice(config, seeds: list[int], device):
+    """``choose(scores, rows)`` for ``decoding.decode``: the next token of generated rows ``rows`` as ``generate`` picks
+    it under ``seeded_per_row``: the argmax of the float32 scores, Gumbel-perturbed from each row's own generator when
+    ``config`` samples (``rows``: indices into ``seeds``)."""
+    if not config.do_sample:
+        return lambda scores, rows: scores.argmax(-1)
+    gumbel = PerRowGumbel(config.temperature, seeds, device)
+    return lambda scores, rows: gumbel.perturbed(scores, rows.tolist()).argmax(-1)
+
+
+def sample_continuations(model, input_ids, attention_mask, config, seeds: list[int]):
+    """What ``model.generate(input_ids, attention_mask, generation_config=config)`` returns under ``seeded_per_row``
+    (the prompts, then the new tokens, ``config.pad_token_id`` after a row's stop token), row i drawn from
+    ``seeds[i]``: ``config.num_return_sequences`` samples per prompt, each prompt computed and held once, finished
+    rows dropped (``thai_grpo.models.decoding``)."""
+    import torch
+
+    from thai_grpo.models.decoding import decode
+
+    stops = config.eos_token_id
+    new_tokens = decode(model, input_ids, attention_mask, config.num_return_sequences or 1, config.max_new_tokens,
+                        [stops] if isinstance(stops, int) else list(stops), config.pad_token_id,
+                        seeded_choice(config, seeds, input_ids.device))
+    prompts = input_ids.repeat_interleave(config.num_return_sequences or 1, dim=0)
+    return torch.cat([prompts, new_tokens], dim=1)
+
+
 def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
              temperature: float | None, seed: int, chat_template_kwargs: dict | None = None,
              problem_keys: list | None = None) -> list[list[dict]]:
@@ -129,16 +159,13 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
     the problems' ids; default their positions in ``questions``), whatever else is in the batch."""
     import torch
 
-    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
+    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {}).to(model.device)
     stop_ids = stop_token_ids(model, tokenizer)
     config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
     keys = list(range(len(questions))) if problem_keys is None else list(problem_keys)
-    config, processors = seeded_per_row(config, row_seeds(seed, keys, num_samples), model.device)
-    encoded = encoded.to(model.device)
     torch.manual_seed(seed)
-    with torch.no_grad():  # each prompt prefilled once for its num_samples rows: the same tokens, less work
-        output = generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], config,
-                                          logits_processor=processors)
+    output = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"], config,
+                                  row_seeds(seed, keys, num_samples))
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
     return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]
@@ -155,9 +182,13 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
 
     Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call, each sample seeded from
     (seed, problem id, sample index): the batch size changes the work per call, never a sample. The greedy answers
-    take ``batch_size x num_samples`` problems per call, the same number of sequences, so the per-token overhead of
-    ``generate`` is paid as rarely for them.
+    take as many problems per call as fit in the memory of a sampling call (``greedy_problems_per_call``: each holds
+    its own prompt, where a sampled problem holds one for its ``num_samples``), so the per-step overhead of a call is
+    paid as rarely for them as the memory plan allows.
     """
+    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
+
     questions = [r["question"] for r in rows]
     sampled: list[list[dict]] = []
     for start in range(0, len(rows), batch_size):
@@ -166,7 +197,7 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
                             problem_keys=[row["id"] for row in rows[start:start + batch_size]])
         if progress:
             progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
-    greedy_batch = batch_size * num_samples
+    greedy_batch = greedy_problems_per_call(Shape.from_config(model.config), batch_size, num_samples, max_new_tokens)
     greedy: list[dict] = []
     for start in range(0, len(rows), greedy_batch):
         greedy += [best[0] for best in generate(model, tokenizer, questions[start:start + greedy_batch], system_prompt,

@@ -1,6 +1,7 @@
 """Shared prompts computed once: the G completions of a GRPO group all continue the same prompt, so its keys and values
-are computed once per distinct prompt and copied to its rows. The arithmetic is that of every row in full, up to the
-order of floating-point sums (~1e-6), and a seeded run draws the same samples.
+are computed once per distinct prompt and copied to its rows (held-out sampling and PPO's rollouts go further, holding
+each prompt once without copies: ``thai_grpo.models.decoding``). The arithmetic is that of every row in full, up to
+the order of floating-point sums (~1e-6), and a seeded run draws the same samples.
 
 - ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
 - ``prompt_cache``: the key/value cache of the distinct prompts' first ``width`` positions, one copy per row.
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+
+from thai_grpo.models.decoding import generation_positions
 
 
 def distinct_rows(input_ids, attention_mask):
@@ -32,14 +35,6 @@ def distinct_rows(input_ids, attention_mask):
     rank = torch.empty_like(order)
     rank[order] = torch.arange(len(order), device=order.device)
     return first_of_sorted[order], rank[inverse]
-
-
-def generation_positions(attention_mask):
-    """The position ids ``generate`` gives a left-padded batch (transformers' ``_prepare_position_ids_for_generation``):
-    the count of real tokens before each one, 0 on padding. (A forward pass without position ids numbers every column
-    instead; with rotary embeddings only differences of positions count, so both score a row alike, but a cache must
-    be continued with the numbering it was built with.)"""
-    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
 
 
 def prompt_cache(model, input_ids, attention_mask, width: int, first, inverse, position_ids=None):
