@@ -1,7 +1,4 @@
-"""Data: the problems and texts the models see, before any model exists.
-
-Loading the Thai grade-school problems (synthetic, local or hub), parsing gold answers, the split and SFT's examples
-(``problems``), the system prompt and the chat prompts a policy reads (``prompts``), the deterministic synthetic
-problems of the offline config (``synthetic``) and the texts the offline base and its SFT adapter are trained on
-(``corpus``). It may import only ``core``.
+"""Data: the problems and texts the models see, before any model exists: loading, gold answers, the split and SFT's
+examples (``problems``), the prompts a policy reads (``prompts``), the offline config's synthetic problems
+(``synthetic``) and the offline base's and SFT adapter's training texts (``corpus``). May import only ``core``.
 """

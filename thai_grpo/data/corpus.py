@@ -1,17 +1,9 @@
-"""Training texts of the offline model: what the tiny base and its SFT adapter get to read.
-
-Two deliberate design choices, so that the SFT policy is "uncertain but capable" (the regime in which
-GRPO has something to do, see SPEC: "polish, not create"):
-
-- The base knows the arithmetic: it reads correct worked solutions and drills of every fact it needs
-  (the ``a op b = c`` table within the operand range, plus every step of its own solutions), each seen
-  ~100 times in a new order, as a pretrained LM has met arithmetic before it meets word problems.
-  Measured: a 1.1M-parameter base recalls ~93% of the held-out problems' facts after ~1,000 steps.
-- The SFT examples carry arithmetic slips: a share of the steps has a wrong result, carried through to
-  the final answer, as translated or scraped solutions do. Imitation learns the slips as probability mass
-  off the right result; the greedy answer stays mostly right while sampled answers are often wrong
-  (measured: greedy 0.60, sampled pass@1 0.27, pass@8 0.80). A verifier-graded reward is exactly what
-  removes them: the held-out and GRPO gold answers are clean.
+"""Training texts of the offline model, chosen so that its SFT policy is uncertain but capable: the regime in which
+GRPO has something to do (SPEC: "polish, not create"). The base reads correct worked solutions and drills of every
+arithmetic fact it needs, in ever new orders, as a pretrained LM has met arithmetic before word problems. The SFT
+examples carry arithmetic slips through to the final answer, as translated or scraped solutions do: imitation learns
+them as probability mass off the right result (greedy answers mostly right, samples often wrong), which a
+verifier-graded reward on clean gold answers removes.
 """
 
 from __future__ import annotations
@@ -44,11 +36,8 @@ def solution_facts(answer_texts: list[str]) -> list[str]:
 
 
 def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> list[str]:
-    """The facts ``repeats`` times, each time in a new order, packed ``per_text`` facts to a text.
-
-    A new order each time matters: a fixed text of facts is learned as a sequence (the next fact
-    predicted from the previous ones), not as facts that can be recalled anywhere.
-    """
+    """The facts ``repeats`` times, each time in a new order, ``per_text`` to a text: a fixed order would be learned
+    as a sequence (each fact predicted from the previous ones), not as facts recallable anywhere."""
     rng = random.Random(seed)
     texts = []
     for _ in range(repeats):
@@ -65,12 +54,9 @@ def _slip(value: int, rng: random.Random) -> int:
 
 
 def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> str:
-    """Each step's result is wrong with probability ``rate``; later steps and ``#### N`` follow the wrong value.
-
-    Steps are rewritten in order: a first operand that was an earlier (changed) result takes its new value,
-    the result is recomputed, then slipped with probability ``rate``. A slip that would make a later step
-    impossible (a negative or inexact result) is dropped: the solution is returned unchanged.
-    """
+    """Each step's result is wrong with probability ``rate``; later steps (whose first operand is the earlier result)
+    and ``#### N`` follow the wrong value. If a slip would make a later step negative or inexact, the solution comes
+    back without any slip."""
     changed: dict[int, int] = {}
     impossible: list[str] = []
 
@@ -108,12 +94,9 @@ def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]
 
 
 def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:
-    """Copies of ``rows`` of which a seeded random ``empty_share`` think not at all (``think: empty``) and
-    ``one_line_share`` write only their last step (``think: one_line``); the rest keep the full solution.
-
-    The reward-hacking experiment's SFT policy: one that sometimes skips or shortens its thinking, so that under
-    a short completion budget the shortcut is within its reach (exact shares: each row draws once).
-    """
+    """Copies of ``rows`` of which exactly ``empty_share`` (seeded) think not at all (``think: empty``) and
+    ``one_line_share`` write only their last step (``think: one_line``): the reward-hacking experiment's SFT policy,
+    for which skipping the thinking is within reach under a short completion budget."""
     if empty_share < 0 or one_line_share < 0 or empty_share + one_line_share > 1:
         raise ValueError(f"empty_share={empty_share}, one_line_share={one_line_share}: each must be >= 0 and "
                          "their sum <= 1 (the rest of the examples think in full)")

@@ -1,10 +1,6 @@
-"""Data: load the Thai GSM8K rows (synthetic, local or hub), parse gold answers, split; SFT's examples.
-
-Every source goes through the same path: a ``datasets.Dataset`` with the real dataset's columns
-(``translated_question``, ``translated_answer`` ending in ``#### N``) -> ``normalize_rows`` -> ``split_rows``.
-A second held-out set (``eval.extra_sets``, e.g. MGSM Thai) is loaded by the same loader and turned into
-the same held-out rows by ``extra_heldout_rows``, minus the questions a training set already holds.
-"""
+"""Loading the Thai GSM8K rows (synthetic, local or hub), gold answers, the leakage-free split and SFT's examples.
+Every source becomes a ``datasets.Dataset`` with the real dataset's columns, then ``normalize_rows`` and
+``split_rows``; a second held-out set (``eval.extra_sets``, e.g. MGSM Thai) goes through ``extra_heldout_rows``."""
 
 from __future__ import annotations
 
@@ -53,11 +49,8 @@ THINK_KINDS = ("full", "one_line", "empty")
 
 
 def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
-    """The assistant turn the SFT stage imitates: the reasoning inside a think block, the number last.
-
-    ``think``: ``full`` = every step; ``one_line`` = the last step only (the others done "in the head");
-    ``empty`` = ``<think></think>`` and the number at once (the reward-hacking experiment's brief thinkers).
-    """
+    """The assistant turn SFT imitates: the reasoning in a think block, then the number. ``think``: ``full`` (every
+    step), ``one_line`` (the last step only) or ``empty`` (the reward-hacking experiment's brief thinkers)."""
     if think == "empty":
         return f"<think></think>\n{answer}"
     steps = solution_steps(answer_text)
@@ -69,11 +62,8 @@ def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
 
 
 def pretraining_text(question: str, answer_text: str, answer: int) -> str:
-    """Plain text for the from-scratch base: the problem, then its solution as a reasoning trace.
-
-    No chat template and no system prompt (those are the SFT adapter's to learn), but the trace already
-    has the ``<think>`` shape, as real base models have read reasoning traces before any chat tuning.
-    """
+    """Plain text for the from-scratch base: the problem, then its solution in the ``<think>`` shape, as real bases
+    have read reasoning traces before any chat tuning (the chat template is the SFT adapter's to learn)."""
     return f"{question}\n{sft_target(answer_text, answer)}"
 
 
@@ -91,11 +81,8 @@ class DataSource:
 
 
 def load_source_dataset(src: DataSource, kind: str = "dataset", where: str = "data.local_path"):
-    """A ``datasets.Dataset`` from the hub (pinned revision), a local file or a ``save_to_disk`` folder.
-
-    ``kind`` ('dataset' or 'held-out set') and ``where`` (the config key of a local path) only shape the
-    one-line errors: what to download offline, which key names a missing file.
-    """
+    """A ``datasets.Dataset`` from the hub (pinned revision), a local file or a ``save_to_disk`` folder; ``kind``
+    and ``where`` (the config key of a local path) only shape the one-line errors."""
     import datasets
 
     if src.source == "hub":
@@ -134,16 +121,14 @@ def _require_columns(records, question_column: str, answer_column: str, where: s
 
 
 def _row(question: str, answer_text: str, answer: int, skeleton: str | None = None) -> dict:
-    """One problem as every later stage reads it; the id is the question's normalized-text hash. A synthetic
-    problem also carries its ``skeleton`` (template and operand sequence, ``thai_grpo.data.synthetic``)."""
+    """One problem as every later stage reads it, its id the question's normalized-text hash (a synthetic one also
+    carries its ``skeleton``)."""
     row = {"id": text_hash(question)[:12], "question": question, "answer_text": answer_text, "answer": answer}
     return {**row, "skeleton": skeleton} if skeleton else row
 
 
 def leakage_keys(row: dict) -> set[str]:
-    """What makes two problems the same: the normalized question text, and the skeleton where there is one.
-
-    Real data (GSM8K translations, MGSM) has no skeletons, so the text hash is all there is to compare."""
+    """What makes two problems the same: the normalized question text, and the skeleton if any (real data has none)."""
     keys = {"text:" + text_hash(row["question"])}
     return keys | {"skeleton:" + row["skeleton"]} if row.get("skeleton") else keys
 
@@ -174,14 +159,9 @@ def deduplicate(rows: list[dict]) -> list[dict]:
 
 
 def split_rows(rows: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int) -> dict:
-    """Shuffle once with ``seed``, then cut disjoint sets: held-out first, then GRPO train, SFT and pretraining.
-
-    Held-out = the first ``heldout_size`` shuffled problems that share no leakage key (``leakage_keys``: text,
-    skeleton) with an earlier held-out problem. Every other row sharing a key with a held-out problem is set
-    aside (``reserved``) and used nowhere, so no held-out problem's text or skeleton occurs in any training set.
-    Of the rest, in order: ``train`` (GRPO prompts), ``sft``, and ``pretrain`` (all that remains). Held-out comes
-    first so that changing ``train_size`` or ``sft_size`` never changes the evaluation set.
-    """
+    """Shuffle once with ``seed`` and cut disjoint sets. Held-out comes first, so other sizes never change it: the
+    first ``heldout_size`` problems sharing no ``leakage_keys`` with an earlier one; every other row sharing a key
+    with them is ``reserved`` and used nowhere. Then ``train`` (GRPO), ``sft`` and ``pretrain`` (the rest), in order."""
     shuffled = list(rows)
     random.Random(seed).shuffle(shuffled)
     heldout, reserved_keys = [], set()
@@ -204,8 +184,7 @@ def split_rows(rows: list[dict], seed: int, train_size: int, heldout_size: int, 
 
 
 def datasets_permutation(num_rows: int, seed: int) -> list[int]:
-    """The row order of ``datasets.Dataset.shuffle(seed=seed)`` on ``num_rows`` rows (a numpy permutation), taken
-    from ``datasets`` itself."""
+    """The row order of ``datasets.Dataset.shuffle(seed=seed)`` on ``num_rows`` rows, taken from ``datasets``."""
     import datasets
 
     return datasets.Dataset.from_dict({"row": list(range(num_rows))}).shuffle(seed=seed)["row"]
@@ -213,12 +192,9 @@ def datasets_permutation(num_rows: int, seed: int) -> list[int]:
 
 def chapter_split(records: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int,
                   question_column: str, answer_column: str) -> dict:
-    """The chapter's selection: the GRPO problems are exactly ``Dataset.shuffle(seed).select(range(train_size))`` of
-    the source rows, in that order; held-out and then SFT problems are cut from the rest, in the same shuffled order,
-    after parsing and deduplication and without any problem whose text (or skeleton) is in the GRPO set.
-
-    A GRPO row without an integer gold answer is an error, not dropped: the chapter trains on exactly these rows.
-    Returns the ``split_rows`` sets, with ``dropped`` (rest rows without a gold answer) and ``duplicates`` counts."""
+    """The chapter's selection, ``split_rows``'s sets and counts of what was left out: GRPO's problems are exactly
+    ``Dataset.shuffle(seed).select(range(train_size))`` (one without an integer gold answer is an error, not dropped);
+    held-out and SFT problems follow in that order, parsed, deduplicated and sharing no leakage key with them."""
     if train_size > len(records):
         raise ValueError(f"data has {len(records)} rows but train_size = {train_size}: lower it or use more data")
     order = datasets_permutation(len(records), seed)
@@ -279,12 +255,9 @@ def extra_set_source(spec: dict) -> DataSource:
 
 
 def number_answer_rows(records, question_column: str, answer_column: str, where: str) -> list[dict]:
-    """Held-out rows ``{id, question, answer_text, answer}`` from records whose answer column holds the final
-    number (MGSM's ``answer_number``); ``answer_text`` is ``'#### N'``, as there is no worked solution.
-
-    A benchmark's problems are not dropped quietly: a missing question or a non-integer answer raises
-    ValueError naming the row, the value and the fix (``where`` is the config key of the set).
-    """
+    """Held-out rows from records whose answer column holds the final number (MGSM's ``answer_number``), with
+    ``answer_text`` ``'#### N'``. A benchmark's problems are not dropped quietly: a missing question or a non-integer
+    answer raises ValueError naming the row (``where``: the set's config key)."""
     _require_columns(records, question_column, answer_column, where)
     rows = []
     for index, record in enumerate(records):
@@ -301,11 +274,8 @@ def number_answer_rows(records, question_column: str, answer_column: str, where:
 
 
 def drop_seen_in_training(rows: list[dict], **training_sets: list[dict]) -> tuple[list[dict], int]:
-    """The rows that share no leakage key (text, skeleton: ``leakage_keys``) with a training set, and how many did.
-
-    An outside test set may share problems with the training data; those are dropped and counted rather than
-    refused, so the rest still measures unseen problems and the training stages stay as they are.
-    """
+    """The rows sharing no ``leakage_keys`` with a training set, and how many did: an outside test set's overlap is
+    dropped and counted rather than refused, so the rest still measures unseen problems."""
     seen = set().union(*(leakage_keys(row) for rows_of_set in training_sets.values() for row in rows_of_set))
     kept = [row for row in rows if not leakage_keys(row) & seen]
     return kept, len(rows) - len(kept)
@@ -346,10 +316,7 @@ SUPPORTED_LOCAL_FORMATS = (*DATASETS_FILE_FORMATS, ".tsv")
 
 
 def load_local_file(path: Path, where: str):
-    """A ``datasets.Dataset`` from one local file, by its suffix (``SUPPORTED_LOCAL_FORMATS``).
-
-    An unknown suffix raises ValueError naming the key (``where``), the file and the supported formats.
-    """
+    """A ``datasets.Dataset`` from one local file, by its suffix (``SUPPORTED_LOCAL_FORMATS``)."""
     import datasets
 
     suffix = path.suffix.lower()
@@ -363,12 +330,9 @@ def load_local_file(path: Path, where: str):
 
 
 def read_question_answer_tsv(path: str | Path) -> dict[str, list[str]]:
-    """Columns ``{question: [...], answer_number: [...]}`` of a headerless ``question<TAB>answer`` file (UTF-8).
-
-    MGSM's original distribution (google-research/url-nlp, ``mgsm/mgsm_XX.tsv``). Answers stay text as written
-    (``2,125``); ``parse_gold_number`` reads the thousands separators. Blank lines are skipped; a line without
-    exactly one tab raises ValueError naming the file and the line (a TSV has no quoting to hide a tab in).
-    """
+    """Columns ``{question: [...], answer_number: [...]}`` of a headerless UTF-8 ``question<TAB>answer`` file, MGSM's
+    original distribution (google-research/url-nlp, ``mgsm/mgsm_XX.tsv``); answers stay text (``2,125``). A line
+    without exactly one tab raises ValueError, as a TSV has no quoting to hide a tab in."""
     columns: dict[str, list[str]] = {name: [] for name in TSV_COLUMNS}
     with open(path, encoding="utf-8-sig", newline="") as handle:
         for number, line in enumerate(handle, 1):

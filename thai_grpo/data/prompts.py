@@ -4,8 +4,7 @@ turn), the text a chat template makes of it, and GRPOTrainer's dataset of them."
 from __future__ import annotations
 
 # The offline models' system prompt: "think in <think>...</think>, then answer with a number". Short on purpose: it is
-# in every SFT, GRPO and sampling sequence, and at ~21 tokens (the chapter's takes ~38, an earlier one ~49 with the
-# offline tokenizer) it costs a fifth less compute per training and sampling token than the longest did.
+# in every SFT, GRPO and sampling sequence.
 SYSTEM_PROMPT = "คิดใน <think>...</think> แล้วตอบเป็นตัวเลข"
 
 

@@ -1,28 +1,5 @@
-"""Deterministic synthetic Thai grade-school math problems (GSM8K style).
-
-The real training data of this pipeline is ``VISAI-AI/gsm8k-thai``, a Thai
-translation of GSM8K.  This module produces a stand-in dataset with the same
-columns so the whole pipeline can run offline and fast:
-
-* ``translated_question`` -- a Thai word problem, ASCII digits;
-* ``translated_answer``   -- a short Thai step-by-step solution, one line per
-  arithmetic step (e.g. ``... 3 x 5 = <<3*5=15>>15 ผล``), whose LAST line is
-  ``#### N`` with N an integer, exactly like GSM8K.  About half of the
-  templates carry GSM8K calculator annotations ``<<...>>``.
-
-Extra columns: ``answer`` (the int), ``n_steps`` (1 or 2), ``template`` (a
-template id from :data:`TEMPLATE_IDS`) and ``skeleton`` (:func:`problem_skeleton`:
-the template and its operand sequence).  Two problems with the same skeleton
-differ only in names and nouns: the split keeps every skeleton of the held-out
-set out of all training data.
-
-Every number that appears in a question is an operand bounded by
-``max_operand`` (default 20) so that a tiny model trained from scratch can
-learn the arithmetic; products and sums in the solutions may be larger.  All
-answers are integers >= 0 and every division is exact.  Generation uses only
-``random.Random(seed)``, so the same arguments always give the same rows, and
-the rows for ``n`` are a prefix of the rows for any larger ``n``.
-"""
+"""Deterministic synthetic Thai grade-school math problems in the columns of ``VISAI-AI/gsm8k-thai`` (GSM8K in Thai):
+the offline config's stand-in for it, so that the whole pipeline runs offline and fast."""
 
 from __future__ import annotations
 
@@ -63,11 +40,8 @@ def tidy_whitespace(text: str) -> str:
 
 
 def problem_skeleton(template: str, question: str) -> str:
-    """The problem without its names and nouns: ``template:operand,operand,...`` (numbers in question order).
-
-    Every number of a synthetic question is an operand of its template (or a constant of it), so two
-    questions with the same skeleton ask the same arithmetic in other words.
-    """
+    """The problem without its names and nouns, ``template:operand,operand,...`` (numbers in question order): two
+    questions with the same skeleton ask the same arithmetic in other words."""
     return f"{template}:{','.join(re.findall(r'[0-9]+', question))}"
 
 
@@ -294,16 +268,14 @@ def generate_problems(
     two_step_fraction: float = 0.5,
     templates: Sequence[str] | None = None,
 ) -> list[dict]:
-    """Return exactly ``n`` rows with unique (normalized) questions.
-
-    Each row has ``translated_question``, ``translated_answer`` (ending in
-    ``#### N``), ``answer`` (int N >= 0), ``n_steps`` (1 or 2) and ``template``.
-    Every number in a question is <= ``max_operand`` (at least 5).  A problem
-    is two-step with probability ``two_step_fraction`` (when both kinds are
-    among ``templates``, which defaults to all of :data:`TEMPLATE_IDS`).
-    Raises ValueError on bad arguments, or when ``n`` unique questions cannot
-    be drawn within ``20 * n + 1000`` attempts (template space too small).
-    """
+    """Exactly ``n`` rows with unique normalized questions: ``translated_question`` (a Thai word problem, ASCII
+    digits), ``translated_answer`` (one line per step, e.g. ``... 3 x 5 = <<3*5=15>>15 ผล``, GSM8K's annotations in
+    about half the templates, then ``#### N``), ``answer``, ``n_steps``, ``template`` and ``skeleton`` (by which the
+    split keeps held-out arithmetic out of training). Every number in a question is an operand <= ``max_operand``,
+    so that a tiny model trained from scratch can learn the arithmetic; answers are integers >= 0, divisions exact.
+    Only ``random.Random(seed)`` draws: the rows for ``n`` are a prefix of those for any larger ``n``. A problem is
+    two-step with probability ``two_step_fraction`` when ``templates`` hold both kinds. ValueError on bad arguments,
+    or when ``20 * n + 1000`` draws do not give ``n`` unique questions."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     if not isinstance(max_operand, int) or max_operand < MIN_MAX_OPERAND:

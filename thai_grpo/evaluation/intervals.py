@@ -1,12 +1,5 @@
-"""Confidence intervals for accuracy and pass@k, and a paired bootstrap test.
-
-Wilson score interval for s successes in n trials, p = s/n,
-z = Phi^{-1}(1/2 + confidence/2):
-
-    center    = (p + z^2 / (2n)) / (1 + z^2 / n)
-    halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
-    interval  = [center - halfwidth, center + halfwidth], with low = 0 if s = 0, high = 1 if s = n.
-"""
+"""Confidence intervals for accuracy and pass@k (Wilson, problem-level bootstrap) and the paired bootstrap test
+behind every comparison of the held-out scores."""
 
 from __future__ import annotations
 
@@ -22,7 +15,6 @@ BOOTSTRAP_BATCH = 1000  # resamples held in memory at once: batch * num_problems
 
 
 def _check_trials(successes: float, trials: int) -> None:
-    """ValueError unless trials >= 1 and 0 <= successes <= trials."""
     if trials <= 0:
         raise ValueError(f"a confidence interval needs at least one trial, got trials={trials}")
     if not 0 <= successes <= trials:
@@ -41,10 +33,12 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
 def wilson_interval_fractional(
     successes: float, trials: float, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Wilson score interval (module docstring formula) allowing non-integer successes.
+    """Wilson score interval for s successes in n trials, s not necessarily an integer (a mean of per-problem pass@k
+    times its trials; equal to ``wilson_interval`` for integers). With p = s/n, z = Phi^{-1}(1/2 + confidence/2):
 
-    Used for means of per-problem pass@k values, where estimate * trials need
-    not be an integer. Equals wilson_interval for integer successes.
+        center    = (p + z^2 / (2n)) / (1 + z^2 / n)
+        halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
+        interval  = [center - halfwidth, center + halfwidth], with low = 0 if s = 0, high = 1 if s = n.
     """
     _check_trials(successes, trials)
     z = stats.norm.ppf(0.5 + 0.5 * confidence)
@@ -66,20 +60,9 @@ def estimate_with_interval(successes: int, trials: int, confidence: float = 0.95
 def pass_at_k_with_interval(
     correct_counts: Sequence[int], n: int, k: int, confidence: float = 0.95
 ) -> dict[str, float]:
-    """Mean unbiased pass@k over problems with a Wilson interval.
-
-    estimate = mean_j pass_at_k(n, c_j, k). The interval is Wilson's for
-    estimate * trials "successes" out of ``trials`` (fractional-successes
-    formula), where
-
-    * k = 1: trials = num_problems * n. Each sample is treated as an
-      independent Bernoulli trial. Samples of the same problem are correlated,
-      so this interval is known to be over-confident (too narrow); prefer
-      bootstrap_interval over problems for an honest interval.
-    * k > 1: trials = num_problems. Each problem counts as one trial with
-      success probability pass@k; the per-problem values are averaged estimates,
-      not 0/1 outcomes, so this is an approximation too.
-    """
+    """Mean unbiased pass@k over problems, with Wilson's interval for estimate * trials successes in ``trials``: every
+    sample at k = 1 (too narrow: one problem's samples are correlated), every problem at k > 1 (its pass@k is an
+    estimate, not a 0/1 outcome). Both are approximations; ``bootstrap_interval`` over problems is the honest one."""
     estimate = mean_pass_at_k(correct_counts, n, k)
     trials = len(correct_counts) * n if k == 1 else len(correct_counts)
     successes = min(max(estimate * trials, 0.0), float(trials))  # guard float rounding
@@ -112,12 +95,8 @@ def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: in
 def bootstrap_interval(
     per_problem_values: Sequence[float], confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over problems.
-
-    Draw n_boot resamples of the problems with replacement, take each mean m*_b;
-    interval = [quantile(m*, a/2), quantile(m*, 1 - a/2)], a = 1 - confidence.
-    Deterministic for a given seed.
-    """
+    """Seeded percentile bootstrap of the mean over problems: [quantile(m*, a/2), quantile(m*, 1 - a/2)] of the
+    means m* of ``n_boot`` resamples of the problems, a = 1 - confidence."""
     ci = _bootstrap_mean(per_problem_values, confidence, n_boot, seed).confidence_interval
     return float(ci.low), float(ci.high)
 
@@ -126,20 +105,9 @@ def paired_bootstrap_test(
     values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, float]:
-    """Paired bootstrap comparison of two systems scored on the same problems, same order.
-
-    d_j = a_j - b_j, mean_d = mean_j d_j. Resample problems with replacement
-    n_boot times -> bootstrap means d*_b.
-
-    * [ci_low, ci_high]: percentile interval of d* at ``confidence``.
-    * p_value (two-sided): the bootstrap distribution shifted to the null
-      (centered at 0), p = (1 + #{b: |d*_b - mean_d| >= |mean_d|}) / (n_boot + 1)
-      (``bootstrap_p``: never 0 for a finite bootstrap). With mean_d = 0, p = 1.
-    * p_at_floor: no resample was as extreme, so p = 1 / (n_boot + 1) only bounds
-      the p-value from above.
-
-    Deterministic for a given seed.
-    """
+    """Seeded paired bootstrap of two systems scored on the same problems in the same order: ``mean_diff`` =
+    mean_j (a_j - b_j), [``ci_low``, ``ci_high``] the percentile interval of the resampled means, and the two-sided
+    p with ``p_at_floor`` (``bootstrap_p``)."""
     a = np.asarray(values_a, dtype=float).reshape(-1)
     b = np.asarray(values_b, dtype=float).reshape(-1)
     if a.shape != b.shape:

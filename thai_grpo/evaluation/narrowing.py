@@ -1,22 +1,5 @@
-"""Does the gap between two pass@k curves narrow at large k by more than the ceiling alone makes it narrow?
-
-pass@k <= 1, so a model ahead at k = 1 is ahead by less at large k even when it improved every problem alike: the
-narrowing itself is nearly automatic. The null is a uniform improvement that polishes and creates in proportion: the
-stronger model turns the same share delta of the weaker model's failed attempts into successes on every problem,
-q'_j = q_j + delta (1 - q_j), q_j = c_j / n the weaker model's solve rate on problem j, delta set so the null matches
-the observed pass@1 gap g_1 (delta = g_1 / (1 - mean_j q_j)). Then 1 - q'_j = (1 - delta)(1 - q_j), and the null's
-gap at k is
-
-    g0_k = mean_j (1 - q_j)^k (1 - (1 - delta)^k)      (g0_1 = g_1),
-
-with (1 - q_j)^k estimated without bias by C(n - c_j, k) / C(n, k) = 1 - pass@k_j (the plug-in (1 - c_j / n)^k is
-biased upward, by Jensen, and would make every uniform gain look like polish). The observed gap at k, g_k, is the
-difference of the unbiased pass@k (``passk.pass_at_k``), so under the null E[g_k] = E[g0_k] up to delta's noise.
-Excess narrowing = g0_k - g_k: how much smaller the observed gap at k is than the uniform improvement predicts. Its interval is normal with the paired bootstrap's
-standard error over problems, excess +- z se (the percentile interval inherits the bootstrap's own bias: delta is a
-ratio and (1 - delta)^k is convex, which shifted the draws by about one standard error in simulation at delta 0.3).
-"Polish, not create" is claimed only when that interval lies above 0 (the gain is concentrated on problems the
-weaker model could already reach); below 0, the stronger model gains more on rarely reached problems than the null.
+"""The polish-or-create test behind the report's pass@k verdict: does the gap between two models' pass@k curves
+narrow at large k by more than the ceiling pass@k <= 1 alone makes it narrow, even when every problem improved alike?
 """
 
 from __future__ import annotations
@@ -29,9 +12,15 @@ from thai_grpo.evaluation.passk import pass_at_k
 
 
 def null_gap(weaker_rates: np.ndarray, weaker_miss_k: np.ndarray, gap_at_1, k: int) -> np.ndarray:
-    """g0_k of the uniform-improvement null (module docstring) from the weaker model's per-problem solve rates and
-    unbiased (1 - q_j)^k (``weaker_miss_k`` = 1 - pass@k_j), last axis problems, leading axes resamples, and the
-    pass@1 gaps ``gap_at_1`` (one per resample)."""
+    """The gap at k under the null of a uniform improvement: the stronger model turns the same share delta of the
+    weaker model's failures into successes on every problem, q'_j = q_j + delta (1 - q_j), q_j = c_j / n the weaker
+    model's solve rate, delta = g_1 / (1 - mean_j q_j) matching the pass@1 gap g_1. Then
+
+        g0_k = mean_j (1 - q_j)^k (1 - (1 - delta)^k)      (g0_1 = g_1),
+
+    with (1 - q_j)^k (``weaker_miss_k``) estimated without bias by C(n - c_j, k) / C(n, k) = 1 - pass@k_j: the plug-in
+    (1 - c_j / n)^k is biased upward and would make every uniform gain look like polish. Problems are on the last
+    axis, resamples on any leading ones (``gap_at_1``: one per resample)."""
     room = 1.0 - np.asarray(weaker_rates, dtype=float).mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = np.minimum(np.where(room > 0, np.asarray(gap_at_1, dtype=float) / room, 0.0), 1.0)
@@ -40,9 +29,10 @@ def null_gap(weaker_rates: np.ndarray, weaker_miss_k: np.ndarray, gap_at_1, k: i
 
 def narrowing_test(weaker_counts, stronger_counts, n: int, k: int, n_boot: int = 10_000, seed: int = 0,
                    confidence: float = 0.95) -> dict:
-    """The observed gaps at 1 and ``k``, the null's gap at ``k``, the excess narrowing g0_k - g_k with its normal
-    interval and two-sided p from the paired bootstrap standard error over problems, and the verdict: ``polish``
-    (interval above 0), ``create`` (below 0) or ``not_resolved``."""
+    """The gaps at 1 and ``k``, the null's gap g0_k (``null_gap``), the excess narrowing g0_k - g_k with two-sided p
+    and a normal interval excess +- z se from the paired bootstrap over problems (the percentile interval would
+    inherit the bootstrap's bias: delta is a ratio, (1 - delta)^k convex), and the verdict: ``polish`` (interval above
+    0: the gain sits on problems the weaker model could already reach), ``create`` (below 0) or ``not_resolved``."""
     c_weak, c_strong = (np.asarray(c, dtype=int) for c in (weaker_counts, stronger_counts))
     if c_weak.shape != c_strong.shape or c_weak.ndim != 1 or c_weak.size < 2:
         raise ValueError("a narrowing test needs both models' correct counts on the same problems (at least 2)")

@@ -1,17 +1,5 @@
-"""pass@k: the probability that at least one of k samples solves a problem.
-
-Unbiased estimator from n samples of which c are correct (Chen et al. 2021):
-
-    pass@k = 1 - C(n - c, k) / C(n, k)
-           = 1 - prod_{i = n-c+1}^{n} (1 - k / i)      (stable product form)
-
-which is 1 when n - c < k (every k-subset contains a correct sample).
-
-The plug-in estimate 1 - (1 - c/n)^k (naive_pass_at_k) is biased DOWNWARDS:
-C(n-c, k)/C(n, k) = prod_{i<k} (n-c-i)/(n-i) <= ((n-c)/n)^k, so naive <= unbiased
-for every (n, c, k); in expectation, Jensen on the convex (1 - p)^k gives the same.
-It samples "with replacement" from the n completions, so it under-counts pass@k.
-"""
+"""pass@k, the probability that at least one of k samples solves a problem, estimated from n samples of which c are
+correct (Chen et al. 2021): the held-out scores' and the pass@k curves' estimator."""
 
 from __future__ import annotations
 
@@ -21,7 +9,6 @@ import numpy as np
 
 
 def _check_counts(n: int, c: int, k: int) -> None:
-    """ValueError unless n >= 1, 0 <= c <= n and 0 <= k <= n."""
     if n < 1:
         raise ValueError(f"n must be at least 1 sample, got n={n}")
     if c < 0 or k < 0:
@@ -33,7 +20,7 @@ def _check_counts(n: int, c: int, k: int) -> None:
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k = 1 - C(n-c, k)/C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k/i); 1.0 if n-c < k."""
+    """Unbiased pass@k = 1 - C(n-c, k)/C(n, k) = 1 - prod_{i=n-c+1}^{n} (1 - k/i) (the stable form); 1.0 if n-c < k."""
     _check_counts(n, c, k)
     if n - c < k:
         return 1.0
@@ -41,18 +28,17 @@ def pass_at_k(n: int, c: int, k: int) -> float:
 
 
 def naive_pass_at_k(n: int, c: int, k: int) -> float:
-    """Plug-in pass@k = 1 - (1 - c/n)^k; <= the unbiased estimate (biased downwards)."""
+    """Plug-in pass@k = 1 - (1 - c/n)^k, which draws with replacement and is biased downwards for every (n, c, k):
+    C(n-c, k) / C(n, k) = prod_{i<k} (n-c-i)/(n-i) <= ((n-c)/n)^k."""
     _check_counts(n, c, k)
     return 1.0 - (1.0 - c / n) ** k
 
 
 def mean_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> float:
-    """Mean over problems of pass_at_k(n, c_j, k)."""
     if len(correct_counts) == 0:
         raise ValueError("correct_counts is empty")
     return float(np.mean([pass_at_k(n, int(c), k) for c in correct_counts]))
 
 
 def pass_at_k_curve(correct_counts: Sequence[int], n: int) -> list[float]:
-    """[mean_pass_at_k(correct_counts, n, k) for k = 1..n]."""
     return [mean_pass_at_k(correct_counts, n, k) for k in range(1, n + 1)]

@@ -1,24 +1,5 @@
-"""The declared analysis plan (config ``analysis:``, fixed before any result): which comparison is primary, which
-families follow it, how each is corrected, and the verdict every test gets from it.
-
-Order of testing at the confirmatory metric (``analysis.metric``, held-out pass@1):
-
-1. ``primary``: the primary comparison (``analysis.primary``, GRPO - SFT), tested alone at alpha.
-2. the families of ``analysis.families`` in their order: ``vs_sft`` (every other pair with the reference model SFT)
-   and ``methods`` (every other pair), each with Holm's step-down correction at alpha.
-
-Serial gatekeeping (Westfall & Krishen 2001; Dmitrienko, Tamhane & Wiens 2008): a family is tested, at the full
-alpha, only when every hypothesis of every family before it was rejected. The family-wise error over all families
-stays at alpha: a false rejection in a later family needs every earlier hypothesis rejected, so the first family
-holding a true null has already made one (probability <= alpha). A family whose gate is closed is ``not tested``.
-Pairs of another metric are ``secondary``: one Holm family per metric, outside the gate and the plan's error
-control. A family of the plan that is empty (its models were not run) passes its gate.
-
-Equivalence is claimed only from a test of it: two one-sided tests (TOST) against +- ``analysis.equivalence_margin``,
-their p Holm-adjusted within the family (``scoring.tost``). Verdict of a tested pair: ``higher`` or ``lower``
-(the family-adjusted p of no difference is below alpha; the sign of a - b), else ``equivalent`` (the adjusted TOST
-p is below alpha), else ``not_resolved``.
-"""
+"""The declared analysis plan (config ``analysis:``, fixed before any result) and the verdict each paired test gets
+from it, for the statistics note, the report's first screen and the studies."""
 
 from __future__ import annotations
 
@@ -72,7 +53,9 @@ def family_of(a: str, b: str, metric: str, plan: dict) -> str:
 
 
 def decide(mean_diff: float, p_adjusted: float, tost_adjusted: float | None, tested: bool, alpha: float) -> str:
-    """The verdict of one test (module docstring)."""
+    """``not_tested`` (gate closed), ``higher`` or ``lower`` (family-adjusted p of no difference below alpha; the
+    sign of a - b), else ``equivalent`` (adjusted TOST p below alpha: equivalence is claimed only from a test of it),
+    else ``not_resolved``."""
     if not tested:
         return "not_tested"
     if p_adjusted < alpha:
@@ -100,7 +83,14 @@ def correction_text(family: str, size: int) -> str:
 def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
     """``tests`` (each with a, b, metric, mean_diff, p_value and optionally tost_p) with the plan applied: family,
     family_size, p_holm (Holm within the family; the primary's own p), tost_p_holm, tested (its gate was open),
-    gate (the family before it), correction, verdict, supported (a difference was shown). Input order kept."""
+    gate (the family before it), correction, verdict, supported (a difference was shown). Input order kept.
+
+    At the plan's metric the primary comparison is tested alone at alpha, then the plan's families in order (``vs_sft``:
+    the other pairs with the reference; ``methods``: every other pair), each Holm-corrected at alpha. Serial
+    gatekeeping (Westfall & Krishen 2001; Dmitrienko, Tamhane & Wiens 2008) keeps the family-wise error over all
+    families at alpha: a family is tested only when every hypothesis before it was rejected (an empty one passes).
+    Pairs at another metric are ``secondary``: one Holm family per metric, outside the gate and the error control.
+    """
     alpha = plan["alpha"]
     out = [{**t, "family": family_of(t["a"], t["b"], t["metric"], plan)} for t in tests]
     gate_open, previous = True, None

@@ -1,5 +1,4 @@
-"""Scoring held-out samples: unbiased pass@k, Wilson and problem-level bootstrap intervals, paired tests under the
-declared analysis plan (``plan``)."""
+"""Scoring held-out samples: pass@k with its intervals, and paired tests under the declared analysis plan."""
 
 from __future__ import annotations
 
@@ -65,8 +64,7 @@ def per_problem_values(scores: dict, metric: str) -> np.ndarray:
 
 
 def paired_test(after: dict, before: dict, metric: str = "pass@1", n_boot: int = 10_000, seed: int = 0) -> dict:
-    """Paired bootstrap over problems of ``metric`` (``per_problem_values``): after minus before, with the number of
-    resamples beside the p-value (p = (1 + count) / (B + 1); ``p_at_floor``: no resample as extreme)."""
+    """Paired bootstrap over problems of ``metric`` (``per_problem_values``), after minus before."""
     a, b = per_problem_values(after, metric), per_problem_values(before, metric)
     if a.shape != b.shape:
         raise ValueError("paired test needs the same held-out problems for both models")
@@ -90,8 +88,7 @@ def paired_pass1_test(after: dict, before: dict, n_boot: int = 10_000, seed: int
 def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy"), n_boot: int = 10_000,
                    seed: int = 0, plan: dict | None = None) -> list[dict]:
     """Every pair (a, b) of ``models`` (a listed after b), per metric: the paired bootstrap of a - b over problems and
-    the TOST p of equivalence within the plan's margin, then the declared plan (``plan.apply_plan``: family, gate,
-    Holm within the family as ``p_holm``, verdict). ``plan``: ``plan.analysis_plan``'s; absent = the defaults."""
+    its TOST p within the plan's margin, with ``plan.apply_plan`` applied (the default plan when ``plan`` is None)."""
     plan = plan or analysis_plan(None)
     present = [m for m in models if m in scores]
     pairs = [(a, b) for i, b in enumerate(present) for a in present[i + 1:]]
@@ -103,11 +100,9 @@ def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy")
 
 
 def tost(estimate: float, se: float, df: float, margin: float) -> float:
-    """Two one-sided tests of equivalence (Schuirmann 1987) of a difference within (-margin, +margin): p =
-    max(P(T >= (estimate + margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). Rejects at alpha exactly
-    when the 1 - 2 alpha interval estimate +- t_{1-alpha, df} se lies inside the margin. Differences that do not
-    vary (se 0: two runs identical problem by problem) give no t statistic: p = 1, the test cannot conclude (the
-    limit t -> infinity would report p = 0, a certainty no sample gives)."""
+    """Two one-sided tests of equivalence within (-margin, +margin) (Schuirmann 1987): p = max(P(T >= (estimate +
+    margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). se 0 (runs identical problem by problem) gives
+    p = 1: the limit p = 0 would claim a certainty no sample gives."""
     if margin <= 0:
         raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
     if se <= 0:

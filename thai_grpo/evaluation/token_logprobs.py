@@ -1,24 +1,7 @@
-"""Per-token log-probabilities of GRPO's sampled completions under the GRPO policy and under the SFT policy.
-
-The raw material of the report's real k1-vs-k3 figure: for tokens x sampled from pi_theta, k1 = log pi_theta(x)
-- log pi_ref(x) and k3 = (r - 1) - log r with r = pi_ref(x) / pi_theta(x) (see thai_grpo.methods.kl). Here pi_ref
-is the SFT adapter, the policy GRPO started from: KL(GRPO || SFT). That is the KL TRL optimises against only when
-``grpo.reference`` is ``sft``; with ``base`` (the real config) GRPO trained against the base model
-(``thai_grpo.core.references`` words it for the report).
-
-The tokens scored are the sampled ids themselves (``token_ids`` of the samples file, the stop token included as
-TRL's completion mask includes it), after the prompt as the sampler encoded it (the run's chat template and its
-``chat_template_kwargs``). Beside the two estimators, each position gets its ground truth from both full
-next-token distributions: the exact KL(pi || pi_ref) summed over the vocabulary and the exact variances of k1 and
-k3 under pi at that position (``position_kl``). Both distributions are taken at the temperature the samples were
-drawn at (``eval.temperature``: logits / T, as the sampler drew them), so the KL is the one between the distributions
-that produced the tokens.
-
-On a GPU the passes run there, the weights in ``eval.dtype`` (float32 by default): the two log-probabilities of a
-token differ by the adapters alone (KL ~1e-3 per token), far below a 16-bit forward pass's rounding of logits of
-magnitude ~20 (~1e-2 in float16, ~1e-1 in bfloat16), which would swamp k1 (tools/precision_probe.py measures it).
-Qwen3-0.6B's float32 weights take 2.2 GiB (``make memory-plan``).
-"""
+"""Per-token log-probabilities of GRPO's sampled completions under the GRPO policy and the SFT adapter, with the
+exact KL at each position: the raw material of the report's real k1-vs-k3 figure (``thai_grpo.methods.kl``). It is
+KL(GRPO || SFT), the KL TRL optimised only when ``grpo.reference`` is ``sft`` (the real config trains against
+``base``; ``thai_grpo.core.references`` words it)."""
 
 from __future__ import annotations
 
@@ -32,14 +15,10 @@ LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1
 
 def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
                            temperature: float = 1.0) -> list:
-    """For each (prompt ids, completion ids): the next-token log-distributions at the completion's positions,
-    a ``[len(completion), vocab]`` float tensor (row t predicts completion token t), of logits / ``temperature``.
-
-    One right-padded forward pass for the whole list (padding sits after every real token, so causal
-    attention never lets a real token see it). The LM head and the softmax run from the first position that predicts
-    a completion token on (``logits_to_keep``), not over the prompts: with Qwen3's 151,936 words they were most of the
-    stage's time (the real config on CPU stand-ins: ~100 prompt positions before <= 24 completion tokens).
-    """
+    """Per (prompt ids, completion ids): the log-softmax of logits / ``temperature`` at the completion's positions,
+    a ``[len(completion), vocab]`` tensor (row t predicts completion token t), from one right-padded forward pass.
+    The LM head runs only from the first position that predicts a completion token (``logits_to_keep``): over Qwen3's
+    151,936 words the prompt positions would dominate the time."""
     import torch
 
     sequences = [prompt + completion for prompt, completion in pairs]
@@ -60,10 +39,9 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
 
 
 def position_kl(logp_policy, logp_ref) -> dict:
-    """Per position (rows of two ``[..., vocab]`` log-distribution tensors): the exact KL(pi || pi_ref) =
-    sum_y pi(y) (log pi(y) - log pi_ref(y)), and the exact variances under y ~ pi of k1 = log pi(y) - log pi_ref(y)
-    and of k3 = (r - 1) - log r, r = pi_ref(y) / pi(y). Both estimators have mean KL, so Var = E[k^2] - KL^2.
-    Computed in float64; tokens with pi(y) = 0 contribute nothing."""
+    """Per position of two ``[..., vocab]`` log-distributions, in float64: KL(pi || pi_ref) = sum_y pi(y) (log pi(y)
+    - log pi_ref(y)), and Var = E[k^2] - KL^2 under y ~ pi of k1 = log pi(y) - log pi_ref(y) and of
+    k3 = (r - 1) - log r, r = pi_ref(y) / pi(y) (both have mean KL). Tokens with pi(y) = 0 contribute nothing."""
     import torch
 
     lp, lq = logp_policy.double(), logp_ref.double()
@@ -94,9 +72,7 @@ def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[
 
 def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
                         chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, sampled completion ids) of the first ``max_completions`` non-empty completions in file order
-    (``chosen_completions``): the prompt through the chat template as the sampler encodes it, the completion as
-    sampled (``token_ids``)."""
+    """(prompt ids as the sampler encodes them, sampled ``token_ids``) of ``chosen_completions``."""
     prompts: dict[int, list[int]] = {}
     pairs = []
     for record, completion in chosen_completions(samples, max_completions):
@@ -111,12 +87,12 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                   samples: list[dict], system_prompt: str, max_completions: int,
                                   batch_size: int = 32, chat_template_kwargs: dict | None = None,
                                   temperature: float = 1.0, dtype: str = "float32") -> dict:
-    """Per sampled token of the first ``max_completions`` completions (in file order, flattened): its log-prob
-    under both adapters, the exact KL and estimator variances at its position (``position_kl``), and per
-    completion its token count (``completion_lengths``, to group tokens by completion) and its problem's id
-    (``completion_problems``: the n completions of one problem are not independent, so intervals resample problems),
-    and the dtype the base weights were loaded in (``dtype``, ``eval.dtype``) with the device and float32 matmul
-    precision (``evaluation_precision``: a float32 pass with TF32 on stops first)."""
+    """Per sampled token of ``chosen_completions`` (the sampled ids, stop token included as in TRL's completion
+    mask), flattened: its log-prob under both adapters and ``position_kl``'s values, at the sampling temperature; per
+    completion its length and its problem's id (intervals resample problems, as one problem's completions are not
+    independent); and the dtype, device and matmul precision it ran in. ``dtype`` (``eval.dtype``) is float32 by
+    default because the adapters move a token's log-probability by ~1e-3, below a 16-bit pass's rounding of the
+    logits (tools/precision_probe.py)."""
     import torch
     from peft import PeftModel
 

@@ -1,15 +1,8 @@
 """Held-out sampling through vLLM's offline engine (``eval.use_vllm: true``; off by default: vLLM needs a CUDA GPU
-and is not installed offline).
-
-``scripts/sample_heldout.py`` calls ``sample_heldout_vllm`` instead of the transformers path: same prompts (token for
-token), same sampling distribution (temperature, top_p=1, no top-k, n = eval.num_samples, max_new_tokens), same
-record format as ``thai_grpo.models.sampling.sample_heldout``, in the evaluation precision (``eval.dtype``; the config
-check refuses vLLM in any other). Not the same samples: the random streams differ.
-
-GRPO's rollouts never go through vLLM: the config check refuses ``use_vllm`` in a ``grpo`` section
-(``thai_grpo.core.config.VLLM_ROLLOUTS_INEXACT`` says why).
-
-vLLM is imported inside ``sample_heldout_vllm`` only; everything else here is pure and tested without it.
+and is not installed offline). ``sample_heldout_vllm`` replaces ``thai_grpo.models.sampling.sample_heldout`` with the
+same prompts token for token, sampling distribution, record format and ``eval.dtype``, but other random streams.
+GRPO's rollouts never use vLLM (``thai_grpo.core.config.VLLM_ROLLOUTS_INEXACT`` says why). vLLM is imported only
+inside ``sample_heldout_vllm``.
 """
 
 from __future__ import annotations
@@ -45,9 +38,8 @@ def vllm_greedy_params_kwargs(eval_cfg: dict) -> dict:
 
 
 def problem_seeds(seed: int, num_problems: int, num_samples: int) -> list[int]:
-    """One seed per problem. vLLM gives sample j of a request seeded s the seed s + j, so spacing the problems'
-    seeds by ``num_samples`` keeps every (problem, sample) stream distinct; the result does not depend on how
-    vLLM batches the requests."""
+    """One seed per problem, ``num_samples`` apart: vLLM seeds sample j of a request seeded s with s + j, so every
+    (problem, sample) stream is distinct however vLLM batches the requests."""
     return [seed + index * num_samples for index in range(num_problems)]
 
 
@@ -67,8 +59,7 @@ def vllm_max_model_len(prompt_lengths: list[int], max_new_tokens: int) -> int:
 
 def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, max_model_len: int,
                        gpu_memory_utilization: float, lora_rank: int | None) -> dict:
-    """``vllm.LLM`` kwargs: the local base folder (weights and tokenizer), no remote code, LoRA when an adapter
-    is sampled."""
+    """``vllm.LLM`` kwargs: the local base folder, no remote code, LoRA when an adapter is sampled."""
     kwargs = {"model": str(base_dir), "tokenizer": str(base_dir), "dtype": dtype, "seed": int(seed),
               "max_model_len": int(max_model_len), "gpu_memory_utilization": float(gpu_memory_utilization),
               "trust_remote_code": False}
@@ -79,16 +70,14 @@ def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, max_model_le
 
 def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
                      chat_template_kwargs: dict | None = None) -> list[list[int]]:
-    """The prompts exactly as the transformers path encodes them (chat template, generation prompt, no extra
-    special tokens), unpadded; given to vLLM as token ids so that vLLM's own tokenization cannot differ."""
+    """The prompts as the transformers path encodes them, unpadded: vLLM gets token ids, not its own tokenization."""
     texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
     return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
 
 
 def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> dict:
-    """One completion ``{text, num_tokens, truncated, token_ids}`` like the transformers path: vLLM keeps the EOS
-    token in ``token_ids`` when it stops on it (counted and kept, as there), the text drops special tokens, and a
-    completion is truncated when it ran out of tokens instead of stopping."""
+    """One completion ``{text, num_tokens, truncated, token_ids}`` as the transformers path makes it: the EOS token
+    kept and counted, special tokens dropped from the text, truncated unless it stopped."""
     ids = list(token_ids)
     return {"text": tokenizer.decode(ids, skip_special_tokens=True), "num_tokens": len(ids),
             "truncated": finish_reason != "stop", "token_ids": ids}
@@ -105,9 +94,8 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
 
 
 def _gpu_capability() -> tuple[int, int] | None:
-    """The compute capability to act on (``devices.acting_capability``: the GPU's own, or the lower one
-    ``THAI_GRPO_CAPABILITY`` names), read through vLLM's platform layer (NVML): unlike torch.cuda it does not
-    initialise CUDA in this process, which would force vLLM's workers onto the slower 'spawn' start."""
+    """``devices.acting_capability``, read through vLLM's platform layer (NVML): torch.cuda would initialise CUDA
+    here and force vLLM's workers onto the slower 'spawn' start."""
     import os
 
     from thai_grpo.jobs.devices import CAPABILITY_ENV, acting_capability
@@ -133,8 +121,7 @@ def resolve_vllm_dtype(dtype: str, capability: tuple[int, int] | None) -> str:
 
 
 def engine_dtype(engine, asked: str) -> str:
-    """The dtype vLLM's engine loaded the weights in (its model config's), or the one it was asked for where this
-    vLLM version does not expose it."""
+    """The dtype vLLM loaded the weights in, or ``asked`` where this vLLM version does not expose it."""
     loaded = getattr(getattr(getattr(engine, "llm_engine", None), "model_config", None), "dtype", None)
     return asked if loaded is None else str(loaded).removeprefix("torch.")
 

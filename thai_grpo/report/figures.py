@@ -1,10 +1,5 @@
-"""The report's figures, from results.json's numbers (the run-health checks behind its flags are
-``thai_grpo.methods.health``).
-
-Every plot function takes plain data plus an output path, writes one PNG with the Agg backend at a fixed
-dpi and returns None (the solve-rate scatter also returns its transition counts). Randomness (jitter,
-resampling orders) comes from explicit seeds, so the same inputs give the same file.
-"""
+"""The report's figures from results.json's numbers: each plot function writes one PNG from plain data and an output
+path, its randomness seeded, so the same inputs give the same file."""
 
 from __future__ import annotations
 
@@ -25,12 +20,8 @@ POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 
 def solve_rate_transitions(before, after) -> dict[str, int]:
-    """Count problems by how their number of correct samples c_i moved from `before` to `after`.
-
-    moved_up: c_after > c_before (newly_solved: the subset with c_before = 0);
-    got_worse: c_after < c_before; no_signal_ever: 0 in both (p = 0 sends GRPO no learning signal);
-    unchanged: equal and > 0. The first four counts add up to `total`.
-    """
+    """Problems by how their correct count c_i moved from ``before`` to ``after``: ``moved_up`` (``newly_solved``: from
+    0), ``got_worse``, ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged`` (equal, > 0)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if b.shape != a.shape:
         raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
@@ -48,8 +39,7 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 
 # --------------------------------------------------------------------------- training
 def plot_training_curves(steps: list[dict], path) -> None:
-    """Six panels per optimizer step: reward and its parts, share of learning groups, length with
-    accuracy (DeepSeek-R1's figure in miniature), KL to the reference, clipped ratio, generated tokens."""
+    """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
     ax = axes[0, 0]
@@ -89,11 +79,9 @@ PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
 
 
 def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT policy") -> None:
-    """PPO's run health beside GRPO's, per step: the code reward (the same for every run) and the score PPO
-    maximised; KL to their shared reference, ``kl_name`` (``core.references.training_kl_name``; PPO: k1, GRPO: TRL's
-    k3, both per token); the value loss and the explained
-    variance of the value model (1 - Var(R - V) / Var(R), before the step's update); the share of tokens whose ratio
-    the clip bound. ``runs``: ``{name: steps}``, GRPO's among them when it ran (no value network: no value panels)."""
+    """PPO's run health beside GRPO's, per step: code reward, the score PPO maximised, KL to ``kl_name`` (their shared
+    reference), clip fraction, and the value model's loss and explained variance 1 - Var(R - V) / Var(R). ``runs``:
+    ``{name: steps}``, GRPO's among them when it ran."""
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
     for name, steps in runs.items():
         x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
@@ -174,8 +162,7 @@ def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
 
 
 def plot_grpo_vs_ppo(path) -> None:
-    """Figure 5.2: PPO keeps four models in memory; GRPO keeps the policy and the reference only,
-    and with LoRA both share one frozen base (reference = the adapter disabled or a frozen copy)."""
+    """Figure 5.2: the four models PPO keeps in memory beside GRPO's two, which share one frozen base with LoRA."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
     trained, frozen, code = "#b2f2bb", "#d0ebff", "#fff3bf"
     ppo = [("Policy (trained)", trained), ("Reference (frozen)", frozen),
@@ -214,11 +201,8 @@ def _k_band(ax, runs: np.ndarray, x: np.ndarray, colour: str, label: str) -> Non
 
 
 def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 30) -> None:
-    """Figure 5.3 (synthetic): running means of k1 and k3 samples from p against KL(p || q).
-
-    Both estimators are unbiased; the band (10-90 percentile over `n_seeds` seeds) shows k1 still
-    swinging at batch sizes of tens to hundreds while k3 is tight early.
-    """
+    """Figure 5.3 (synthetic): running means of k1 and k3 from p against KL(p || q), 10-90 percentile bands over
+    ``n_seeds`` seeds: both are unbiased, but k1 still swings at batch sizes where k3 is tight."""
     p, q = SYNTHETIC_P / SYNTHETIC_P.sum(), SYNTHETIC_Q / SYNTHETIC_Q.sum()
     runs = [kl.sample_kl_estimates(p, q, n, np.random.default_rng(seed + i)) for i in range(n_seeds)]
     true_kl = float(runs[0]["true_kl"])
@@ -262,12 +246,8 @@ K1_COLOUR, K3_COLOUR = "#e8590c", "#1971c2"
 
 
 def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -> None:
-    """Figure 5.3 (real), on the run's own sampled tokens: (a) running means of k1, k3 and the exact per-position
-    KL over the tokens in `n_orders` random orders, the dashed line the exact KL's mean; with the exact KL and its
-    summary (``kl.real_kl_summary``, results.json ``kl_real.summary``) also (b) the three means with their
-    bootstrap intervals over problems, beside k1's and k3's +-1.96 exact standard errors, and (c) per regime of
-    exact KL, the typical error of one token's k1 and k3 (exact, from the full distributions; observed, on the
-    sampled tokens). Older results without the exact KL get panel (a) against the mean of k3."""
+    """Figure 5.3 (real), on the run's own tokens: (a) running means of k1, k3 and the exact KL over ``n_orders``
+    orders, then, given ``kl.real_kl_summary``, (b) ``_estimator_means_panel`` and (c) ``_regimes_panel``."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     columns = {"k1": kl.k1(logp, logq), "k3": kl.k3(logp, logq)}
     summary = kl_real.get("summary")
@@ -329,8 +309,7 @@ def _regimes_panel(ax, regimes: list[dict]) -> None:
 
 # --------------------------------------------------------------------------- held-out evaluation
 def plot_pass_at_k(eval_dict: dict, path) -> None:
-    """Unbiased pass@k for k = 1..n of every evaluated model ("polish, not create" shows as curves
-    that meet at large k)."""
+    """Unbiased pass@k for k = 1..n of every evaluated model ("polish, not create": curves that meet at large k)."""
     fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
     for name, res in eval_dict.items():
         curve = res.get("pass_at_k_curve") or []
@@ -344,8 +323,7 @@ def plot_pass_at_k(eval_dict: dict, path) -> None:
 
 def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
                             seed: int = 0) -> dict[str, int]:
-    """Per-problem solve rate c_i / n before vs after training (jittered), with the diagonal; returns
-    `solve_rate_transitions(before_counts, after_counts)` and writes the counts on the figure."""
+    """Per-problem solve rate c_i / n before vs after training (jittered); writes and returns its transitions."""
     b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
     counts = solve_rate_transitions(before_counts, after_counts)
     rng = np.random.default_rng(seed)
@@ -376,12 +354,8 @@ def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
 
 
 def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Draw every figure that `results` has data for into `out_dir`; returns {name: png path}.
-
-    Figures whose data is missing (no kl_real, no GRPO eval, no pitfall runs, ...) are left out; the report
-    shows "not run" in their place. The first screen's gains over SFT come from ``figures_gains`` (its rows from
-    ``glance.gain_rows``), (the pitfalls report's figures: ``thai_grpo_studies.pitfall_figures``).
-    """
+    """Every figure ``results`` has data for, drawn into ``out_dir``: {name: png path}; the report says "not run" for
+    the rest (the pitfalls report's figures: ``thai_grpo_studies.pitfall_figures``)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train, evals = results.get("train") or {}, results.get("eval") or {}

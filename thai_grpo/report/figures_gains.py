@@ -1,9 +1,6 @@
-"""The gains figure at the top of the report: each compared model's held-out pass@1 minus SFT's, a forest plot.
-
-One row per model (``glance.gain_rows``: eval.models order), its paired 95% interval over problems as a bar with the
-mean difference as a dot, a line at zero, the plan's equivalence margin shaded, and beside each row its difference in
-numbers, the plan's verdict word and the verdict's family. A row with no paired test shows only its label.
-"""
+"""The gains figure at the top of the report: a forest plot of each compared model's held-out pass@1 minus SFT's, one
+row per model (``glance.gain_rows``) with its paired 95% interval, the plan's equivalence margin shaded, and its
+difference, verdict and family written beside it."""
 
 from __future__ import annotations
 
@@ -63,8 +60,7 @@ def _limits(rows: list[dict], margin: float | None) -> tuple[float, float]:
 
 
 def _text_columns(side, rows: list[dict]) -> None:
-    """Beside each row: its difference [interval] in points, the verdict word (coloured) and, under it, the
-    verdict's family."""
+    """Beside each row: its difference [interval] in points, the verdict word (coloured) and the verdict's family."""
     side.axis("off")
     at = blended_transform_factory(side.transAxes, side.transData)
     for x, head in ((0.0, "difference [95%], points"), (VERDICT_X, "verdict (family)")):
@@ -82,5 +78,4 @@ def _text_columns(side, rows: list[dict]) -> None:
 
 def plot_gains(rows: list[dict], path, reference: str = "SFT", metric: str = "held-out pass@1",
                margin: float | None = None) -> None:
-    """``gains_figure`` written as one PNG."""
     save_figure(gains_figure(rows, reference, metric, margin), path)

@@ -1,11 +1,6 @@
-"""The report at a glance, what its first screen shows, computed from results.json.
-
-Three things: the headline (the declared plan's primary comparison, GRPO - SFT at held-out pass@1: its paired
-difference over problems, 95% interval, verdict and family), one row per compared model of its gain over the plan's
-reference (the rows of the gains figure, ``figures.plot_gains``), and the training-health flags of every trained run.
-Every number and word comes from ``comparison.pairwise`` (the statistics note's own tests, under the plan) and the
-runs' health records, so the first screen and the note cannot disagree.
-"""
+"""The report's first screen from results.json: the headline (the plan's primary comparison), each model's gain over the
+plan's reference (the gains figure's rows) and the health flags, all from ``comparison.pairwise`` and the runs' health
+records, so that the first screen and the statistics note cannot disagree."""
 
 from __future__ import annotations
 
@@ -32,8 +27,7 @@ def compared_models(results: dict) -> list[str]:
 
 
 def model_names(results: dict) -> dict[str, str]:
-    """{model: its comparison name} ("grpo" -> "GRPO", "base" -> "Base (no adapter)"); a model without a row keeps
-    its own name."""
+    """{model: its comparison name} ("grpo" -> "GRPO"); a model without a comparison row keeps its own."""
     rows = (results.get("comparison") or {}).get("methods") or []
     named = {row["model"]: row["method"] for row in rows if row.get("model") and row.get("method")}
     return {model: named.get(model, model) for model in compared_models(results)}
@@ -46,9 +40,8 @@ def _signed(value: float) -> str:
 
 
 def gain_row(test: dict | None, model: str, name: str) -> dict:
-    """One row of the gains figure: ``model`` - reference from its pairwise test (``verdicts.pair_test``, oriented
-    to read model - reference), with the plan's verdict word and family; a test the plan did not decide (none, or one
-    recorded before the plan) has no verdict and is labelled so."""
+    """One row of the gains figure: ``model`` - reference from its pairwise test (``verdicts.pair_test``) with the
+    plan's verdict word and family; a test the plan did not decide (none, or one recorded before the plan) says so."""
     decided = bool(test) and test.get("verdict") in VERDICTS
     row = {"model": model, "name": name, "mean_diff": None, "ci_low": None, "ci_high": None, "verdict": None,
            "word": NO_TEST, "family": None, "family_name": None, "family_short": None, "family_text": None,
@@ -67,8 +60,7 @@ def gain_row(test: dict | None, model: str, name: str) -> dict:
 
 
 def gain_rows(results: dict) -> list[dict]:
-    """Every compared model but the plan's reference, in ``eval.models`` order: its gain over the reference at the
-    plan's metric (``gain_row``). [] when the reference was not evaluated."""
+    """``gain_row`` of every compared model but the plan's reference, in ``eval.models`` order ([] without it)."""
     plan, names = plan_of(results), model_names(results)
     reference, metric = plan["reference"], plan["metric"]
     pairwise = (results.get("comparison") or {}).get("pairwise") or []
@@ -79,9 +71,8 @@ def gain_rows(results: dict) -> list[dict]:
 
 
 def headline(results: dict) -> dict | None:
-    """The plan's primary comparison a - b (GRPO - SFT) at its metric, for the top of the page: both models' pass@1
-    (``scores``), the paired difference with its interval and verdict (``gain_row``), the metric's name and the
-    evaluation's size; the template writes the sentence. None when either model was not evaluated."""
+    """The plan's primary comparison a - b (GRPO - SFT) for the top of the page: both models' scores, ``gain_row``'s
+    fields, the metric and the evaluation's size (the template writes the sentence). None unless both were evaluated."""
     plan, names, evals = plan_of(results), model_names(results), results.get("eval") or {}
     a, b = plan["primary"]
     if a not in names or b not in names:
@@ -108,11 +99,8 @@ def _has_rollouts(run: dict) -> bool:
 
 
 def health_summary(results: dict, main_health: dict) -> dict:
-    """The training-health flags (truncation, reward hacking, lost updates; ``methods.health.training_health``) of the
-    main run
-    (``train``, GRPO), of every other compared model that sampled its own completions while training or lost updates
-    (``runs[model].health``), and of PPO's reward model where it lost updates (``run.updates``): ``main``, ``others``
-    (each run's flags) and ``flagged`` (the others with a flag up)."""
+    """The training-health flags (``methods.health.training_health``) of the main run, of each other compared model that
+    sampled while training or lost updates, and of PPO's reward model if it lost some."""
     names, runs = model_names(results), results.get("runs") or {}
     main = (results.get("train") or {}).get("variant") or "grpo"
     checked = [m for m in names if m != main and m in runs
@@ -126,8 +114,7 @@ def health_summary(results: dict, main_health: dict) -> dict:
 
 
 def first_screen(results: dict, main_health: dict) -> dict:
-    """Everything the first screen shows: the page's lead (``run_words.lead``), the headline, the gains figure's
-    rows with its metric, reference and problem count (for its alt text and caption), and the health flags."""
+    """Everything the first screen shows: the lead, the headline, the gains figure's rows and captions, the flags."""
     plan, names = plan_of(results), model_names(results)
     rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
     metric = METRIC_NAMES.get(plan["metric"], plan["metric"])

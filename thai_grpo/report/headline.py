@@ -1,8 +1,5 @@
-"""The headline, SFT vs GRPO at pass@1, written as soon as base, SFT and GRPO are scored (rule headline).
-
-The full comparison (results.json, the report) waits for every method; this small record and its terminal line
-come first, so that a reader of a long run sees the chapter's result early. Its numbers are those the report shows.
-"""
+"""The headline, SFT vs GRPO at pass@1, written as soon as base, SFT and GRPO are scored (rule headline), so that a
+reader of a long run sees the result before the other methods finish; its numbers are those the report shows."""
 
 from __future__ import annotations
 

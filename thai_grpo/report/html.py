@@ -1,10 +1,7 @@
-"""The HTML report: one self-contained file built from results.json, the sample files and the figures.
-
-Model text is untrusted. The Jinja2 environment autoescapes everything, model text never passes
-through `|safe`, and a Content-Security-Policy lets only the calculator script (pinned by its sha256)
-run, so an escaping slip still could not execute a completion. Figures are embedded as base64 data
-URIs and CSS/JS are inlined: opening the page makes no network request.
-"""
+"""The HTML report: one self-contained file built from results.json, the sample files and the figures. Model text is
+untrusted: everything is autoescaped, model text never passes through ``|safe``, and a Content-Security-Policy lets only
+the calculator script (pinned by its sha256) run, so an escaping slip still could not execute a completion. Figures are
+data URIs and CSS/JS inline: opening the page makes no network request."""
 
 from __future__ import annotations
 
@@ -70,7 +67,6 @@ def figure_paths(figures: dict[str, Path] | str | Path) -> dict[str, Path]:
 
 
 def data_uri(path: str | Path) -> str:
-    """A PNG file as a `data:image/png;base64,...` URI."""
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
@@ -131,8 +127,7 @@ def signed(value: Any, digits: int = 2) -> str:
 
 
 def verdict_class(test: Any) -> str:
-    """The CSS classes of a verdict: one colour per meaning everywhere (higher green, lower red, equivalent blue, the
-    rest grey), bold where the plan supports it."""
+    """A verdict's CSS classes: one colour per meaning everywhere, bold where the plan supports the verdict."""
     verdict = (test or {}).get("verdict") if isinstance(test, dict) else None
     return f"verdict {verdict or 'none'}" + (" supported" if isinstance(test, dict) and test.get("supported") else "")
 
@@ -150,8 +145,7 @@ def pass_keys(evals: dict) -> list[str]:
 
 
 def _tokens(run: dict) -> dict | None:
-    """Generated-token budget: per-step summary, total, and the share of the chapter's full run's ceiling (the run
-    card's ``chapter_full_run``; ``results.chapter_token_budget`` for a run card written before it was kept)."""
+    """Generated-token budget: per-step summary, total, and its share of the chapter's full run's ceiling."""
     tokens = run.get("generated_tokens")
     if not tokens or not tokens.get("per_step"):
         return None
@@ -162,8 +156,7 @@ def _tokens(run: dict) -> dict | None:
 
 
 def _method_rows(results: dict) -> list[dict]:
-    """comparison.methods joined with their eval metrics and the statistics note's tests against SFT (``vs_sft``:
-    pass@1 and greedy, Holm-adjusted); a row not run or not evaluated says so."""
+    """comparison.methods with their metrics and tests against SFT; a row not run or evaluated says so."""
     evals, comparison = results.get("eval") or {}, results.get("comparison") or {}
     rows = []
     for method in comparison.get("methods") or []:
@@ -201,9 +194,8 @@ def _pitfalls(results: dict) -> dict:
 
 
 def _headline(results: dict, health: dict) -> dict | None:
-    """What happened, first: one line per evaluated method, its held-out pass@1 (problem-bootstrap interval) and the
-    statistics note's own paired tests against SFT (``comparison.pairwise``, under the declared plan), so the box and
-    the note cannot disagree; then GRPO's pass@k verdict and the health flags."""
+    """What happened, first: per evaluated method its held-out pass@1 and the statistics note's own paired tests against
+    SFT (so the two cannot disagree), then GRPO's pass@k verdict and the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
         return None
@@ -229,8 +221,7 @@ def _plan(results: dict) -> dict:
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
-    """comparison.pairwise by metric: its tests, each with its p-values as text (a bootstrap's floor marked), its
-    family (``plan_words.family_text``) and its verdict word (the one the headline uses)."""
+    """comparison.pairwise by metric, each test with its p-values as text, its family's words and its verdict word."""
     pairwise = (results.get("comparison") or {}).get("pairwise") or []
     grouped: dict[str, dict] = {}
     for test in pairwise:
@@ -252,8 +243,7 @@ def _namer(results: dict):
 
 
 def _study_pairs(tests: list[dict], name) -> list[dict]:
-    """A study's tested pairs for the report: names, the verdict's word, the adjusted p and the sentence the study
-    stored (``thai_grpo_studies.study_words``; a study built before it stored one gets the pair and its word)."""
+    """A study's decided pairs with their names, verdict word, adjusted p and stored sentence (or a short one)."""
     return [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
              "family_text": family_text(t), "p_holm_text": fmt_p(t["p_holm"], t.get("p_at_floor")),
              "sentence": t.get("sentence") or f"{name(t['a'])} - {name(t['b'])}: {verdict_word(t)}"}
@@ -261,9 +251,7 @@ def _study_pairs(tests: list[dict], name) -> list[dict]:
 
 
 def _seed_study(results: dict) -> dict | None:
-    """results.json ``seed_study`` (results/seeds/results.json, added by the report rule once `snakemake seeds`
-    wrote it) for the report: methods by their comparison names, each pair's sentence, and per comparison row
-    (model) its verdicts against the other methods of the study; None when the study was not built."""
+    """results.json ``seed_study`` with comparison names, pair sentences and per-model verdicts; None when not built."""
     study, name = results.get("seed_study"), _namer(results)
     if not study:
         return None
@@ -275,9 +263,7 @@ def _seed_study(results: dict) -> dict | None:
 
 
 def _chain_study(results: dict) -> dict | None:
-    """results.json ``chain_study`` (results/chains/results.json, added by the report rule once `snakemake chains`
-    wrote it): per model its per-chain pass@1 and gain over SFT, the pairs' sentences by metric, and the sentence on
-    GRPO's gain for the headline; None when the study was not built."""
+    """results.json ``chain_study`` with comparison names, pair sentences and the headline's sentence, or None."""
     study, name = results.get("chain_study"), _namer(results)
     if not study:
         return None
@@ -288,8 +274,7 @@ def _chain_study(results: dict) -> dict | None:
 
 
 def _extra_sets(results: dict) -> list[dict]:
-    """The second held-out sets (results.json ``extra_sets``) as report tables: per set its title, source, problem
-    counts, pass@k keys, every model's scores and paired tests against SFT; [] when none is configured."""
+    """results.json ``extra_sets`` as report tables, each with its pass@k keys; [] when none is configured."""
     return [{"name": name, "title": x.get("title") or name, "source": x.get("source") or {},
              "data": x.get("data") or {}, "evals": x.get("eval") or {}, "pass_keys": pass_keys(x.get("eval") or {}),
              "paired": x.get("paired_tests") or {}}
@@ -371,7 +356,6 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
 
 # --------------------------------------------------------------------------- rendering
 def _environment(template_dir: Path) -> Environment:
-    """Autoescaping Jinja2 environment with the report's formatting filters."""
     env = Environment(
         loader=FileSystemLoader(str(template_dir)),
         autoescape=select_autoescape(enabled_extensions=("html", "j2"), default_for_string=True, default=True),
@@ -394,11 +378,8 @@ def _csp(script: str) -> str:
 
 def render_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                   template_dir: Path = DEFAULT_TEMPLATE_DIR) -> str:
-    """The report as one HTML string (inline CSS, inline calculator JS, figures as data URIs).
-
-    `figures` maps figure names (see `figures.draw_all`) to PNG paths, or is the directory they were
-    drawn into; a missing figure shows as "not run".
-    """
+    """The report as one HTML string; ``figures`` maps figure names (``figures.draw_all``) to PNG paths, or is the
+    directory they were drawn into. A missing figure shows as "not run"."""
     template_dir = Path(template_dir)
     script = (template_dir / "calculator.js").read_text(encoding="utf-8")
     style = (template_dir / "style.css").read_text(encoding="utf-8")
@@ -410,7 +391,6 @@ def render_report(results: dict, samples_by_model: dict[str, list[dict]], figure
 
 def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                  template_dir: Path, out_path: str | Path) -> Path:
-    """Render and write the report atomically (temporary file in the same directory, then os.replace)."""
     out_path = Path(out_path)
     atomic_write_text(out_path, render_report(results, samples_by_model, figures, template_dir))
     return out_path

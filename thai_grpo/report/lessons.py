@@ -1,7 +1,6 @@
-"""The chapter's lessons as the report's body shows them, computed from results.json and the samples: Figure 5.1's
-claim on this run's own group, the training curves' first and last thirds, the groups training stored, the samples
-side by side (one row per held-out problem, numbered as results/data/heldout.jsonl and scripts/prompt.py number
-them), and the offline SFT data's deliberate slips. Numbers and verdicts only: report/template.html.j2 words them."""
+"""The chapter's lessons as the report's body shows them, from results.json and the samples: Figure 5.1's claim on this
+run's own group, the training curves' thirds, the groups training stored, the samples side by side and the SFT data's
+deliberate slips. Numbers and verdicts only: report/template.html.j2 words them."""
 
 from __future__ import annotations
 
@@ -13,7 +12,7 @@ SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 
 
 PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
-                   "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by the pitfalls target
+                   "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by `pitfalls`
 
 
 def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
@@ -31,15 +30,14 @@ def pick_completions(completions: list[dict]) -> list[dict]:
 
 def samples_shown(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
     """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, each numbered by its place in
-    the held-out set (1-based: the samples follow results/data/heldout.jsonl)."""
+    results/data/heldout.jsonl (1-based, as scripts/prompt.py --heldout takes it)."""
     return {model: [{**p, "number": number, "shown": pick_completions(p.get("completions") or [])}
                     for number, p in enumerate(problems[:SAMPLE_PROBLEMS], 1)]
             for model, problems in samples_by_model.items()}
 
 
 def sft_slip_rate(config: dict) -> float | None:
-    """The share of the offline SFT examples built with a deliberate arithmetic slip (``corpus.sft_slip_rate``), where
-    the SFT adapter was built from that corpus (shipped or trained here); None for a hub adapter."""
+    """The share of SFT examples built with a deliberate slip (``corpus.sft_slip_rate``); None for a hub adapter."""
     if (config.get("sft") or {}).get("source") == "hub":
         return None
     rate = (config.get("corpus") or {}).get("sft_slip_rate")
@@ -56,9 +54,8 @@ def user_text(prompt: str) -> str:
 
 
 def stored_groups(results: dict) -> list[dict]:
-    """Every group training stored (``example_groups`` of each run that samples groups: its first mixed-reward and
-    first all-equal group, and the first group of a few later steps), the main run first, each run's by step: run,
-    kind, step, question, whether its rewards differ, and per completion its reward and advantage."""
+    """Every group training stored (each sampling run's ``example_groups``), the main run first, each run's by step: its
+    run, kind, step, question, whether its rewards differ, and per completion its reward and advantage."""
     runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
     stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
     stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
@@ -73,9 +70,8 @@ def stored_groups(results: dict) -> list[dict]:
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage, and an answer with a
-    positive reward below the group mean a negative one. ``best_up``, ``positive_down`` (those rewards) and
-    ``agrees`` (the best answers went up; a positive reward pushed down where the group had one)."""
+    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage (``best_up``,
+    ``agrees``), and positive rewards below the group mean a negative one (``positive_down``: those rewards)."""
     if not group or not group.get("rewards"):
         return None
     rewards, advantages = group["rewards"], group.get("advantages") or []
@@ -86,9 +82,7 @@ def advantage_lesson(group: dict | None) -> dict | None:
 
 
 def curve_lesson(steps: list[dict]) -> dict | None:
-    """The training curves' claims: mean reward climbs, and length with accuracy. Per metric its mean over the first
-    and the last third of the steps (``step_means``); ``reward_climbs`` when the last third is
-    higher."""
+    """The training curves' claims, as ``step_means`` per metric; ``reward_climbs`` when the last third is higher."""
     if len(steps) < 2:
         return None
     keys = ("reward_mean", "frac_groups_nonzero_std", "accuracy", "completion_length_mean")
@@ -99,9 +93,7 @@ def curve_lesson(steps: list[dict]) -> dict | None:
 
 
 def side_by_side(samples: dict[str, list[dict]]) -> dict:
-    """The samples as one row per held-out problem (numbered 1, 2, ... as in results/data/heldout.jsonl, the number
-    scripts/prompt.py --heldout takes) and one column per model: the first completion shown (a correct one where
-    the model has one) with its rewards, and how many of its samples were correct."""
+    """``samples_shown`` as one row per problem, one column per model: the first completion shown, the solved count."""
     models = list(samples)
     if not models:
         return {"models": [], "rows": []}

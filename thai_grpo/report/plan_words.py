@@ -1,11 +1,6 @@
-"""The analysis plan's words: one vocabulary of verdicts for the main report, the studies' pages, README and docs,
-the family each verdict belongs to, the plan itself in sentences, and p-values as printed.
-
-Verdicts (``thai_grpo.evaluation.plan.decide``): ``higher`` / ``lower`` (no difference rejected after the family's
-correction; the sign of a - b), ``equivalent`` (TOST within the plan's margin, corrected within the family), ``not
-resolved`` (neither), ``not tested`` (the family's gate was closed). Every word here is chosen from the test's own
-fields; nothing is written in advance.
-"""
+"""The analysis plan's words, one vocabulary for the main report, the studies' pages, README and docs: the verdicts
+(``thai_grpo.evaluation.plan.decide``), the family each belongs to, the plan in sentences and p-values as printed. Every
+word is chosen from the test's own fields; nothing is written in advance."""
 
 from __future__ import annotations
 
@@ -20,9 +15,8 @@ METRIC_NAMES = {"pass@1": "held-out pass@1", "greedy": "greedy accuracy"}
 
 
 def fmt_p(p: float | None, at_floor: bool = False) -> str:
-    """A p-value as printed: two significant figures below 0.1 (0.0479 -> '0.048', 0.0015 -> '0.0015'), two decimals
-    from 0.1 ('0.45'), '< 0.0001' below 0.0001; '≤ ...' when it is a bootstrap's floor (no resample as extreme: the
-    p-value is at most this)."""
+    """A p-value as printed: two significant figures below 0.1 (0.0479 -> '0.048'), two decimals from 0.1 ('0.45'),
+    '< 0.0001' below 0.0001; '≤ ...' at a bootstrap's floor (no resample as extreme: p is at most this)."""
     if p is None:
         return "n/a"
     if p < 1e-4 and not at_floor:
@@ -89,7 +83,6 @@ def verdict_word(test: dict) -> str:
 
 
 def plan_facts(plan: dict) -> dict:
-    """The declared plan with its alpha, metric and families named, for report/words.html.j2 ``plan`` (the plan in
-    sentences at the top of the statistics note, before any number)."""
+    """The declared plan with its alpha, metric and families named, for report/words.html.j2 ``plan``."""
     return {**plan, "alpha_text": percent(plan["alpha"]), "metric_name": METRIC_NAMES.get(plan["metric"], plan["metric"]),
             "family_names": [FAMILY_NAMES[family] for family in plan["families"]]}

@@ -45,8 +45,7 @@ def package_versions() -> dict:
 
 
 def chapter_token_budget() -> dict:
-    """The generated-token ceiling of the chapter's full run: its problems x G completions x max_completion_length
-    (one epoch: every problem sampled G times, each completion at most max_completion_length tokens)."""
+    """The generated-token ceiling of the chapter's full run, one epoch: problems x G x max_completion_length."""
     problems, completions = TRAIN_SIZE, FACTS["grpo.num_generations"].value
     length = FACTS["grpo.max_completion_length"].value
     return {"problems": problems, "completions": completions, "max_completion_length": length,
@@ -54,9 +53,8 @@ def chapter_token_budget() -> dict:
 
 
 def trainer_device(args: dict | None) -> dict | None:
-    """Where one trainer ran, from the TrainingArguments it recorded (``resolved_args``, ``to_dict()``): ``use_cpu``
-    (``models.training.precision_flags`` sets it on a machine without CUDA) -> cpu in float32; bf16 or fp16 mixed
-    precision (set only on a GPU) -> gpu; neither -> None (the arguments do not tell)."""
+    """Where one trainer ran, from its recorded TrainingArguments: ``use_cpu`` (``models.training.precision_flags``) ->
+    cpu in float32; bf16 or fp16 mixed precision (set only on a GPU) -> gpu; neither -> None."""
     args = args or {}
     if args.get("use_cpu"):
         return {"device": "cpu", "precision": "float32"}
@@ -67,8 +65,7 @@ def trainer_device(args: dict | None) -> dict | None:
 
 
 def run_device(trains: dict) -> dict:
-    """The run card's device: per training stage that recorded its TrainingArguments (``trainer_device``) where it
-    ran, and ``kind``, "cpu", "gpu", "cpu and gpu" or None (no stage told)."""
+    """The run card's device: where each training stage ran (``trainer_device``), and their ``kind``."""
     stages = {name: where for name, train in trains.items()
               if (where := trainer_device(train.get("resolved_args"))) is not None}
     kinds = sorted({where["device"] for where in stages.values()})
@@ -77,9 +74,8 @@ def run_device(trains: dict) -> dict:
 
 
 def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
-    """Per training stage (its benchmark name), the optimizer updates float16's loss scaler skipped and those made from
-    non-finite gradients, as it recorded them (``thai_grpo.methods.updates``); a stage that recorded none is left
-    out."""
+    """Per training stage, the updates float16's loss scaler skipped and those made from non-finite gradients
+    (``thai_grpo.methods.updates``); a stage that recorded none is left out."""
     from thai_grpo.methods.updates import COUNTS
 
     recorded = {f"train-{run}": train for run, train in trains.items()}
@@ -91,11 +87,8 @@ def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
 def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_model: dict | None = None,
                  kl_real: dict | None = None, reward_model_train: dict | None = None,
                  extra_sets: dict | None = None) -> dict[str, dict]:
-    """Per stage (its benchmark name), the precision it really ran in, as each stage recorded it: ``dtype``, the dtype
-    its model's weights were loaded in (a training stage its frozen base: ``weights_dtype`` in train.json,
-    ``base.dtype``; an evaluation stage the model it scored: ``dtype`` in its output, ``eval.dtype``), and for an
-    evaluation stage the ``device`` it ran on and its float32 ``matmul_precision`` (``highest``: TF32 off). A stage
-    that recorded no dtype is left out."""
+    """Per stage (its benchmark name), the precision it recorded: its model's ``dtype`` and, for an evaluation stage,
+    its ``device`` and float32 ``matmul_precision`` (``highest``: TF32 off); stages that recorded none are left out."""
     def evaluation(record: dict | None) -> dict:
         record = record or {}
         return {key: record[key] for key in ("dtype", "device", "matmul_precision") if record.get(key) is not None}
@@ -149,9 +142,8 @@ def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
 
 
 def elapsed_seconds(benchmark_dir: str | Path, stages) -> float | None:
-    """The run's elapsed wall time: from the first job's start to the last job's end, over the benchmark files of
-    ``stages``. Snakemake writes a job's file when the job ends, so its end is the file's modification time and its
-    start that time minus its ``s``. Jobs run side by side, so this is less than the sum of their seconds."""
+    """Wall time from the first job's start to the last job's end over the benchmark files of ``stages``: Snakemake
+    writes a job's file when it ends, so its end is the file's mtime and its start that minus its ``s``."""
     spans = []
     for stage, seconds in benchmark_column(benchmark_dir, "s").items():
         if stage in stages:
@@ -161,8 +153,7 @@ def elapsed_seconds(benchmark_dir: str | Path, stages) -> float | None:
 
 
 def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = ()) -> dict:
-    """The stages of one report: shared ones, the train and score stages of its models, and the
-    stages of its second held-out sets (extra_heldout-SET, sample_extra-SET-MODEL, score_extra-SET-MODEL)."""
+    """The stages of one report: the shared ones, and those of its models and of its second held-out sets."""
     def belongs(stage: str) -> bool:
         kind, _, model = stage.partition("-")
         if kind == "extra_heldout":
@@ -260,11 +251,8 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
                 pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
                 peak_memory: dict | None = None, reward_model: dict | None = None,
                 displacements: dict | None = None) -> list[dict]:
-    """One comparison row per method, in the chapter's order; every run of a method (variants with
-    group: method, or ablation in the pitfalls report) is a row; methods the pipeline did not run say so. Pitfall
-    variants are not rows. ``paired``: ``{MODEL_vs_sft: pass@1 test}``; ``greedy_paired``: ``{MODEL: greedy-accuracy
-    test vs SFT}``; ``peak_memory``: max_rss (MB) per stage; ``reward_model``: PPO's reward model record;
-    ``displacements``: ||adapter - SFT adapter|| per run (``update_size.adapter_displacements``)."""
+    """One comparison row per method run, in the chapter's order (variants of group method or ablation; pitfalls are not
+    rows), and a "not run" row per method the config left out; ``displacements``: ||adapter - SFT adapter|| per run."""
     plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
                 and (plans.get(name) or {}).get("group", "method") in ("method", "ablation")]
@@ -288,12 +276,9 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
 
 
 def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
-    """Which runs each pitfall figure overlays: the pitfall variants by what they change, after ``reference``.
-
-    reward_hacking: the rewards include format_lenient; group_size: the variant sets num_generations;
-    temperature: it sets temperature; clipping: it sets num_iterations (each batch reused, so the clip can act). What a variant sets is read from the plan's ``overrides`` (its config
-    entry); a plan without them counts what differs from the reference's grpo section.
-    """
+    """Which runs each pitfall figure overlays, ``reference`` first: a pitfall variant rewarded by format_lenient is
+    reward_hacking, else it goes by the first it changes of num_generations (group_size), temperature and num_iterations
+    (clipping: each batch reused, so the clip can act)."""
     ref_grpo = (plans.get(reference) or {}).get("grpo_args", {})
     sets = {name: [] for name in PITFALLS}
     for name, plan in plans.items():
@@ -342,9 +327,8 @@ def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
 
 
 def narrowing(scores: dict, n_boot: int, seed: int, weaker: str = "sft", stronger: str = "grpo") -> dict | None:
-    """GRPO's pass@k gap over SFT at k = n / 2 against the gap the ceiling alone would leave
-    (``narrowing.narrowing_test``: at k = n each problem's pass@k is one 0/1, and the test's standard error then
-    tracks its own estimate); None without both models or with n < 4."""
+    """GRPO's pass@k gap over SFT at k = n / 2 against the ceiling's (``narrowing_test``; at k = n each problem's pass@k
+    is one 0/1 and the standard error tracks its own estimate); None without both models or with n < 4."""
     if weaker not in scores or stronger not in scores or scores[weaker].get("n_samples", 0) < 4:
         return None
     n = scores[weaker]["n_samples"]
@@ -354,9 +338,7 @@ def narrowing(scores: dict, n_boot: int, seed: int, weaker: str = "sft", stronge
 
 
 def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) -> dict:
-    """The ``extra_sets`` section, one entry per second held-out set (``{name: {stats, scores}}``): its title and
-    source from the config, its problem counts, every model's scores as in ``eval``, and the paired tests
-    against SFT on that set. The main held-out numbers (``eval``, ``comparison``) do not depend on it."""
+    """Per second held-out set: its config, problem counts, every model's scores and paired tests against SFT."""
     specs = config["eval"].get("extra_sets") or {}
     return {name: {"title": specs.get(name, {}).get("title", name),
                    "source": {key: specs.get(name, {}).get(key) for key in ("source", "path", "name", "split",
@@ -367,8 +349,7 @@ def extra_set_results(config: dict, extra_sets: dict, n_boot: int, seed: int) ->
 
 
 def with_kl_summary(kl_real: dict | None, n_boot: int, seed: int) -> dict | None:
-    """The token_logprobs stage's output with ``summary`` (``kl.real_kl_summary``: exact KL vs k1 and k3, their
-    intervals and regimes) when it holds the exact per-position KL (older outputs do not)."""
+    """``kl_real`` with ``summary`` (``kl.real_kl_summary``) when it holds the exact per-position KL."""
     if not kl_real or "kl_exact" not in kl_real:
         return kl_real
     return {**kl_real, "summary": real_kl_summary(kl_real, n_boot, seed)}
@@ -379,10 +360,8 @@ STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "lo
               "chains": "chain_study"}
 
 def add_studies(results: dict, studies: dict, fingerprint: str | None) -> dict:
-    """``results`` with each built study under its ``STUDY_KEYS`` key, and ``studies_from_other_settings``: the studies
-    whose stored ``settings_fingerprint`` (thai_grpo.core.config.settings_fingerprint) is not ``fingerprint``, the
-    current config's: built before a setting changed, shown as they are until their own target rebuilds them (one
-    without a stored fingerprint counts as built from other settings)."""
+    """``results`` with each built study under its ``STUDY_KEYS`` key, and ``studies_from_other_settings``: those whose
+    stored ``settings_fingerprint`` is not the config's, shown as built until their own target rebuilds them."""
     for name, study in studies.items():
         results[STUDY_KEYS[name]] = study
     results["studies_from_other_settings"] = sorted(
@@ -397,17 +376,10 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              reward_model: dict | None = None, displacements: dict | None = None,
              chapter_values: dict | None = None, reward_model_train: dict | None = None,
              sizes: dict | None = None) -> dict:
-    """The whole results document; ``train`` holds the main GRPO run, ``runs`` every trained variant (with
-    its method, group and settings from ``plans``), ``pitfalls`` which runs each pitfall figure overlays,
-    ``extra_sets`` the second held-out sets (``{name: {stats, scores}}`` in, see ``extra_set_results``),
-    ``eval_own_temperature`` the scores of variants sampled at the temperature they were trained at, when it is not
-    ``eval.temperature`` (``{model: scores}``), ``peak_memory`` each stage's max_rss in MB (``benchmark_max_rss``),
-    ``reward_model`` PPO's reward model record (its pairwise accuracies), ``displacements`` each run's
-    ||adapter - SFT adapter|| (the comparison's update size, beside each run's mean gradient norm),
-    ``chapter_values`` every contract key's value in this run (``thai_grpo.methods.contract.resolved_values``), for
-    the run card's departures from the chapter's experiment, ``reward_model_train`` the reward model's train.json (the
-    dtype it trained in, ``stage_dtypes``); ``sizes`` each sampling job's sizes.json by model (the run card's
-    ``sizes``, with PPO's chunk size from its record)."""
+    """The whole results document: ``train`` the main GRPO run, ``runs`` every trained variant, ``comparison`` the
+    paired tests under the plan and the method rows. Each optional input is a stage's records, by model or by stage,
+    passed on to the helper that reads it; ``own_temperature`` holds variants scored at their training temperature,
+    ``chapter_values`` (``methods.contract.resolved_values``) gives the run card's departures from the chapter."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})

@@ -1,10 +1,5 @@
-"""The run's own words: what it ran on, which base model, which methods and what each keeps in memory, the rewards
-it was graded by, and what it departs from. Each comes from results.json (the run card ``run``, the comparison rows
-``comparison.methods``, the runs' settings), so the report of another run, on another machine or model, never repeats
-this one's claims. Where a sentence only says a count or a case (the departures, the leakage check, the device's
-peak memory, who is supervised how and who samples what), this module passes the count or the case and
-report/words.html.j2 says it.
-"""
+"""The run's own words for the report (device, base model, methods and their memory, rewards, departures), from
+results.json, so that another run's report never repeats this one's claims; words.html.j2 words counts and cases."""
 
 from __future__ import annotations
 
@@ -35,9 +30,8 @@ def count_words(n: int | float | None) -> str | None:
 
 # --------------------------------------------------------------------------- the machine
 def device_of(run: dict) -> dict:
-    """Where the run trained: the run card's ``device`` (``results.run_device``: the trainers' recorded arguments),
-    else, for a run card written before it was kept, what the torch build says (a ``+cpu`` build has no CUDA, so
-    the run was on a CPU); ``kind`` None when neither tells."""
+    """Where the run trained: the run card's ``device`` (``results.run_device``), else for an older run card a ``+cpu``
+    torch build means a CPU; ``kind`` None when neither tells."""
     recorded = run.get("device") or {}
     if recorded.get("kind"):
         return recorded
@@ -82,8 +76,8 @@ def trained_rows(results: dict) -> list[dict]:
 
 
 def memory_words(rows: list[dict]) -> str | None:
-    """What each method keeps in memory, from its own row, methods with the same models grouped: 'PPO keeps 4 (policy,
-    reference, reward model, value model: separate copies here); DPO and GRPO keep 2 (policy, reference; ...)'."""
+    """What each method keeps in memory, methods with the same models grouped: 'PPO keeps 4 (policy, reference, reward
+    model, value model: separate copies here); DPO and GRPO keep 2 (policy, reference; ...)'."""
     groups: dict[str, list[str]] = {}
     for row in rows:
         if row.get("models_in_memory"):
@@ -93,8 +87,7 @@ def memory_words(rows: list[dict]) -> str | None:
 
 
 def supervision_lists(rows: list[dict]) -> dict[str, list[str]]:
-    """The methods present by the supervision they need, for the costs read from supervision to verification:
-    ``pairs`` (preference pairs ranked by the verifier) and ``verifier`` (no human labels)."""
+    """The methods by supervision: ``pairs`` (preference pairs the verifier ranked) and ``verifier`` (no labels)."""
     return {"pairs": [row["method"] for row in rows if row.get("human_labels") in PAIR_LABELS],
             "verifier": [row["method"] for row in rows if row.get("human_labels") == VERIFIER]}
 
@@ -108,8 +101,7 @@ def sampling_lists(rows: list[dict]) -> dict[str, list[str]]:
 
 
 def lead(results: dict) -> dict:
-    """What the page's first sentences say (report/words.html.j2 ``lead``): the model, the adapter, the device, the
-    rewards, the methods beside GRPO and what each keeps in memory."""
+    """The facts of the page's first sentences (report/words.html.j2 ``lead``)."""
     run, main = results.get("run") or {}, (results.get("train") or {}).get("variant") or "grpo"
     rewards = ((results.get("runs") or {}).get(main) or {}).get("settings", {}).get("rewards")
     rows = trained_rows(results)
@@ -119,8 +111,7 @@ def lead(results: dict) -> dict:
 
 
 def report_words(results: dict) -> dict:
-    """The run-dependent words of the run card and the comparison, by the place they fill, and the numbers and
-    cases report/words.html.j2 says in sentences."""
+    """The run-dependent words of the run card and the comparison, and the counts and cases words.html.j2 says."""
     run, rows = results.get("run") or {}, trained_rows(results)
     departures = run.get("chapter_departures")
     return {"device": device_text(run), "model": model_words(run), "memory": memory_words(rows),

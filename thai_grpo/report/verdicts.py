@@ -1,8 +1,5 @@
-"""Sentences of verdict, computed from the numbers they summarise (never written in advance).
-
-Each function takes the parts of results.json it speaks about and returns plain text; the report and the
-README quote these sentences, so a run that says "no" makes the report say "no".
-"""
+"""Sentences of verdict, computed from the numbers they summarise, for the report and the README: a run that says "no"
+makes the report say "no"."""
 
 from __future__ import annotations
 
@@ -30,8 +27,8 @@ FLIP = {"higher": "lower", "lower": "higher"}
 
 
 def oriented(test: dict, model: str) -> dict:
-    """A pairwise test (``a`` - ``b``) turned to read ``model`` - the other model: the difference, its intervals and
-    per-chain values change sign and ``higher`` / ``lower`` swap; the p-values and families do not."""
+    """A pairwise test (``a`` - ``b``) turned to read ``model`` - the other: the difference, its interval and per-chain
+    values change sign and ``higher`` / ``lower`` swap; p-values and families do not."""
     if test["a"] == model:
         return test
     turned = {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
@@ -44,8 +41,7 @@ def oriented(test: dict, model: str) -> dict:
 
 
 def pair_test(pairwise: list[dict], model: str, other: str, metric: str = "pass@1") -> dict | None:
-    """The test of ``model`` - ``other`` on ``metric`` from ``comparison.pairwise`` (the statistics note's table);
-    None when the run has no such test."""
+    """The test of ``model`` - ``other`` on ``metric`` from ``comparison.pairwise``, or None."""
     for test in pairwise:
         if test["metric"] == metric and {test["a"], test["b"]} == {model, other}:
             return oriented(test, model)
@@ -61,10 +57,8 @@ def p_pair(test: dict) -> str:
 
 
 def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
-    """One paired difference over problems (``pair_test``) in a sentence: its size in words (never a signed size),
-    its 95% interval over problems, raw and family-adjusted p, its family (``plan_words.family_text``) and the
-    plan's verdict. ``trained_from``: ``after`` was trained from ``before`` (it raised or lowered the metric), else
-    the two are only compared."""
+    """One paired difference (``pair_test``) in a sentence: its size in words, 95% interval, p-values, family and the
+    plan's verdict; ``trained_from``: ``after`` was trained from ``before`` (it raised or lowered the metric)."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
     interval = f"[{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
     numbers = f"(paired 95% interval over problems {interval} points, {p_pair(test)}; {family_text(test)})"
@@ -79,10 +73,8 @@ def versus_verdict(test: dict, after: str, before: str, trained_from: bool = Tru
 
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO"),
                       narrowing: dict | None = None) -> str | None:
-    """Does the gap between two models' pass@k curves narrow at large k by more than the ceiling makes it narrow
-    ("polish, not create")? The curves (``pass_at_k_curve``: k = 1..n) at k = 1 and the largest k both have, then
-    ``narrowing`` (``evaluation.narrowing.narrowing_test``): the excess narrowing over a uniform improvement with its
-    interval decides; without it no claim is made."""
+    """Does the gap between two pass@k curves narrow at large k by more than the ceiling makes it narrow ("polish, not
+    create")? ``narrowing`` (``evaluation.narrowing.narrowing_test``) decides; without it no claim is made."""
     curve_b, curve_a = before.get("pass_at_k_curve") or [], after.get("pass_at_k_curve") or []
     last = min(len(curve_b), len(curve_a))  # curves are pass@k for k = 1..n
     if last < 2:
@@ -117,11 +109,9 @@ def health_verdict(health: dict) -> str:
 
 
 def kl_takeaway(summary: dict) -> dict:
-    """k1 against k3 on the run's own tokens (``kl.real_kl_summary``), as numbers and verdicts for the template: which
-    one has the smaller exact standard error and by what factor (``agrees``: it is the chapter's k3); whether each
-    one's bootstrap interval holds the exact KL (``holds``); which ones the bootstrap saw under half of the exact
-    standard error of (``blind``: their variance sits in tokens pi rarely samples, so their interval is too narrow);
-    and per estimator the regimes of per-position KL it wins, with their tokens (``wins``)."""
+    """k1 against k3 (``kl.real_kl_summary``): which has the smaller exact standard error and by what factor
+    (``agrees``: k3), whether each bootstrap interval holds the exact KL (``holds``), which the bootstrap saw under half
+    their exact standard error (``blind``: variance in rarely sampled tokens) and the regimes each wins."""
     means, exact_se = summary["means"], summary["exact_se"]
     better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
     ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else None
