@@ -24,9 +24,9 @@ with the card's datasheet bandwidth and dense peaks, and these counts of the sta
   fused log-prob head (Triton) by the first stage of a process that runs it; a job's start (``JOB_START_S``).
 The terms are added, as if the host never ran ahead of the GPU: where they overlap the sum is an upper bound.
 
-``Sampler`` names how a ``generate`` call works: the code that made the records (``TODAY``, and TRL's own
-``TRL_GENERATE`` for GRPO's rollouts) or the rewritten sampler (``NEW``: a pre-allocated cache, each problem's prompt
-KV held once and read once per step for all its samples, finished rows no longer computed; its host ops per step taken
+``Sampler`` names how a ``generate`` call works: as the code that made the records (``TODAY``, and TRL's own
+``TRL_GENERATE`` for GRPO's rollouts) or as the new sampler (``NEW``: a pre-allocated cache, each problem's prompt KV
+held once and read once per step for all its samples, finished rows no longer computed; its host ops per step taken
 as today's). ``fit`` finds the factors (``Costs``) by least squares on relative errors.
 """
 
@@ -103,7 +103,7 @@ class Sampler:
 
 TRL_GENERATE = Sampler(False, False, False, False, False)  # GRPO's and RLOO's rollouts: TRL's model.generate
 TODAY = Sampler(False, False, False, True, True)  # sampling.generate (held-out, pass@k, pairs) and PPO's rollouts
-NEW = Sampler(True, True, True, True, True)  # the rewritten held-out sampler and PPO rollouts
+NEW = Sampler(True, True, True, True, True)  # the new sampler: held-out, pass@k, pairs and PPO's rollouts
 
 
 @dataclasses.dataclass(frozen=True)
