@@ -537,20 +537,22 @@ def table_memory_plan(root: Path) -> str:
     return markdown_table(stage_plans(real_config(root)))
 
 
-def table_time_plan(root: Path) -> str:
-    """The real run's predicted time per stage on a T4 and an H100-class GPU (thai_grpo_tools.time_plan), from the
-    config files under ``root`` and, when present, a `make gpu-check` record in docs/reference/gpu_check.json."""
+def time_tables(root: Path) -> dict[str, str]:
+    """docs/real-run.md's time check (the cost model against the `make gpu-check` records in
+    docs/reference/gpu_check*.json and the chapter's T4 times) and time plan (the real run per card), from the config
+    files under ``root`` (thai_grpo_tools.time_plan)."""
     import json
 
     from thai_grpo_tools.stage_plans import real_config
-    from thai_grpo_tools.time_plan import markdown_table
+    from thai_grpo_tools.time_plan import tables
 
-    measured = root / "docs" / "reference" / "gpu_check.json"
-    return markdown_table(real_config(root), json.loads(measured.read_text()) if measured.exists() else None)
+    records = [json.loads(path.read_text(encoding="utf-8"))
+               for path in sorted((root / "docs" / "reference").glob("gpu_check*.json"))]
+    return tables(real_config(root), records)
 
 
 def table_gpu_check(root: Path) -> str:
-    """The `make gpu-check` records kept in docs/reference/gpu_check*.json (gpu_check.json feeds the time plan): for
+    """The `make gpu-check` records kept in docs/reference/gpu_check*.json (they calibrate the time plan): for
     each, where it ran, then each stage's peak memory beside the plan and its seconds per step, as the check printed
     them (thai_grpo_tools.rehearsal_full.table)."""
     import json
@@ -577,7 +579,7 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolv
             "departures": table_departures(ref), "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
             "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
-            "time-plan": table_time_plan(root), "gpu-check": table_gpu_check(root),
+            **time_tables(root), "gpu-check": table_gpu_check(root),
             "chain-verdicts": table_chain_verdicts(ref), "variance-sources": table_variance_sources(ref),
             "headline-detail": table_headline_detail(ref), "kl-finding": table_kl_finding(ref),
             "ppo-scores": table_ppo_scores(ref), "tokenizer": table_tokenizer(elsewhere)}

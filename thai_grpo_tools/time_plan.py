@@ -1,245 +1,370 @@
-"""The real run's predicted wall time, stage by stage, on a T4 and on an H100-class GPU (docs/real-run.md's generated
-table; maintainer tooling for `make docs`, not imported by any pipeline job).
+"""The real run's time plan, checked against measurements (docs/real-run.md's generated tables; maintainer tooling for
+`make docs`, never imported by a pipeline job). The cost model is ``thai_grpo_tools.time_model``'s.
 
-Each stage's work is counted from the real config at the sizes each card chooses (``stage_plans.sizes_for_card``):
-the tokens it generates (every row of a ``generate`` call runs to the call's last step, so sequences x steps, an upper
-bound reached once one row of a call hits the budget), its decode steps (generate calls x max new tokens) and its
-optimizer steps. Its time is
-
-    decode steps x ``step_s``  +  token units x ``unit_s``  +  ``JOB_START_S``
-
-where a token unit is one completion token through one forward pass (a forward-backward counts 3: the backward costs
-about twice the forward; a decode step's token counts 1). ``step_s`` is what a decode step costs whatever its batch
-(launching a 28-layer step is host-bound at these sizes), ``unit_s`` what grows with the batch.
-
-Where the costs come from (``t4_costs``, ``h100_costs``):
-- T4: fitted to the chapter's own two T4 figures, GRPO full mode ~18 min and fast mode ~10 min, with each mode's work
-  counted from the config as above (GRPO: decode 1 + reference forward 1 + forward-backward 3 = 5 units per token).
-  Two figures, two unknowns: an assumption that the model holds, not a measurement.
-- H100-class: no published figure for this workload; ``unit_s`` is the T4's divided by the memory-bandwidth ratio of
-  the two datasheets (T4 320 GB/s, H100 SXM 3.35 TB/s: 10.5x; the dense 16-bit tensor ratio, 65 vs 989 TFLOPS, is
-  larger), ``step_s`` the T4's divided by ``HOST_SPEEDUP`` (assumed: a faster host and launch path, not measured).
-- ``measured_seconds``: a `make gpu-check` record (``rehearse.json`` of the chapter preset, copied to
-  ``docs/reference/gpu_check.json``) replaces the prediction of every training stage it timed on its card, as its
-  seconds per step x the stage's steps (optimizer steps; for PPO, rollout batches, each with all its updates).
+- What each stage does, in the model's counts: a GRPO or RLOO step, a DPO or reward-model step, a PPO step, the
+  k1-vs-k3 passes, sampling jobs (``time_model.sampling_job``), every completion at its full budget (random weights
+  run to it; for the real model it is an upper bound: no measured completion-length distribution is at hand).
+- ``calibration``: the work each `make gpu-check` stage did (``tools/rehearse_full.py``: one optimizer step of each
+  trainer, one held-out batch and its greedy answers, the k1-vs-k3 passes over those samples; the chapter preset at
+  the sizes a T4 chooses, the record's prompt length), with the code that made the records (``generate``); the
+  chapter's two T4 times of GRPO's whole stage; ``time_model.fit`` on them, and each stage's predicted time beside its measured one.
+- ``plan``: the real comparison at the sizes each card chooses (``stage_plans.sizes_for_card``), prompts counted at
+  the memory plan's 256 tokens, with the records' ``generate`` and with the decode loop the code runs now (at the
+  same sizes); its total (pass@k apart) against the goals.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
-CHAPTER_T4_MINUTES = {"full": 18.0, "fast": 10.0}  # the chapter's own T4 times of GRPO's two modes
-T4_BANDWIDTH_GBS, H100_BANDWIDTH_GBS = 320.0, 3350.0  # NVIDIA T4 and H100 SXM datasheets
-HOST_SPEEDUP = 4.0  # assumed: a decode step's host-side cost on an H100-class machine vs a T4's (Colab-class) host
-JOB_START_S = 20.0  # assumed: a job's imports, CUDA start and model loading from a local disk
-GRPO_UNITS = 1 + 1 + 3  # per completion token: decode, the reference's forward, the forward-backward
-GOALS = {"H100-class": 30 * 60, "T4": 2 * 3600}  # the whole comparison within 30 min / 2 h
-PPO_DECODE_GOAL = 2.0  # PPO's decode steps at most 2x GRPO's (on an 80 GB card)
+from thai_grpo.jobs.memory_plan import (CHUNK_FLOATS, Lora, Shape, generation_floats, logprob_pass_floats,
+                                        ppo_update_floats, rows_per_chunk)
+from thai_grpo_tools.time_model import (A100, DECODE_LOOP, H100, H200, HF_GENERATE, T4, TRL_GENERATE,
+                                        KL_BYTES,
+                                        KL_OPS_PER_COMPLETION, Card, Sampler, Work, breakdown, chunk_sizes, fit,
+                                        forward_pass, generate_call, sampling_job, seconds, total)
 
-
-@dataclasses.dataclass(frozen=True)
-class Costs:
-    card: str
-    card_gib: float
-    step_s: float
-    unit_s: float
-    source: str
+CHAPTER_T4_MINUTES = {"full": 18.0, "fast": 10.0}  # the chapter's own T4 times of GRPO's whole stage
+GOALS_MIN = {"T4": 120, "H100-class": 30}  # the whole comparison, pass@k apart
+PPO_DECODE_GOAL = 2.0  # PPO's decode steps at most twice GRPO's on an 80 GB card
+CHECKED_ERROR = 0.25  # the calibration counts as checked when every measured stage is within this
+PLAN_CARDS = (T4, A100, H100)
+FUSED_HEAD_STAGES = ("grpo", "grpo_fast", "rloo", "dpo")  # the rehearsal's stages that run TRL's fused head
 
 
-@dataclasses.dataclass(frozen=True)
-class Work:
-    """One stage's work: generated tokens, decode steps, optimizer steps, token units, jobs (model loads)."""
-    stage: str
-    generated_tokens: int
-    decode_steps: int
-    optimizer_steps: int
-    units: int
-    jobs: int = 1
-    kind: str = ""  # the gpu-check stage whose measured seconds per step stand for it, if any
-    measured_steps: int | None = None  # the steps that stage's seconds per step count, where not optimizer_steps
-
-    @property
-    def timed_steps(self) -> int:
-        return self.optimizer_steps if self.measured_steps is None else self.measured_steps
+# ----------------------------------------------------------------------------------------- what each stage does
+def training_ops(checkpointing: bool) -> str:
+    return "train_lora_checkpointed" if checkpointing else "train_lora"
 
 
-def seconds(work: Work, costs: Costs) -> float:
-    return work.decode_steps * costs.step_s + work.units * costs.unit_s + work.jobs * JOB_START_S
-
-
-# ----------------------------------------------------------------------------------------- work per stage
-def grpo_work(stage: str, args: dict, problems: int) -> Work:
-    """A GRPO/RLOO run of one epoch: TRL generates batch x accumulation completions per call, one call per step."""
+def grpo_step(shape: Shape, dtype: str, args: dict, prompt: int, method: str = "grpo") -> Work:
+    """One optimizer step of TRL's GRPO or RLOO: batch x accumulation rollouts in one ``generate`` call through the
+    LoRA policy, then per micro-batch the reference's forward pass (beta > 0; RLOO also the policy's own, its old
+    log-probs) and a forward-backward, through TRL's fused head on the completion positions."""
     g, length = int(args["num_generations"]), int(args["max_completion_length"])
-    per_call = int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps", 1))
-    calls = math.ceil(problems * g / per_call)
-    tokens = calls * per_call * length
-    return Work(stage, tokens, calls * length, calls, GRPO_UNITS * tokens, kind="grpo")
+    batch, accumulation = int(args["per_device_train_batch_size"]), int(args.get("gradient_accumulation_steps", 1))
+    checkpointing, width, rows = bool(args.get("activation_checkpointing")), prompt + length, batch * accumulation
+    rollouts = generate_call(shape, dtype, TRL_GENERATE, rows // g, g, prompt, [length] * rows, "decode_lora")
+    reference = forward_pass(shape, dtype, batch, width, length, "forward") if float(args.get("beta", 0)) else Work()
+    old = forward_pass(shape, dtype, batch, width, length, "forward_lora") if method == "rloo" else Work()
+    train = forward_pass(shape, dtype, batch, width, length, training_ops(checkpointing), "fused_train", train=True,
+                         checkpointing=checkpointing)
+    return rollouts + (reference + old + train) * accumulation
 
 
-def sampling_work(stage: str, problems: int, num_samples: int, length: int, batch: int, greedy: bool = True,
-                  jobs: int = 1) -> Work:
-    """``jobs`` sampling jobs of ``problems`` x ``num_samples`` at ``batch`` problems per call, plus (``greedy``) one
-    greedy answer per problem, as many problems per call as fit in a sampling call's memory
-    (``greedy_problems_per_call``)."""
+def grpo_job(shape: Shape, args: dict, problems: int, prompt: int, method: str = "grpo") -> Work:
+    """A whole GRPO (or RLOO) job: one epoch of steps (problems x G completions, batch x accumulation a step)."""
+    per_step = int(args["per_device_train_batch_size"]) * int(args.get("gradient_accumulation_steps", 1))
+    steps = math.ceil(problems * int(args["num_generations"]) / per_step)
+    return grpo_step(shape, "16-bit", args, prompt, method) * steps + Work(trainer_runs=1, fused_head_compiles=1,
+                                                                           jobs=1)
+
+
+def pair_step(shape: Shape, pairs: int, width: int, completion: int, checkpointing: bool, method: str) -> Work:
+    """One step over ``pairs`` preference pairs (a chosen and a rejected row each): DPO (the reference's forward
+    pass, then the policy's forward-backward through TRL's fused head) or the reward model (a score head)."""
+    rows, ops = 2 * pairs, training_ops(checkpointing)
+    if method == "reward_model":
+        return forward_pass(shape, "16-bit", rows, width, 0, ops, "none", head="score", train=True,
+                            checkpointing=checkpointing)
+    return forward_pass(shape, "16-bit", rows, width, completion, "forward") + forward_pass(
+        shape, "16-bit", rows, width, completion, ops, "fused_train", train=True, checkpointing=checkpointing)
+
+
+def ppo_step(shape: Shape, settings: dict, prompt: int, length: int, chunks: dict, sampler: Sampler) -> Work:
+    """One PPO step (thai_grpo.methods.ppo): ``batch_size`` rollouts in generate calls of ``chunks["generate"]``
+    prompts; the policy's and the reference's (no LoRA) log-prob passes, full log-softmaxes, in chunks of
+    ``chunks["logprobs"]`` rows; the value model's (and the reward model's) scores; ``num_ppo_epochs`` x
+    ``num_mini_batches`` updates, each a forward-backward of policy and value model in chunks of ``chunks["update"]``
+    rows."""
+    batch, width, dtype = int(settings["batch_size"]), prompt + length, "16-bit"
+    updates = int(settings.get("num_ppo_epochs", 4)) * int(settings.get("num_mini_batches", 1))
+    rollouts = total(generate_call(shape, dtype, sampler, rows, 1, prompt, [length] * rows, "decode_lora")
+                     for rows in chunk_sizes(batch, chunks["generate"]))
+    def logprob_passes(ops: str) -> Work:
+        return total(forward_pass(shape, dtype, rows, width, length + 1, ops, "full")
+                     for rows in chunk_sizes(batch, chunks["logprobs"]))
+
+    scorers = 1 if settings.get("score") == "verifier" else 2  # the value model, and the reward model
+    scores = forward_pass(shape, dtype, batch, width, 0, "forward_lora", "none", head="score") * scorers
+    update = total(forward_pass(shape, dtype, rows, width, length + 1, "train_lora", "full_train", train=True) +
+                   forward_pass(shape, dtype, rows, width, 0, "train_lora", "none", head="score", train=True)
+                   for rows in chunk_sizes(batch // int(settings.get("num_mini_batches", 1)), chunks["update"]))
+    return rollouts + logprob_passes("forward_lora") + logprob_passes("forward") + scores + update * updates
+
+
+def ppo_chunks(shape: Shape, settings: dict, width: int, length: int, sft: Lora, value: Lora) -> dict:
+    """The rows per generate call, log-prob pass and update chunk PPO's code chooses within ``chunk_floats``."""
+    budget, batch = int(settings["chunk_floats"]), int(settings["batch_size"])
+    return {"generate": rows_per_chunk(generation_floats(shape, width - length, length), batch, budget),
+            "logprobs": rows_per_chunk(logprob_pass_floats(shape, width), batch, budget),
+            "update": rows_per_chunk(ppo_update_floats(shape, sft, value, width, length),
+                                     batch // int(settings.get("num_mini_batches", 1)), budget)}
+
+
+def token_logprobs_work(shape: Shape, completions: int, prompt: int, length: int, batch: int = 32) -> Work:
+    """The k1-vs-k3 stage (thai_grpo.evaluation.token_logprobs), in float32: per chunk of completions the policy's
+    and the reference's forward passes with full log-softmaxes, then each completion's exact KL in float64."""
+    width = prompt + length
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, CHUNK_FLOATS)
+    passes = total(forward_pass(shape, "float32", size, width, length + 1, "forward_lora", "full32")
+                   for size in chunk_sizes(completions, rows))
+    return passes * 2 + Work(bytes=completions * length * shape.vocab_size * KL_BYTES,
+                             ops=completions * KL_OPS_PER_COMPLETION)
+
+
+# ----------------------------------------------------------------------------------------- the measured stages
+def record_sizes(record: dict) -> dict:
+    """The sizes a `make gpu-check` record's stages ran with, as its own memory plan states them: held-out problems
+    per generate call and samples of each; PPO's rows per generate call, log-prob pass and update chunk."""
+    notes = {plan["stage"]: plan["note"] for plan in record["plan"]}
+    problems, samples = re.search(r"(\d+) problems x (\d+) samples", notes["held-out sampling"]).groups()
+    generate, logprobs = re.search(r"generated (\d+) at a time, log-prob passes of (\d+) rows",
+                                   notes["PPO (ppo): rollouts"]).groups()
+    update = re.search(r"chunks of (\d+)", notes["PPO (ppo): update"]).group(1)
+    return {"heldout_problems": int(problems), "samples": int(samples),
+            "ppo": {"generate": int(generate), "logprobs": int(logprobs), "update": int(update)}}
+
+
+def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, shape: Shape) -> Work:
+    """What one stage of ``tools/rehearse_full.py`` ran between its meter's start and stop, with the code
+    that made the records (``generate``)."""
+    grpo, variants, length = config["grpo"], config["variants"], int(config["grpo"]["max_completion_length"])
+    if stage in ("grpo", "grpo_fast", "rloo"):
+        args = {**grpo, **variants.get(stage, {}).get("grpo", {})}
+        return grpo_step(shape, "16-bit", args, prompt, "rloo" if stage == "rloo" else "grpo") + Work(trainer_runs=1)
+    if stage in ("reward_model", "dpo"):
+        args = config["reward_model"]["args"] if stage == "reward_model" else {**grpo, **variants["dpo"]["dpo"]}
+        width = prompt + length + (stage == "reward_model")
+        return pair_step(shape, int(args["per_device_train_batch_size"]), width, length,
+                         bool(args.get("activation_checkpointing")), stage) + Work(trainer_runs=1)
+    if stage in ("ppo", "ppo_verifier"):
+        return ppo_step(shape, variants[stage]["ppo"], prompt, length, sizes["ppo"], HF_GENERATE) + Work(trainer_runs=1)
+    problems, samples = sizes["heldout_problems"], sizes["samples"]
+    if stage == "sample":
+        return sampling_job(shape, "float32", HF_GENERATE, problems, samples, problems, prompt, length,
+                            greedy_batch=problems * samples)  # greedy: batch x samples problems per call
+    if stage == "token_logprobs":
+        return token_logprobs_work(shape, problems * samples, prompt, length)
+    raise ValueError(f"no work model for the rehearsal's stage {stage!r}")
+
+
+def card_of(machine: str) -> Card:
+    for card in (H200, H100, A100, T4):
+        if card.name.split()[0] in machine:
+            return card
+    raise ValueError(f"no datasheet for {machine!r}: add its Card to thai_grpo_tools.time_model")
+
+
+def measured_stages(records: list[dict], real: dict, shape: Shape) -> list[dict]:
+    """Every timed stage of the `make gpu-check` records with its work and its position in its process (the stages
+    of a record ran in one process, in its order); the first stage there that runs TRL's fused head compiles it."""
+    from thai_grpo.jobs.memory_stages import CARD_GIB
+    from thai_grpo_tools.rehearsal_full import rehearsal_config
+
+    rows = []
+    for record in records:
+        config = rehearsal_config(real, record.get("preset", "chapter"), record.get("card_gib", CARD_GIB))
+        sizes, compiled = record_sizes(record), False
+        for position, stage in enumerate(record["stages"], 1):  # in the order they ran
+            if stage.get("seconds") is None:
+                continue
+            compiles = stage["stage"] in FUSED_HEAD_STAGES and not compiled
+            compiled = compiled or compiles
+            work = rehearsal_stage_work(stage["stage"], config, int(record["prompt_tokens"]), sizes, shape)
+            rows.append({"stage": stage["stage"], "dtype": record["dtype"], "card": card_of(record["machine"]),
+                         "position": position, "measured_s": float(stage["seconds"]),
+                         "work": work + Work(fused_head_compiles=compiles)})
+    return rows
+
+
+def chapter_stages(real: dict, shape: Shape, prompt: int) -> list[dict]:
+    """The chapter's two T4 figures: GRPO's whole stage in full and fast mode."""
+    return [{"stage": f"GRPO {mode} mode, whole stage (the chapter)", "dtype": "float16", "card": T4,
+             "measured_s": CHAPTER_T4_MINUTES[mode] * 60,
+             "work": grpo_job(shape, {**real["grpo"], **real["variants"][variant].get("grpo", {})},
+                              int(real["data"]["train_size"]), prompt)}
+            for mode, variant in (("full", "grpo"), ("fast", "grpo_fast"))]
+
+
+def calibration(records: list[dict], real: dict, shape: Shape, prompt: int) -> dict:
+    """The fitted costs and, for every measured stage, its predicted seconds and relative error."""
+    measured, chapter = measured_stages(records, real, shape), chapter_stages(real, shape, prompt)
+    costs = fit(measured, chapter)
+    rows = [{**row, "predicted_s": seconds(row["work"], row["card"], costs)} for row in measured + chapter]
+    rows = [{**row, "error": row["predicted_s"] / row["measured_s"] - 1} for row in rows]
+    return {"costs": costs, "rows": rows, "largest_error": max(abs(row["error"]) for row in rows)}
+
+
+# ----------------------------------------------------------------------------------------- the plan
+def card_sizes(config: dict, card: Card) -> dict:
+    """The sizes a card chooses for ``auto`` (``stage_plans.sizes_for_card``), with the preference pairs' batch
+    (sampled as the held-out sets are, G samples per training problem)."""
+    from thai_grpo.jobs.memory_stages import sampling_batch_for_card
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B, sizes_for_card
+
+    grpo, requested = config["grpo"], config["eval"].get("batch_size", "auto")
+    pairs = int(requested) if requested != "auto" else sampling_batch_for_card(
+        QWEN3_0_6B, int(grpo["num_generations"]), int(grpo["max_completion_length"]), int(config["data"]["train_size"]),
+        card.memory_gib)
+    return {**sizes_for_card(config, card.memory_gib), "pairs.batch_size": pairs}
+
+
+def greedy_batch(sampler: Sampler, shape: Shape, batch: int, samples: int, length: int, prompt: int) -> int:
+    """Problems per greedy call: batch x samples with ``generate`` (as recorded); with the decode loop as many as fit
+    in a sampling call's memory (``memory_stages.greedy_problems_per_call``)."""
     from thai_grpo.jobs.memory_stages import greedy_problems_per_call
-    from thai_grpo_tools.stage_plans import QWEN3_0_6B
 
-    calls = math.ceil(problems / batch)
-    sequences = problems * num_samples
-    if greedy:
-        calls_greedy = math.ceil(problems / greedy_problems_per_call(QWEN3_0_6B, batch, num_samples, length))
-        calls, sequences = calls + calls_greedy, sequences + problems
-    tokens = jobs * sequences * length
-    return Work(stage, tokens, jobs * calls * length, 0, tokens, jobs)
+    if sampler == HF_GENERATE:
+        return batch * samples
+    return greedy_problems_per_call(shape, batch, samples, length, prompt=prompt)
 
 
-def ppo_work(stage: str, settings: dict, length: int, generate_rows: int) -> Work:
-    """PPO: per step ``batch`` rollouts in calls of ``generate_rows``, four scoring forwards (policy, reference, value,
-    reward model), then ``num_ppo_epochs`` passes of policy and value forward-backward."""
-    steps, batch = int(settings["max_steps"]), int(settings["batch_size"])
-    tokens = steps * batch * length
-    units = tokens * (1 + 4 + int(settings.get("num_ppo_epochs", 4)) * 2 * 3)
-    updates = steps * int(settings.get("num_ppo_epochs", 4)) * int(settings.get("num_mini_batches", 1))
-    # a gpu-check step of PPO is one rollout batch with all its epochs and minibatches (the rehearsal's max_steps: 1)
-    return Work(stage, tokens, steps * math.ceil(batch / generate_rows) * length, updates, units, kind="ppo",
-                measured_steps=steps)
-
-
-def pair_training_work(stage: str, pairs: int, length: int, batch: int, units_per_token: int, kind: str) -> Work:
-    """A pass over ``pairs`` preference pairs (chosen and rejected, ``length`` completion tokens each)."""
-    return Work(stage, 0, 0, math.ceil(pairs / batch), units_per_token * 2 * pairs * length, kind=kind)
-
-
-def real_run_work(config: dict, sizes: dict) -> list[Work]:
-    """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target)."""
+def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int) -> list[tuple[str, Work]]:
+    """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target), each with
+    its jobs. ``sampler``: the held-out, pass@k and preference-pair sampler and PPO's rollouts (GRPO's are TRL's)."""
     from thai_grpo.core.config import eval_settings, passk_settings
-    from thai_grpo.jobs.memory_plan import generation_floats, rows_per_chunk
-    from thai_grpo_tools.stage_plans import QWEN3_0_6B
-    from thai_grpo.jobs.memory_stages import PROMPT_TOKENS, sampling_batch_for_card
+    from thai_grpo_tools.stage_plans import sft_shape
 
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)
-    models, problems, heldout = config["eval"]["models"], int(config["data"]["train_size"]), int(
-        config["data"]["heldout_size"])
-    length, n = int(ev["max_new_tokens"]), int(ev["num_samples"])
-    work = []
-    for name in models:
-        method = variants.get(name, {}).get("method", "grpo")
-        if name in variants and method in ("grpo", "rloo"):
-            args = {**grpo, **variants[name].get("grpo", {})}
-            work.append(grpo_work(f"train {name}", args, problems))
-    if any(variants.get(m, {}).get("method") in ("dpo", "ppo") for m in models):
-        g = int(grpo["num_generations"])
-        pair_batch = sampling_batch_for_card(QWEN3_0_6B, g, length, problems, sizes["card_gib"]) \
-            if config["eval"]["batch_size"] == "auto" else int(config["eval"]["batch_size"])
-        work.append(sampling_work("preference pairs", problems, g, int(grpo["max_completion_length"]), pair_batch,
-                                  greedy=False))
-        rm = config.get("reward_model", {}).get("args", {})
-        work.append(pair_training_work("reward model", problems, length, int(rm.get("per_device_train_batch_size", 8)),
-                                       3, "reward_model"))
-    for name in models:
-        spec = variants.get(name, {})
-        if spec.get("method") == "dpo":
-            dpo = spec.get("dpo", {})
-            work.append(pair_training_work(f"train {name}", problems, length,
-                                           int(dpo.get("per_device_train_batch_size", 8)), 3 + 1, "dpo"))
-        if spec.get("method") == "ppo":
-            settings = {**spec.get("ppo", {}), "chunk_floats": sizes["ppo.chunk_floats"][name]}
-            rows = rows_per_chunk(generation_floats(QWEN3_0_6B, PROMPT_TOKENS, length), int(settings["batch_size"]),
-                                  settings["chunk_floats"])
-            work.append(ppo_work(f"train {name}", settings, length, rows))
+    models, problems, length = config["eval"]["models"], int(config["data"]["train_size"]), int(ev["max_new_tokens"])
+    method = {name: variants.get(name, {}).get("method", "grpo") for name in models}
+    stages = [(f"train {name}", grpo_job(shape, {**grpo, **variants[name].get("grpo", {})}, problems, prompt,
+                                         method[name]))
+              for name in models if name in variants and method[name] in ("grpo", "rloo")]
+    if any(m in ("dpo", "ppo") for m in method.values()):
+        stages.append(("preference pairs", sampling_job(
+            shape, "float32", sampler, problems, int(grpo["num_generations"]), sizes["pairs.batch_size"], prompt,
+            int(grpo["max_completion_length"])) + Work(jobs=1)))
+        rm = config["reward_model"]["args"]
+        pairs = int(rm.get("per_device_train_batch_size", 8))
+        stages.append(("reward model", pair_step(shape, pairs, prompt + length + 1, length, bool(
+            rm.get("activation_checkpointing")), "reward_model") * math.ceil(problems / pairs) +
+            Work(trainer_runs=1, jobs=1)))
+    sft, value = sft_shape(config, None)
+    for name in (m for m in models if method[m] == "dpo"):
+        dpo = {**grpo, **variants[name].get("dpo", {})}
+        pairs = int(dpo.get("per_device_train_batch_size", 8))
+        stages.append((f"train {name}", pair_step(shape, pairs, prompt + length, length, bool(
+            dpo.get("activation_checkpointing")), "dpo") * math.ceil(problems / pairs) +
+            Work(trainer_runs=1, fused_head_compiles=1, jobs=1)))
+    for name in (m for m in models if method[m] == "ppo"):
+        settings = {**variants[name]["ppo"], "chunk_floats": sizes["ppo.chunk_floats"][name]}
+        chunks = ppo_chunks(shape, settings, prompt + length, length, dataclasses.replace(sft, lora_dropout=0.0), value)
+        stages.append((f"train {name}", ppo_step(shape, settings, prompt, length, chunks, sampler) *
+                       int(settings["max_steps"]) + Work(trainer_runs=1, jobs=1)))
     extra = len(config["eval"].get("extra_sets") or {})
-    own = [m for m in models if variants.get(m, {}).get("method") == "ppo"
-           and float(variants[m].get("ppo", {}).get("temperature", 0.7)) != float(ev["temperature"])]
-    jobs = len(models) * (1 + extra) + len(own)  # each set (MGSM: 250 problems, counted as the main set's size)
-    work.append(sampling_work("held-out sampling", heldout, n, length, sizes["eval.batch_size"], jobs=jobs))
-    work.append(Work("token log-probs (k1 vs k3)", 0, 0, 0, 2 * 256 * length))
+    own = [m for m in models if method[m] == "ppo"
+           and float(variants[m]["ppo"].get("temperature", 0.7)) != float(ev["temperature"])]
+    jobs = len(models) * (1 + extra) + len(own)  # each extra set (MGSM: 250 problems) counted at the main set's size
+    stages.append(("held-out sampling", sampling_job(
+        shape, "float32", sampler, int(config["data"]["heldout_size"]), int(ev["num_samples"]),
+        sizes["eval.batch_size"], prompt, length, greedy_batch(sampler, shape, sizes["eval.batch_size"],
+                                                               int(ev["num_samples"]), length, prompt))
+        * jobs + Work(jobs=jobs)))
+    stages.append(("token log-probs (k1 vs k3)", token_logprobs_work(shape, 256, prompt, length) + Work(jobs=1)))
     passk = passk_settings(config)
-    work.append(sampling_work("pass@k (its own target)", int(passk["problems"]), int(passk["num_samples"]), length,
-                              sizes["passk.batch_size"], jobs=len(passk.get("models", ["base", "sft", "grpo"]))))
-    return work
+    runs = len(passk.get("models", ["base", "sft", "grpo"]))
+    stages.append(("pass@k (its own target)", sampling_job(
+        shape, "float32", sampler, int(passk["problems"]), int(passk["num_samples"]), sizes["passk.batch_size"],
+        prompt, length, greedy_batch(sampler, shape, sizes["passk.batch_size"], int(passk["num_samples"]), length,
+                                     prompt)) * runs + Work(jobs=runs)))
+    return stages
 
 
-# ----------------------------------------------------------------------------------------- costs
-def t4_costs(config: dict) -> Costs:
-    """(step_s, unit_s) solving the chapter's two T4 figures for GRPO full (the ``grpo`` section) and fast
-    (``variants.grpo_fast``) on the config's training problems."""
-    problems = int(config["data"]["train_size"])
-    modes = {"full": grpo_work("full", config["grpo"], problems),
-             "fast": grpo_work("fast", {**config["grpo"], **config["variants"]["grpo_fast"].get("grpo", {})},
-                               problems)}
-    (a1, b1), (a2, b2) = ((modes[m].decode_steps, modes[m].units) for m in ("full", "fast"))
-    t1, t2 = (CHAPTER_T4_MINUTES[m] * 60 - JOB_START_S for m in ("full", "fast"))
-    determinant = a1 * b2 - a2 * b1
-    step_s, unit_s = (t1 * b2 - t2 * b1) / determinant, (a1 * t2 - a2 * t1) / determinant
-    return Costs("T4", 15.1, step_s, unit_s, "fitted to the chapter's T4 times of GRPO full (~18 min) and fast "
-                 "(~10 min)")
-
-
-def h100_costs(t4: Costs) -> Costs:
-    return Costs("H100-class", 79.1, t4.step_s / HOST_SPEEDUP, t4.unit_s * T4_BANDWIDTH_GBS / H100_BANDWIDTH_GBS,
-                 f"the T4's, per token / {H100_BANDWIDTH_GBS / T4_BANDWIDTH_GBS:.1f} (datasheet memory bandwidth), "
-                 f"per decode step / {HOST_SPEEDUP:g} (assumed)")
-
-
-def measured_seconds(record: dict | None) -> tuple[str | None, dict]:
-    """(the card a `make gpu-check` record ran on, {stage: seconds per optimizer step}) of its training stages."""
-    if not record:
-        return None, {}
-    card = "T4" if "T4" in str(record.get("machine", "")) else "H100-class"
-    return card, {row["stage"]: row["seconds_per_step"] for row in record.get("stages", [])
-                  if row.get("seconds_per_step") and row["stage"] in ("grpo", "dpo", "reward_model", "ppo")}
-
-
-# ----------------------------------------------------------------------------------------- the table
-def predictions(config: dict, gpu_check: dict | None = None) -> dict:
-    """Per card: its sizes, each stage's work and predicted seconds (measured where a gpu-check record has it), the
-    comparison's total (pass@k apart) and the goals' verdicts."""
-    from thai_grpo_tools.stage_plans import sizes_for_card
-
-    t4 = t4_costs(config)
-    measured_card, measured = measured_seconds(gpu_check)
+def plan(config: dict, costs, shape: Shape, prompt: int) -> dict:
+    """Per card, as the code runs now (the decode loop): its sizes, each stage's work, seconds and cost terms, the
+    comparison's total (pass@k apart) and the ratio of PPO's decode steps to GRPO's."""
     out = {}
-    for costs in (t4, h100_costs(t4)):
-        sizes = {**sizes_for_card(config, costs.card_gib), "card_gib": costs.card_gib}
-        rows = []
-        for work in real_run_work(config, sizes):
-            timed = measured.get(work.kind) if measured_card == costs.card else None
-            rows.append({"work": work, "seconds": timed * work.timed_steps + JOB_START_S if timed else
-                         seconds(work, costs), "measured": bool(timed)})
-        total = sum(row["seconds"] for row in rows if not row["work"].stage.startswith("pass@k"))
-        decode = {w.stage: w.decode_steps for w in (row["work"] for row in rows)}
-        ratio = decode.get("train ppo", 0) / decode["train grpo"] if "train grpo" in decode else None
-        out[costs.card] = {"costs": costs, "sizes": sizes, "rows": rows, "total_s": total,
-                           "meets_time_goal": total <= GOALS[costs.card], "ppo_decode_ratio": ratio}
+    for card in PLAN_CARDS:
+        sizes = card_sizes(config, card)
+        stages = [{"stage": name, "work": work, "seconds": seconds(work, card, costs),
+                   "terms": breakdown(work, card, costs)}
+                  for name, work in plan_stages(config, sizes, DECODE_LOOP, shape, prompt)]
+        steps = {s["stage"]: s["work"].decode_steps for s in stages}
+        out[card.name] = {"card": card, "sizes": sizes, "stages": stages,
+                          "total_s": sum(s["seconds"] for s in stages if not s["stage"].startswith("pass@k")),
+                          "ppo_decode_ratio": steps.get("train ppo", 0) / steps["train grpo"]}
     return out
 
 
+# ----------------------------------------------------------------------------------------- the tables
 def minutes(value: float) -> str:
     return f"{value / 60:.0f}" if value >= 600 else f"{value / 60:.1f}"
 
 
-def markdown_table(config: dict, gpu_check: dict | None = None) -> str:
-    """Each stage's work and its predicted minutes on both cards, the sizes each card chose, the goals' verdicts."""
-    cards = predictions(config, gpu_check)
-    t4, h100 = cards["T4"], cards["H100-class"]
-    lines = ["| stage | generated tokens | decode steps T4 / H100 | optimizer steps | T4 min | H100-class min |",
+def calibration_table(result: dict) -> str:
+    """Each measured stage, predicted beside measured, the fitted costs, and last the line ``largest error NN%``."""
+    costs, rows = result["costs"], result["rows"]
+    lines = ["| stage | card, dtype | stage of its process | measured s | predicted s | error |",
              "|---|---|---|---|---|---|"]
-    for a, b in zip(t4["rows"], h100["rows"]):
-        mark = lambda row: minutes(row["seconds"]) + (" (measured)" if row["measured"] else "")  # noqa: E731
-        lines.append(f"| {a['work'].stage} | {a['work'].generated_tokens:,} | {a['work'].decode_steps:,} / "
-                     f"{b['work'].decode_steps:,} | {a['work'].optimizer_steps or ''} | {mark(a)} | {mark(b)} |")
-    lines.append(f"| **the comparison (without pass@k)** | | | | **{minutes(t4['total_s'])}** | "
-                 f"**{minutes(h100['total_s'])}** |")
-    notes = []
-    for card in (t4, h100):
-        costs, sizes = card["costs"], card["sizes"]
-        goal = GOALS[costs.card] / 60
-        notes.append(f"- {costs.card} ({costs.card_gib} GiB): {costs.step_s:.3f} s per decode step, "
-                     f"{costs.unit_s * 1e6:.1f} us per token unit ({costs.source}); sizes eval.batch_size "
-                     f"{sizes['eval.batch_size']}, passk.batch_size {sizes['passk.batch_size']}, ppo.chunk_floats "
-                     f"2^{math.log2(sizes['ppo.chunk_floats']['ppo']):.0f}; PPO's decode steps "
-                     f"{card['ppo_decode_ratio']:.1f}x GRPO's; the comparison within {goal:.0f} min: "
-                     f"{'yes' if card['meets_time_goal'] else 'no'}")
-    return "\n".join(lines) + "\n\n" + "\n".join(notes)
+    lines += [f"| {row['stage']} | {row['card'].name}, {row['dtype']} | {row.get('position', 'a job of its own')} | "
+              f"{row['measured_s']:.1f} | {row['predicted_s']:.1f} | {row['error']:+.0%} |" for row in rows]
+    server = H200.host
+    lines += ["", f"Fitted: {1 / costs.memory:.0%} of the datasheet's bandwidth and {1 / costs.compute:.0%} of its "
+              f"FLOP/s (bounded at 100%); per host op {costs.launch[server] * 1e6:.1f} us on the H200's server, "
+              f"{costs.launch[T4.host] * 1e6:.1f} us on the chapter's T4 machine, and in a training pass "
+              f"{costs.launch_train[server] * 1e6:.1f} and {costs.launch_train[T4.host] * 1e6:.1f} us; "
+              f"{costs.trainer_run:.1f} s per trainer run, {costs.fused_head_compile:.1f} s per compile of TRL's fused "
+              "head."]
+    beyond = sorted((row for row in rows if abs(row["error"]) > CHECKED_ERROR), key=lambda row: -abs(row["error"]))
+    missed = ", ".join(f"{row['stage']} ({row['error']:+.0%}, stage {row.get('position', '-')} of its process)"
+                       for row in beyond)
+    lines.append(f"Every stage within {CHECKED_ERROR:.0%}: "
+                 + (f"no, not checked: {missed}." if beyond else "yes, the calibration is checked."))
+    return "\n".join(lines + ["", f"largest error {round(result['largest_error'] * 100)}%"])
+
+
+TERM_WORDS = {"host": "host launches", "memory": "GPU memory traffic (KV cache, weights, activations)",
+              "compute": "compute", "one-offs": "job starts and one-offs"}
+
+
+def holding_stage(run: dict) -> str:
+    """The stage that holds a total, and why: its minutes, its jobs and decode steps, its largest cost term."""
+    worst = max((s for s in run["stages"] if not s["stage"].startswith("pass@k")), key=lambda s: s["seconds"])
+    term, value = max(worst["terms"].items(), key=lambda item: item[1])
+    jobs, steps = worst["work"].jobs, worst["work"].decode_steps
+    work = f"{jobs} jobs x {steps // jobs:,} decode steps" if steps and jobs > 1 else f"{steps:,} decode steps"
+    return f"{worst['stage']} holds it ({minutes(worst['seconds'])} min: {work}, {TERM_WORDS[term]} " \
+           f"{value / worst['seconds']:.0%})"
+
+
+def plan_table(result: dict) -> str:
+    """Each stage's decode steps and predicted minutes per card, the totals and the goals."""
+    cards = list(result.values())
+    names = [c["card"].name for c in cards]
+    lines = [f"| stage | decode steps {' / '.join(names)} | " + " | ".join(f"{name} min" for name in names) + " |",
+             "|---|---|" + "---|" * len(cards)]
+    for index, stage in enumerate(cards[0]["stages"]):
+        steps = " / ".join(f"{c['stages'][index]['work'].decode_steps:,}" for c in cards)
+        cells = " | ".join(minutes(c["stages"][index]["seconds"]) for c in cards)
+        lines.append(f"| {stage['stage']} | {steps} | {cells} |")
+    totals = " | ".join(f"**{minutes(c['total_s'])}**" for c in cards)
+    lines += [f"| **the comparison (without pass@k)** | | {totals} |", ""]
+    for c in cards:
+        card, sizes = c["card"], c["sizes"]
+        line = (f"- {card.name} ({card.memory_gib} GiB, {card.bandwidth / 1e9:,.0f} GB/s, {card.flops_16 / 1e12:g} / "
+                f"{card.flops_32 / 1e12:g} TFLOP/s in 16 / 32 bits): eval.batch_size {sizes['eval.batch_size']}, "
+                f"passk.batch_size {sizes['passk.batch_size']}, ppo.chunk_floats "
+                f"2^{math.log2(sizes['ppo.chunk_floats']['ppo']):.0f}; PPO's decode steps "
+                f"{c['ppo_decode_ratio']:.1f}x GRPO's")
+        if card.memory_gib >= 79:
+            line += f" (at most {PPO_DECODE_GOAL:g}x: {'yes' if c['ppo_decode_ratio'] <= PPO_DECODE_GOAL else 'no'})"
+        goal = GOALS_MIN.get(card.name)
+        if goal:
+            met = c["total_s"] <= goal * 60
+            line += f"; within {goal} min: " + ("yes" if met else f"no, {holding_stage(c)}")
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def tables(real: dict, records: list[dict]) -> dict[str, str]:
+    """The two generated tables of docs/real-run.md: ``time-check`` (the calibration) and ``time-plan``."""
+    from thai_grpo.jobs.memory_stages import PROMPT_TOKENS
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B
+
+    checked = calibration(records, real, QWEN3_0_6B, PROMPT_TOKENS)
+    return {"time-check": calibration_table(checked),
+            "time-plan": plan_table(plan(real, checked["costs"], QWEN3_0_6B, PROMPT_TOKENS))}
