@@ -181,9 +181,15 @@ KILL_AFTER_CHECKPOINT = 4
 
 
 def complete_checkpoints(folder: Path) -> list[int]:
-    """Steps of the checkpoints the Trainer finished writing (trainer_state.json is its last file)."""
-    return sorted(int(path.name.split("-")[1]) for path in folder.glob("checkpoint-*")
-                  if (path / "trainer_state.json").is_file())
+    """Steps of the checkpoints the Trainer finished writing: trainer_state.json, its last file, readable (a file
+    that exists may still be half-written, and a resume would rightly pass over it)."""
+    def finished(path: Path) -> bool:
+        try:
+            return "global_step" in json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+
+    return sorted(int(path.name.split("-")[1]) for path in folder.glob("checkpoint-*") if finished(path))
 
 
 def start_and_kill(workdir: Path, output: Path) -> None:

@@ -133,6 +133,7 @@ def test_grpo_and_dpo_train_with_a_16_bit_frozen_base_on_a_cpu(tiny_model_dir, t
                                     plan("dpo", GRPO, dpo={"per_device_train_batch_size": 4, "num_train_epochs": 1}),
                                     dtype=dtype, pairs=pairs))
     assert dpo["weights_dtype"] == dtype and math.isfinite(dpo["steps"][0]["loss"])
+    assert (dpo["resolved_args"]["fp16"], dpo["resolved_args"]["bf16"]) == (dtype == "float16", dtype == "bfloat16")
     assert dpo["optimizer_steps_skipped"] == dpo["nonfinite_grad_steps"] == 0
 
 
@@ -149,7 +150,8 @@ def test_ppo_and_its_reward_model_train_with_16_bit_frozen_weights_on_a_cpu(tiny
               "rejected": [{"role": "assistant", "content": f"<think></think>\n{r['answer'] + 1}"}]} for r in rows]
     reward = train_reward_model(tiny_model_dir, pairs, {"max_steps": 1, "per_device_train_batch_size": 4}, None,
                                 tmp_path / "rm", tmp_path / "ckpt-rm", 0, None, TRAINING, dtype=dtype)
-    assert reward["weights_dtype"] == dtype
+    assert reward["weights_dtype"] == dtype and len(reward["steps"]) == 1
+    assert (reward["resolved_args"]["fp16"], reward["resolved_args"]["bf16"]) == (dtype == "float16", dtype == "bfloat16")
     models = load_models(tiny_model_dir, tiny_adapter_dir, tmp_path / "rm", "reward_model", dtype=dtype)
     assert {name: weights_dtype(model) for name, model in models.items()} == dict.fromkeys(models, dtype)
     assert trainable_dtypes(models["policy"])["trainable"] == trainable_dtypes(models["value"])["trainable"] == \

@@ -206,8 +206,11 @@ def test_a_float16_rehearsal_trains_in_float16(rehearsal):
         assert train["weights_dtype"] == "float16", run
         # a T4's path on the CPU: float16 autocast and the loss scaler, every update counted (none lost here)
         assert (train["optimizer_steps_skipped"], train["nonfinite_grad_steps"]) == (0, 0), run
-        if run == "grpo" or (run == "dpo" and not train.get("skipped")):  # DPO trains when the stand-ins gave pairs
+        if run != "ppo" and not train.get("skipped"):  # PPO's own loop has no TRL arguments
             assert train["resolved_args"]["fp16"], run
+    # The stand-ins solve no training problem within their 24 tokens, so DPO and the reward model get no preference
+    # pair and train nothing here (their float16 steps: tests/test_precision.py); they still load in float16.
     reward_model = json.loads((workdir / "results/model/reward_model.json").read_text())
-    assert reward_model["weights_dtype"] == "float16" and reward_model["resolved_args"]["fp16"]
+    assert reward_model["weights_dtype"] == "float16"
+    assert reward_model.get("skipped") or reward_model["resolved_args"]["fp16"]
     assert (reward_model["optimizer_steps_skipped"], reward_model["nonfinite_grad_steps"]) == (0, 0)
