@@ -32,16 +32,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+from thai_grpo.models.positions import generation_positions
+
 ATTENTION = "shared_prompt"  # the name the decode steps' attention is registered under (AttentionInterface)
 COMPACT_WHEN_DONE = 0.25  # compact the buffers once this share of their prompts has no unfinished sample
 
-
-def generation_positions(attention_mask):
-    """The position ids ``generate`` gives a left-padded batch (transformers' ``_prepare_position_ids_for_generation``):
-    the count of real tokens before each one, 0 on padding. (A forward pass without position ids numbers every column
-    instead; with rotary embeddings only differences of positions count, so both score a row alike, but a cache must
-    be continued with the numbering it was built with.)"""
-    return (attention_mask.long().cumsum(-1) - 1).masked_fill(attention_mask == 0, 0)
 
 @dataclasses.dataclass
 class SharedPromptCache:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import copy
 
-from thai_grpo.models.decoding import generation_positions
+from thai_grpo.models.positions import generation_positions
 
 
 def distinct_rows(input_ids, attention_mask):
