@@ -1,21 +1,7 @@
-"""Methods: the trainers that turn the SFT adapter into a policy, and what only they use.
+"""The trainers that turn the SFT adapter into a policy (``grpo``, ``rloo``, ``dpo``, ``ppo``) and what only they use.
 
-One module per method (``grpo``, ``rloo``, ``dpo``, ``ppo``) with what belongs to one of them beside it: PPO's
-reward model (``reward_model``), DPO's preference pairs (``preferences``); what a config may say to each, checked before
-any job (``settings``); and what the trainers share: the objective as the chapter writes it (``objective``: group
-advantages, k3, the clipped surrogate), KL estimators (``kl``), per-step metrics (``metrics``), the step log and resume
-(``step_log``), the update counts (``updates``) and the training-health checks (``health``). It may import ``models``,
-``jobs``, ``data`` and ``core``, never ``evaluation`` or ``report``. This ``__init__`` is the dispatcher, as follows.
-
-Which trainer a variant runs, and with which settings: GRPO, RLOO, DPO or PPO, all from the same SFT adapter.
-
-A variant (``variants:`` in the config) is a named set of overrides on top of the ``grpo`` section and the
-reward list. Its ``method`` picks the trainer (``grpo`` by default); ``rloo:`` and ``dpo:`` hold fields of
-TRL's RLOOConfig / DPOConfig that have no GRPO counterpart; ``ppo:`` the fields of ``settings.PPOSettings`` (TRL 1.12
-PPOConfig's names: our own trainer, since TRL 1.16 has none). Its ``group`` says where the report shows it:
-``method`` = a row of the method comparison, ``ablation`` = a row of the comparison in the pitfalls report only,
-``pitfall`` = the Pitfalls section (both built by ``snakemake pitfalls``), ``hacking`` = the reward-hacking
-experiment (``snakemake hacking``), ``losses`` = the loss-family study (``snakemake losses``).
+This ``__init__`` dispatches: a config variant (``variants:``) names its ``method`` (``grpo`` by default) and its
+overrides on top of the ``grpo`` section; ``variant_plan`` picks what its trainer reads, ``train_variant`` runs it.
 """
 
 from __future__ import annotations
@@ -26,18 +12,17 @@ from pathlib import Path
 
 from thai_grpo.core.config import OURS, ConfigError, variant_settings
 
+# A variant's ``group``, where the report shows it: a row of the method comparison; a comparison row in the pitfalls
+# report only; the Pitfalls section; the reward-hacking experiment; the loss-family study.
 GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
-# The registry: each method's module, imported only when a run of that method trains (a GRPO run imports no PPO,
-# DPO or reward-model code). Every module has ``train(spec: RunSpec) -> dict``: the run's record for train.json.
+# Each module is imported only when a run of its method trains, and has ``train(spec: RunSpec) -> dict``.
 METHODS = {"grpo": "thai_grpo.methods.grpo", "rloo": "thai_grpo.methods.rloo", "dpo": "thai_grpo.methods.dpo",
            "ppo": "thai_grpo.methods.ppo"}
 
 
 def variant_plan(config: dict, variant: str) -> dict:
-    """Everything the training rule needs for one variant, and nothing more (the rule's params: a knob reruns the
-    variants that read it): method, group, the rewards, the method's own overrides and the part of the merged
-    ``grpo`` section its trainer reads (``method_grpo_args``). Only this variant's entries: changing another
-    variant's overrides leaves it (and so the rule's params) unchanged."""
+    """What the training rule needs for one variant and nothing more (the rule's params, so a knob reruns only the
+    variants that read it): method, group, rewards, the method's own overrides and ``method_grpo_args``."""
     settings = variant_settings(config, variant)
     overrides = config["variants"][variant]
     method = overrides["method"]
@@ -50,16 +35,13 @@ def variant_plan(config: dict, variant: str) -> dict:
             "ppo": dict(overrides.get("ppo", {}))}
 
 
-# What PPO takes from a merged grpo section: it samples as GRPO does (temperature, completion budget, chat template)
-# and its frozen reference is GRPO's KL reference (thai_grpo.methods.settings.ppo_settings).
+# What PPO takes from a merged grpo section: it samples as GRPO does, and its frozen reference is GRPO's KL reference.
 PPO_FROM_GRPO = ("temperature", "max_completion_length", "reference", "chat_template_kwargs")
 
 
 def method_grpo_args(method: str, grpo: dict) -> dict:
-    """The part of a merged ``grpo`` section that ``method``'s trainer reads. GRPO: all of it. RLOO: all of it (its
-    run records the GRPO-only fields it ignored). DPO: the DPOConfig fields ``dpo.dpo_args`` inherits (bookkeeping:
-    logging, checkpoints, dropout; never beta, the loss or the schedule). PPO: ``PPO_FROM_GRPO``. The DPOConfig
-    names come from the checked-in field list (``thai_grpo.core.trainer_fields``): no TRL import."""
+    """The part of a merged ``grpo`` section that ``method``'s trainer reads: all of it for GRPO and RLOO, the inherited
+    bookkeeping fields for DPO (never beta, the loss or the schedule), ``PPO_FROM_GRPO`` for PPO. Imports no TRL."""
     if method == "dpo":
         from thai_grpo.core.trainer_fields import fields_of
         from thai_grpo.methods.settings import NOT_INHERITED
@@ -79,12 +61,9 @@ def method_kind(plan: dict) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
-    """One training run, by name: what it trains from, on what, where it writes, in which precision.
-
-    ``plan``: ``variant_plan`` (method, rewards, the method's trainer arguments); ``training``: the config's
-    ``training:`` section (``max_lost_update_share``, ``report_to``); ``dtype``: ``base.dtype``; ``pairs``: DPO's
-    preference pairs; ``reward_dir``: PPO's reward model (None when the verifier scores); ``rollouts``: the file every
-    rollout of a GRPO, RLOO or PPO run is written to (None: not kept)."""
+    """One training run. ``plan``: ``variant_plan``; ``training``: the config's ``training:`` section; ``pairs``: DPO's
+    preference pairs; ``reward_dir``: PPO's reward model (None when the verifier scores); ``rollouts``: where every
+    rollout is written (None: not kept)."""
     run: str
     plan: dict
     base_dir: Path
@@ -102,15 +81,14 @@ class RunSpec:
 
 
 def trainer_for(method: str):
-    """The ``train(spec)`` function of a method's module (``METHODS``), imported now."""
+    """The ``train(spec)`` function of ``method``'s module, imported now."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}: use one of {', '.join(METHODS)}")
     return importlib.import_module(METHODS[method]).train
 
 
 def train_variant(spec: RunSpec) -> dict:
-    """Train one variant from the SFT adapter with its method's trainer; the result records the plan's method, group
-    and variant beside what the trainer returned."""
+    """Train one variant with its method's trainer; its record also names the plan's method, group and variant."""
     plan = spec.plan
     if plan["method"] == "dpo" and spec.pairs is None:
         raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
@@ -119,10 +97,9 @@ def train_variant(spec: RunSpec) -> dict:
 
 
 def check_method_fields(config: dict) -> None:
-    """Refuse a DPO max_length that leaves no room for a prompt, ``rloo:`` / ``dpo:`` fields TRL's RLOOConfig /
-    DPOConfig do not have, ``ppo:`` fields ``PPOSettings`` does not have (each in one line naming the nearest valid
-    name), and GRPO-only overrides in an RLOO or DPO variant (they would be silently ignored). TRL's names come from
-    the checked-in list (``thai_grpo.core.trainer_fields``): it runs as Snakemake parses the workflow."""
+    """Refuse, each in one line naming the nearest valid name: ``rloo:``, ``dpo:`` or ``ppo:`` fields their config
+    lacks, a DPO max_length with no room for a prompt, and GRPO-only overrides in an RLOO variant (silently ignored).
+    TRL's field names come from a checked-in list: this runs as Snakemake parses the workflow."""
     from thai_grpo.core.trainer_fields import fields_of, unknown_key
     from thai_grpo.methods.settings import PPO_FIELDS, check_max_length_in_config, ppo_settings
 

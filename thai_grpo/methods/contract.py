@@ -1,9 +1,5 @@
-"""What each stage's trainer is given by a config, as the training code builds it: the values the chapter's contract
-(``thai_grpo.core.chapter``) is checked against.
-
-``stage_arguments`` builds, for one stage, the TRL config object (``GRPOConfig``, ``RLOOConfig``, ``DPOConfig``,
-``RewardConfig``) or ``PPOSettings`` from the same functions the training stages call, so that the contract reads
-exactly what would run; ``resolved_values`` flattens every contract key of a config. Imports TRL.
+"""What each stage's trainer is given by a config, built by the same functions the training stages call: the values the
+chapter's contract (``thai_grpo.core.chapter``) is checked against. Imports TRL.
 """
 
 from __future__ import annotations
@@ -39,14 +35,13 @@ def stage_arguments(config: dict, stage: str):
 
 
 def rollout_steps(arguments, rows: int) -> int:
-    """Optimizer steps of a GRPO or RLOO run over ``rows`` prompts with these arguments (``chapter.optimizer_steps``)."""
+    """Optimizer steps of a GRPO or RLOO run over ``rows`` prompts with ``arguments`` (``chapter.optimizer_steps``)."""
     return optimizer_steps(rows, arguments.num_generations, arguments.per_device_train_batch_size,
                            arguments.gradient_accumulation_steps, arguments.num_train_epochs, arguments.max_steps)
 
 
 def resolved_values(config: dict) -> dict[str, object]:
-    """Every contract key that ``config`` has a stage for, with the value its run would use (builds each stage's
-    arguments: imports TRL)."""
+    """Every contract key ``config`` has a stage for, with the value its run would use (imports TRL)."""
     from thai_grpo.methods import variant_plan
 
     built = {}
@@ -64,9 +59,8 @@ def resolved_values(config: dict) -> dict[str, object]:
 
 
 def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]:
-    """The same keys from what the stages recorded as they ran: ``records[stage]`` = ``{"args": the trainer's
-    arguments (TrainingArguments.to_dict(), or PPOSettings as a dict), "reference": the grpo.reference,
-    "optimizer_steps": the trainer's count}``; stages without a record are left out."""
+    """The same keys from what the stages recorded: ``records[stage]`` = ``{"args": the trainer's arguments as a dict,
+    "reference", "optimizer_steps"}``; stages without a record are left out."""
 
     def stage_value(stage: str, field: str):
         record = records[stage]
@@ -78,8 +72,7 @@ def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]
 
 
 def stage_records(trains: dict[str, dict], reward_model_train: dict | None = None) -> dict[str, dict]:
-    """``recorded_values``' records from the train rule's outputs (``results/runs/<variant>/train.json``) and the
-    reward model's (``results/model/reward_model.json``): the arguments each trainer ran with."""
+    """``recorded_values``' records from the train rule's ``train.json`` files and the reward model's JSON."""
     records = {}
     for stage, train in trains.items():
         args = train.get("resolved_args") or (train.get("args") if train.get("method") == "ppo" else None)

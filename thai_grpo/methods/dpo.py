@@ -1,18 +1,6 @@
-"""DPO (Rafailov et al. 2023) with TRL's ``DPOTrainer`` on preference pairs from the SFT policy's own samples.
-
-Same SFT adapter and the same training problems as GRPO, but no sampling while training: the pairs
-(``thai_grpo.methods.preferences``: chosen = a correct completion, rejected = a wrong one of the same problem) are
-built once, before training, and never refreshed. Where it departs from GRPO:
-- Loss: -log sigmoid(beta * [(log pi(y_w|x) - log pi_ref(y_w|x)) - (log pi(y_l|x) - log pi_ref(y_l|x))]),
-  TRL's ``sigmoid`` loss; ``beta`` here scales the implicit reward, it is not a KL weight.
-- No reward function and no advantage: the verifier only ranked the pairs. DPO can only rank answers that
-  exist in the file, so problems the SFT policy never (or always) solves teach it nothing.
-- Reference: the SFT policy, by DPO's definition (the policy the pairs were sampled from), whatever GRPO's
-  ``grpo.reference``: TRL's frozen ``ref`` copy of the SFT adapter (``ref_model=None`` with a PeftModel).
-- Tokens: the loss reads the pairs' own token ids (prompt as the policy read it, completion as sampled), not their
-  text re-rendered through the chat template (``SampledTokenDPOTrainer``). ``max_length`` must hold the longest
-  prompt plus the completion budget, so that nothing is cut (``check_max_length``).
-Per step it records TRL's log: loss, rewards/margins, rewards/accuracies (share of pairs ranked right).
+"""DPO (Rafailov et al. 2023) with TRL's ``DPOTrainer`` on preference pairs sampled once from the SFT policy (TRL's
+``sigmoid`` loss): -log sigmoid(beta * [(log pi(y_w|x) - log pi_ref(y_w|x)) - (log pi(y_l|x) - log pi_ref(y_l|x))]),
+pi_ref the SFT policy whatever ``grpo.reference``; beta scales the implicit reward, it is not a KL weight.
 """
 
 from __future__ import annotations
@@ -42,8 +30,7 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
 
 
 def token_rows(pairs: list[dict]) -> list[dict]:
-    """DPOTrainer's rows from the pairs: their stored ids (``TOKEN_COLUMNS``); a pair without them (or without its
-    completion budget) is refused."""
+    """DPOTrainer's rows: each pair's stored ids (``TOKEN_COLUMNS``); a pair without them is refused."""
     for number, pair in enumerate(pairs, 1):
         missing = [key for key in (*TOKEN_COLUMNS, "completion_budget") if key not in pair]
         if missing:
@@ -61,15 +48,10 @@ def sampled_token_trainer():
     from trl import DPOTrainer
 
     class SampledTokenDPOTrainer(DPOTrainer):
-        """DPOTrainer whose dataset step keeps the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as given.
+        """DPOTrainer that keeps the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled.
 
-        TRL 1.16's ``_prepare_dataset`` always tokenizes text: it renders prompt + completion through the chat template
-        (or appends EOS to plain text). With Qwen3's template a completion cut at the budget comes back as
-        ``<think>\n\n</think>\n\n<think>...cut<|im_end|>`` (an empty think block and an end-of-turn the policy never
-        wrote) and a finished one with an extra newline: the loss would read tokens that tell truncated answers from
-        finished ones, not the policy's samples. Here the collator (TRL's ``DataCollatorForPreference``) concatenates
-        prompt ids + sampled ids, the stop token only where it was sampled. Everything after (padding, masks, the
-        reference log-probs, the loss) is TRL's."""
+        TRL 1.16's ``_prepare_dataset`` re-renders text through the chat template, and Qwen3's gives a completion
+        cut at the budget an empty think block and an end-of-turn the policy never wrote. Masks and loss stay TRL's."""
 
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
             return dataset.select_columns(list(TOKEN_COLUMNS))
@@ -78,16 +60,14 @@ def sampled_token_trainer():
 
 
 def dpo_step(logs: dict, step: int) -> dict | None:
-    """One step record from TRL's DPO log (our names, see ``DPO_LOG_KEYS``); None for a log without
-    ``rewards/margins`` (the end-of-training summary)."""
+    """One step record from TRL's DPO log in our names (``DPO_LOG_KEYS``); None for the end-of-training summary."""
     if "rewards/margins" not in logs:
         return None
     return {"step": step, **{ours: float(logs[theirs]) for theirs, ours in DPO_LOG_KEYS.items() if theirs in logs}}
 
 
 def make_dpo_logger(metrics_path: Path, updates=None):
-    """A TrainerCallback appending each logged DPO step to ``metrics_path`` (JSONL, beside the checkpoints), with the
-    step's update flags from ``updates`` (the ``update_counter`` callback, which ran before it)."""
+    """A TrainerCallback appending each logged DPO step, with its update flags from ``updates``, to ``metrics_path``."""
     from transformers import TrainerCallback
 
     class DPOStepLogger(TrainerCallback):
@@ -102,12 +82,8 @@ def make_dpo_logger(metrics_path: Path, updates=None):
 
 
 def train(spec) -> dict:
-    """Run DPO from the SFT adapter on the preference pairs (``spec``: ``thai_grpo.methods.RunSpec``, its plan's
-    ``dpo:`` overrides on top of the inherited bookkeeping fields); save the adapter; return per-step metrics. DPO
-    samples no rollouts: its rollouts file is empty.
-
-    Without pairs nothing can be trained: the SFT adapter is saved unchanged and the result says why.
-    """
+    """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter; return the run's record. Without pairs the SFT
+    adapter is saved unchanged and the record says why."""
     import dataclasses
 
     from datasets import Dataset

@@ -1,21 +1,7 @@
-"""GRPO on the SFT policy with TRL's ``GRPOTrainer``: G completions per prompt, graded by code, no critic.
+"""GRPO with TRL's ``GRPOTrainer``: G completions per prompt graded by code, the group mean as baseline, no critic.
 
-Where this departs from the textbook (DeepSeekMath) algorithm, and why:
-- Loss: TRL's, chosen by ``grpo.loss_type`` (``grpo``: per-completion token mean, as in the chapter;
-  ``dr_grpo`` with ``scale_rewards: none`` for Dr.GRPO). PPO's clipped surrogate with ``epsilon``.
-- Baseline: the group mean; advantages divided by the group std unless ``scale_rewards`` is ``none``.
-- KL: k3 per token, weight ``beta``; plain k3 (the chapter's) with ``use_bias_correction_kl: false``, TRL 1.16's
-  default True multiplies it by the importance ratio. Reference (``grpo.reference``, ours): ``base`` = the base
-  model with the adapter disabled (the chapter's pi_ref); ``sft`` = a frozen copy of the starting adapter (TRL's
-  ``ref`` adapter, which TRL 1.16 makes for a ready ``PeftModel`` when beta > 0: DeepSeekMath's definition).
-  No value network, no reward model.
-The objective TRL computes, written out as the chapter writes it, is ``thai_grpo.methods.objective``
-(tests/test_objective.py checks it against TRL's loss on a real batch of this trainer).
-
-Around TRL's trainer, two layers a reader can skip: the step log (``thai_grpo.methods.step_log``: per-step metrics,
-update counts, rollouts, example groups, resume) and, on a CPU only, the speed-ups of
-``thai_grpo.models.cpu.with_cpu_speedups`` (each group's prompt computed once). The loop here is shared with RLOO
-(``thai_grpo.methods.rloo``).
+The loss TRL computes is written out in ``thai_grpo.methods.objective``; the chapter's plain k3 needs
+``use_bias_correction_kl: false`` (TRL 1.16's default multiplies it by the importance ratio). RLOO shares this loop.
 """
 
 from __future__ import annotations
@@ -33,10 +19,9 @@ from thai_grpo.models.training import (clear_checkpoints, progress_callback, sca
 
 
 def use_reference(trainer, reference: str) -> str:
-    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it for the run's record.
-
-    TRL 1.16 copies the starting adapter into a frozen ``ref`` adapter and scores the reference with it when that
-    adapter exists, else with all adapters disabled (``use_adapter(model, None)``). So ``base`` deletes the copy."""
+    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it for the run's record. TRL 1.16
+    scores the reference with a frozen ``ref`` copy of the starting adapter where one exists, else with the adapters
+    disabled: so ``base`` deletes the copy."""
     if not trainer.beta:
         return NO_KL
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -46,11 +31,9 @@ def use_reference(trainer, reference: str) -> str:
 
 
 def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std: bool = True, advantages=None):
-    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for the run ``spec`` (``thai_grpo.methods.RunSpec``): the SFT
-    policy (its frozen base in ``spec.dtype``), the prompts, the code rewards, the KL reference of
-    ``args["reference"]``, and the step log around it. Returns (trainer, step logger, checkpoint to resume from or
-    None, step-metrics file, the KL reference's description). ``advantages(totals, G)``: the method's own, for the
-    step log (default GRPO's, divided by the group std or not: ``scale_by_std``)."""
+    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its rewards, KL reference and step log.
+    Returns (trainer, step logger, checkpoint to resume from or None, step-metrics file, KL reference description);
+    ``advantages(totals, G)``: the method's own for the step log (default GRPO's, ``scale_by_std`` or not)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
@@ -81,9 +64,8 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std:
 
 def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", scale_by_std: bool = True,
                         advantages=None) -> dict:
-    """Train a GRPO-family run, save its adapter and rollouts (``spec.rollouts``), return its record: steps, example
-    groups, update counts, the arguments it ran with. ``kl_note``: how the method uses the KL, added to the
-    reference's description."""
+    """Train a GRPO-family run, save its adapter and rollouts, return its record. ``kl_note``: how the method uses the
+    KL, added to the reference's description."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
     trainer, logger, resume_from, metrics_path, kl_reference = rollout_trainer(
@@ -106,8 +88,7 @@ def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: 
 
 
 def train(spec) -> dict:
-    """GRPO from the SFT adapter (``spec``: ``thai_grpo.methods.RunSpec``; ``spec.plan["grpo_args"]``: the merged
-    ``grpo`` section, TRL's GRPOConfig fields by name). Saves the trained adapter; returns the run's record."""
+    """GRPO from the SFT adapter (``spec.plan["grpo_args"]``: GRPOConfig fields by name); returns the run's record."""
     from trl import GRPOConfig, GRPOTrainer
 
     args = spec.plan["grpo_args"]

@@ -1,6 +1,5 @@
-"""Run-health checks on the per-step metrics: the ways a GRPO run fails while its reward looks fine
-(completions cut at the length limit; reward hacking: length, or paid empty or blank think blocks, up while
-accuracy is flat)."""
+"""Run-health checks on the per-step metrics: the ways a GRPO run fails while its reward looks fine (completions cut at
+the length limit; reward hacking: length, or paid hollow think blocks, up while accuracy is flat)."""
 
 from __future__ import annotations
 
@@ -12,8 +11,8 @@ import numpy as np
 
 
 def first_and_last(values, window: int | None = None) -> tuple[float | None, float | None]:
-    """Means of the first and the last ``window`` values (default: a third of them, at least one), skipping
-    missing ones (None, NaN); a part with no value at all is None. How every check compares a run's start and end."""
+    """Means of the first and the last ``window`` values (default a third, at least one), skipping None and NaN; a part
+    with no value is None."""
     values = np.array([np.nan if v is None else v for v in values], dtype=float)
     w = window or max(1, len(values) // 3)
     first, last = values[:w], values[-w:]
@@ -31,12 +30,9 @@ def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, flo
 def hacking_suspect(
     steps: list[dict], window: int | None = None, length_rise: float = 0.20, accuracy_rise: float = 0.02
 ) -> bool:
-    """Length up while accuracy is flat: the first symptom of reward hacking.
-
-    With L and a the mean `completion_length_mean` and `accuracy` over the first and the last `window`
-    steps (default a third of the run): suspect when L_last > (1 + length_rise) * L_first and
-    a_last - a_first < accuracy_rise. Fewer than 3 steps: False (nothing to compare).
-    """
+    """Length up while accuracy is flat, the first symptom of reward hacking. With L and a the means of
+    ``completion_length_mean`` and ``accuracy`` over the first and the last ``window`` steps: suspect when
+    L_last > (1 + length_rise) * L_first and a_last - a_first < accuracy_rise. Fewer than 3 steps: False."""
     length = _thirds(steps, "completion_length_mean", window)
     accuracy = _thirds(steps, "accuracy", window)
     if length is None or accuracy is None:
@@ -63,7 +59,7 @@ FORMAT_HACKS = {
 
 
 def format_reward_name(steps: list[dict]) -> str | None:
-    """The format reward a run was graded with (the first ``format...`` name among its steps' rewards), or None."""
+    """The format reward a run was graded with (the first ``format...`` among its steps' rewards), or None."""
     for step in steps:
         for name in step.get("rewards") or {}:
             if name.startswith("format"):
@@ -72,8 +68,8 @@ def format_reward_name(steps: list[dict]) -> str | None:
 
 
 def _paid_hollow_share(step: dict, reward: str | None) -> float | None:
-    """A step's ``hollow_think_paid_share``; a record without it (written before it was kept) counts its empty
-    think blocks when the lenient regex, which pays every one of them, is the format reward; otherwise None."""
+    """A step's ``hollow_think_paid_share``; for an older record without it, its empty-think share when the lenient
+    reward (which pays every empty block) graded it, else None."""
     if "hollow_think_paid_share" in step:
         return step["hollow_think_paid_share"]
     return step.get("empty_think_share") if reward == "format_lenient" else None
@@ -81,12 +77,9 @@ def _paid_hollow_share(step: dict, reward: str | None) -> float | None:
 
 @dataclass(frozen=True)
 class DetectorSettings:
-    """The episode detector's knobs (config ``hacking.detector``; every run's health uses the defaults).
-
-    ``window`` steps slide over the run and are compared with the first ``baseline_steps`` steps; ``alpha`` is the
-    false-positive rate per run that the margin's z is set for (one-sided, Bonferroni over the windows);
-    ``min_share``: a window must also hold at least this share of paid hollow blocks; ``completions_per_step``:
-    the count assumed for a step record that carries none (records written before the count was kept)."""
+    """The episode detector's knobs (config ``hacking.detector``): ``window`` steps slide over the run and are compared
+    with the first ``baseline_steps``; ``alpha``: the false-positive rate per run; ``min_share``: the least paid hollow
+    share of a flagged window; ``completions_per_step``: assumed for a step record without a count."""
     window: int = 3
     baseline_steps: int = 2
     alpha: float = 0.05
@@ -95,14 +88,13 @@ class DetectorSettings:
 
 
 def detector_z(n_windows: int, alpha: float) -> float:
-    """z of the margin: one-sided, Bonferroni over ``n_windows`` windows, so that an honest run raises a flag in
-    any of them with probability at most ``alpha`` (the windows overlap, so the bound is conservative)."""
+    """z of the margin, one-sided and Bonferroni over ``n_windows``: an honest run raises a flag in any window with
+    probability at most ``alpha``."""
     return NormalDist().inv_cdf(1.0 - alpha / max(1, n_windows))
 
 
 def _step_arrays(steps: list[dict], reward: str | None, default_n: int) -> tuple[np.ndarray, ...]:
-    """Per step: paid hollow share, accuracy (NaN where missing) and completion count (``num_completions``, else
-    PPO's ``batch_size``, else ``default_n``)."""
+    """Per step: paid hollow share, accuracy (NaN where missing) and completion count."""
     share = [_paid_hollow_share(s, reward) for s in steps]
     share = np.array([np.nan if v is None else v for v in share], dtype=float)
     accuracy = np.array([np.nan if s.get("accuracy") is None else s["accuracy"] for s in steps], dtype=float)
@@ -111,9 +103,8 @@ def _step_arrays(steps: list[dict], reward: str | None, default_n: int) -> tuple
 
 
 def _noise_sd(values: np.ndarray) -> np.ndarray:
-    """Per-step SD read from the run itself: 1.4826 x the median absolute step-to-step change / sqrt(2). A level
-    shift (a hack setting in) adds only two large changes, which the median ignores; it catches noise beyond the
-    binomial (completions of one prompt are correlated)."""
+    """Per-step SD read from the run itself: 1.4826 x the median absolute step-to-step change / sqrt(2). The median
+    ignores the two large changes a level shift (a hack setting in) adds."""
     changes = np.abs(np.diff(values, axis=-1))
     with warnings.catch_warnings():  # a run without the metric: all-NaN, no noise estimate (the binomial SE stays)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -121,9 +112,8 @@ def _noise_sd(values: np.ndarray) -> np.ndarray:
 
 
 def _window_test(values, counts, baseline: int, window: int, z: float):
-    """Per window start (after the baseline): the window mean minus the baseline mean (weighted by completions) and
-    the margin z x SE, SE = max(binomial SE of two shares with pooled p over w x n vs b x n completions, the run's
-    own per-step SD x sqrt(1/w + 1/b)). ``values``: (runs, steps) or (steps,)."""
+    """Per window after the baseline: the window mean minus the baseline mean (weighted by completions) and the margin
+    z x SE, SE = max(binomial SE of the two shares with pooled p, the run's per-step SD x sqrt(1/w + 1/b))."""
     values, counts = np.atleast_2d(values), np.atleast_2d(counts)
     weighted = np.nan_to_num(values) * counts
     present = np.where(np.isnan(values), 0.0, counts)
@@ -140,8 +130,8 @@ def _window_test(values, counts, baseline: int, window: int, z: float):
 
 
 def flagged_windows(share, accuracy, counts, settings: DetectorSettings) -> np.ndarray:
-    """Boolean (runs, windows): the paid hollow share rose above the baseline by more than its margin, reached
-    ``min_share``, and accuracy did not rise by more than its margin. Works on many simulated runs at once."""
+    """Boolean (runs, windows): the paid hollow share rose above the baseline by more than its margin and reached
+    ``min_share`` while accuracy did not rise by more than its margin."""
     share, accuracy = np.atleast_2d(share), np.atleast_2d(accuracy)
     n_windows = share.shape[1] - settings.baseline_steps - settings.window + 1
     if n_windows < 1:
@@ -154,9 +144,8 @@ def flagged_windows(share, accuracy, counts, settings: DetectorSettings) -> np.n
 
 
 def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: DetectorSettings) -> list[dict]:
-    """Runs of overlapping flagged windows -> episodes: the steps they cover, trimmed at both ends to the steps whose
-    paid hollow share is at least half-way from the baseline to the episode's peak; each with its first and last
-    step, its number of steps, its peak share and step, and its mean share and accuracy."""
+    """Runs of overlapping flagged windows as episodes, trimmed to the steps at least half-way from the baseline to the
+    peak share: first and last step, length, peak share and step, mean share and accuracy."""
     b, w = settings.baseline_steps, settings.window
     covered = np.zeros(len(steps), dtype=bool)
     for i in np.flatnonzero(flags):
@@ -185,17 +174,10 @@ def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: Dete
 
 
 def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
-    """Episodes of format hacking anywhere in a run: stretches where the format reward paid think blocks with no
-    reasoning in them (``hollow_think_paid_share``: empty, whitespace or one character) well above the start
-    while accuracy did not rise.
-
-    Baseline: the first ``baseline_steps`` steps. A window of ``window`` steps slides over the rest; it is flagged
-    when H_w - H_b > z x SE_H, H_w >= ``min_share`` and a_w - a_b <= z x SE_a, with SE the larger of the binomial SE
-    of two shares over w x n and b x n completions (n per step from the records) and the run's own step-to-step
-    noise; z = Phi^-1(1 - alpha / number of windows). Returns the episodes (``episodes_from_flags``), ``status``:
-    "stayed" when the last window is flagged (the run ended in the hack), "left" when an episode ended before,
-    None without one; the baseline, z, the settings and whether the counts were read or assumed.
-    """
+    """Episodes of format hacking anywhere in a run: where the format reward paid hollow think blocks (empty,
+    whitespace or one character) well above the first ``baseline_steps`` while accuracy did not rise. A window of w
+    steps is flagged when H_w - H_b > z x SE_H, H_w >= ``min_share`` and a_w - a_b <= z x SE_a (``_window_test``),
+    z = Phi^-1(1 - alpha / windows). ``status``: "stayed" (the run ended in an episode), "left", or None without one."""
     reward = format_reward_name(steps)
     b, w = settings.baseline_steps, settings.window
     empty = {"episodes": [], "status": None, "format_reward": reward, "baseline": None, "z": None,
@@ -220,9 +202,8 @@ def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSet
 
 
 def format_hacking_suspect(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
-    """Is the format reward paying think blocks with no reasoning in them? (the chapter: <think></think> plus a
-    guessed number, reward up, accuracy flat). ``hacking_episodes`` with the flag (any episode), the format reward's
-    name and whether it is the lenient one."""
+    """``hacking_episodes`` plus ``suspect`` (any episode) and ``lenient_reward``: the chapter's hack,
+    <think></think> plus a guessed number, reward up and accuracy flat."""
     found = hacking_episodes(steps, settings)
     return {**found, "suspect": bool(found["episodes"]), "lenient_reward": found["format_reward"] == "format_lenient"}
 
@@ -234,9 +215,7 @@ def episode_text(episode: dict) -> str:
 
 
 def lost_update_counts(steps: list[dict]) -> dict:
-    """Over a run's step records, the optimizer updates float16's loss scaler skipped and those made from non-finite
-    gradients (``thai_grpo.methods.updates``): a TRL trainer's step is one update with two flags, a PPO step several
-    updates with two counts."""
+    """Updates the float16 loss scaler skipped and updates made from non-finite gradients, over a run's step records."""
     def count(plural: str, flag: str) -> int:
         return sum(int(step.get(plural, step.get(flag, 0))) for step in steps)
 
@@ -245,9 +224,8 @@ def lost_update_counts(steps: list[dict]) -> dict:
 
 
 def training_health(steps: list[dict]) -> dict:
-    """The flags with a sentence each saying what they mean and what to do; a format reward paying empty or blank
-    think blocks while accuracy is flat (``format_hacking_suspect``) raises the reward-hacking flag too, and an update
-    skipped or made from non-finite gradients (``lost_update_counts``) the lost-updates flag."""
+    """The health flags, each with a sentence on what it means and what to do: truncation, reward hacking (length or
+    format), lost updates."""
     truncated, hacking, hack = truncation_failed(steps), hacking_suspect(steps), format_hacking_suspect(steps)
     lost = lost_update_counts(steps)
     messages = []

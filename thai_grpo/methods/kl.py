@@ -1,15 +1,7 @@
-"""Per-token KL estimators from log-probabilities (Schulman, "Approximating KL divergence").
+"""Per-token KL estimators (Schulman, "Approximating KL divergence") and the k1-vs-k3 study on real tokens.
 
-For a token y ~ pi (policy) and reference pi_ref, with log-ratio
-d = log pi_ref(y) - log pi(y) and x = exp(d) = pi_ref(y) / pi(y):
-
-    k1 = -d = log pi(y) - log pi_ref(y)       unbiased for KL(pi || pi_ref), can be < 0
-    k3 = (x - 1) - log x = expm1(d) - d       unbiased, always >= 0, lower variance when close
-
-Both satisfy E_{y~pi}[k] = KL(pi || pi_ref) = sum_y pi(y) log(pi(y) / pi_ref(y)).
-
-k3 is GRPO's own (``thai_grpo.methods.objective.k3``, checked against TRL's loss by tests/test_objective.py), called
-here with numpy arrays; these estimators serve the k1-vs-k3 figure and the study on real tokens.
+For y ~ pi, d = log pi_ref(y) - log pi(y), x = exp(d):  k1 = -d (can be < 0),  k3 = (x - 1) - log x = expm1(d) - d
+(>= 0, lower variance when close); both unbiased: E_{y~pi}[k] = KL(pi || pi_ref). k3 is GRPO's (``objective.k3``).
 """
 
 from __future__ import annotations
@@ -25,8 +17,7 @@ def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
 
 
 def k3(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
-    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy), elementwise: ``objective.k3`` (expm1(d) - d,
-    accurate for small d), clipped at 0, since x - 1 - log x >= 0 holds exactly and only rounding could break it."""
+    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy): ``objective.k3``, clipped at 0 against rounding."""
     return np.maximum(objective.k3(np.asarray(logp_policy, dtype=float), np.asarray(logp_ref, dtype=float)), 0.0)
 
 
@@ -47,11 +38,7 @@ def true_kl(p: np.ndarray, q: np.ndarray) -> float:
 def sample_kl_estimates(
     p: np.ndarray, q: np.ndarray, n: int, rng: np.random.Generator
 ) -> dict[str, np.ndarray | float]:
-    """Draw n tokens y ~ p and return per-sample estimators of KL(p || q).
-
-    Returns {"tokens", "k1", "k3", "true_kl"}: k1 and k3 are arrays of length n
-    computed from log p(y) (policy) and log q(y) (reference).
-    """
+    """Draw n tokens y ~ p; return {"tokens", "k1", "k3" (arrays of length n), "true_kl"} for KL(p || q)."""
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
     tokens = rng.choice(p.size, size=n, p=p)
@@ -67,10 +54,9 @@ REGIME_EDGES = (0.0, 1e-3, 1e-2, 1e-1, 1.0, np.inf)
 def cluster_bootstrap_draws(columns: dict[str, np.ndarray], lengths: list[int], clusters: list, n_boot: int = 10_000,
                             seed: int = 0, batch: int = 1000) -> dict[str, np.ndarray]:
     """Bootstrap draws of each per-token column's token mean, resampling whole clusters (``clusters``: one label per
-    completion, e.g. its problem id; a problem's completions share its context, so they are not independent). One
-    resample b draws the C clusters with replacement, r_b(c) = how often cluster c was drawn, and takes
-    sum_c r_b(c) S_c / sum_c r_b(c) N_c, with S_c the column's sum over cluster c's tokens and N_c its token count.
-    Every column uses the same resamples, so a column of differences gets its paired interval."""
+    completion, its problem id: a problem's completions share its context).
+    Draw b is sum_c r_b(c) S_c / sum_c r_b(c) N_c, r_b(c) = times cluster c was drawn, S_c and N_c its column sum and
+    token count. All columns share the resamples, so a column of differences gets its paired interval."""
     lengths = np.asarray(lengths, dtype=int)
     if lengths.size < 2 or np.any(lengths < 1):
         raise ValueError(f"a bootstrap over completions needs >= 2 non-empty completions, got lengths {lengths[:5]}")
@@ -96,8 +82,7 @@ def cluster_bootstrap_draws(columns: dict[str, np.ndarray], lengths: list[int], 
 
 def cluster_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], clusters: list, n_boot: int = 10_000,
                             seed: int = 0, confidence: float = 0.95, batch: int = 1000) -> dict[str, dict]:
-    """Token means of each per-token column with a percentile bootstrap over clusters (``cluster_bootstrap_draws``).
-    Returns {name: {mean, low, high, se}} (se: the resamples' std)."""
+    """Each column's token mean with a percentile bootstrap interval over clusters: {name: {mean, low, high, se}}."""
     draws = cluster_bootstrap_draws(columns, lengths, clusters, n_boot, seed, batch)
     alpha = (1 - confidence) / 2
     result = {}
@@ -109,11 +94,9 @@ def cluster_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], 
 
 
 def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_EDGES) -> list[dict]:
-    """The real tokens binned by the exact KL at their position (a property of the context, not of the sampled
-    token, so both estimators stay unbiased inside a bin). Per non-empty bin: its token count, mean exact KL, each
-    estimator's root mean exact variance (``sd_k1``, ``sd_k3``: the typical error of one token's estimate there),
-    its root mean squared observed error against the exact KL (``rmse_k1``, ``rmse_k3``, the same quantity measured
-    on the sampled tokens), and ``winner``: the estimator with the smaller exact variance."""
+    """The real tokens binned by the exact KL at their position (a property of the context, so both estimators stay
+    unbiased in a bin). Per bin: tokens, mean exact KL, each estimator's root mean exact variance (``sd_k1``, ``sd_k3``)
+    and root mean squared observed error (``rmse_k1``, ``rmse_k3``), and the ``winner`` (smaller variance)."""
     kl_exact, var_k1, var_k3 = (np.asarray(v, dtype=float) for v in (kl_exact, var_k1, var_k3))
     err_k1, err_k3 = np.asarray(err_k1, dtype=float), np.asarray(err_k3, dtype=float)
     bins = []
@@ -131,13 +114,9 @@ def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_ED
 
 
 def real_kl_summary(kl_real: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
-    """What the report says about k1 vs k3 on the run's own tokens: the means of the exact per-position KL, k1
-    and k3 with bootstrap intervals over problems (``completion_problems``: the n completions of one problem share
-    its context, so whole problems are resampled; the same resamples give k1 - exact and k3 - exact their paired
-    intervals, which a problem's shared context can correlate too), each estimator's exact standard
-    error of the mean over these positions (sqrt(sum of per-position variances) / tokens: the sampled tokens'
-    errors are uncorrelated given the contexts), the regimes (``divergence_regimes``), and the token carrying the
-    largest share of the k3 sum."""
+    """What the report says about k1 vs k3 on the run's own tokens: the means of the exact KL, k1, k3 and their errors
+    with bootstrap intervals over problems, each estimator's exact standard error of the mean (sqrt(sum of per-position
+    variances) / tokens), the regimes and the token carrying the largest share of the k3 sum."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     exact = np.asarray(kl_real["kl_exact"], float)
     e1, e3 = k1(logp, logq), k3(logp, logq)

@@ -1,7 +1,5 @@
-"""Per-step training metrics computed from the groups themselves (not only from what TRL logs).
-
-The key health metric of GRPO is the fraction of groups whose rewards differ: a group whose G rewards
-are all equal has zero advantage everywhere and teaches nothing.
+"""Per-step training metrics computed from the groups themselves, beside what TRL logs. The key one is the share of
+groups whose rewards differ: an all-equal group has zero advantage everywhere and teaches nothing.
 """
 
 from __future__ import annotations
@@ -25,8 +23,7 @@ TRL_LOG_KEYS = {
 
 
 def frac_groups_nonzero_std(rewards, group_size: int, tol: float = 1e-8) -> float:
-    """Fraction of groups with std_g > tol (``objective.group_reward_std``): the groups that carry a learning signal
-    (an all-equal group's advantages are all zero)."""
+    """Fraction of groups with std_g > tol: the groups that carry a learning signal."""
     return float(np.mean(group_reward_std(rewards, group_size) > tol))
 
 
@@ -36,11 +33,8 @@ def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
 
 
 def empty_think(completion: str) -> bool:
-    """The lenient format regex's loophole: ``<think>.*?</think>`` matches, ``<think>.+?</think>`` does not.
-
-    True exactly when the first ``<think>`` is closed at once (``<think></think>``): the lenient format
-    reward pays +0.3 for it, the strict one pays nothing. This is the chapter's reward hack.
-    """
+    """True when the first ``<think>`` is closed at once (``<think></think>``): the lenient regex ``<think>.*?</think>``
+    pays +0.3 for it, the strict ``<think>.+?</think>`` nothing. This is the chapter's reward hack."""
     return has_think_block(completion, lenient=True) and not has_think_block(completion)
 
 
@@ -50,14 +44,13 @@ def empty_think_share(completions: list[str]) -> float:
 
 
 def blank_think_share(completions: list[str]) -> float:
-    """Share of completions whose think block holds only whitespace or one character (``blank_think``: the
-    strict regex's loophole); 0.0 for no completions."""
+    """Share of completions whose think block holds only whitespace or one character (``blank_think``); 0.0 for none."""
     return float(np.mean([blank_think(c) for c in completions])) if completions else 0.0
 
 
 def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
-    """Share of completions paid by a format reward (any reward named ``format...``) for a think block with no
-    reasoning in it (``hollow_think``: empty, whitespace or one character): the format reward being hacked."""
+    """Share of completions a format reward (any named ``format...``) paid for a think block with no reasoning in it
+    (``hollow_think``): the format reward being hacked."""
     formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
     if not completions or not formats:
         return 0.0
@@ -67,9 +60,8 @@ def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions
 
 def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
                   completions: list[str] | None = None) -> dict:
-    """Reward, per-function means, group spread, accuracy and length of one generation batch (with the
-    completions' texts also the shares of empty, ``empty_think_share``, and whitespace-or-one-character think
-    blocks, ``blank_think_share``, and of those two a format reward paid, ``hollow_think_paid_share``)."""
+    """Reward, per-function means, group spread, accuracy and length of one generation batch; given the texts, also the
+    shares of empty and blank think blocks and of those a format reward paid."""
     totals = total_rewards(rewards_by_name)
     metrics = {
         "reward_mean": float(totals.mean()),
@@ -97,8 +89,8 @@ def with_trl_logs(metrics: dict, logs: dict) -> dict:
 
 def example_groups(totals, prompts: list[str], completions: list[str], group_size: int,
                    scale_by_std: bool = True, advantages=None) -> dict:
-    """The first group with mixed rewards and the first with all-equal rewards, with their advantages
-    (GRPO's group-relative ones unless ``advantages`` gives the method's own, e.g. RLOO's leave-one-out)."""
+    """The first mixed-reward group and the first all-equal one with their advantages (GRPO's, or the method's own
+    ``advantages``)."""
     totals = np.asarray(totals, dtype=float)
     if advantages is None:
         advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
@@ -115,8 +107,7 @@ def example_groups(totals, prompts: list[str], completions: list[str], group_siz
 
 
 def browse_steps(max_steps: int, count: int = 4) -> set[int]:
-    """The steps whose first group (a mixed-reward one where the step has one) training also stores for the report to
-    browse: ``count`` steps evenly spread to the last, beside the first mixed and first all-equal groups."""
+    """``count`` steps, spread evenly up to the last, whose first group is also kept for the report to browse."""
     return {max(1, round(max_steps * i / count)) for i in range(1, count + 1)} if max_steps > 0 else set()
 
 
@@ -129,8 +120,7 @@ def check_group_order(prompts: list, group_size: int) -> None:
 
 
 def empty_think_examples(prompts: list[str], completions: list[str], totals, step: int, limit: int) -> list[dict]:
-    """Up to ``limit`` completions of one batch whose think block is empty or blank (``hollow_think``: the
-    lenient and the strict regex's hacks), with their step and reward."""
+    """Up to ``limit`` completions of one batch with an empty or blank think block, with their step and reward."""
     found = [{"step": step, "prompt": prompt, "reward": round(float(total), 4), "completion": text}
              for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
              if hollow_think(text)]
@@ -138,8 +128,7 @@ def empty_think_examples(prompts: list[str], completions: list[str], totals, ste
 
 
 def first_and_latest(kept: list, found: list, limit: int) -> list:
-    """Examples to keep after a batch: the first ``limit // 2`` ever seen (what the run started from), then the
-    latest ones (what it ended with), ``limit`` in all; ``kept`` is what this returned before, in the same order."""
+    """Examples to keep after a batch: the first ``limit // 2`` ever seen, then the latest ones, ``limit`` in all."""
     first = limit // 2
     return (kept + found)[:first] + (kept[first:] + found)[first - limit:] if len(kept) + len(found) > limit \
         else kept + found

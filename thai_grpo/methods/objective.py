@@ -1,8 +1,6 @@
 """GRPO's objective as the chapter writes it, in small torch functions: the arithmetic TRL's ``GRPOTrainer`` runs.
 
-For a prompt, G completions o_1..o_G are sampled and graded, rewards r_1..r_G. Every token t of completion i shares
-the completion's group-relative advantage, the policy's probability of the token is compared with the sampling
-policy's (rho) and with the reference's (k3), and the loss to minimise is
+For a prompt, G completions o_1..o_G with rewards r_1..r_G; every token t of completion i shares its advantage:
 
     A_i       = (r_i - mean(r)) / (std(r) + eps)                    sample std (ddof = 1), eps = 1e-4
     rho_i,t   = pi_theta(o_i,t | ...) / pi_theta_old(o_i,t | ...)
@@ -10,18 +8,10 @@ policy's (rho) and with the reference's (k3), and the loss to minimise is
     x_i,t     = pi_ref(o_i,t | ...) / pi_theta(o_i,t | ...),   k3_i,t = (x_i,t - 1) - log x_i,t
     loss      = (1/G) sum_i (1/|o_i|) sum_t [ -surr_i,t + beta * k3_i,t ]
 
-Dr.GRPO (Liu et al. 2025) keeps the mean subtraction and drops the division by std, and replaces the per-completion
-token mean 1/|o_i| by one constant for the whole batch, 1 / (G * max_completion_length): a long completion's tokens
-weigh as much as a short one's (TRL's ``loss_type: dr_grpo`` with ``scale_rewards: none``).
-
-The pipeline trains with TRL's trainer; ``tests/test_objective.py`` runs one real batch of it (generation, the code
-rewards, the reference pass) and checks that ``group_advantages`` gives the advantages TRL computed and that
-``grpo_loss`` gives TRL's loss and its gradient, for the chapter's settings and for Dr.GRPO's. With TRL's default
-``num_iterations: 1`` each batch is used once, on-policy: pi_theta_old is pi_theta itself (detached), so rho = 1 in
-value and only its gradient, d rho / d log pi_theta = 1, acts.
-
-This is the one definition of A_i and of k3 in the pipeline: the per-step metrics, the step log, the figures and the
-k1-vs-k3 study call these same functions with numpy arrays (numpy in, numpy out, computed in float64).
+Dr.GRPO (Liu et al. 2025; TRL's ``loss_type: dr_grpo`` with ``scale_rewards: none``) drops the division by std and
+replaces 1/|o_i| by 1 / (G * max_completion_length): a long completion's tokens weigh as much as a short one's.
+``tests/test_objective.py`` checks these functions against TRL's advantages, loss and gradient on a real batch. With
+TRL's ``num_iterations: 1`` pi_theta_old is pi_theta detached: rho = 1 in value, only its gradient acts.
 """
 
 from __future__ import annotations
@@ -35,8 +25,7 @@ STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divid
 
 
 def numpy_too(function):
-    """``function`` of tensors, also taking numpy arrays (or lists) for its tensor arguments: those are computed as
-    float64 tensors and the result comes back as a numpy array. Numbers (a group size, a flag) pass as they are."""
+    """``function`` of tensors that also takes numpy arrays or lists: computed as float64 tensors, returned as numpy."""
     @functools.wraps(function)
     def either(*args, **kwargs):
         if isinstance(args[0], torch.Tensor):
@@ -49,8 +38,7 @@ def numpy_too(function):
 
 
 def grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Flat rewards as (groups, G), TRL's order: the G completions of one prompt side by side. A ValueError for G < 2
-    (no baseline without a second completion) or a count that does not split into groups of G."""
+    """Flat rewards as (groups, G), the G completions of one prompt side by side (TRL's order); G must be at least 2."""
     if group_size < 2:
         raise ValueError(f"group_size must be at least 2, got {group_size}")
     if rewards.numel() % group_size:
@@ -67,9 +55,8 @@ def group_reward_std(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
 @numpy_too
 def group_advantages(rewards: torch.Tensor, group_size: int, scale_by_std: bool = True,
                      eps: float = STD_EPS) -> torch.Tensor:
-    """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards (TRL's order), sample std;
-    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``. A group whose rewards
-    are all equal has every A_i = 0: it teaches nothing."""
+    """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards, sample std;
+    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``."""
     groups = grouped(rewards, group_size)
     centered = groups - groups.mean(dim=1, keepdim=True)
     if scale_by_std:
@@ -95,17 +82,17 @@ def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantages: to
 
 
 def completion_token_mean(per_token: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """(1/|o_i|) sum_t per_token[i, t] over each completion's own tokens (``mask``: 1 on them, 0 on padding); shape
-    (B,). A completion with no token (none is sampled so) counts as one token, as in TRL, not as a division by 0."""
+    """(1/|o_i|) sum_t per_token[i, t] over each completion's own tokens (``mask``); shape (B,). An empty completion
+    counts as one token, as in TRL."""
     return (per_token * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
 
 
 def grpo_loss(logp: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, advantages: torch.Tensor,
               mask: torch.Tensor, beta: float, epsilon: float, loss_type: str = "grpo",
               max_completion_length: int | None = None) -> torch.Tensor:
-    """The loss of one batch: -surrogate + beta * k3 per token, then the chapter's per-completion token mean averaged
-    over completions (``loss_type="grpo"``), or Dr.GRPO's sum over the batch's tokens divided by
-    B * ``max_completion_length`` (``"dr_grpo"``). Per-token tensors are (B, T), ``advantages`` (B,)."""
+    """The loss of one batch: -surrogate + beta * k3 per token, then the per-completion token mean averaged over
+    completions (``"grpo"``) or Dr.GRPO's token sum / (B * ``max_completion_length``). Per-token tensors are (B, T),
+    ``advantages`` (B,)."""
     per_token = -clipped_surrogate(logp, old_logp, advantages, epsilon)
     if beta:
         per_token = per_token + beta * k3(logp, ref_logp)

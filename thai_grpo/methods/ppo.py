@@ -1,10 +1,8 @@
-"""PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with
-PPO"), compact, following TRL 1.12.0's ``trl.experimental.ppo.PPOTrainer`` (the last TRL PPO: TRL PR #7020
-removed it) except where said. Four models: the policy (LoRA, from the SFT adapter), the reference (frozen: GRPO's
-own KL reference in each config, ``grpo.reference``: ``sft`` = the SFT adapter merged into a copy of the base,
-``base`` = a copy of the bare base, what GRPO's policy with its adapter disabled computes), the reward model
-(``thai_grpo.methods.reward_model``, frozen; or the code rewards for ``score: verifier``) and the value model
-(initialised from the reward model, trained).
+"""PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with PPO"):
+our own compact trainer after TRL 1.12.0's ``PPOTrainer`` (TRL 1.16 has none). Four models: the policy (LoRA, from
+the SFT adapter), the frozen reference (GRPO's KL reference, ``grpo.reference``), the frozen reward model
+(``thai_grpo.methods.reward_model``; or the code rewards for ``score: verifier``) and the value model (initialised
+from the reward model, trained).
 
 One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
 completion budget; T_i = the completion's real tokens (up to and including its first stop token):
@@ -20,34 +18,14 @@ completion budget; T_i = the completion's real tokens (up to and including its f
     ratio_t = exp(log pi_theta - log pi_old):
     L_pi = mean_t max(-A_t ratio_t, -A_t clip(ratio_t, 1 - cliprange, 1 + cliprange))
     L_V  = 0.5 mean_t max((V'_t - R_t)^2, (clip(V'_t, V_t - cliprange_value, V_t + cliprange_value) - R_t)^2)
-    loss = L_pi + vf_coef L_V;  gradient norm clipped at ``max_grad_norm``; AdamW (policy and value parameter groups)
-    with TRL's optimizer settings: weight decay 0 and the learning rate decayed linearly to 0 over the rollout batches
-    (mean_t: over the minibatch's real tokens.)
+    loss = L_pi + vf_coef L_V;  gradient norm clipped at ``max_grad_norm``; AdamW (policy and value parameter groups,
+    weight decay 0), the learning rate decayed linearly to 0 over the rollout batches; mean_t: over real tokens.
 
-Departures from TRL 1.12, each on purpose:
-- The score sits on the completion's last real token. TRL added it at ``sequence_length + 1``, one slot past the
-  EOS, where the value is masked to 0 and no action is taken; so it reached the EOS token only through gamma * lam
-  (TRL issues #1893 and #3750). Here the last action taken is the one that earns it.
-- The reward model scores the exact token ids the policy generated (prompt + completion up to its EOS), and is
-  trained on pairs tokenized the same way, so it is read where it learned to score.
-- Gradient clipping at ``max_grad_norm`` (Huang et al.; TRL's loop set none); a separate value learning rate
-  is possible (``value_learning_rate``; verl and OpenRLHF give the critic about 10x the actor's).
-- Each step's randomness (prompt order, sampling, minibatch shuffles) is seeded from (seed, step), so a run
-  resumed from checkpoint N redoes step N+1 exactly as an uninterrupted run: a checkpoint holds the policy and value
-  weights, the optimizer and the step; no generator state needs saving.
-As TRL's: dropout is off in all four models (``disable_dropout_in_model``), so the first minibatch's ratio is 1 even
-with a hub adapter whose ``lora_dropout`` > 0; the code rewards are GRPO's own reward functions. On a CPU the rollouts
-are sampled from a merged copy of the policy (``thai_grpo.models.cpu.merged_sampler``: the same function, refreshed each
-step), as GRPO's are.
-Memory (``thai_grpo.jobs.memory_plan``): sampling, the log-prob passes and each minibatch's forward-backward are split
-into chunks of rows whose full-vocabulary logits, KV cache or saved activations stay within ``chunk_floats``
-(gradients of a minibatch's chunks are accumulated, the loss weighted by each chunk's share of real tokens: the same
-update). On a GPU every frozen weight is held in 16 bits (float16 on a T4, bfloat16 from Ampere): the reference and
-the reward model, and the bases under the policy's and the value model's LoRA; the trained parameters (LoRA, the
-value model's score head), their gradients and AdamW states stay float32, and every pass (sampling, log-probs,
-values, each forward-backward) runs under autocast to the 16-bit dtype (``autocast_like``), float16's loss scaled by
-a ``GradScaler``. The offline default's tiny model on a CPU fits every pass in one chunk and keeps float32
-everywhere, without autocast or scaling: its numbers do not depend on any of it.
+Departures from TRL 1.12: the score sits on the completion's last real token (TRL put it one slot past the EOS, where
+it reached the EOS only through gamma * lam: TRL issues #1893 and #3750); the reward model scores the exact token ids
+the policy generated; gradients are clipped; each step's randomness is seeded from (seed, step), so a resumed run
+redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast; passes too large
+for ``chunk_floats`` are split into chunks of rows, which changes no update.
 """
 
 from __future__ import annotations
@@ -107,8 +85,8 @@ def scores_with_penalty(scores, has_eos, penalty: float | None):
 
 
 def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
-    """r_t = -kl_coef * (log pi_old - log pi_ref) on the real tokens, plus the score on the LAST REAL token
-    (index length - 1; TRL put it at index length); (rewards, k1) with zeros beyond each completion."""
+    """r_t = -kl_coef * (log pi_old - log pi_ref) on the real tokens, plus the score on the last real token (index
+    length - 1); returns (rewards, k1), zeros beyond each completion."""
     import torch
 
     lengths = torch.as_tensor(lengths, device=logprobs.device)
@@ -121,8 +99,8 @@ def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
 
 
 def gae(rewards, values, mask, gamma: float, lam: float):
-    """Generalised advantage estimation backwards over each completion; V beyond the last real token is 0
-    (terminal), and so are the advantages there. Returns (advantages, returns = advantages + values)."""
+    """Generalised advantage estimation backwards over each completion, V = 0 beyond its last real token (terminal);
+    returns (advantages, returns = advantages + values)."""
     import torch
 
     mask = mask.to(rewards.dtype)
@@ -138,7 +116,7 @@ def gae(rewards, values, mask, gamma: float, lam: float):
 
 
 def policy_loss(new_logprobs, old_logprobs, advantages, mask, cliprange: float):
-    """PPO's clipped surrogate, mean over real tokens; (loss, share of tokens where the clip bound, approx KL)."""
+    """PPO's clipped surrogate, mean over real tokens; (loss, share of tokens where the clip binds, approx KL)."""
     import torch
 
     ratio = torch.exp(new_logprobs - old_logprobs)
@@ -162,8 +140,7 @@ def value_loss(new_values, old_values, returns, mask, cliprange_value: float):
 
 
 def explained_variance(values, returns, mask) -> float:
-    """1 - Var(R - V) / Var(R) over the real tokens: 1 = the value model predicts the returns, <= 0 = no better than
-    their mean."""
+    """1 - Var(R - V) / Var(R) over the real tokens: 1 = V predicts the returns, <= 0 = no better than their mean."""
     mask = mask.bool()
     v, r = values[mask].double(), returns[mask].double()
     var = r.var(unbiased=False)
@@ -171,14 +148,13 @@ def explained_variance(values, returns, mask) -> float:
 
 
 def step_rng(seed: int, step: int, *parts: int) -> np.random.Generator:
-    """The generator of one step's draw (``parts`` tell the draws apart): the same at that step whether or not the
-    run was resumed."""
+    """One step's generator (``parts`` tell its draws apart): the same whether or not the run was resumed."""
     return np.random.default_rng([seed, step, *parts])
 
 
 def prompt_batch(num_rows: int, batch_size: int, step: int, seed: int) -> list[int]:
-    """Row indices of step ``step`` (1-based): passes over the rows in a new seeded order each pass, as a
-    DataLoader with shuffling would; step k's batch depends only on (seed, k)."""
+    """Row indices of step ``step`` (1-based): passes over the rows, each in a new seeded order, as a shuffling
+    DataLoader would; a function of (seed, step) alone."""
     start = (step - 1) * batch_size
     indices = []
     for position in range(start, start + batch_size):
@@ -206,8 +182,7 @@ def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, tempe
 
 
 def by_chunks(function, rows: int, per_chunk: int):
-    """``function(rows_slice)`` over consecutive chunks of ``per_chunk`` rows, concatenated along the rows; a single
-    call on every row when one chunk holds them all."""
+    """``function(rows_slice)`` over chunks of ``per_chunk`` rows, concatenated along the rows."""
     import torch
 
     if per_chunk >= rows:
@@ -216,10 +191,8 @@ def by_chunks(function, rows: int, per_chunk: int):
 
 
 def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, seeds: list[int]):
-    """``policy.generate``'s rollouts on ``per_chunk`` prompts at a time (the KV cache of one chunk within the budget),
-    the outputs right-padded with ``pad_id`` to one width. Row i samples from its own seed ``seeds[i]``
-    (``sampling.sample_continuations``: ``generate``'s tokens, finished rows dropped), so the chunk size changes no
-    rollout."""
+    """``policy.generate``'s rollouts ``per_chunk`` prompts at a time, right-padded with ``pad_id`` to one width. Row i
+    samples from its own seed ``seeds[i]``, so the chunk size changes no rollout."""
     import torch
 
     from thai_grpo.models.sampling import sample_continuations
@@ -238,9 +211,8 @@ def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, see
 
 
 def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "float32"):
-    """A value model without a reward model to start from: the sequence-classification base (frozen, in ``dtype``),
-    a fresh LoRA (``lora``: the SFT adapter's rank and targets) and a zeroed score head, both float32, so every value
-    starts at 0."""
+    """A value model without a reward model to start from: the sequence-classification base (frozen, in ``dtype``), a
+    fresh LoRA (``lora``) and a zeroed score head, both float32, so every value starts at 0."""
     import torch
     from peft import LoraConfig, get_peft_model
 
@@ -256,8 +228,8 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "flo
 
 def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False,
                      dtype: str = "float32"):
-    """The sequence-classification base (in ``dtype``) with the reward model's LoRA and score head
-    (``thai_grpo.methods.reward_model``); trainable, those two in float32."""
+    """The sequence-classification base (in ``dtype``) with the reward model's LoRA and score head (float32 when
+    trainable)."""
     from peft import PeftModel
 
     from thai_grpo.models.loading import upcast_trainable
@@ -268,8 +240,7 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
 
 
 def autocast_like(model):
-    """Autocast to the dtype of ``model``'s frozen weights where they are 16-bit (on a GPU, ``load_models``), on their
-    device; no autocast for float32 weights (a CPU), where every pass stays float32 as loaded."""
+    """Autocast to the dtype of ``model``'s frozen weights where they are 16-bit, on their device; none for float32."""
     import contextlib
 
     import torch
@@ -281,9 +252,8 @@ def autocast_like(model):
 
 
 def grad_scaler(model):
-    """A ``GradScaler`` on the frozen weights' device for float16 autocast (its gradients underflow without loss
-    scaling; torch's scaler runs on a CPU too), a disabled one otherwise (bfloat16 or float32: ``scale`` returns the
-    loss, ``step`` is the optimizer's)."""
+    """A ``GradScaler`` on the frozen weights' device, enabled only for float16, whose gradients underflow without loss
+    scaling; disabled, ``scale`` returns the loss and ``step`` is the optimizer's."""
     import torch
 
     frozen = next((p for p in model.parameters() if not p.requires_grad), None)
@@ -292,11 +262,8 @@ def grad_scaler(model):
 
 
 def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: str, dtype: str):
-    """PPO's frozen KL reference, GRPO's in the same config (``grpo.reference``): ``sft`` = the SFT adapter on a copy
-    of the base, merged where merging in ``dtype`` keeps the adapter (``merge_keeps_update``: float32; TRL's ``ref``
-    adapter computes the same function); ``base`` = a copy of the bare base (what GRPO's policy computes with its
-    adapter disabled). Either is one more base in memory: the bare base could be shared with the policy's (adapter
-    disabled), a second copy is simpler and costs what the merged one did."""
+    """PPO's frozen KL reference, GRPO's in the same config: ``sft`` = the SFT adapter on a copy of the base (merged
+    where ``dtype`` keeps it), ``base`` = a copy of the bare base (GRPO's policy with its adapter disabled)."""
     from thai_grpo.models.loading import load_policy, merge_keeps_update
 
     if reference not in KL_REFERENCES:
@@ -307,10 +274,8 @@ def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: st
 
 def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str,
                 reference: str = "sft", dtype: str = "auto") -> dict:
-    """PPO's models on this job's device, dropout off in every one (TRL's ``disable_dropout_in_model``, as its
-    PPOTrainer): the policy (trained), the reference (``reference_model``), the value model (from the reward model,
-    or fresh without one) and, scored by it, the reward model. Every frozen weight in ``dtype`` (``base.dtype``:
-    ``auto`` is 16 bits on a GPU, float32 on a CPU), the trained ones in float32."""
+    """PPO's models on this job's device, dropout off in each: the policy, the reference, the value model and, when it
+    scores, the reward model. Frozen weights in ``dtype`` (``auto``: 16 bits on a GPU), trained ones in float32."""
     from trl.trainer.utils import disable_dropout_in_model
 
     from thai_grpo.jobs.devices import job_device
@@ -354,9 +319,8 @@ def _load_trainable(model, state: dict) -> None:
 
 
 def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, keep: int = 2, scaler=None) -> None:
-    """checkpoint-<step>/ with the trainable weights, optimizer, float16's loss scale (when scaling) and step;
-    trainer_state.json written last marks it complete (``training.last_checkpoint``); only the last ``keep`` are
-    kept."""
+    """checkpoint-<step>/ with the trainable weights, optimizer, loss scale and step; trainer_state.json, written last,
+    marks it complete. Only the last ``keep`` are kept."""
     import shutil
 
     import torch
@@ -475,8 +439,7 @@ def lora_of(model):
 
 
 def sized_for_card(settings: PPOSettings, models: dict) -> PPOSettings:
-    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for the policy's card
-    (``memory_stages.ppo_chunk_floats_for_card``; a CPU sizes as a T4); a number is kept."""
+    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for the policy's card."""
     if settings.chunk_floats != "auto":
         return settings
     from thai_grpo.jobs.memory_plan import Shape
@@ -501,10 +464,8 @@ def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completio
 
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
             scaler=None) -> tuple[dict, list[dict]]:
-    """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch too large for one
-    chunk (``update_chunk_rows``) accumulates its chunks' gradients, each chunk's loss weighted by its share of the
-    minibatch's real tokens: the same gradient as one pass. Forward passes under ``autocast_like``; ``scaler`` (float16
-    on a GPU) scales the loss, unscales the gradients before clipping and skips a step whose gradients overflowed.
+    """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch split into chunks
+    accumulates their gradients, each chunk's loss weighted by its share of real tokens: the same gradient as one pass.
     Returns the means of the minibatches' statistics and one ``updates.update_record`` per optimizer update."""
     import torch
 
@@ -548,20 +509,16 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
 
 
 def learning_rate_factor(step: int, settings: PPOSettings) -> float:
-    """The learning rate's share of its peak during rollout batch ``step`` (1-based): TRL's linear schedule with no
-    warmup (transformers' ``get_linear_schedule_with_warmup`` over ``max_steps`` batches, stepped once per batch),
-    or 1 for constant. A function of the step alone, so a resumed run needs no scheduler state."""
+    """The learning rate's share of its peak in rollout batch ``step`` (1-based): TRL's linear decay without warmup, or
+    1 for constant. A function of the step alone, so a resumed run needs no scheduler state."""
     if settings.lr_scheduler_type == "constant":
         return 1.0
     return max(0.0, (settings.max_steps - (step - 1)) / settings.max_steps)
 
 
 def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, updates: list[dict] = ()) -> dict:
-    """One line of step_metrics.jsonl, with the keys GRPO's steps use where they mean the same (reward_mean and
-    rewards: the code rewards; accuracy; completion lengths; clipped_ratio: completions cut at the budget) plus
-    PPO's own: the score it maximised, KL, value loss, explained variance (of the value model's predictions before
-    this step's update), clip fractions, entropy, and of its optimizer ``updates`` how many the float16 loss scaler
-    skipped and how many had non-finite gradients."""
+    """One line of step_metrics.jsonl: GRPO's keys where they mean the same, plus PPO's own (score, KL, value loss,
+    explained variance before this step's update, clip fractions, entropy, lost updates)."""
     from thai_grpo.core.rewards import CORRECT_REWARD
     from thai_grpo.methods.metrics import blank_think_share, empty_think_share, hollow_think_paid_share, total_rewards
 
@@ -590,9 +547,8 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, u
 
 
 def rollout_lines(step: int, rollout: dict) -> list[dict]:
-    """One line per completion of a step's rollout batch, as GRPO's: the step, the
-    prompt's id, the completion, each code reward, their sum, PPO's score and the completion's advantage (the mean
-    of its whitened per-token advantages)."""
+    """One line per completion of a step's rollout batch, as GRPO's, with PPO's score; the advantage is the mean of the
+    completion's whitened per-token advantages."""
     from thai_grpo.methods.metrics import total_rewards
 
     totals = total_rewards(rollout["code"])
@@ -605,12 +561,9 @@ def rollout_lines(step: int, rollout: dict) -> list[dict]:
 
 
 def train(spec) -> dict:
-    """Run PPO from the SFT adapter (``spec``: ``thai_grpo.methods.RunSpec``: its plan's ``ppo:`` overrides, GRPO's
-    rollout settings, the reward model in ``spec.reward_dir``), every frozen weight in ``spec.dtype`` (``base.dtype``);
-    save the policy adapter (and the value model beside it) and the rollouts; return per-step metrics. Resumes from the
-    last complete checkpoint in ``spec.checkpoint_dir``. The value model starts from the reward model, or without one
-    (verifier score, no ``reward_dir``) from ``fresh_value_model`` with the SFT adapter's rank and target modules.
-    Metrics also go to ``training.report_to``'s tracker (accelerate's)."""
+    """Run PPO from the SFT adapter (``spec``: its plan's ``ppo:`` overrides, GRPO's rollout settings, the reward model
+    in ``spec.reward_dir``); save the policy adapter, the value model beside it and the rollouts; return the run's
+    record. Resumes from the last complete checkpoint."""
     import torch
 
     from thai_grpo.core.io import atomic_directory, progress, read_appended_jsonl, write_jsonl
@@ -641,7 +594,7 @@ def train(spec) -> dict:
                                     "lr": settings.value_learning_rate or settings.learning_rate}],
                                   weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
-    scaler = grad_scaler(models["policy"])  # enabled for float16 frozen weights only
+    scaler = grad_scaler(models["policy"])
     start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
@@ -692,8 +645,8 @@ def train(spec) -> dict:
 
 
 def start_tracker(spec, settings: PPOSettings):
-    """accelerate's tracker of ``training.report_to`` for PPO's own metrics (TRL's trainers report through theirs),
-    started with the run's settings; None for ``none``."""
+    """The accelerate tracker of ``training.report_to`` for PPO's metrics (TRL's trainers have their own); None for
+    ``none``."""
     report_to = spec.training["report_to"]
     if report_to == "none":
         return None

@@ -1,15 +1,6 @@
-"""Preference pairs for DPO, built from the SFT policy's own samples on the GRPO training problems.
-
-For each training problem: n completions sampled from the SFT policy as GRPO's rollouts are (the ``grpo``
-section's num_generations, temperature and max_completion_length), graded by the same code. A problem
-with at least one correct and one wrong completion gives one pair: chosen = its first correct completion
-(correct reward 1.0), rejected = its first wrong one. Problems the policy always or never solves give no
-pair: DPO can only rank answers that exist in the file, exactly as GRPO learns nothing from all-equal groups.
-
-A pair keeps the tokens themselves: the prompt's ids as the policy read them (``prompt_ids``) and each completion's
-sampled ids (``chosen_ids``, ``rejected_ids``: the stop token included when one was sampled, none when the completion
-was cut at the budget), so that DPO trains on exactly those sequences (``thai_grpo.methods.dpo``). The texts stay
-beside them, for reading and for the reward model. ``completion_budget`` is the budget they were sampled under.
+"""Preference pairs for DPO and PPO's reward model, from the SFT policy's own samples on the GRPO training problems:
+chosen = a problem's first correct completion, rejected = its first wrong one. A problem always or never solved gives
+no pair (DPO can only rank answers that exist in the file). A pair keeps the sampled token ids DPO trains on.
 """
 
 from __future__ import annotations
@@ -30,14 +21,9 @@ def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
 
 
 def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
-    """DPOTrainer's conversational rows ``{prompt, chosen, rejected}`` (plus id, gold and both rewards) and
-    the counts: problems, samples, pairs, problems skipped as all right / all wrong, tokens generated.
-
-    ``records`` are ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``; a record
-    sampled by ``sample_training_problems`` also has ``prompt_ids`` and ``completion_budget``, and its completions
-    ``token_ids``: a pair then keeps them (``token_fields``). Deterministic: the same records give the same pairs in
-    the same order.
-    """
+    """DPOTrainer's conversational rows ``{prompt, chosen, rejected}`` (with id, gold, both rewards and, where the
+    record has them, the token ids) and the counts: problems, samples, pairs, all right, all wrong, tokens generated.
+    ``records``: ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``."""
     pairs, all_right, all_wrong = [], 0, 0
     for record in records:
         completions = record["completions"]
@@ -65,8 +51,7 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
 
 
 def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
-    """``{prompt_ids, chosen_ids, rejected_ids, completion_budget}`` of one pair, the ids as sampled; empty when the
-    record carries no token ids."""
+    """``{prompt_ids, chosen_ids, rejected_ids, completion_budget}`` of one pair; empty without token ids."""
     if "prompt_ids" not in record:
         return {}
     return {"prompt_ids": list(record["prompt_ids"]), "chosen_ids": list(chosen["token_ids"]),
@@ -75,8 +60,7 @@ def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
 
 def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
                      chat_template_kwargs: dict | None = None) -> list[list[int]]:
-    """Each prompt's ids as ``sampling.generate`` feeds them to the policy (``chat_prompt_texts`` encoded without
-    special tokens), without the batch's left padding."""
+    """Each prompt's ids as ``sampling.generate`` feeds them to the policy, without the batch's left padding."""
     texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
     return [list(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
@@ -84,9 +68,8 @@ def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem, as records with the prompt's ids and the completion
-    budget (``build_pairs`` keeps them); each sample seeded from (seed, problem id, sample index), so the batch size
-    changes no sample."""
+    """``num_samples`` graded completions per training problem, with the prompt's ids and the completion budget; each
+    sample seeded from (seed, problem id, sample index), so the batch size changes no sample."""
     from thai_grpo.models.sampling import generate, score_completion
 
     records = []

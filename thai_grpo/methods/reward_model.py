@@ -1,18 +1,6 @@
-"""PPO's reward model: TRL's ``RewardTrainer`` (Bradley-Terry) on the preference pairs DPO uses.
-
-The pairs (``thai_grpo.methods.preferences``) are ranked by the VERIFIER, not by people: chosen = a completion of the
-SFT policy that the code graded correct, rejected = a wrong one of the same training problem. So this reward model
-can at best learn to imitate the verifier; the chapter's PPO learns from human rankings instead.
-
-Model: ``AutoModelForSequenceClassification`` (``num_labels=1``) on the tiny base, LoRA on the SFT adapter's target
-modules with the ``score`` head trained in full (``modules_to_save``); on a GPU the frozen base in 16 bits, the LoRA
-and the head in float32. Loss: -log sigmoid(r(x, y_w) - r(x, y_l)).
-Each sequence is tokenized as PPO's rollouts are: the chat prompt with the generation prompt, then the completion's
-tokens and its EOS, nothing after; the score is read at that last real token (where Qwen's sequence-classification
-head pools, the last non-pad token), the very position PPO reads it (``last_token_scores``).
-
-The pieces PPO shares with this module (the sequence-classification base, its LoRA, the per-token score head) live
-here; ``methods.ppo`` imports them, never the other way round.
+"""PPO's reward model: TRL's ``RewardTrainer`` (Bradley-Terry, loss -log sigmoid(r(x, y_w) - r(x, y_l))) on DPO's
+preference pairs, ranked by the verifier, not by people, so it can at best imitate the verifier. Each sequence is
+tokenized as PPO's rollouts are and scored at its last real token, where PPO reads it. Holds the pieces PPO shares.
 """
 
 from __future__ import annotations
@@ -59,11 +47,9 @@ def reward_lora(lora: dict | None = None) -> dict:
 
 
 def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
-    """The base as a sequence-classification model with one output (its ``score`` head starts random).
-
-    Its pad id comes from the config, or, when the config has none, from the tokenizer, as TRL's RewardTrainer does:
-    Qwen3-0.6B's config.json has no ``pad_token_id`` (its tokenizer pads with ``<|endoftext|>``), and the head pools
-    at the last non-pad token."""
+    """The base as a sequence-classification model with one output (a random ``score`` head). Without a pad id in its
+    config it takes the tokenizer's, as TRL's RewardTrainer does (Qwen3-0.6B's config has none): the head pools at the
+    last non-pad token."""
     from transformers import AutoModelForSequenceClassification
 
     from thai_grpo.core.io import require_model_dir
@@ -81,8 +67,7 @@ def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
 
 
 def token_scores(model, input_ids, attention_mask):
-    """The score head on every hidden state of a sequence-classification model (a PeftModel or a plain one): the
-    per-token values of a value model, or a reward model's score read at any token."""
+    """The score head on every hidden state: a value model's per-token values, or a reward model's score anywhere."""
     core = model.get_base_model() if hasattr(model, "get_base_model") else model
     backbone = getattr(core, core.base_model_prefix)
     positions = (attention_mask.cumsum(1) - 1).clamp(min=0)
@@ -101,8 +86,8 @@ def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengt
 
 def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
                       chat_template_kwargs: dict | None = None) -> dict:
-    """Share of pairs whose chosen completion the model scores above the rejected one (ties count as wrong), with
-    the mean margin, scored exactly as PPO reads the reward (``last_token_scores``)."""
+    """Share of pairs whose chosen completion scores above the rejected one (ties count as wrong), and the mean margin,
+    scored as PPO reads the reward (``last_token_scores``)."""
     import torch
 
     margins = []
@@ -130,9 +115,8 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
                        checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None, training: dict,
                        dtype: str = "auto") -> dict:
-    """Train the reward model on ``pairs``, the frozen base in ``dtype`` (``base.dtype``); save its adapter (LoRA +
-    score head); return steps (each with its update flags), parameter counts, the dtype the base was loaded in and
-    the update counts (``thai_grpo.methods.updates``; ``training``: the config's ``training:`` section)."""
+    """Train the reward model on ``pairs``, the frozen base in ``dtype``; save its LoRA and score head; return the steps
+    with their update flags, parameter counts, the base's dtype and the update counts."""
     from datasets import Dataset
     from peft import LoraConfig
     from trl import RewardConfig, RewardTrainer

@@ -1,17 +1,6 @@
-"""RLOO (REINFORCE with a leave-one-out baseline, Ahmadian et al. 2024) with TRL's ``RLOOTrainer``.
-
-Same SFT adapter, same training problems, same code rewards and the same G completions per prompt as GRPO;
-where it departs from GRPO (and from the textbook REINFORCE):
-- Baseline: for completion i of a group, the mean reward of the other G - 1 completions,
-  A_i = r_i - (sum_j r_j - r_i) / (G - 1) = G / (G - 1) * (r_i - mean). No division by the group std
-  (``normalize_advantages: true`` in ``rloo:`` rescales over the whole batch instead).
-- Loss: one log-probability ratio per sequence (not per token), clipped to [1 - epsilon, 1 + epsilon] as in
-  PPO, averaged over sequences: a long completion does not weigh more than a short one.
-- KL: not in the loss. ``beta`` times the sequence's summed k1 estimate log(pi_old / pi_ref) is subtracted
-  from its reward before the baseline (the original RLOO paper's penalty; k1 can be negative per token).
-- Reference: as GRPO's (``grpo.reference``: the base with the adapter disabled, or a frozen copy of the SFT
-  adapter). No value network.
-The per-step metrics come from the same group recorder as GRPO's (``thai_grpo.methods.grpo.train_with_rollouts``).
+"""RLOO (REINFORCE with a leave-one-out baseline, Ahmadian et al. 2024) with TRL's ``RLOOTrainer``, in GRPO's loop.
+Advantage A_i = r_i - (sum_j r_j - r_i) / (G - 1), not divided by the group std; one clipped ratio per sequence, not
+per token; no KL in the loss: beta x the sequence's summed k1 is subtracted from its reward.
 """
 
 from __future__ import annotations
@@ -33,8 +22,7 @@ def leave_one_out_advantages(rewards, group_size: int) -> np.ndarray:
 
 
 def train(spec) -> dict:
-    """Run RLOO from the SFT adapter with the GRPO section's shared settings (``spec``: ``thai_grpo.methods.RunSpec``,
-    its plan's ``rloo:`` overrides on top); save the adapter; return steps."""
+    """Run RLOO from the SFT adapter with the ``grpo`` section's shared fields and the plan's ``rloo:`` overrides."""
     import dataclasses
 
     from trl import RLOOConfig, RLOOTrainer

@@ -1,6 +1,5 @@
-"""What a config can say to each method, checked as Snakemake parses the workflow (no torch, no TRL imported): PPO's
-settings (``PPOSettings``, TRL 1.12 PPOConfig's names), which fields of the merged ``grpo`` section DPO and RLOO
-inherit, and DPO's ``max_length``. The trainers (``ppo``, ``dpo``, ``rloo``) build their arguments from the same
+"""What a config may say to each method, checked as Snakemake parses the workflow (no torch, no TRL): PPO's settings,
+the ``grpo`` fields DPO and RLOO inherit, DPO's ``max_length``. The trainers build their arguments with these same
 functions, so what is checked is what runs.
 """
 
@@ -62,35 +61,31 @@ PPO_FIELDS = tuple(f.name for f in dataclasses.fields(PPOSettings))
 
 
 def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
-    """The run's settings: TRL 1.12's defaults, then GRPO's rollout temperature and completion budget (PPO samples as
-    GRPO does), then the variant's ``ppo:`` overrides."""
+    """TRL 1.12's defaults, then GRPO's temperature and completion budget (PPO samples as GRPO does), then ``ppo:``."""
     shared = {"temperature": grpo_args["temperature"], "max_completion_length": grpo_args["max_completion_length"]}
     return PPOSettings(**{**shared, **(overrides or {})})
 
 
 # ----------------------------------------------------------------------------------------- DPO
 TRL_MAX_LENGTH = 1024  # DPOConfig's default max_length
-# Shared names whose meaning differs: GRPO's beta is a KL weight and its loss_type a policy-gradient loss;
-# its per_device_train_batch_size counts completions, DPO's counts pairs. And the length and schedule of training:
-# GRPO's steps count rollout batches, not passes over DPO's pairs, so DPO takes TRL's (one epoch, linear decay)
-# unless its own dpo: section sets them.
+# Shared names that mean something else in DPO: GRPO's beta is a KL weight, its loss_type a policy-gradient loss, its
+# batch size counts completions (DPO's: pairs), and its steps count rollout batches, so DPO takes TRL's schedule (one
+# epoch, linear decay) unless its dpo: section sets one.
 SCHEDULE = ("max_steps", "num_train_epochs", "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type",
             "warmup_steps", "warmup_ratio")
 NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size", *SCHEDULE)
 
 
 def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """DPOConfig's arguments: the bookkeeping fields of a merged ``grpo`` section (logging, checkpoints, activation
-    checkpointing, ...), not ``NOT_INHERITED`` (the meaning differs, or the length and schedule of training), then the
-    variant's ``dpo:`` overrides."""
+    """DPOConfig's arguments: a merged ``grpo`` section's bookkeeping fields (logging, checkpoints, ...), less
+    ``NOT_INHERITED``, then the variant's ``dpo:`` overrides; also the dropped names."""
     kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
     return {**kept, **(overrides or {})}, dropped
 
 
 def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
-    """Refuse a DPO ``max_length`` shorter than the longest prompt plus the completion budget: TRL's collator would
-    cut the end of the longest answers (``truncation_mode`` keep_start), the very tokens that decide a pair. None is
-    no limit."""
+    """Refuse a DPO ``max_length`` below the longest prompt plus the completion budget: TRL's collator would cut the
+    ends of the longest answers, the very tokens that decide a pair. None is no limit."""
     if max_length is not None and max_length < longest_prompt + completion_budget:
         raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
                           f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
@@ -98,9 +93,8 @@ def check_max_length(max_length: int | None, longest_prompt: int, completion_bud
 
 
 def check_max_length_in_config(config: dict) -> None:
-    """What the config alone tells of ``check_max_length``: each DPO variant's ``max_length`` (TRL's 1024 when unset)
-    must exceed the pairs' completion budget (``grpo.max_completion_length``), leaving room for a prompt; the longest
-    prompt is checked when the job starts."""
+    """``check_max_length`` from the config alone: each DPO variant's ``max_length`` (TRL's 1024 when unset) must exceed
+    ``grpo.max_completion_length``; the longest prompt is checked when the job starts."""
     budget = config["grpo"]["max_completion_length"]
     for name, variant in config.get("variants", {}).items():
         if variant.get("method") != "dpo":
@@ -114,11 +108,7 @@ def check_max_length_in_config(config: dict) -> None:
 
 # ----------------------------------------------------------------------------------------- RLOO
 def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides.
-
-    Fields both configs have keep their values (num_generations, per_device_train_batch_size, learning_rate,
-    max_steps, max_completion_length, temperature, beta, epsilon, ...); GRPO-only ones (loss_type,
-    scale_rewards, ...) are dropped and returned, sorted, so the run can say what it ignored.
-    """
+    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides; also the GRPO-only
+    fields dropped (sorted), so the run can say what it ignored."""
     kept, dropped = inherited_args(grpo_args, rloo_fields)
     return {**kept, **(overrides or {})}, dropped

@@ -1,17 +1,6 @@
-"""What a training run records step by step beside its checkpoints, and how a resumed run picks it up.
-
-Every training stage writes into its checkpoint folder (``results/checkpoints/<stage>``, kept across an interruption):
-
-- ``step_metrics.jsonl``: one line of metrics per optimizer step (``thai_grpo.methods.metrics``);
-- ``updates.jsonl``: per optimizer step, whether the update was skipped or made from non-finite gradients
-  (``thai_grpo.methods.updates``);
-- ``rollouts.jsonl``: every completion of every step, with its problem, rewards and advantage (GRPO, RLOO, PPO);
-- ``example_groups.json`` and ``empty_think_examples.json``: groups and reward-hacking completions for the report.
-
-A run resumed from ``checkpoint-N`` keeps what steps up to N wrote and redoes the rest (``start_step_log``), and its
-prompts come in the order an uninterrupted run would have seen them (``resumable``). GRPO and RLOO fill these files
-through ``GroupRecorder`` (the reward functions, wrapped) and ``make_step_logger`` (a TrainerCallback); DPO and PPO
-write their own step lines with ``append_lines``.
+"""What a training run records step by step beside its checkpoints (``step_metrics.jsonl``, ``updates.jsonl``,
+``rollouts.jsonl``, example groups, reward-hacking completions), and how a resumed run picks it up: a run resumed
+from checkpoint-N keeps the records of steps up to N and sees the prompts in the order an uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -38,13 +27,9 @@ MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the fir
 class GroupRecorder:
     """Wraps the reward functions so that every completion's rewards of the last batch are kept.
 
-    With the tokenizer, each reward function grades the exact generated text, ``tokenizer.decode(ids,
-    skip_special_tokens=True)`` of the completion ids TRL passes (what TRL itself hands over when the tokenizer
-    has no response template, and what held-out sampling grades). With a response template TRL hands over
-    parsed messages instead, which lose what the parser drops: an empty ``<think></think>`` (the lenient format's
-    reward hack) and any text before ``<think>``. Without the tokenizer or the ids, ``completion_text`` rebuilds
-    ``<think>reasoning</think>content`` from the message.
-    """
+    Each reward grades ``tokenizer.decode(ids, skip_special_tokens=True)`` of TRL's completion ids: with a
+    response template TRL hands over parsed messages instead, which drop an empty ``<think></think>`` (the lenient
+    format's hack)."""
 
     def __init__(self, group_size: int, tokenizer=None):
         self.group_size = group_size
@@ -79,8 +64,8 @@ class GroupRecorder:
 
 
 def rollout_lines(step: int, batch: dict, totals, advantages) -> list[dict]:
-    """One line per completion of a step's batch, as TRL's ``log_completions`` table shows them: the step, the prompt's
-    id, the completion, each reward, their sum and the completion's advantage."""
+    """One line per completion of a step's batch, as TRL's ``log_completions`` table: step, prompt id, completion, each
+    reward, their sum and the advantage."""
     return [{"step": step, "prompt_id": prompt_id, "completion": text,
              "rewards": {name: values[i] for name, values in batch["rewards"].items()}, "reward": float(totals[i]),
              "advantage": round(float(advantages[i]), 6)}
@@ -94,15 +79,9 @@ def append_lines(path: Path, lines: list[dict]) -> None:
 
 def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
                      examples: dict | None = None, empty_thinks: list | None = None, advantages=None, updates=None):
-    """A TrainerCallback that turns each logged step into one line of ``metrics_path`` (JSONL), with the step's update
-    flags from ``updates`` (the ``update_counter`` callback, which ran before it), and its completions into
-    ``rollouts.jsonl`` beside it.
-
-    The files sit beside the checkpoints, so the records of steps done before an interruption survive; so do
-    the example groups (``example_groups.json``) and the empty-think completions (``empty_think_examples.json``)
-    beside it, which a resumed run starts from (``examples``, ``empty_thinks``). ``advantages(totals, G)``
-    gives the method's own advantages (default: GRPO's, ``scale_by_std`` or not).
-    """
+    """A TrainerCallback writing each logged step to ``metrics_path`` (with its update flags from ``updates``), its
+    completions to ``rollouts.jsonl`` and its example groups and hollow-think completions beside them; a resumed run
+    starts from ``examples`` and ``empty_thinks``. ``advantages(totals, G)``: the method's own (default GRPO's)."""
     from transformers import TrainerCallback
 
     examples_path = metrics_path.with_name(EXAMPLES_FILE)
@@ -148,14 +127,13 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
 
 
 def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list[dict]:
-    """The recorded steps (``io.read_appended_jsonl``: a last line cut short by a kill is dropped, its step redone)."""
+    """The recorded steps (a last line cut short by a kill is dropped, and its step redone)."""
     return [s for s in read_appended_jsonl(metrics_path) if up_to_step is None or s["step"] <= up_to_step]
 
 
 def _truncate_step_files_to(checkpoint_dir: Path, step: int) -> tuple[dict, list]:
-    """After a resume from checkpoint-N, forget the step records (metrics, updates, rollouts), example groups and
-    empty-think completions of steps beyond N (they will be redone); return the example groups and empty-think
-    completions kept."""
+    """After a resume from checkpoint-N, forget the records of steps beyond N (they will be redone); return the example
+    groups and empty-think completions kept."""
     for name in STEP_FILES:
         path = checkpoint_dir / name
         kept = read_step_metrics(path, up_to_step=step)
@@ -168,8 +146,8 @@ def _truncate_step_files_to(checkpoint_dir: Path, step: int) -> tuple[dict, list
 
 
 def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, list]:
-    """The step-metrics file of a training stage, the checkpoint to resume from (None: a fresh start, whose
-    leftover step files are removed), and the example groups and empty-think completions a resume keeps."""
+    """The step-metrics file, the checkpoint to resume from (None: a fresh start, whose leftover step files are
+    removed), and the example groups and empty-think completions a resume keeps."""
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     metrics_path = checkpoint_dir / METRICS_FILE
@@ -183,13 +161,9 @@ def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, 
 
 
 def epoch_seeded(sampler):
-    """TRL's ``RepeatSampler`` made resumable: epoch e's prompt order no longer depends on where the run started.
-
-    ``RepeatSampler`` seeds its generator once and draws a new permutation each epoch, so a run resumed in
-    epoch e would replay epoch 0's order. The returned sampler gives epoch e the (e+1)-th permutation of the
-    seed's generator, as in an uninterrupted run; the Trainer announces the epoch through ``set_epoch``.
-    Any other sampler is returned unchanged.
-    """
+    """TRL's ``RepeatSampler`` made resumable: it seeds its generator once and draws a new permutation each epoch, so
+    a run resumed in epoch e would replay epoch 0's order. Here epoch e (from ``set_epoch``) gets the seed's (e+1)-th
+    permutation, as in an uninterrupted run; any other sampler is returned unchanged."""
     import torch
     from trl.trainer.utils import RepeatSampler
 
@@ -215,13 +189,8 @@ def epoch_seeded(sampler):
 
 
 def resumable(trainer_class):
-    """``trainer_class`` (GRPOTrainer, RLOOTrainer) with an ``epoch_seeded`` train sampler: a resumed run sees
-    the prompts in the same order.
-
-    Kept for correctness: TRL's ``_get_train_sampler`` returns a ``RepeatSampler`` seeded once, so a run resumed from
-    a checkpoint in epoch e would replay epoch 0's prompt order, and the resumed run would not be the run it
-    continues (tests/test_resume.py; the killed run of tests/test_pipeline.py). Only the sampler is wrapped; TRL
-    builds it."""
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) with an ``epoch_seeded`` train sampler, so a resumed run sees the
+    prompts in the order of the run it continues."""
 
     class Resumable(trainer_class):
         def _get_train_sampler(self, dataset=None):

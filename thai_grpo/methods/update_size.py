@@ -1,15 +1,7 @@
-"""How large a step each method actually took: what lets a comparison read a loss's scale beside its effect.
-
-Dr.GRPO (``loss_type: dr_grpo``, no division by the group's std) divides its loss by batch x max_completion_length
-instead of by each completion's length, so at one learning rate its gradients are several times smaller than
-GRPO's. AdamW divides each step by a running RMS of the gradients, so a constant gradient scale nearly cancels;
-whether the steps differ is measured here from what each run leaves behind:
-
-- ``mean_grad_norm``: the mean over optimizer steps of the gradient's L2 norm before clipping (TRL's logged
-  ``grad_norm``; PPO's own per-step record), the scale the loss hands the optimizer;
-- ``parameter_displacement``: ||theta_final - theta_SFT||_2 over the LoRA tensors (A and B of every module, all
-  flattened into one vector): how far training moved the adapter from the SFT adapter it started from.
-"""
+"""How large a step each method actually took. Dr.GRPO divides its loss by batch x max_completion_length, so its
+gradients are several times smaller than GRPO's, but AdamW largely cancels a constant scale; so this measures the
+gradient (``mean_grad_norm``, before clipping) and the step taken (``parameter_displacement``):
+||theta_final - theta_SFT||_2 over the LoRA tensors."""
 
 from __future__ import annotations
 
@@ -21,8 +13,7 @@ ADAPTER_FILE = "adapter_model.safetensors"
 
 
 def mean_grad_norm(train: dict) -> float | None:
-    """Mean of the per-step ``grad_norm`` of a train.json: its step records' (PPO) or else TRL's log history's
-    (GRPO, RLOO, DPO); None when neither logged one."""
+    """Mean per-step ``grad_norm`` of a train.json: its steps' (PPO), else TRL's log history's; None if neither."""
     values = [s["grad_norm"] for s in train.get("steps") or [] if s.get("grad_norm") is not None]
     if not values:
         values = [e["grad_norm"] for e in train.get("trl_log_history") or [] if e.get("grad_norm") is not None]
@@ -53,8 +44,7 @@ def lora_tensors(adapter_dir: str | Path) -> dict:
 
 
 def adapter_displacements(adapters: dict, start_dir: str | Path) -> dict:
-    """``{run: ||adapter - start||}`` for ``{run: adapter dir}`` against the adapter in ``start_dir``; a run whose
-    adapter holds other modules (PPO's policy, saved by our own trainer, should not) gets None."""
+    """``{run: ||adapter - start||}`` against the adapter in ``start_dir``; None where the modules differ."""
     start = lora_tensors(start_dir)
     out = {}
     for run, path in adapters.items():

@@ -1,12 +1,6 @@
-"""Every optimizer update counted: the steps float16's loss scaler skipped and the steps whose gradients were not finite.
-
-With float16 (a T4: ``fp16=True``) the loss scaler skips, silently, a step whose gradients overflowed, and Qwen3's
-float16 gradients are known to go non-finite; without a scaler (bfloat16, float32) a non-finite gradient is applied.
-Either way a run makes fewer good updates than its schedule says. Every training stage records per step
-``optimizer_step_skipped`` and ``nonfinite_grad``, and per run ``optimizer_steps_skipped`` and
-``nonfinite_grad_steps``; a stage whose *lost updates* (either) exceed ``training.max_lost_update_share`` of its steps
-stops with one line, keeping its checkpoints. TRL's trainers are counted by a callback (``update_counter``: one line
-per optimizer step in ``updates.jsonl``, whatever ``logging_steps`` is); PPO counts in its own loop.
+"""Every optimizer update counted: float16's loss scaler silently skips a step whose gradients overflowed, and without a
+scaler a non-finite gradient is applied. A stage whose lost updates (either) exceed ``training.max_lost_update_share``
+of its steps stops with one line, keeping its checkpoints.
 """
 
 from __future__ import annotations
@@ -21,8 +15,8 @@ COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps")
 
 
 class LostUpdates(SystemExit):
-    """A training stage stopped because too many of its updates were lost: its message is the one line to show
-    (a SystemExit: the job ends with it, without a traceback, and the checkpoints stay for a resume)."""
+    """A training stage stopped because too many updates were lost: a SystemExit, so the job ends with the one-line
+    message, no traceback, and the checkpoints stay for a resume."""
 
 
 def gradients_finite(parameters) -> bool:
@@ -34,8 +28,8 @@ def gradients_finite(parameters) -> bool:
 
 
 def scaler_skipped(scale_before: float, scaler) -> bool:
-    """Whether ``scaler.step`` skipped the optimizer step: an enabled ``GradScaler`` lowers its scale after a step
-    whose gradients overflowed, and only then (torch's rule, which accelerate reads as ``step_was_skipped``)."""
+    """Whether ``scaler.step`` skipped the optimizer step: an enabled ``GradScaler`` lowers its scale after, and only
+    after, a step whose gradients overflowed."""
     return bool(scaler.is_enabled()) and scaler.get_scale() < scale_before
 
 
@@ -55,8 +49,7 @@ def lost_updates(records: list[dict]) -> int:
 
 
 def check_lost_updates(run: str, records: list[dict], total_steps: int, max_share: float) -> None:
-    """Stop (``LostUpdates``, one line) once the lost updates of ``records`` exceed ``max_share`` of the run's
-    ``total_steps``: they can only grow, so a run past the bound is stopped as soon as it gets there."""
+    """Stop (``LostUpdates``) once the lost updates of ``records`` exceed ``max_share`` of the run's ``total_steps``."""
     lost = lost_updates(records)
     if lost > max_share * max(total_steps, 1):
         counts = update_counts(records)
@@ -69,12 +62,10 @@ def check_lost_updates(run: str, records: list[dict], total_steps: int, max_shar
 
 
 def update_counter(path: str | Path, run: str, max_share: float):
-    """A TrainerCallback for TRL's trainers: before each optimizer step it checks the trainable parameters' gradients
-    (unscaled and clipped by then) and reads the loss scale, after it asks the trainer's loss scaler whether it skipped
-    the step (``scaler_skipped``; not accelerate's ``optimizer_step_was_skipped``, which misses the skip of a fused
-    AdamW, transformers' default: GradScaler then calls its ``step`` and the optimizer skips inside); one line per step
-    in ``path``, and ``last`` for the step logger of that step. Stops the run once ``check_lost_updates`` says so. Give
-    it the trainer with ``watch`` once the trainer exists (callbacks are handed no accelerator)."""
+    """A TrainerCallback counting TRL's updates: before each optimizer step it checks the gradients and reads the loss
+    scale, after it asks the scaler whether it skipped (``scaler_skipped``: accelerate's ``optimizer_step_was_skipped``
+    misses a fused AdamW's skip). One line per step in ``path``; ``last`` for the step logger. Give it the trainer with
+    ``watch``: callbacks are handed no accelerator."""
     from transformers import TrainerCallback
 
     path = Path(path)
