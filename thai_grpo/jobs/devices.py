@@ -1,14 +1,6 @@
-"""Where a job runs and in which precision. Per-GPU settings are pure functions of the compute capability
-(``torch.cuda.get_device_capability()``: (7, 5) T4, (8, 0) A100, (9, 0) H100/H200; None on a CPU): ``choose_dtype``
-and what follows from it, so that tests cover every GPU without one.
-
-This machine: ``local_gpu_limit`` (the default profile's ``gpu`` limit: one model job per GPU); ``start_model_job``,
-the first thing every model job does: the CPU where the config says so, else a GPU of its own (``claim_gpu_slot``: a
-lock file per slot, held for the job's life; ``CUDA_VISIBLE_DEVICES`` set before CUDA starts, since TRL's trainers
-refuse ``nn.DataParallel``), or a one-line stop where the config needs a GPU this torch cannot see; and
-``current_capability``, through which every precision decision goes (``THAI_GRPO_CAPABILITY`` makes a newer GPU act
-as a T4 for ``make gpu-check``).
-"""
+"""Where a job runs and in which precision. Per-GPU settings are pure functions of the compute capability ((7, 5) T4,
+(8, 0) A100, (9, 0) H100; None on a CPU), so tests cover every GPU without one. Each model job is pinned to one GPU
+before CUDA starts (``start_model_job``): TRL's trainers refuse ``nn.DataParallel``."""
 
 from __future__ import annotations
 
@@ -18,8 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel; SDPA (PyTorch's fused attention) runs
-# everywhere, picks its own flash/memory-efficient kernel where the GPU has one, and is what the chapter uses.
+# FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel (SDPA, used everywhere, needs neither).
 FLASH_ATTENTION_MIN_CAPABILITY = (8, 0)
 CAPABILITY_ENV = "THAI_GRPO_CAPABILITY"  # e.g. "7.5": act as a T4 (float16, fp16=True) on a newer GPU
 HIDDEN = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
@@ -38,13 +29,12 @@ def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
 
 
 def device_dtype() -> str:
-    """The dtype for this machine's first accelerator, per ``choose_dtype``."""
+    """``choose_dtype`` of this machine."""
     return choose_dtype(current_capability())
 
 
 def attention_implementation(capability: tuple[int, int] | None) -> str:
-    """``"sdpa"`` on every device. Not ``flash_attention_2``: it does not exist below sm 8.0 (a T4), and from
-    8.0 on SDPA already dispatches to a flash kernel without the extra dependency."""
+    """``"sdpa"`` everywhere: FlashAttention-2 needs sm 8.0, from which SDPA already runs a flash kernel."""
     return "sdpa"
 
 
@@ -54,14 +44,7 @@ def flash_attention_2_possible(capability: tuple[int, int] | None) -> bool:
 
 
 def precision_summary(capability: tuple[int, int] | None) -> dict:
-    """The model dtype, TRL's mixed-precision flags and the attention kernel for one device.
-
-    CPU: float32, no fp16/bf16, ``use_cpu``. Before Ampere (T4, V100): float16 and ``fp16=True`` -
-    ``torch.cuda.is_bf16_supported()`` answers True on a T4 through emulation, which is slow, so it is not
-    asked. From Ampere on (A100, L4, H100): bfloat16 and ``bf16=True`` (no loss scaling needed).
-    On a GPU the frozen weights are loaded in ``dtype`` and the trained ones (LoRA, value and score heads) kept in
-    float32 (``thai_grpo.models.loading``).
-    """
+    """The model dtype, TRL's mixed-precision flags and the attention kernel for one device (None: a CPU)."""
     dtype = choose_dtype(capability)
     return {
         "device": "cpu" if capability is None else f"cuda sm_{capability[0]}{capability[1]}",
@@ -76,8 +59,7 @@ def precision_summary(capability: tuple[int, int] | None) -> dict:
 
 # ----------------------------------------------------------------------------------------- this machine's GPUs
 def gpus_listed(nvidia_smi_list: str) -> int:
-    """GPUs in the output of ``nvidia-smi -L`` (one ``GPU <i>: <name> (UUID: ...)`` line each; MIG instances are
-    listed beneath their GPU and not counted)."""
+    """GPUs in the output of ``nvidia-smi -L`` (MIG instances, listed beneath their GPU, not counted)."""
     return sum(1 for line in nvidia_smi_list.splitlines() if line.startswith("GPU "))
 
 
@@ -92,8 +74,7 @@ def listed_devices(visible: str | None) -> list[str] | None:
 
 
 def nvidia_smi_gpus(environ=os.environ) -> int:
-    """GPUs ``nvidia-smi -L`` lists: 0 without ``nvidia-smi`` on the PATH or when it fails. Cheap (no CUDA
-    initialised, no torch imported)."""
+    """GPUs ``nvidia-smi -L`` lists, 0 where it is missing or fails (no CUDA initialised, no torch imported)."""
     binary = shutil.which("nvidia-smi", path=environ.get("PATH"))
     if binary is None:
         return 0
@@ -105,8 +86,7 @@ def nvidia_smi_gpus(environ=os.environ) -> int:
 
 
 def visible_gpus(environ=os.environ) -> list[str]:
-    """The GPUs a job started from here may use, as ``CUDA_VISIBLE_DEVICES`` entries: those it lists where it is
-    set (none where it hides every GPU, or where ``nvidia-smi`` lists none), else ``nvidia-smi``'s indices."""
+    """The GPUs a job started here may use, as ``CUDA_VISIBLE_DEVICES`` entries (``nvidia-smi``'s indices if unset)."""
     present = nvidia_smi_gpus(environ)
     listed = listed_devices(environ.get("CUDA_VISIBLE_DEVICES"))
     if present == 0:
@@ -120,22 +100,17 @@ def local_gpu_count(environ=os.environ) -> int:
 
 
 def gpu_limit(gpu_count: int) -> dict | None:
-    """Snakemake's global ``resources`` for a machine with ``gpu_count`` GPUs: ``{"gpu": gpu_count}`` where there is
-    one or more (every model job declares ``gpu=1`` and claims a GPU of its own, ``claim_gpu_slot``: up to
-    ``gpu_count`` model jobs side by side, one per GPU), None on a CPU-only machine (no limit: the CPU run's 1-thread
-    model jobs run side by side)."""
+    """Snakemake's ``resources`` for ``gpu_count`` GPUs: ``{"gpu": gpu_count}``, None (no limit) without a GPU."""
     return {"gpu": gpu_count} if gpu_count > 0 else None
 
 
 def local_gpu_limit() -> dict | None:
-    """``gpu_limit`` of this machine (``profiles/default/config.yaml``; ``--resources gpu=N`` on the command line
-    overrides it)."""
+    """``gpu_limit`` of this machine (``--resources gpu=N`` overrides it)."""
     return gpu_limit(local_gpu_count())
 
 
 def one_device(visible: str | None) -> str | None:
-    """The ``CUDA_VISIBLE_DEVICES`` that leaves a job one GPU: the first one it lists (an index, a UUID or a MIG
-    id), ``"0"`` when unset; None to leave it as it is (already one device, or every GPU hidden)."""
+    """The ``CUDA_VISIBLE_DEVICES`` leaving a job one GPU (the first listed, ``"0"`` if unset), or None to leave it."""
     devices = listed_devices(visible)
     if devices is None:
         return "0"
@@ -143,8 +118,7 @@ def one_device(visible: str | None) -> str | None:
 
 
 def pin_one_device(environ=os.environ) -> str | None:
-    """Narrow ``CUDA_VISIBLE_DEVICES`` to one GPU (``one_device``) before CUDA initialises; returns what it set, or
-    None when it left the variable alone. Idempotent."""
+    """Narrow ``CUDA_VISIBLE_DEVICES`` to one GPU (``one_device``) before CUDA initialises; returns what it set."""
     pinned = one_device(environ.get("CUDA_VISIBLE_DEVICES"))
     if pinned is not None:
         environ["CUDA_VISIBLE_DEVICES"] = pinned
@@ -155,9 +129,8 @@ _HELD_SLOTS: list = []  # the open lock files of this process's claimed slots: r
 
 
 def claim_gpu_slot(folder: str | Path = GPU_SLOTS):
-    """The lowest slot 0, 1, 2, ... that no running process holds, and the open file whose exclusive ``flock`` holds
-    it: the lock lasts as long as the file is open and the kernel drops it when the process ends, a crash or a kill
-    included, so no slot is ever left taken. Two processes never hold one slot (the lock is taken atomically)."""
+    """(the lowest slot no running process holds, the open file whose exclusive ``flock`` holds it): the kernel drops
+    the lock when the process ends, a crash or a kill included, so no slot is ever left taken."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     slot = 0
@@ -176,16 +149,13 @@ def claim_gpu_slot(folder: str | Path = GPU_SLOTS):
 
 
 def slot_device(slot: int, devices: list[str]) -> str:
-    """The GPU of a slot: slot i takes ``devices[i % len(devices)]``, so N jobs on N GPUs get one each, and with
-    ``--resources gpu=2N`` two jobs share each card."""
+    """The GPU of slot i: ``devices[i % len(devices)]`` (with ``--resources gpu=2N`` two jobs share each card)."""
     return devices[slot % len(devices)]
 
 
 def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | None:
-    """Leave this job one GPU of its own before CUDA initialises: where it sees several, claim a slot
-    (``claim_gpu_slot``, held until the process ends) and set ``CUDA_VISIBLE_DEVICES`` to its device; where it sees
-    one or none (a SLURM job, which sbatch gives its own GPU; a CPU machine), ``pin_one_device``. Returns what it set,
-    or None when it left the variable alone."""
+    """Leave this job one GPU of its own before CUDA initialises: a slot's device (``claim_gpu_slot``) where it sees
+    several, else ``pin_one_device``. Returns what it set, or None."""
     devices = visible_gpus(environ)
     if len(devices) <= 1:
         return pin_one_device(environ)
@@ -196,16 +166,14 @@ def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | Non
 
 
 def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:
-    """How many model jobs share one card: Snakemake's ``gpu`` resource limit (``--resources gpu=K``; every model job
-    takes gpu=1 and a slot of its own, ``slot_device``) over the GPUs present, rounded up; 1 without a limit or GPU."""
+    """How many model jobs share one card: Snakemake's ``gpu`` limit over the GPUs present, rounded up (default 1)."""
     if not gpu_limit or gpus < 1:
         return 1
     return max(1, -(-int(gpu_limit) // gpus))
 
 
 def jobs_per_gpu(environ=os.environ) -> int:
-    """``jobs_per_card`` as the workflow recorded it for its jobs (``THAI_GRPO_JOBS_PER_GPU``; 1 when unset: a SLURM
-    job has its card to itself)."""
+    """``jobs_per_card`` as the workflow recorded it (``THAI_GRPO_JOBS_PER_GPU``), 1 when unset."""
     value = environ.get(JOBS_PER_GPU_ENV, "1")
     return int(value) if value.isdigit() and int(value) >= 1 else 1
 
@@ -217,11 +185,8 @@ def torch_build(torch_version: str, cuda_build: str | None) -> str:
 
 def choose_job_device(setting: str, base_source: str, cuda_available: bool, torch_version: str,
                       cuda_build: str | None = None) -> str:
-    """``"cuda"`` or ``"cpu"`` for a model job, from the config's ``device`` (auto, cuda, cpu), ``base.source`` and
-    what this job's torch sees; a ``RuntimeError`` with one line where the job must not run. ``cpu``: the CPU, even
-    where there is a GPU (a rehearsal). ``cuda``, or ``auto`` with a hub base (the real model, days on a CPU
-    instead of an hour on a GPU): the GPU, or the stop. ``auto`` with any other base (the offline tiny models): the
-    GPU where there is one, else the CPU."""
+    """``"cuda"`` or ``"cpu"`` for a model job, from the config's ``device``, ``base.source`` and what torch sees; a
+    one-line ``RuntimeError`` where ``cuda``, or ``auto`` with a hub base (days on a CPU), finds no GPU."""
     if setting not in DEVICE_SETTINGS:
         raise ValueError(f"device: {setting!r}: use one of {', '.join(DEVICE_SETTINGS)}")
     if setting == "cpu":
@@ -237,11 +202,8 @@ def choose_job_device(setting: str, base_source: str, cuda_available: bool, torc
 
 
 def start_model_job(config: dict, environ=os.environ) -> str:
-    """The first line of every model job's script (``start_model_job(snakemake.config)``), before any model or CUDA:
-    ``device: cpu`` hides every GPU from the job (so every stage takes its CPU path); otherwise the job gets a GPU
-    of its own (``pin_job_gpu``) and CUDA's allocator expandable segments (``ALLOCATOR``), then ``choose_job_device``
-    decides, and the job stops with its one line where the
-    config needs a GPU this torch cannot see. Returns ``"cuda"`` or ``"cpu"``."""
+    """The first thing every model job does, before any model or CUDA: ``device: cpu`` hides every GPU, else the job
+    gets a GPU of its own (``pin_job_gpu``). Returns ``"cuda"`` or ``"cpu"``, or exits with one line."""
     setting, source = config["device"], config["base"]["source"]
     if setting == "cpu":
         environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -268,9 +230,8 @@ def parse_capability(text: str) -> tuple[int, int]:
 
 
 def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tuple[int, int] | None:
-    """The capability the pipeline acts on: the GPU's own, or ``requested`` (``THAI_GRPO_CAPABILITY``) when set.
-    It may only go down (a newer GPU runs a T4's float16 path; an older one cannot run bfloat16 natively), and needs
-    a GPU (a CPU has no 16-bit path to take)."""
+    """The capability the pipeline acts on: the GPU's own, or a lower ``requested`` one (``THAI_GRPO_CAPABILITY``: a
+    newer GPU runs a T4's float16 path)."""
     if not requested:
         return real
     wanted = parse_capability(requested)
@@ -283,9 +244,8 @@ def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tu
 
 
 def current_capability() -> tuple[int, int] | None:
-    """The compute capability this job acts on (``acting_capability``), or None without CUDA. First pins the job to
-    one GPU (``pin_one_device``), so it must run before anything else initialises CUDA: it is what
-    ``precision_flags``, ``device_dtype`` and ``job_device`` call first in every model stage."""
+    """The compute capability this job acts on, or None without CUDA. It pins the job to one GPU first, so it must run
+    before anything else initialises CUDA."""
     pin_one_device()
     import torch
 
@@ -299,10 +259,8 @@ def current_capability() -> tuple[int, int] | None:
 
 
 def evaluation_precision(dtype: str, device) -> dict:
-    """What an evaluation stage computes in, recorded beside its numbers: the device's name and the float32 matmul
-    precision. For float32 weights it is checked first: TF32 matmuls (Ampere and later; ``set_float32_matmul_precision``
-    below "highest" on any device) keep float16's 10-bit mantissa, and a float32 evaluation run through them is a
-    float16-precision one, as large an error as the chapter's whole update: the stage stops with one line instead."""
+    """The device's name and float32 matmul precision an evaluation computes in. A float32 evaluation refuses TF32
+    matmuls: their 10-bit mantissa errs as much as the chapter's whole update."""
     import torch
 
     device = torch.device(device)

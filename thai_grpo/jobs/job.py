@@ -1,8 +1,4 @@
-"""The start and the end of a job: its log, its device, its threads, its CUDA peak, and a quick exit.
-
-``with model_job(snakemake) as device:`` is the first line of every script that loads a model; ``log_to`` alone that
-of the other jobs.
-"""
+"""The start and the end of a job: its log, its device, its threads, its CUDA peak, and a quick exit."""
 
 from __future__ import annotations
 
@@ -17,11 +13,8 @@ from thai_grpo.jobs.machine import JOB_MACHINE, this_machine
 
 @contextlib.contextmanager
 def model_job(smk):
-    """A job that loads a model, from Snakemake's ``snakemake`` object: its output to its log (``log_to``), its device
-    (``start_model_job``: a GPU of its own, the CPU as the config's ``device`` says, or a one-line stop, before any
-    model), its peak CUDA memory under `make gpu-check` (``record_cuda_peak``) and the cores Snakemake gave it
-    (``set_threads``: jobs run side by side). Yields "cuda" or "cpu"; once the block has written the outputs, the job
-    ends without the interpreter's teardown (``end_job``). A block that raises fails the job as usual."""
+    """A job that loads a model, from Snakemake's ``snakemake`` object: its log, device, CUDA peak and threads; yields
+    "cuda" or "cpu". Once the block has written the outputs the job ends without the interpreter's teardown."""
     log_to(smk.log[0])
     device = start_model_job(smk.config)
     record_cuda_peak(smk.log[0])
@@ -40,8 +33,7 @@ def set_threads(threads: int | None) -> None:
 
 
 def log_to(path: str | Path) -> None:
-    """Send this process's stdout and stderr (and so library logging) to a rule's ``log:`` file, which starts with
-    the CPU and commit the job runs on (``jobs.machine``: the studies' results name them)."""
+    """Send this process's stdout and stderr to a rule's ``log:`` file, which starts with the CPU and commit."""
     import sys
 
     handle = open(path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives as long as the process
@@ -61,10 +53,8 @@ def at_job_end(function) -> None:
 
 
 def end_job() -> None:
-    """End a job's process now that its outputs are written: run the ``at_job_end`` functions, flush the log and the
-    streams, then leave without the interpreter's teardown. Tearing down torch, transformers and a loaded model frees
-    nothing the OS does not free at exit, and it took 1.1-1.5 s of every model job here (a 5.5 s held-out sampling
-    job of the smoke config: 4.2-4.8 s without it). A job that fails raises before this line and exits as usual."""
+    """End a job's process once its outputs are written: run the ``at_job_end`` functions, flush, and leave without the
+    interpreter's teardown, which frees nothing the OS does not and costs every model job over a second."""
     import logging
     import sys
 
@@ -80,8 +70,7 @@ CUDA_PEAKS_ENV = "THAI_GRPO_CUDA_PEAKS"
 
 
 def record_cuda_peak(log_path: str) -> None:
-    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder (``scripts/gpu_check.sh`` sets it), write this job's peak CUDA
-    memory there when its process ends (``<log name>.json``); otherwise do nothing."""
+    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder, write this job's peak CUDA memory there when it ends."""
     folder = os.environ.get(CUDA_PEAKS_ENV)
     if not folder:
         return

@@ -1,7 +1,5 @@
-"""What a job ran on: the CPU (two CPUs of one model name with AVX2 or AVX-512 run other floating-point kernels, so
-other digits) and the checkout's commit. Every job's log starts with that record (``jobs.job.log_to``), and the run card
-and each study's results say which machines and commits their jobs ran on (``jobs_ran_on``): a study resumed on
-another CPU or after a code change says so."""
+"""What a job ran on, recorded at the start of its log: the CPU (AVX2 and AVX-512 run other floating-point kernels, so
+other digits) and the checkout's commit."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def cpu_label(model_name: str, flags: list[str]) -> str:
 
 
 def commit_of(path: str | Path) -> str:
-    """The short commit of the checkout holding ``path``, marked when tracked files differ from it, or "unknown"
-    outside a git checkout (read-only: --no-optional-locks keeps git from refreshing the index)."""
+    """The short commit of the checkout holding ``path``, marked when tracked files differ, or "unknown" outside one."""
     git = ["git", "--no-optional-locks", "-C", str(path)]
     try:
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
@@ -54,16 +51,14 @@ def this_machine() -> dict:
 
 
 def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
-    """The log files of ``stages`` (benchmark names): a rule's log is named as its benchmark, in the logs folder beside
-    the benchmarks folder (results/benchmarks -> results/logs; a chain's results/chains/seed<N>/... alike)."""
+    """The log files of ``stages`` (benchmark names), in the logs folder beside ``benchmarks_dir``."""
     logs = Path(benchmarks_dir).parent / "logs"
     return [logs / f"{stage}.log" for stage in stages]
 
 
 def jobs_ran_on(logs) -> list[dict]:
-    """Which CPUs and commits the jobs of ``logs`` (their log files) ran on: one {"cpu", "commit", "jobs"} per pair,
-    most jobs first, from each log's last machine line (a rerun appends to its log); a job whose log has none counts
-    under cpu and commit "not recorded"."""
+    """Which CPUs and commits the jobs of ``logs`` ran on: one {"cpu", "commit", "jobs"} per pair, most jobs first, from
+    each log's last machine line (a rerun appends to its log)."""
     unknown = {"cpu": "not recorded", "commit": "not recorded"}
     machines = Counter()
     for log in map(Path, logs):

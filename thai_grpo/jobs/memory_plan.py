@@ -1,22 +1,8 @@
 """Peak memory of each stage of the real run, computed from the model's shape and the config's sizes.
 
-Every stage holds, at its peak: the weights of the models it loads, the trainable LoRA parameters with their
-gradients and AdamW's two moments, what autograd saves for the backward pass (activations), the full-vocabulary
-logits of the largest chunk of rows a pass builds, and, while sampling, the KV cache. Each piece is a pure function
-of a ``Shape`` (read from a ``config.json``) and the stage's sizes; ``thai_grpo.jobs.memory_stages`` puts them
-together per stage, in the bytes a device holds them in, and gives the verdict against a card's memory.
-
-Activations are counted from the tensors autograd saves in a Qwen3 decoder layer whose base weights are frozen and
-LoRA adapters train (per token, per layer; ``saved_per_token_layer``): the two RMSNorm inputs and scales, q/k norm
-inputs, what scaled-dot-product attention keeps (q, k, v, output, log-sum-exp), the MLP's gate, activation and up
-outputs, plus each adapter's rank-r intermediate and the inputs an adapter needs that the frozen layer would not keep.
-A frozen linear layer saves no input (its weight gets no gradient). ``tests/test_memory_plan.py`` checks this count
-against autograd's own (``saved_tensors_hooks``) and the parameter counts against instantiated models;
-``tools/memory_plan.py --check`` compares whole predicted peaks with peaks measured on CPU stand-ins.
-
-The same arithmetic sizes the chunks the code builds (``rows_per_chunk``): a pass over rows is split so that one
-chunk's largest per-row tensors stay within ``CHUNK_FLOATS`` floats. The offline default's tiny model always fits in
-one chunk, so chunking never changes its numbers.
+The pieces (weights, LoRA parameters with gradients and AdamW states, saved activations, full-vocabulary logits, the KV
+cache) are pure functions of a ``Shape`` and the stage's sizes; ``memory_stages`` sums them per stage. The same
+arithmetic sizes the chunks a pass over rows is split into (``rows_per_chunk``).
 """
 
 from __future__ import annotations
@@ -90,8 +76,7 @@ def layer_parameters(shape: Shape) -> int:
 
 
 def base_parameters(shape: Shape, head: str = "lm") -> int:
-    """All parameters of the model: embedding, layers, final norm, and the head: ``lm`` (a second vocab x hidden
-    matrix unless tied) or ``score`` (a sequence-classification head with one output)."""
+    """All parameters: embedding, layers, final norm and the head, ``lm`` (vocab x hidden unless tied) or ``score``."""
     body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer_parameters(shape) + shape.hidden_size
     if head == "score":
         return body + shape.hidden_size
@@ -106,13 +91,9 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
 
 # ----------------------------------------------------------------------------------------- activations
 def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
-    """Floats autograd saves per token in one decoder layer (frozen base, LoRA ``lora`` training; sdpa attention).
-
-    Frozen layer: input RMSNorm (input + 1 scale), q and k norms (inputs + one scale per head), attention (q, k, v,
-    output, one log-sum-exp per head), post-attention RMSNorm (input + 1), MLP (gate output, its SiLU, up output).
-    Adapters: each keeps its rank-r intermediate; the attention input is kept once when q, k or v is targeted, the
-    MLP input once when gate or up is, the down projection's input when down is; LoRA dropout > 0 adds
-    ``dropout_floats``."""
+    """Floats autograd saves per token in one decoder layer (frozen base, LoRA ``lora`` training; sdpa attention):
+    RMSNorm inputs and scales, q/k norm inputs, attention's q, k, v, output and log-sum-exp, the MLP's gate, SiLU and
+    up outputs; plus each adapter's rank-r intermediate and the inputs a frozen layer would not keep."""
     h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
     frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i
     if lora is None:
@@ -124,10 +105,8 @@ def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = F
 
 
 def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -> int:
-    """What LoRA dropout adds per token and layer, as autograd saves it (torch 2.13, counted with saved-tensor hooks):
-    each adapter's dropped-out input and its float mask (in_features each; no mask where the input needs no gradient:
-    q, k and v of the first layer, fed by the frozen embedding), less the attention input the adapters no longer
-    keep themselves."""
+    """What LoRA dropout adds per token and layer: each adapter's dropped-out input and its mask (none where the input
+    needs no gradient: the first layer's q, k, v), less the attention input the adapters no longer keep."""
     dims = shape.module_dims()
     masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
     return sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - \
@@ -140,16 +119,14 @@ def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
 
 
 def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
-    """The cache of the decode loop (``thai_grpo.models.decoding``) for ``samples`` completions of each of ``prompts``
-    prompts: each prompt's keys and values once (``prompt`` tokens), each completion's pre-allocated to the budget
-    (``completion`` tokens)."""
+    """The decode loop's cache for ``samples`` completions of each of ``prompts`` prompts: each prompt held once, each
+    completion pre-allocated to ``completion`` tokens."""
     return kv_cache_floats(shape, prompts, prompt) + kv_cache_floats(shape, prompts * samples, completion)
 
 
 # ----------------------------------------------------------------------------------------- chunking
 def rows_per_chunk(floats_per_row: int, rows: int, budget: int = CHUNK_FLOATS) -> int:
-    """How many of ``rows`` rows one chunk of a pass takes so that its per-row tensors (``floats_per_row`` each) stay
-    within ``budget`` floats; at least one row, at most all of them (one chunk: the pass is not split)."""
+    """Rows per chunk of a pass so that its per-row tensors stay within ``budget`` floats: between 1 and ``rows``."""
     return max(1, min(rows, budget // max(1, floats_per_row)))
 
 
@@ -160,21 +137,18 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
 
 def ppo_logit_floats(shape: Shape, width: int, completion: int) -> int:
     """Per row, the most full-vocabulary floats one PPO forward-backward holds at once: the logits of every position
-    with two completion-sized tensors beside them (logits / T and its log-softmax; in the backward pass, the
-    log-softmax's gradient and output, and the full-width gradient of the logits)."""
+    and two completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
     return (width + 2 * completion) * shape.vocab_size
 
 
 def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, completion: int) -> int:
-    """Per row, one PPO forward-backward: the policy's and the value model's saved activations and the policy's
-    full-vocabulary tensors (``ppo_logit_floats``)."""
+    """Per row, one PPO forward-backward: the policy's and value model's activations, and ``ppo_logit_floats``."""
     return ppo_logit_floats(shape, width, completion) + width * shape.num_layers * (
         saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 
 
 def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
-    """Per rollout of PPO (one completion per prompt), its cache in the decode loop: the prompt's keys and values and
-    the completion's, pre-allocated to the budget (``sampling_kv_floats`` of one prompt and one sample)."""
+    """Per PPO rollout (one completion per prompt), its cache in the decode loop."""
     return sampling_kv_floats(shape, 1, 1, prompt, completion)
 
 
@@ -183,8 +157,7 @@ def chunks(rows: int, per_chunk: int) -> int:
 
 
 def norm_floats_per_token_layer(shape: Shape) -> int:
-    """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 whatever the weights' dtype (a float32 copy of its
-    input, its scale)."""
+    """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 whatever the weights' dtype."""
     return 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
 
 

@@ -1,11 +1,6 @@
-"""The memory plan's stages: a stage of a run as the sum of ``memory_plan``'s pieces, in the bytes the device holds
-them in (``Precision``), with the verdict against a 16 GB T4; and the sizes a job chooses from them.
-
-Sized to the card: ``eval.batch_size``, ``passk.batch_size`` and ``ppo.chunk_floats`` may be ``auto``, chosen by a job
-from the memory it may have of its GPU (``card_gib_of``: free memory, and its share when jobs share the card;
-``sampling_sizes``, ``ppo_chunk_floats_for_card``: the largest sizes whose stages this plan fits in it); a CPU job
-sizes as a T4 would. A size changes how much work one call does, never a sample
-(``thai_grpo.models.sampling``). The whole real-config run's plan is in ``thai_grpo_tools.stage_plans``.
+"""The memory plan's stages: a stage as the sum of ``memory_plan``'s pieces in the bytes a device holds them in
+(``Precision``), with the verdict against a 16 GB T4; and the ``auto`` sizes a job picks for the memory it may have of
+its GPU (a CPU job sizes as a T4). A size changes how much work one call does, never a sample.
 """
 
 from __future__ import annotations
@@ -18,9 +13,7 @@ from thai_grpo.jobs.memory_plan import (
     saved_per_token_layer,
 )
 
-# What a 16 GB T4 leaves to tensors: torch reports 14.75 GiB of total memory (torch.cuda.get_device_properties and
-# mem_get_info on a T4), less ~0.5 GiB for the CUDA context and kernels and ~1 GiB of allocator slack: a stage "fits"
-# when its predicted peak is within CARD_GIB - RESERVE_GIB.
+# A T4's 14.75 GiB as torch reports it, less ~0.5 GiB of CUDA context and ~1 GiB of allocator slack.
 CARD_GIB, RESERVE_GIB = 14.75, 1.5
 AUTO = "auto"
 PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
@@ -28,8 +21,8 @@ PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the s
 
 @dataclasses.dataclass(frozen=True)
 class Precision:
-    """How many bytes a device spends per frozen weight and per activation (KV cache, matmul outputs), whether the
-    trained float32 weights are autocast to 16-bit copies, and per entry of a tile of TRL's fused log-prob head."""
+    """Bytes a device spends per frozen weight, per activation and per entry of TRL's fused log-prob head tile, and
+    whether the trained float32 weights are autocast to 16-bit copies."""
     device: str
     frozen_bytes: int
     compute_bytes: int
@@ -37,10 +30,8 @@ class Precision:
     head_tile_bytes: float
 
 
-# TRL's fused head on a GPU: the projection tile at the compute dtype, folded in place by its Triton kernel (+ its
-# float32 view); on a CPU its torch fallback (trl.kernels.chunked_logprob._backward_tile) holds the tile and ~8.25
-# float32 tensors of its size at once (the scaled and tempered logits, log-probs, probabilities, the gradient, the
-# target mask and its float copy, their difference and product): measured at Qwen3-0.6B's shape by make rehearse-full.
+# TRL's fused head tile: on a GPU at the compute dtype plus a float32 view (Triton folds it in place); on a CPU its
+# torch fallback holds ~8.25 float32 tensors of its size at once (measured by make rehearse-full).
 T4 = Precision("a 16 GB T4 (float16 weights and autocast)", 2, 2, True, 2 + 4)
 CPU = Precision("a CPU (float32, no autocast)", 4, 4, False, 4 + 8.25 * 4)
 # Every evaluation stage on any device: eval.dtype (float32 by default: 16 bits would round away the chapter's update).
@@ -49,9 +40,8 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
-    """Saved activations in bytes: RMSNorm's part in float32 (it normalises a float32 copy of its input), the rest at
-    ``compute_bytes`` (4, or 2 with 16-bit weights or autocast). With activation checkpointing each layer's input is
-    kept (the residual stream, at ``compute_bytes``), plus one layer's saved tensors while it is recomputed."""
+    """Saved activations in bytes: RMSNorm's part in float32, the rest at ``compute_bytes``. With activation
+    checkpointing, each layer's input plus one layer's saved tensors while it is recomputed."""
     per_layer = saved_per_token_layer(shape, lora)
     norms = norm_floats_per_token_layer(shape)
     layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
@@ -61,9 +51,8 @@ def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes
 
 
 def logits_bytes(shape: Shape, width: int, scored: int, compute_bytes: int) -> int:
-    """Per row, a log-prob pass over ``width`` positions whose last ``scored`` are scored: the full-vocabulary logits
-    (``compute_bytes``), then in float32 the scored positions' logits / T and their log-softmax, plus the float32 copy
-    of those logits when they are 16-bit."""
+    """Per row, a log-prob pass over ``width`` positions whose last ``scored`` are scored: the logits, then in float32
+    the scored positions' logits / T and their log-softmax (and a float32 copy of 16-bit logits)."""
     return shape.vocab_size * (width * compute_bytes + (2 if compute_bytes == 4 else 3) * scored * 4)
 
 
@@ -81,8 +70,7 @@ def stage(name: str, pieces: dict, note: str) -> dict:
 
 
 def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: int = 0) -> dict:
-    """The trained float32 parameters with their gradients and AdamW states, and under autocast their 16-bit copies
-    (kept for the backward pass)."""
+    """The trained float32 parameters with gradients and AdamW states, and under autocast their 16-bit copies."""
     pieces = {"lora_and_adamw": lora_state_bytes(shape, lora, head_params)}
     if precision.autocast:
         pieces["autocast_copies"] = 2 * (lora_parameters(shape, lora) + head_params)
@@ -91,12 +79,9 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
 
 def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None, samples: int = 1) -> dict:
-    """One sampling call on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt),
-    ``samples`` of them continuing each prompt: the weights, the KV cache, one layer's working set during the prompts'
-    forward pass, and the last position's float32 logits (x 3: scores, processed scores, probabilities); ``trained``:
-    a trainer's float32 parameters held meanwhile. The cache and the prefill hold each prompt once
-    (``thai_grpo.models.decoding``, ``sampling_kv_floats``); ``samples`` = 1 is also TRL's ``generate``, where every
-    sequence holds its own prompt."""
+    """One sampling call on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt, held once
+    per ``samples``): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
+    (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
     prompts = -(-sequences // samples)
     working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
                                   2 * shape.hidden_size)
@@ -109,9 +94,8 @@ def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
 
 def greedy_problems_per_call(shape: Shape, problems: int, samples: int, completion: int,
                              precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per call of held-out sampling's greedy answers (one sequence each, its own prompt): the most whose
-    call this plan fits in the memory of a sampling call of ``problems`` x ``samples`` (each prompt held once), and at
-    least ``problems``. Shorter prompts than ``prompt`` only make the greedy call the smaller of the two."""
+    """Problems per greedy call of held-out sampling: the most that fit the memory of a sampling call of ``problems`` x
+    ``samples``, and at least ``problems``."""
     def peak(prompts: int, each: int) -> int:
         return sampling_stage("", shape, prompts * each, prompt + completion, prompt, precision, "",
                               samples=each)["peak_bytes"]
@@ -126,17 +110,15 @@ def fits_card(plan: dict, card_gib: float) -> bool:
 
 
 def balanced_batch(problems: int, largest: int) -> int:
-    """Problems per call when at most ``largest`` fit: as few calls as ``largest`` needs, their sizes evened out
-    (256 problems with room for 130: two calls of 128, the same decode steps, less memory)."""
+    """Problems per call when at most ``largest`` fit: as few calls as needed, evened out (256, room for 130: 128)."""
     calls = -(-problems // max(1, largest))
     return -(-problems // calls)
 
 
 def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, problems: int, card_gib: float,
                             precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per ``generate`` call (x ``num_samples`` sequences of up to ``prompt + completion`` tokens) for a card
-    of ``card_gib`` GiB: the most whose sampling call fits it (each prompt held once), evened out over the calls
-    ``problems`` need. Held-out sampling's greedy calls are sized to the same memory (``greedy_problems_per_call``)."""
+    """Problems per sampling call (x ``num_samples`` sequences) for a card of ``card_gib`` GiB: the most that fit,
+    evened out over the calls ``problems`` need."""
     def fits(batch: int) -> bool:
         return fits_card(sampling_stage("", shape, batch * num_samples, prompt + completion, prompt, precision, "",
                                         samples=num_samples), card_gib)
@@ -151,8 +133,7 @@ def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, pro
 def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
                               precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
     """``ppo.chunk_floats`` for a card of ``card_gib`` GiB: the largest power of two (2^24 to 2^40) whose PPO stages
-    (rollouts, log-prob passes, a minibatch's forward-backward) fit it, then the smallest with the same chunks (a
-    larger budget would split no pass less)."""
+    fit it, then the smallest with the same chunks."""
     def peaks(power: int) -> tuple:
         plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
                            precision, prompt)
@@ -169,14 +150,13 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
 
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
-    """What one job may size itself for on a card of ``total_gib``: what is free on it now, and no more than its share
-    when ``jobs_per_card`` jobs share the card (jobs that start together each see the whole card free)."""
+    """What one job may size itself for: what is free now, and no more than its share of the card (jobs that start
+    together each see the whole card free)."""
     return min(free_gib, total_gib / max(1, jobs_per_card))
 
 
 def card_gib_of(device) -> float | None:
-    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``: ``torch.cuda.mem_get_info``'s
-    free and total memory, the card shared by ``devices.jobs_per_gpu()`` jobs), else None."""
+    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), else None."""
     import torch
 
     from thai_grpo.jobs.devices import jobs_per_gpu
@@ -189,8 +169,7 @@ def card_gib_of(device) -> float | None:
 
 
 def sizing_gib(device) -> float:
-    """The card memory a job sizes ``auto`` for: what it may have of its GPU (``card_gib_of``), or a T4's on a CPU (the
-    smallest card planned)."""
+    """The card memory a job sizes ``auto`` for: ``card_gib_of``, or a T4's on a CPU."""
     return card_gib_of(device) or CARD_GIB
 
 
@@ -203,9 +182,8 @@ def shape_of(model_dir) -> Shape:
 
 
 def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
-    """What a sampling job runs with, as it records it beside its samples: ``batch_size`` (problems per generate
-    call: ``requested``, or for ``auto`` ``sampling_batch_for_card`` on the job's card), the sequences per call and
-    the card it was sized for."""
+    """What a sampling job runs with, recorded beside its samples: ``batch_size`` (``requested``, or for ``auto``
+    ``sampling_batch_for_card``), the sequences per call and the card it was sized for."""
     card = card_gib_of(device)
     if requested == AUTO:
         batch = sampling_batch_for_card(shape_of(model_dir), num_samples, completion, problems, card or CARD_GIB)
@@ -220,9 +198,8 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
 
 def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
                chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> list[dict]:
-    """PPO (thai_grpo.methods.ppo): the bases of the policy and the value model, the reference and the reward model
-    (frozen, at ``precision.frozen_bytes``), the trained LoRA and score head in float32, dropout off; its rollouts
-    and its minibatch update, each split into chunks of rows (``rows_per_chunk``, as the code sizes them)."""
+    """PPO's rollouts and minibatch update: the frozen policy, value, reference and reward bases, the trained LoRA and
+    score head in float32 (dropout off), each pass split into chunks of rows as the code splits it."""
     batch, minibatches = int(settings.get("batch_size", 64)), int(settings.get("num_mini_batches", 1))
     chunk_floats = int(settings.get("chunk_floats", chunk_floats))
     width, compute = prompt + completion, precision.compute_bytes

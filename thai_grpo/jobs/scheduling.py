@@ -1,12 +1,6 @@
 """Threads and Snakemake priorities of the pipeline's jobs: the headline (SFT vs GRPO) first, the run's longest chain
-next, on any number of cores.
-
-Every training and sampling job takes one thread (``JOB_THREADS``): a second thread speeds one job of the tiny model up
-by only 1.3-1.6x (`make bench`), so two one-thread jobs side by side do more per core-second, and a job's threads never
-depend on the cores (more cores change no number). Snakemake starts, among the ready jobs, those with the largest sum
-of priorities: the headline's jobs first (GRPO's training, then sampling and scoring base, SFT and GRPO), then the
-preference pairs -> reward model -> PPO chain (``LONGEST_CHAIN``: PPO is the run's longest job), then the other
-methods' training, then the rest. Priorities only order the jobs; they change no number.
+next. Every job takes one thread: two one-thread jobs side by side do more per core-second than one with two, and
+more cores change no number. Priorities only order the jobs; they change no number either.
 """
 
 from __future__ import annotations

@@ -1,30 +1,11 @@
 """The decode loop behind held-out sampling and PPO's rollouts: ``generate``'s tokens, with only the work they need.
 
-Machinery: a reader of the algorithm can skip it. ``thai_grpo.models.sampling`` says what is sampled (the prompts, the
-budget, the stop tokens, each row's own seed); this module computes it. ``model.generate`` with its default cache does
-more than sampling needs: each decode step copies the whole key/value cache (it grows by concatenation), each sample
-holds its own copy of its prompt's keys and values, and a row that has produced its stop token keeps running until the
-last row stops. ``decode`` runs the model's own forward in a loop that does none of that:
-
-- Pre-allocated: each layer's completion keys and values live in one buffer as long as the budget, written in place
-  one column per step. A prompt's keys and values are the prefill's own tensors, kept as they are.
-- Prompts held once: the prompt is prefilled once per prompt and its keys and values are read by all its samples.
-  Attention splits each row's keys at the end of the prompt (shared-prefix or "cascade" attention: Hydragen, Juravsky
-  et al. 2024; FlashInfer's cascade inference): the scores against the prompt are one matrix product per prompt for the
-  queries of all its samples, those against the row's own completion one per row, and one softmax runs over both, as
-  over the row's whole key sequence. transformers lets a model use such a function (``AttentionInterface``); it is
-  used for the decode steps only, the prefill runs the model's own attention.
-- Finished rows leave: after a row's stop token the layers and the LM head run on the unfinished rows only. A prompt
-  whose samples have all stopped stays in the buffers (its rows are cheap there: attention only) until a quarter of
-  the buffers' prompts have, then the buffers are compacted (the remaining rows copied once).
-
-The next token is chosen by the caller (``choose``: greedy, or Gumbel-max from each row's own generator) from the
-float32 logits ``generate`` hands its logits processors, so the samples are ``generate``'s: the same weights, positions
-and masks, the arithmetic the same up to the order of floating-point sums (tests/test_decoding.py checks the tokens
-against ``generate``'s). Why not transformers' own tools: ``StaticCache`` pre-allocates but holds the prompt once per
-row and cannot drop a row; continuous batching (``generate_batch``, whose paged cache lets prompts share blocks) draws
-every row's token with one ``torch.multinomial`` from the global generator, so a row's sample would depend on what else
-is scheduled beside it.
+Machinery a reader of the algorithm can skip. Unlike ``model.generate``, ``decode`` pre-allocates each layer's
+completion keys and values (no copy per step), prefills each prompt once for all its samples (shared-prefix or
+"cascade" attention, as in Hydragen: one softmax over the prompt's scores and the row's own, an ``AttentionInterface``
+function), and runs the layers on unfinished rows only. The caller's ``choose`` picks each token from the float32
+logits ``generate``'s processors see, so the tokens are ``generate``'s. Not transformers' continuous batching: it draws
+every row from the global generator, so a row's sample would depend on its batch mates.
 """
 
 from __future__ import annotations
@@ -42,11 +23,9 @@ COMPACT_WHEN_DONE = 0.25  # compact the buffers once this share of their prompts
 class SharedPromptCache:
     """Keys and values of ``prompts`` prompts held once, and of their ``samples`` completions each, pre-allocated.
 
-    ``prompt_keys[layer]``: [prompts, kv heads, prompt width, head dim] (the prefill's tensors); ``prompt_mask``:
-    [prompts, prompt width], True on real tokens (not left padding); ``keys[layer]``: [prompts x samples, kv heads,
-    budget, head dim], the completion of sample s of prompt p in buffer row ``p * samples + s``, allocated at the first
-    write. ``origin``: each buffer row's row in the output; ``active``: the buffer rows still decoding; ``written``:
-    the completion tokens written so far."""
+    ``prompt_keys[layer]``: [prompts, kv heads, prompt width, head dim]; ``prompt_mask``: [prompts, prompt width], True
+    on real tokens; ``keys[layer]``: [prompts x samples, kv heads, budget, head dim], sample s of prompt p in row
+    ``p * samples + s``. ``origin``: each buffer row's output row; ``active``: the rows still decoding."""
     prompt_keys: list
     prompt_values: list
     prompt_mask: object
@@ -78,8 +57,7 @@ class SharedPromptCache:
         self.values[layer][self.active, :, self.written] = value[:, :, 0]
 
     def leave(self, going) -> None:
-        """Keep decoding the active rows where ``going`` is True; compact the buffers once ``COMPACT_WHEN_DONE`` of
-        their prompts have no row left (a finished row of a live prompt stays: its attention rows are cheap)."""
+        """Keep the active rows where ``going`` is True; compact once ``COMPACT_WHEN_DONE`` of the prompts have none."""
         import torch
 
         self.active = self.active[going]
@@ -106,9 +84,8 @@ class SharedPromptCache:
 
 def shared_prompt_attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0,
                             shared_prompt: SharedPromptCache | None = None, **kwargs):
-    """One decode step's attention for the active rows (``AttentionInterface``'s signature): ``query``
-    [active rows, heads, 1, head dim], ``key``/``value`` this step's token's. Eager attention's arithmetic (scores in
-    the query's dtype, softmax in float32) over each row's prompt, then its completion, without joining their keys."""
+    """One decode step's attention, ``query`` [active rows, heads, 1, head dim]: eager attention's arithmetic (softmax
+    in float32) over each row's prompt, then its completion, without joining their keys."""
     import torch
 
     cache = shared_prompt
@@ -156,8 +133,7 @@ def decode_attention(model):
 
 
 def prefill(model, input_ids, attention_mask):
-    """(float32 logits of each prompt's last position, the prompts' keys and values per layer) from one forward pass
-    of the model's own attention, positions numbered as ``generate`` numbers a left-padded batch."""
+    """(float32 logits of each prompt's last position, the prompts' keys and values per layer): one forward pass."""
     from transformers import DynamicCache
 
 
@@ -178,10 +154,9 @@ def decode_step(model, tokens, positions, cache: SharedPromptCache):
 
 def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, stop_ids: list[int], pad_id: int,
            choose):
-    """The new tokens of ``samples`` continuations of each left-padded prompt (rows ``prompt * samples + sample``), as
-    ``generate`` returns them: [rows, steps], a row's tokens after its first stop token ``pad_id``, steps = the most
-    any row took (at most ``max_new_tokens``). ``choose(scores, rows)``: the next token of the original rows ``rows``
-    from their float32 scores [len(rows), vocabulary]."""
+    """The new tokens of ``samples`` continuations of each left-padded prompt, as ``generate`` returns them: [rows,
+    steps], row ``prompt * samples + sample``, ``pad_id`` after its stop token. ``choose(scores, rows)``: the next token
+    of output rows ``rows`` from their float32 scores [len(rows), vocabulary]."""
     import torch
 
     if max_new_tokens < 1:

@@ -1,9 +1,5 @@
-"""Models: the offline tokenizer and tiny Qwen3 base, and safe loading of base models and LoRA adapters.
-
-The real run loads ``Qwen/Qwen3-0.6B`` and a LoRA adapter from the hub; the offline default builds a
-byte-level BPE tokenizer and a few-million-parameter model of the same architecture. Both leave the same
-artifacts on disk (a base model folder, a PEFT adapter folder), loaded by the same functions below.
-"""
+"""The offline tokenizer and tiny Qwen3 base, and safe loading of base models and LoRA adapters: the real run's hub
+model and the offline one leave the same folders on disk (a base model, a PEFT adapter)."""
 
 from __future__ import annotations
 
@@ -25,17 +21,14 @@ CHAT_TEMPLATE = (
 )
 
 
-# Pre-tokenizer pieces of ``words="thai"``: a run of letters WITH their combining marks (Thai vowels and tone marks
-# are category M: GPT-2's regex, letters only, cuts every Thai word at each mark, ~2.5x more tokens), a run of
-# punctuation, or whitespace; each with at most one leading space. Digits are split off one by one before this.
+# Pre-tokenizer pieces of ``words="thai"``: letters WITH their combining marks (Thai vowels and tone marks are category
+# M, which GPT-2's letters-only regex cuts at), punctuation, or whitespace; each with at most one leading space.
 WORD_PIECES = r" ?[\p{L}\p{M}]+| ?[^\s\p{L}\p{M}\p{N}]+|\s+"
 
 
 def train_tokenizer(texts: list[str], vocab_size: int, words: str = "gpt2"):
-    """A byte-level BPE tokenizer with digits split one by one (as Qwen does) and a chat template. ``words``: how text
-    is cut before merging: ``gpt2`` uses GPT-2's letter runs (a Thai word is cut at each vowel and tone mark),
-    ``thai`` keeps Thai words whole for BPE to merge (``WORD_PIECES``: ~2.5x fewer tokens, but the tiny model
-    learned far worse from them, see config/schema.yaml)."""
+    """A byte-level BPE tokenizer with digits split one by one (as Qwen does) and a chat template. ``words``: ``gpt2``
+    cuts text at GPT-2's letter runs (a Thai word at each vowel and tone mark), ``thai`` keeps Thai words whole."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -84,22 +77,19 @@ def count_parameters(model) -> dict:
 
 
 def resolve_dtype(name: str):
-    """A torch dtype by name; ``auto`` is this machine's (``devices.device_dtype``: float32 on a CPU, float16 on
-    a T4, bfloat16 from compute capability 8.0)."""
+    """A torch dtype by name; ``auto`` is this machine's (``devices.device_dtype``)."""
     import torch
 
     return getattr(torch, resolved_dtype_name(name))
 
 
-# What tools/precision_probe.py measured on the offline run's adapters, GRPO's change over SFT scaled to 0.1% (the
-# real run's lr 1e-6 x 16 steps): the change it makes in the summed log-probability of fixed completions is off by
-# 1.4e-4 of its float64 value merged in float32 (2.9e-4 unmerged), but by 1.1 unmerged and 5.5 merged in bfloat16,
-# 0.04 unmerged and 0.26 merged in float16. Folding W + BA is exact enough in float32 and loses the update in 16 bits.
+# Dtypes in which folding an adapter into its base (W + BA) keeps a small GRPO update; in 16 bits the rounding
+# loses it (tools/precision_probe.py).
 MERGE_KEEPS_UPDATE = ("float32", "float64")
 
 
 def resolved_dtype_name(name: str) -> str:
-    """``auto`` as this machine's dtype (``devices.device_dtype``), any other name as it is."""
+    """``auto`` as this machine's dtype, any other name as it is."""
     return device_dtype() if name == "auto" else name
 
 
@@ -109,8 +99,7 @@ def merge_keeps_update(dtype: str) -> bool:
 
 
 def weights_dtype(model) -> str:
-    """The dtype the model's base weights were really loaded in (its input embedding's), e.g. ``"bfloat16"``: a
-    PeftModel, a merged model and a sequence-classification model all answer for their frozen base."""
+    """The dtype the model's base weights were loaded in (its input embedding's), e.g. ``"bfloat16"``."""
     return str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")
 
 
@@ -141,14 +130,9 @@ def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainabl
                 dtype: str = "auto", merged: bool = False):
     """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given.
 
-    ``dtype`` is the frozen base's: ``auto`` keeps float32 on a CPU and takes 16 bits on a GPU (float16 on a T4 as the
-    chapter loads it, bfloat16 from compute capability 8.0); a trainable adapter stays float32 whatever the base's
-    (``upcast_trainable``), so that its gradients and AdamW states are float32 and fp16's loss scaler can unscale them.
-    The rollouts sample through these 16-bit weights: ``PeftModel.generate`` bypasses accelerate's autocast, so a
-    float32 base would sample in float32.
-
-    ``merged``: fold a frozen adapter into the base weights (W + BA), a plain model again: the same function,
-    without LoRA's extra matrix products on every forward (sampling ~1.5x faster on a CPU, measured).
+    ``dtype`` is the frozen base's (``auto``: float32 on a CPU, 16 bits on a GPU); a trainable adapter stays float32
+    (``upcast_trainable``) so that fp16's loss scaler can unscale its gradients. ``merged``: fold a frozen adapter into
+    the base weights (W + BA), a plain model without LoRA's extra matrix products on every forward.
     """
     from peft import PeftModel
 
@@ -161,17 +145,14 @@ def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainabl
 
 
 def load_for_evaluation(base_path: str | Path, adapter_path: str | Path | None, dtype: str = "float32"):
-    """The policy an evaluation stage scores (``eval.dtype``), in eval mode: merged where merging in ``dtype`` keeps a
-    small update (``merge_keeps_update``: float32), the adapter left on top of the base in 16 bits."""
+    """The policy an evaluation scores, in eval mode: merged where ``dtype`` keeps a small update (float32)."""
     return load_policy(base_path, adapter_path, dtype=dtype, merged=merge_keeps_update(dtype)).eval()
 
 
 def upcast_trainable(model):
     """``model`` with every trainable parameter in float32 (LoRA matrices, a ``modules_to_save`` score head), the
-    frozen ones left as loaded. PEFT upcasts LoRA's own matrices of a 16-bit base (``autocast_adapter_dtype``) but not
-    a copied head. An upcast module casts its floating inputs to float32 (``float32_inputs``): without autocast (a CPU,
-    where TRL sets no bf16/fp16 flag) a 16-bit base's hidden states would meet a float32 head. A no-op on a float32
-    model."""
+    frozen ones as loaded; PEFT upcasts LoRA's matrices but not a copied head. An upcast module gets float32 inputs
+    (``float32_inputs``): without autocast (a CPU) a 16-bit base's hidden states would meet a float32 head."""
     import torch
 
     for module in model.modules():
@@ -191,8 +172,7 @@ def float32_inputs(module, args):
 
 
 def safetensors_parameter_count(model_dir: str | Path) -> int:
-    """Parameters stored in a folder's safetensors files, read from their headers (no weights loaded, no torch
-    imported: the results job that calls it imports nothing else of torch's, ~1 s saved)."""
+    """Parameters in a folder's safetensors files, read from their headers (no weights loaded, no torch imported)."""
     import math
 
     from safetensors import safe_open

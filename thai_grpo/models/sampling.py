@@ -1,14 +1,8 @@
 """Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
 
-Sampling follows GRPO's rollouts: no top-k/top-p truncation, the same chat template and template arguments,
-the same stop tokens (``stop_token_ids``: TRL's rule) and the same completion budget (``eval.max_new_tokens``
-defaults to ``grpo.max_completion_length``). Every model is scored at one temperature, ``eval.temperature``
-(the GRPO run's 1.0), so that pass@k compares models under one protocol; a variant trained at another
-temperature is also scored at its own (the ``sample_at_train_temperature`` rule). Every sample draws its noise
-from its own generator, seeded from (seed, problem id, sample index) (``row_seeds``, ``PerRowGumbel``): the same
-config gives the same samples whatever the batch size, the card or the batch mates. The tokens are ``generate``'s
-(greedy decoding over ``PerRowGumbel``'s perturbed scores), computed by ``thai_grpo.models.decoding``: a problem's prompt
-once for all its samples, a sample's computation stopped at its stop token.
+Sampling follows GRPO's rollouts (no top-k/top-p, the same chat template, stop tokens and completion budget). Each
+sample draws its noise from its own generator seeded from (seed, problem id, sample index), so a config gives the same
+samples whatever the batch size, the card or the batch mates.
 """
 
 from __future__ import annotations
@@ -28,26 +22,23 @@ def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_tem
 
 
 def stop_token_ids(model, tokenizer) -> list[int]:
-    """The ids that end a completion, as TRL's GRPOTrainer collects them: the model's ``generation_config``
-    EOS id(s), with the tokenizer's EOS first when missing (Qwen3: ``<|im_end|>`` and ``<|endoftext|>``)."""
+    """The ids that end a completion, as TRL's GRPOTrainer collects them: the ``generation_config`` EOS id(s), with
+    the tokenizer's EOS first when missing."""
     configured = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
     ids = [] if configured is None else [configured] if isinstance(configured, int) else list(configured)
     return ids if tokenizer.eos_token_id in ids else [tokenizer.eos_token_id, *ids]
 
 
 def completion_length(ids: list[int], stop_ids: list[int]) -> tuple[int, bool]:
-    """(tokens of one generated row up to and including its first stop token, as TRL counts the EOS in the
-    completion mask; whether a stop token came at all). Without one, the whole row counts."""
+    """(tokens of a row up to and including its first stop token, as TRL's completion mask counts them, else the
+    whole row; whether a stop token came)."""
     stop = next((position for position, token in enumerate(ids) if token in stop_ids), None)
     return (len(ids), False) if stop is None else (stop + 1, True)
 
 
 def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
-    """``{text, num_tokens, truncated, token_ids}`` of one generated row, cut at ``completion_length``.
-
-    ``token_ids`` are the sampled ids themselves, the stop token included (as TRL's completion mask counts it): the
-    k1-vs-k3 stage scores them, since re-tokenizing the decoded text need not give them back (a byte-level BPE can
-    decode a partial character to U+FFFD, which encodes to other tokens)."""
+    """``{text, num_tokens, truncated, token_ids}`` of one generated row, cut at ``completion_length``. The ids are
+    kept: re-tokenizing the text need not give them back (byte-level BPE decodes a partial character to U+FFFD)."""
     length, stopped = completion_length(ids, stop_ids)
     return {"text": tokenizer.decode(ids[:length], skip_special_tokens=True), "num_tokens": length,
             "truncated": not stopped, "token_ids": list(ids[:length])}
@@ -68,26 +59,20 @@ def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_
 
 
 def row_seed(seed: int, key, sample: int) -> int:
-    """The seed of one sample: a 63-bit integer from (seed, problem key, sample index), the same in every process
-    (a hash of their text, not Python's salted ``hash``)."""
+    """A 63-bit seed from (seed, problem key, sample index), the same in every process (unlike the salted ``hash``)."""
     digest = hashlib.sha256(f"{seed}/{key}/{sample}".encode()).digest()
     return int.from_bytes(digest[:8], "little") >> 1
 
 
 def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
-    """The seeds of the rows ``generate`` builds for problems ``keys`` x ``num_samples`` samples, in its order (each
-    problem's samples side by side)."""
+    """The seeds of problems ``keys`` x ``num_samples`` samples, in ``generate``'s order (a problem's side by side)."""
     return [row_seed(seed, key, sample) for key in keys for sample in range(num_samples)]
 
 
 class PerRowGumbel:
-    """A logits processor for ``generate`` that makes greedy decoding sample: each row's scores / temperature plus
-    Gumbel noise -log(-log U) from that row's own generator, so the argmax is an exact draw from
-    softmax(scores / temperature) (the Gumbel-max trick), with no top-k or top-p truncation. A row consumes one
-    vocabulary of uniforms per decoding step whatever its batch mates do, so its sample depends only on its seed, not
-    on the batch it is in. U is float32 (24 bits): a token more than ~19 nats below the best is never drawn (each has
-    probability below 4e-9). Per step it holds one float32 copy of the scores beside its result (a sampling
-    ``generate`` would hold the probabilities there): one uniform draw per row, the rest in place on the batch."""
+    """A logits processor that makes greedy decoding sample: scores / temperature plus Gumbel noise -log(-log U) from
+    each row's own generator, so the argmax is an exact draw from softmax(scores / temperature) (Gumbel-max) that
+    depends only on the row's seed. With a float32 U, a token ~19 nats below the best (p < 4e-9) is never drawn."""
 
     def __init__(self, temperature: float, seeds: list[int], device):
         import torch
@@ -125,9 +110,8 @@ def seeded_per_row(config, seeds: list[int], device):
 
 
 def seeded_choice(config, seeds: list[int], device):
-    """``choose(scores, rows)`` for ``decoding.decode``: the next token of generated rows ``rows`` as ``generate`` picks
-    it under ``seeded_per_row``: the argmax of the float32 scores, Gumbel-perturbed from each row's own generator when
-    ``config`` samples (``rows``: indices into ``seeds``)."""
+    """``choose(scores, rows)`` for ``decoding.decode``: the argmax of the float32 scores, Gumbel-perturbed from each
+    row's own generator when ``config`` samples (``rows``: indices into ``seeds``)."""
     if not config.do_sample:
         return lambda scores, rows: scores.argmax(-1)
     gumbel = PerRowGumbel(config.temperature, seeds, device)
@@ -136,9 +120,7 @@ def seeded_choice(config, seeds: list[int], device):
 
 def sample_continuations(model, input_ids, attention_mask, config, seeds: list[int]):
     """What ``model.generate(input_ids, attention_mask, generation_config=config)`` returns under ``seeded_per_row``
-    (the prompts, then the new tokens, ``config.pad_token_id`` after a row's stop token), row i drawn from
-    ``seeds[i]``: ``config.num_return_sequences`` samples per prompt, each prompt computed and held once, finished
-    rows dropped (``thai_grpo.models.decoding``)."""
+    (prompts, then new tokens), row i drawn from ``seeds[i]``, computed by ``decoding.decode``."""
     import torch
 
     from thai_grpo.models.decoding import decode
@@ -178,14 +160,9 @@ def score_completion(completion: dict, gold: int) -> dict:
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
                    temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
                    progress=None) -> list[dict]:
-    """One record per held-out problem: its sampled completions and greedy answer, each with rewards.
-
-    Sampling takes ``batch_size`` problems x ``num_samples`` sequences per ``generate`` call, each sample seeded from
-    (seed, problem id, sample index): the batch size changes the work per call, never a sample. The greedy answers
-    take as many problems per call as fit in the memory of a sampling call (``greedy_problems_per_call``: each holds
-    its own prompt, where a sampled problem holds one for its ``num_samples``), so the per-step overhead of a call is
-    paid as rarely for them as the memory plan allows.
-    """
+    """One record per held-out problem: its sampled completions and greedy answer, each with rewards. ``batch_size``
+    problems per sampling call changes the work, never a sample; the greedy calls take as many problems as fit the
+    memory of a sampling call (``greedy_problems_per_call``)."""
     from thai_grpo.jobs.memory_plan import Shape
     from thai_grpo.jobs.memory_stages import greedy_problems_per_call
 

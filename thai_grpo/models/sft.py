@@ -1,8 +1,5 @@
-"""Supervised stages of the offline default: pretrain the tiny base from scratch, then train the SFT LoRA.
-
-The base: plain causal language modelling on ``text`` with transformers' ``Trainer`` (what HF's ``run_clm``
-does). The adapter: TRL's ``SFTTrainer`` on prompt-completion records (loss on the assistant turn only). The
-real run skips both and downloads its adapter.
+"""Supervised stages of the offline default: pretrain the tiny base from scratch (causal language modelling), then
+train the SFT LoRA (TRL's ``SFTTrainer``, loss on the assistant turn only). The real run downloads its adapter.
 """
 
 from __future__ import annotations
@@ -51,12 +48,8 @@ def language_modelling_dataset(texts: list[str], tokenizer, max_length: int | No
 
 def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, out_dir: str | Path,
                   checkpoint_dir: str | Path, seed: int) -> list[dict]:
-    """Train a tiny Qwen3 from scratch on plain problem-and-solution text; save model and tokenizer.
-
-    transformers' ``Trainer`` with its causal-LM collator: TRL's ``SFTTrainer`` computes the same loss on the same
-    batches (measured: equal to 4 digits over 60 steps) but its fused LM-head kernel, built for large vocabularies,
-    cost ~20% of each step's CPU time with this 1,026-token vocabulary.
-    """
+    """Train a tiny Qwen3 from scratch on plain problem-and-solution text; save model and tokenizer. transformers'
+    ``Trainer``, not TRL's ``SFTTrainer``: the same loss without a fused LM-head kernel made for large vocabularies."""
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
     from thai_grpo.models.loading import build_tiny_qwen3
@@ -80,8 +73,7 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
 
 def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, args: dict, out_dir: str | Path,
                       checkpoint_dir: str | Path, seed: int, dtype: str = "float32") -> list[dict]:
-    """Train a LoRA adapter on the prompt-completion records, the frozen base in ``dtype`` (``base.dtype``; the
-    adapter in float32); save only the adapter (safetensors)."""
+    """Train a LoRA adapter on the prompt-completion records, the frozen base in ``dtype``; save only the adapter."""
     from peft import LoraConfig
 
     from thai_grpo.models.loading import load_base_model, load_tokenizer

@@ -1,9 +1,7 @@
-"""What every trainer shares, whatever its method (the base's pretraining, SFT, GRPO and its variants, DPO, the reward
-model): its arguments (our defaults, the precision of its frozen weights, the tracker), its checkpoints, its progress
-line and its seeds.
+"""What every trainer shares, whatever its method: its arguments, checkpoints, progress line and seeds.
 
-Checkpoints live outside Snakemake's declared outputs (``results/checkpoints/<stage>``), so an interrupted
-run keeps them: rerunning the rule resumes from the last one instead of starting over.
+Checkpoints live outside Snakemake's declared outputs (``results/checkpoints/<stage>``), so an interrupted run keeps
+them and rerunning the rule resumes from the last one.
 """
 
 from __future__ import annotations
@@ -28,9 +26,8 @@ CPU_SAFE_DEFAULTS = {
 
 
 def precision_flags(dtype: str = "auto") -> dict:
-    """TRL's precision fields from the dtype of the frozen weights (``base.dtype``, ``auto`` resolved on this machine:
-    ``loading.resolved_dtype_name``), so that one stage runs one precision: ``fp16`` for float16 (float16 autocast and
-    a loss scaler, a T4's path), ``bf16`` for bfloat16, neither for float32; and ``use_cpu`` on a CPU."""
+    """TRL's precision fields from the frozen weights' dtype (``auto`` resolved on this machine): ``fp16`` for
+    float16, ``bf16`` for bfloat16, neither for float32; and ``use_cpu`` on a CPU."""
     from thai_grpo.jobs.devices import current_capability
     from thai_grpo.models.loading import resolved_dtype_name
 
@@ -40,10 +37,8 @@ def precision_flags(dtype: str = "auto") -> dict:
 
 
 def scale_float16_losses_on_cpu(trainer) -> None:
-    """Give a CPU trainer with ``fp16=True`` what a T4 gives it: float16 autocast and torch's loss scaler (which runs on
-    a CPU too). accelerate keeps its fp16 path for GPUs and on a CPU silently runs neither, so without this a float16
-    rehearsal on a CPU would never scale a loss nor skip an overflowing step. Call it before ``train()`` (accelerate
-    wraps the model's forward and the optimizer then). Elsewhere a no-op."""
+    """Give a CPU trainer with ``fp16=True`` float16 autocast and torch's loss scaler, as on a T4: accelerate silently
+    runs neither on a CPU, so a float16 rehearsal would never scale a loss. Call before ``train()``; no-op elsewhere."""
     import torch
 
     accelerator = trainer.accelerator
@@ -54,9 +49,8 @@ def scale_float16_losses_on_cpu(trainer) -> None:
 
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str = "auto",
                  training: dict | None = None) -> dict:
-    """Our defaults, then the user's section (TRL field names), then the precision of the frozen weights' ``dtype``
-    (``precision_flags``: the config check refuses a section whose own fp16/bf16 disagree), the tracker of the
-    config's ``training.report_to`` (none by default), paths and seed."""
+    """Our defaults, then the user's section (TRL field names), then ``precision_flags(dtype)``, the tracker of
+    ``training.report_to``, paths and seed."""
     args = {**CPU_SAFE_DEFAULTS, **user_args, **precision_flags(dtype)}
     for ours in ("num_processes", "reference"):  # ours, not TRL's: thai_grpo.core.config.OURS
         args.pop(ours, None)
@@ -69,18 +63,14 @@ def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str 
 
 
 def tracking_dir(checkpoint_dir: str | Path) -> Path:
-    """Where a run's tracker writes on this disk (TensorBoard's event files): ``results/tracking/<run>`` for the
-    checkpoints of ``results/checkpoints/<run>``, kept when the checkpoints go."""
+    """Where a run's tracker writes: ``results/tracking/<run>`` for ``results/checkpoints/<run>``, kept after them."""
     checkpoint_dir = Path(checkpoint_dir)
     return checkpoint_dir.parent.parent / "tracking" / checkpoint_dir.name
 
 
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
-    """The newest complete ``checkpoint-N`` folder to resume from, or None for a fresh start.
-
-    The Trainer writes ``trainer_state.json`` last and not atomically: a checkpoint whose state file is
-    missing or unreadable was cut short by a kill, and the one before it is used instead.
-    """
+    """The newest complete ``checkpoint-N`` folder to resume from, or None. The Trainer writes ``trainer_state.json``
+    last and not atomically: a checkpoint without a readable one was cut short by a kill."""
     checkpoint_dir = Path(checkpoint_dir)
     if not checkpoint_dir.is_dir():
         return None
@@ -103,8 +93,8 @@ def clear_checkpoints(checkpoint_dir: str | Path) -> None:
 
 
 def progress_callback(label: str, every_seconds: float = 15.0):
-    """A TrainerCallback printing ``label: step i/N (s/step, time left)`` to the log and the terminal (``io.progress``)
-    at most every ``every_seconds``, and at the last step; a resumed run counts its rate from where it resumed."""
+    """A TrainerCallback printing ``label: step i/N (s/step, time left)`` at most every ``every_seconds``, and at the
+    last step."""
     import time
 
     from transformers import TrainerCallback
@@ -128,13 +118,9 @@ def progress_callback(label: str, every_seconds: float = 15.0):
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator (Python, NumPy, torch).
-
-    Not ``torch.use_deterministic_algorithms``: on a CPU the kernels this pipeline uses are already deterministic for
-    a fixed thread count (``set_threads``; two clean clones give identical results.json), and deterministic mode
-    swaps in slow fallbacks: one training step of the tiny base took 1.97 s instead of 0.14 s (14x, measured on
-    the 2-core Intel Xeon of this project's machines). GPU runs are seeded but not bit-reproducible.
-    """
+    """Seed every generator (Python, NumPy, torch). Not ``torch.use_deterministic_algorithms``: on a CPU the kernels
+    used are already deterministic for a fixed thread count, and it swaps in slow fallbacks. GPU runs are seeded but
+    not bit-reproducible."""
     from transformers import set_seed
 
     set_seed(seed)

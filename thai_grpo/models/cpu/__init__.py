@@ -1,19 +1,13 @@
-"""The CPU speed-ups of GRPO's and RLOO's trainers: a layer a reader can skip, applied by one wrapper
-(``with_cpu_speedups``) and only on a CPU. On a GPU, and with vLLM, every pass is TRL's own.
-
-On a CPU, where every position costs, the G completions of a group share one prompt, so its keys and values are
-computed once (``shared_prefix``) in the rollouts and in every log-probability pass, and the rollouts are sampled from
-a merged copy of the LoRA policy (``merged_sampler``: no LoRA products per decoding step). The numbers are TRL's up to
-the order of floating-point sums (tests/test_shared_prefix.py, tests/test_objective.py).
-"""
+"""The CPU speed-ups of GRPO's and RLOO's trainers, a layer a reader can skip (``with_cpu_speedups``; on a GPU and with
+vLLM every pass is TRL's own): each group's prompt computed once (``shared_prefix``), the rollouts sampled from a
+merged copy of the LoRA policy (``merged_sampler``). The numbers are TRL's up to the order of floating-point sums."""
 
 from __future__ import annotations
 
 
 class _SharedPromptGenerate:
-    """``model.generate`` replaced, on this instance only and while the block runs, by ``generate_sharing_prompts``
-    (each distinct prompt prefilled once), on ``merged`` (a ``MergedCopy`` of the policy, refreshed first) when
-    given, else on the policy itself."""
+    """``model.generate`` replaced, on this instance while the block runs, by ``generate_sharing_prompts`` on
+    ``merged`` (a ``MergedCopy``, refreshed first) when given, else on the policy itself."""
 
     def __init__(self, model, merged=None):
         self.model, self.merged = model, merged
@@ -38,21 +32,16 @@ class _SharedPromptGenerate:
 
 
 def shares_prompts_on(device, use_vllm: bool = False) -> bool:
-    """Whether ``with_cpu_speedups`` replaces TRL's rollouts and log-probability passes on ``device``: on a CPU only,
-    where it was measured to pay (``with_cpu_speedups``); on a GPU and with vLLM, both are TRL's own."""
+    """Whether ``with_cpu_speedups`` replaces TRL's passes on ``device``: on a CPU without vLLM only."""
     import torch
 
     return torch.device(device).type == "cpu" and not use_vllm
 
 
 def with_cpu_speedups(trainer_class):
-    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's prompt once, on a CPU only
-    (``shares_prompts_on``): in the rollouts (TRL's ``_generate_single_turn`` with ``model.generate`` replaced, for
-    that call, by ``generate_sharing_prompts`` on a merged copy of the policy where ``can_merge_copy``) and in every
-    log-probability pass (``completion_logprobs_sharing_prompts``). Multimodal or MoE batches and activation
-    checkpointing (which drops the cache a shared prompt lives in) take TRL's own pass, over the completion positions
-    only. On the offline default's GRPO steps this measured ~1.7x faster per step than TRL's passes, the shared rollouts
-    ~1.3x faster than TRL's generate (one thread, each override switched back in turn)."""
+    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's prompt once on a CPU, in the rollouts and in
+    every log-probability pass. Multimodal or MoE batches and activation checkpointing (which drops the cache a shared
+    prompt lives in) take TRL's own pass, over the completion positions only."""
     from thai_grpo.models.cpu.shared_prefix import (completion_logprobs_sharing_prompts,
                                                     scoring_labelled_positions_only)
 

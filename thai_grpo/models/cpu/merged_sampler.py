@@ -1,9 +1,6 @@
-"""A LoRA policy's rollouts from a merged copy: a plain model whose weights are the base's with the adapter's current
-delta folded in (W + scale * B A), refreshed before each rollout: the PeftModel's function without LoRA's two extra
-matrix products per adapted layer in every decoding step. The policy itself is never merged and unmerged (which would
-round the frozen base a little each step). Used on a CPU (the copy holds a second set of base weights), where no LoRA
-dropout is active (a merged copy has none) and the base is float32 (a fold into 16 bits rounds a small update away).
-"""
+"""A LoRA policy's rollouts from a merged copy: a plain model with the adapter's current delta folded in
+(W + scale * B A), refreshed before each rollout, so no LoRA products per decoding step. The policy itself is never
+merged and unmerged, which would round the frozen base a little each step."""
 
 from __future__ import annotations
 
@@ -17,8 +14,8 @@ def lora_layers(policy) -> dict:
 
 
 def can_merge_copy(policy) -> bool:
-    """True for a PeftModel on a CPU, its base in float32 (a fold into 16-bit weights rounds a small update away,
-    ``loading.MERGE_KEEPS_UPDATE``), whose active LoRA layers apply no dropout (identity, or p = 0)."""
+    """True for a PeftModel on a CPU with a float32 base (a fold into 16 bits rounds a small update away) whose active
+    LoRA layers apply no dropout."""
     import torch
 
     from thai_grpo.models.loading import MERGE_KEEPS_UPDATE, weights_dtype
@@ -36,8 +33,7 @@ def can_merge_copy(policy) -> bool:
 
 
 class MergedCopy:
-    """A plain model (the base's class and config) holding ``policy``'s merged weights; ``refresh()`` re-folds the
-    adapter's current delta into the adapted layers (the other weights are frozen and copied once)."""
+    """A plain model (the base's class and config) holding ``policy``'s merged weights, re-folded by ``refresh()``."""
 
     def __init__(self, policy):
         import copy

@@ -1,16 +1,6 @@
 """Shared prompts computed once: the G completions of a GRPO group all continue the same prompt, so its keys and values
-are computed once per distinct prompt and copied to its rows (held-out sampling and PPO's rollouts go further, holding
-each prompt once without copies: ``thai_grpo.models.decoding``). The arithmetic is that of every row in full, up to
-the order of floating-point sums (~1e-6), and a seeded run draws the same samples.
-
-- ``distinct_rows``: which rows of a batch hold the same prompt (ids and mask).
-- ``prompt_cache``: the key/value cache of the distinct prompts' first ``width`` positions, one copy per row.
-- ``generate_sharing_prompts``: ``model.generate`` that prefills each distinct prompt once.
-- ``completion_logprobs_sharing_prompts``: per-token log-probs (and entropies) of the completions through TRL's fused
-  LM head, the prompt computed once; gradients flow into the shared prompt.
-- ``scoring_labelled_positions_only``: TRL's fused LM head on a CPU projects the completion positions only, as it does
-  on a GPU, for the passes that cannot share their prompts.
-"""
+are computed once per distinct prompt and copied to its rows, in sampling and in the log-prob passes. The arithmetic
+is that of every row in full, up to the order of floating-point sums, and a seeded run draws the same samples."""
 
 from __future__ import annotations
 
@@ -22,8 +12,7 @@ from thai_grpo.models.positions import generation_positions
 
 def distinct_rows(input_ids, attention_mask):
     """(first, inverse): ``first`` = the index of the first row of each distinct (ids, mask) row, in order of first
-    appearance; ``inverse[i]`` = the position in ``first`` of row i's prompt. Rows are equal only when every id and
-    mask value is."""
+    appearance; ``inverse[i]`` = the position in ``first`` of row i's prompt."""
     import torch
 
     keys = torch.cat([input_ids, attention_mask.to(input_ids.dtype)], dim=1)
@@ -38,9 +27,8 @@ def distinct_rows(input_ids, attention_mask):
 
 
 def prompt_cache(model, input_ids, attention_mask, width: int, first, inverse, position_ids=None):
-    """The cache of positions ``[0, width)`` computed on the distinct rows ``first`` only, then one copy per row of
-    the batch (``inverse``); differentiable when called with grad enabled (the copies' gradients add up).
-    ``position_ids``: the batch's (all rows), None for the model's own column numbering."""
+    """The cache of positions ``[0, width)`` computed on the distinct rows ``first`` only, then one copy per row
+    (``inverse``); differentiable with grad enabled. ``position_ids``: the batch's, None for the model's own."""
     extra = {} if position_ids is None else {"position_ids": position_ids[first, :width]}
     outputs = model(input_ids=input_ids[first, :width], attention_mask=attention_mask[first, :width], use_cache=True,
                     logits_to_keep=1, **extra)
@@ -50,13 +38,9 @@ def prompt_cache(model, input_ids, attention_mask, width: int, first, inverse, p
 
 
 def generate_sharing_prompts(model, input_ids, attention_mask, generation_config, generate=None, **kwargs):
-    """``model.generate(input_ids, attention_mask, generation_config)`` with each distinct prompt prefilled once.
-
-    ``num_return_sequences`` > 1 is applied here (rows repeated in place, as ``generate`` does), so the prompts of
-    all samples are shared too. With no repeated prompt this is plain ``generate``. The last prompt position is left
-    to ``generate`` itself, which always needs one new position to start from. ``generate``: the generate function
-    to call (default ``model.generate``; a caller that replaced it passes the original).
-    """
+    """``model.generate(input_ids, attention_mask, generation_config)`` with each distinct prompt prefilled once (the
+    samples of ``num_return_sequences`` too). The last prompt position is left to ``generate``, which needs one to start
+    from. ``generate``: the function to call (default ``model.generate``)."""
     import torch
 
     generate = generate or model.generate
@@ -81,9 +65,8 @@ def generate_sharing_prompts(model, input_ids, attention_mask, generation_config
 def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits_to_keep: int,
                                         compute_entropy: bool, autocast):
     """Per-token log-probs (and entropies, else None) of the last ``logits_to_keep`` positions of each row, as TRL's
-    ``_get_per_token_logps_and_entropies`` computes them with its fused LM head (``add_fused_lm_head``), but with the
-    prompt (every position before them) computed once per distinct prompt. None when no prompt repeats (the caller
-    then runs TRL's own pass). ``autocast``: the trainer's autocast context manager factory."""
+    fused LM head computes them, the prompt computed once per distinct prompt; None when no prompt repeats.
+    ``autocast``: the trainer's autocast context manager factory."""
     prompt_width = input_ids.size(1) - logits_to_keep
     first, inverse = distinct_rows(input_ids[:, :prompt_width], attention_mask[:, :prompt_width])
     if len(first) == input_ids.size(0) or prompt_width < 2:
@@ -100,17 +83,10 @@ def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits
 
 @contextlib.contextmanager
 def scoring_labelled_positions_only():
-    """Within this block, TRL's fused LM head (``trl.trainer.utils.add_fused_lm_head``) projects only the positions
-    that have a label on a CPU, as it does on a GPU.
-
-    TRL 1.16 compacts the batch to its labelled positions (the completion tokens) on Triton devices only; elsewhere
-    it projects every position, prompt and padding included, and masks their results to 0 afterwards, to keep the tile
-    shapes fixed for compiling backends (Neuron's). A CPU runs eagerly, so that is only waste, and at Qwen3's 151,936
-    words it is most of a step: the real config on CPU stand-ins (8 completions of <= 24 tokens after ~100 prompt
-    tokens) sent 840-1000 rows through the vocabulary tiles instead of <= 192. The kernel scores each row on its own,
-    so every labelled position gets the same log-prob, entropy and gradient either way (tests/test_shared_prefix.py).
-    The kernel's choice (TRL's torch tiles on a CPU, Triton on a GPU) is left as it is: only the row selection moves.
-    """
+    """Within this block, TRL's fused LM head projects only the labelled positions on a CPU, as it does on a GPU. TRL
+    compacts to them on Triton devices only, projecting every position elsewhere (fixed tile shapes for compiling
+    backends), which at Qwen3's 151,936 words is most of a CPU step. Each row is scored on its own, so the numbers are
+    the same either way."""
     import trl.trainer.utils as trl_utils
 
     on_triton = trl_utils._use_triton
