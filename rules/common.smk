@@ -36,8 +36,8 @@ from thai_grpo.core.seeds import (
     seed_runs,
 )
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.methods import check_method_fields, variant_plan
-from thai_grpo.methods.settings import ppo_settings
+from thai_grpo.methods import variant_plan
+from thai_grpo.methods.settings import check_method_fields, ppo_settings
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")

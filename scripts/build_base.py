@@ -4,7 +4,7 @@ from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
 from thai_grpo.data.problems import pretraining_text, sft_target
 from thai_grpo.jobs.job import model_job
-from thai_grpo.models.loading import train_tokenizer
+from thai_grpo.models.tiny_base import train_tokenizer
 from thai_grpo.models.sft import pretrain_base
 
 with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit

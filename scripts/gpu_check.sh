@@ -70,7 +70,7 @@ cd "$REPO"
 CAPABILITY="$("$PY" - <<'PYEOF'
 import sys
 import torch
-from thai_grpo.jobs.devices import precision_summary
+from thai_grpo_tools.gpu_settings import precision_summary
 capability = torch.cuda.get_device_capability(0)
 locked = next(line.split("==")[1].strip() for line in open("requirements.txt") if line.startswith("torch=="))
 print(f"torch {torch.__version__} (the lock pins {locked}), CUDA {torch.version.cuda}, {torch.cuda.device_count()} "

@@ -33,7 +33,7 @@ def synthetic_rows():
 def tiny_tokenizer(synthetic_rows):
     from thai_grpo.data.problems import sft_target
     from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.models.loading import train_tokenizer
+    from thai_grpo.models.tiny_base import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"
              for r in synthetic_rows]
@@ -43,7 +43,7 @@ def tiny_tokenizer(synthetic_rows):
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, tiny_tokenizer):
     """A 1-layer Qwen3 + tokenizer saved as a model folder, like a hub snapshot of the base."""
-    from thai_grpo.models.loading import build_tiny_qwen3
+    from thai_grpo.models.tiny_base import build_tiny_qwen3
 
     model = build_tiny_qwen3(tiny_tokenizer, hidden_size=32, num_layers=1, num_heads=2, num_kv_heads=1,
                              intermediate_size=64, max_positions=512, seed=0)

@@ -43,7 +43,7 @@ def tiny_policy(tokenizer):
     """A fresh LoRA on a Qwen3 as wide as the tokenizer's vocabulary (8 hidden units: cheap at 151,669 rows)."""
     from peft import LoraConfig, get_peft_model
 
-    from thai_grpo.models.loading import build_tiny_qwen3
+    from thai_grpo.models.tiny_base import build_tiny_qwen3
 
     base = build_tiny_qwen3(tokenizer, hidden_size=8, num_layers=1, num_heads=2, num_kv_heads=1,
                             intermediate_size=16, max_positions=512, seed=0)

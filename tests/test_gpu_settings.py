@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from thai_grpo.jobs.devices import attention_implementation, flash_attention_2_possible, precision_summary
+from thai_grpo_tools.gpu_settings import attention_implementation, flash_attention_2_possible, precision_summary
 from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
     problem_seeds,
@@ -199,7 +199,8 @@ def test_one_device_per_job(visible, pinned):
     ((9, 0), None, (9, 0)), ((9, 0), "7.5", (7, 5)), ((8, 0), "8.0", (8, 0)), (None, None, None),
 ])
 def test_acting_capability(real, requested, acting):
-    from thai_grpo.jobs.devices import acting_capability, precision_summary
+    from thai_grpo.jobs.devices import acting_capability
+    from thai_grpo_tools.gpu_settings import precision_summary
 
     assert acting_capability(real, requested) == acting
     if requested == "7.5":  # an H100 acting as a T4 takes the T4's path

@@ -12,7 +12,8 @@ from configs import config_of
 
 from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, settings_fingerprint
 from thai_grpo.core.trainer_fields import installed_fields, known_fields
-from thai_grpo.methods import check_method_fields, variant_plan
+from thai_grpo.methods import variant_plan
+from thai_grpo.methods.settings import check_method_fields
 from thai_grpo.report.results import add_studies
 from workflow import copy_workflow, placeholder_run, run_snakemake, scheduled_jobs
 

@@ -20,7 +20,8 @@ from thai_grpo.core.seeds import LOSS_BASELINE, loss_runs, loss_variants, seed_r
 from thai_grpo_studies.loss_stats import loss_study, metric_names, per_problem
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.scoring import holm_adjust
-from thai_grpo.methods import check_method_fields, train_variant, variant_plan
+from thai_grpo.methods import train_variant, variant_plan
+from thai_grpo.methods.settings import check_method_fields
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = ["trl_defaults", "dapo", "bnpo", "gspo", "clip_higher", "no_kl", "batch_scaling", "normalize_then_sum"]

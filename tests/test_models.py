@@ -24,7 +24,7 @@ def test_digits_are_split_one_token_each(tiny_tokenizer):
 def thai_words_tokenizer(synthetic_rows):
     from thai_grpo.data.problems import sft_target
     from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.models.loading import train_tokenizer
+    from thai_grpo.models.tiny_base import train_tokenizer
 
     texts = [f"{SYSTEM_PROMPT}\n{r['translated_question']}\n{sft_target(r['translated_answer'], r['answer'])}"
              for r in synthetic_rows]
@@ -47,7 +47,7 @@ def test_thai_words_cost_fewer_tokens_than_gpt2_word_cuts(thai_words_tokenizer):
     theirs = sum(len(gpt2(t)["input_ids"]) for t in texts[:50])
     assert ours < 0.85 * theirs  # at vocab 1024 on the default corpus: 2.5x fewer (README)
     with pytest.raises(ValueError, match="use 'thai' or 'gpt2'"):
-        from thai_grpo.models.loading import train_tokenizer
+        from thai_grpo.models.tiny_base import train_tokenizer
 
         train_tokenizer(texts[:5], vocab_size=300, words="spaces")
 

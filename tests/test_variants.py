@@ -19,7 +19,8 @@ from run_specs import TRAINING, plan, run_spec
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
-from thai_grpo.methods import RunSpec, check_method_fields, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.methods import RunSpec, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.methods.settings import check_method_fields
 from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share

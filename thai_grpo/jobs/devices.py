@@ -10,8 +10,6 @@ import shutil
 import subprocess
 from pathlib import Path
 
-# FlashAttention-2 needs sm >= 8.0 and the separate flash-attn wheel (SDPA, used everywhere, needs neither).
-FLASH_ATTENTION_MIN_CAPABILITY = (8, 0)
 CAPABILITY_ENV = "THAI_GRPO_CAPABILITY"  # e.g. "7.5": act as a T4 (float16, fp16=True) on a newer GPU
 HIDDEN = ("", "-1", "none", "void", "nodevfiles")  # CUDA_VISIBLE_DEVICES values that hide every GPU
 DEVICE_SETTINGS = ("auto", "cuda", "cpu")  # the config's top-level `device`
@@ -31,30 +29,6 @@ def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
 def device_dtype() -> str:
     """``choose_dtype`` of this machine."""
     return choose_dtype(current_capability())
-
-
-def attention_implementation(capability: tuple[int, int] | None) -> str:
-    """``"sdpa"`` everywhere: FlashAttention-2 needs sm 8.0, from which SDPA already runs a flash kernel."""
-    return "sdpa"
-
-
-def flash_attention_2_possible(capability: tuple[int, int] | None) -> bool:
-    """Whether the GPU could run FlashAttention-2 at all (sm >= 8.0); whether flash-attn is installed is separate."""
-    return capability is not None and tuple(capability) >= FLASH_ATTENTION_MIN_CAPABILITY
-
-
-def precision_summary(capability: tuple[int, int] | None) -> dict:
-    """The model dtype, TRL's mixed-precision flags and the attention kernel for one device (None: a CPU)."""
-    dtype = choose_dtype(capability)
-    return {
-        "device": "cpu" if capability is None else f"cuda sm_{capability[0]}{capability[1]}",
-        "dtype": dtype,
-        "fp16": dtype == "float16",
-        "bf16": dtype == "bfloat16",
-        "use_cpu": capability is None,
-        "attn_implementation": attention_implementation(capability),
-        "flash_attention_2_possible": flash_attention_2_possible(capability),
-    }
 
 
 # ----------------------------------------------------------------------------------------- this machine's GPUs

@@ -10,7 +10,7 @@ import dataclasses
 import importlib
 from pathlib import Path
 
-from thai_grpo.core.config import OURS, ConfigError, variant_settings
+from thai_grpo.core.config import ConfigError, variant_settings
 
 # A variant's ``group``, where the report shows it: a row of the method comparison; a comparison row in the pitfalls
 # report only; the Pitfalls section; the reward-hacking experiment; the loss-family study.
@@ -94,35 +94,3 @@ def train_variant(spec: RunSpec) -> dict:
         raise ValueError(f"variant {plan['variant']!r} is DPO: it needs the preference pairs file")
     result = trainer_for(plan["method"])(spec)
     return {**result, "variant": plan["variant"], "method": plan["method"], "group": plan["group"]}
-
-
-def check_method_fields(config: dict) -> None:
-    """Refuse, each in one line naming the nearest valid name: ``rloo:``, ``dpo:`` or ``ppo:`` fields their config
-    lacks, a DPO max_length with no room for a prompt, and GRPO-only overrides in an RLOO variant (silently ignored).
-    TRL's field names come from a checked-in list: this runs as Snakemake parses the workflow."""
-    from thai_grpo.core.trainer_fields import fields_of, unknown_key
-    from thai_grpo.methods.settings import PPO_FIELDS, check_max_length_in_config, ppo_settings
-
-    check_max_length_in_config(config)
-    classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
-               "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
-               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.settings.PPOSettings")}
-    for name, overrides in config.get("variants", {}).items():
-        method = overrides.get("method", "grpo")
-        for section, (fields, owner) in classes.items():
-            refusal = unknown_key(overrides.get(section, {}), fields, f"variants.{name}.{section}", owner)
-            if refusal:
-                raise ConfigError(refusal)
-            if overrides.get(section) and method != section:
-                raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
-                                  f"add 'method: {section}' or remove the section")
-        if method == "ppo":
-            try:
-                ppo_settings(variant_plan(config, name)["grpo_args"], overrides.get("ppo"))
-            except ValueError as error:
-                raise ConfigError(f"variants.{name}: {error}") from None
-        if method == "rloo":
-            grpo_only = sorted(set(overrides.get("grpo", {})) - fields_of("RLOOConfig") - set(OURS))
-            if grpo_only:
-                raise ConfigError(f"variants.{name}.grpo.{grpo_only[0]} has no RLOO counterpart (RLOOConfig has no "
-                                  "such field) and would be ignored: remove it from this RLOO variant")

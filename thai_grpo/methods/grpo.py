@@ -1,7 +1,11 @@
 """GRPO with TRL's ``GRPOTrainer``: G completions per prompt graded by code, the group mean as baseline, no critic.
 
-The loss TRL computes is written out in ``thai_grpo.methods.objective``; the chapter's plain k3 needs
-``use_bias_correction_kl: false`` (TRL 1.16's default multiplies it by the importance ratio). RLOO shares this loop.
+Where it departs from the textbook (DeepSeekMath) algorithm, by config:
+- loss: TRL's ``grpo.loss_type`` (``grpo``: per-completion token mean, the chapter's; ``dr_grpo`` with
+  ``scale_rewards: none`` for Dr.GRPO), PPO's clipped surrogate with ``epsilon``;
+- KL: k3 per token weighted by ``beta``; the chapter's plain k3 needs ``use_bias_correction_kl: false`` (TRL 1.16's
+  default multiplies it by the importance ratio); reference ``base`` (adapter disabled) or ``sft`` (a frozen copy).
+The loss written out as the chapter writes it is ``thai_grpo.methods.objective``. RLOO shares this loop.
 """
 
 from __future__ import annotations

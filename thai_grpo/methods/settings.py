@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from thai_grpo.core.config import ConfigError, inherited_args
+from thai_grpo.core.config import OURS, ConfigError, inherited_args
 
 # ----------------------------------------------------------------------------------------- PPO
 SCORES = ("reward_model", "verifier")
@@ -112,3 +112,36 @@ def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tu
     fields dropped (sorted), so the run can say what it ignored."""
     kept, dropped = inherited_args(grpo_args, rloo_fields)
     return {**kept, **(overrides or {})}, dropped
+
+
+# ----------------------------------------------------------------------------------------- all methods
+def check_method_fields(config: dict) -> None:
+    """Refuse, each in one line naming the nearest valid name: ``rloo:``, ``dpo:`` or ``ppo:`` fields their config
+    lacks, a DPO max_length with no room for a prompt, and GRPO-only overrides in an RLOO variant (silently ignored).
+    TRL's field names come from a checked-in list: this runs as Snakemake parses the workflow."""
+    from thai_grpo.core.trainer_fields import fields_of, unknown_key
+    from thai_grpo.methods import variant_plan
+
+    check_max_length_in_config(config)
+    classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
+               "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
+               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.settings.PPOSettings")}
+    for name, overrides in config.get("variants", {}).items():
+        method = overrides.get("method", "grpo")
+        for section, (fields, owner) in classes.items():
+            refusal = unknown_key(overrides.get(section, {}), fields, f"variants.{name}.{section}", owner)
+            if refusal:
+                raise ConfigError(refusal)
+            if overrides.get(section) and method != section:
+                raise ConfigError(f"variants.{name}.{section} is set but the variant's method is {method}: "
+                                  f"add 'method: {section}' or remove the section")
+        if method == "ppo":
+            try:
+                ppo_settings(variant_plan(config, name)["grpo_args"], overrides.get("ppo"))
+            except ValueError as error:
+                raise ConfigError(f"variants.{name}: {error}") from None
+        if method == "rloo":
+            grpo_only = sorted(set(overrides.get("grpo", {})) - fields_of("RLOOConfig") - set(OURS))
+            if grpo_only:
+                raise ConfigError(f"variants.{name}.grpo.{grpo_only[0]} has no RLOO counterpart (RLOOConfig has no "
+                                  "such field) and would be ignored: remove it from this RLOO variant")

@@ -52,7 +52,7 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
     ``Trainer``, not TRL's ``SFTTrainer``: the same loss without a fused LM-head kernel made for large vocabularies."""
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
-    from thai_grpo.models.loading import build_tiny_qwen3
+    from thai_grpo.models.tiny_base import build_tiny_qwen3
 
     args = dict(args)
     dataset = language_modelling_dataset(texts, tokenizer, args.pop("max_length", None))
