@@ -1,16 +1,7 @@
 """The chapter's experiment as a contract: every number and choice it makes, each with where the chapter says so.
 
-A ``Fact`` names where the pipeline holds the value: ``config.<dotted key>`` (the resolved config), or
-``<stage>.<field>`` (what the trainer of that stage is given: the fields of TRL's ``GRPOConfig`` for the GRPO
-variants ``grpo`` (the chapter's full mode) and ``grpo_fast`` (its fast mode), ``RLOOConfig`` for ``rloo``,
-``DPOConfig`` for ``dpo``, ``RewardConfig`` for ``reward_model``, ``PPOSettings`` for ``ppo``; plus
-``<stage>.optimizer_steps``, the number of optimizer steps the trainer takes). ``departures`` compares a run's
-values with the chapter's; the real config (config/qwen3-0.6b.yaml) must have none (tests/test_chapter_contract.py
-builds its trainers' arguments as the pipeline does), and the offline default's are printed in the report's run card
-and in docs, each with its reason (``OFFLINE_REASONS``), so that no comment can drift from what runs.
-The comparison methods beside GRPO follow the chapter where it gives their settings (PPO: TRL 1.12's defaults);
-where it does not (DPO, the reward model), the comparison's own rule is stated as a fact: one pass over the data,
-on TRL's schedule.
+``departures`` lists where a run's values differ; the offline default's are printed with their reasons
+(``OFFLINE_REASONS``), so that no comment can drift from what runs.
 """
 
 from __future__ import annotations
@@ -110,9 +101,8 @@ CHAPTER: tuple[Fact, ...] = (
 
 FACTS = {fact.key: fact for fact in CHAPTER}
 
-# Why the offline default departs where it does (a 1.1M-parameter model on 2 CPU cores): one line per departure,
-# keyed like CHAPTER. tests/test_chapter_contract.py checks that every departure of config/config.yaml has a reason
-# here and that no reason is left for a value that no longer departs.
+# Why the offline default (a 1.1M-parameter model on 2 CPU cores) departs where it does, keyed like CHAPTER; a test
+# checks that every departure has a reason and no reason outlives its departure.
 OFFLINE_REASONS = {
     "config.base.name_or_path": "no hub: a 1.1M-parameter Qwen3 built here and shipped in assets/tiny-base",
     "config.sft.name_or_path": "no hub: an SFT adapter trained here on the tiny base, shipped beside it",
@@ -148,9 +138,7 @@ OFFLINE_REASONS = {
 def optimizer_steps(rows: int, num_generations: int, per_device_train_batch_size: int,
                     gradient_accumulation_steps: int, num_train_epochs: float, max_steps: int,
                     num_processes: int = 1) -> int:
-    """The optimizer steps of a GRPO-family run over ``rows`` prompts: ``max_steps`` when positive, else the epochs'
-    worth of rollout batches (each prompt G times; per_device x accumulation x processes completions per step), as
-    transformers' Trainer counts them (tests check this against the trainer's own count)."""
+    """The optimizer steps of a GRPO-family run over ``rows`` prompts, counted as transformers' Trainer counts them."""
     if max_steps > 0:
         return max_steps
     per_step = per_device_train_batch_size * gradient_accumulation_steps * num_processes
@@ -166,9 +154,8 @@ def _same(value, expected) -> bool:
 
 
 def departures(values: dict[str, object]) -> list[dict]:
-    """The facts whose value in ``values`` (key -> value as resolved for one run) differs from the chapter's, in
-    CHAPTER's order: ``{key, chapter, value, source}``. Keys absent from ``values`` (a stage the run does not train)
-    are not departures."""
+    """``{key, chapter, value, source}`` per fact whose value in ``values`` (one run's) differs from the chapter's, in
+    CHAPTER's order; a key absent from ``values`` (a stage the run does not train) is no departure."""
     return [{"key": fact.key, "chapter": fact.value, "value": values[fact.key], "source": fact.source}
             for fact in CHAPTER if fact.key in values and not _same(values[fact.key], fact.value)]
 
@@ -184,6 +171,5 @@ def config_value(config: dict, dotted: str):
 
 
 def run_card_departures(values: dict[str, object], offline: bool) -> list[dict]:
-    """``departures(values)``, each with ``reason``: the offline default's (``OFFLINE_REASONS``) when ``offline``,
-    else None (a config of the user's own gives no reasons)."""
+    """``departures(values)``, each with the offline default's ``reason`` when ``offline``, else None."""
     return [{**d, "reason": OFFLINE_REASONS.get(d["key"]) if offline else None} for d in departures(values)]

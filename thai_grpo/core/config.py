@@ -1,8 +1,4 @@
-"""Config: variants as overrides of the ``grpo`` section, and the checks a JSON schema cannot express.
-
-Every check raises ``ConfigError`` with one line that names the key, the value and the fix, before any
-stage runs (the Snakefile calls ``check_config`` right after schema validation).
-"""
+"""Config: variants as overrides of the ``grpo`` section, and the checks a JSON schema cannot express."""
 
 from __future__ import annotations
 
@@ -22,10 +18,8 @@ class ConfigError(ValueError):
 
 
 def coerce_scalars(value):
-    """Numbers and booleans given as strings become numbers and booleans, recursively.
-
-    ``snakemake --config 'grpo={"beta":0.05}'`` delivers nested values as strings ('0.05').
-    """
+    """Numbers and booleans given as strings become numbers and booleans, recursively: ``snakemake --config
+    'grpo={"beta":0.05}'`` delivers nested values as strings."""
     import yaml
 
     if isinstance(value, dict):
@@ -46,9 +40,7 @@ SCHEMA = "config/schema.yaml"
 
 
 def load_config_files(paths, schema: str = SCHEMA) -> dict:
-    """The config as Snakemake builds it from ``configfile: config/config.yaml`` then each ``--configfile`` in
-    ``paths``: merged in order (``snakemake.utils.update_config``), scalars coerced, then validated with the schema's
-    defaults filled in (as rules/common.smk does)."""
+    """The config as Snakemake builds it from ``paths``: merged in order, scalars coerced, validated with defaults."""
     import yaml
     from snakemake.utils import update_config, validate
 
@@ -78,22 +70,16 @@ OURS = ("num_processes", "reference")
 
 
 def inherited_args(section: dict, fields, exclude=()) -> tuple[dict, list[str]]:
-    """The entries of ``section`` (a merged ``grpo`` section) that another TRL config class also has.
-
-    kept = {k: v for k, v in section if k in fields and k not in exclude} (plus our own ``num_processes``);
-    dropped = the other keys, sorted. ``exclude`` names shared field names whose meaning differs between the
-    two methods (DPO's ``beta`` is not a KL weight), so they are not carried over.
-    """
+    """(kept, dropped): the entries of a merged ``grpo`` section that another TRL config class (``fields``) also has,
+    and the other keys, sorted. ``exclude`` names shared fields whose meaning differs (DPO's ``beta``)."""
     fields, exclude = set(fields), set(exclude)
     kept = {k: v for k, v in section.items() if (k in fields and k not in exclude) or k in OURS}
     return kept, sorted(set(section) - set(kept))
 
 
 def settings_fingerprint(config: dict) -> str:
-    """The settings a study's results were built from, in 16 hex digits: sha256 of the config as canonical JSON
-    (sorted keys), without ``results_dir`` (where a chain's files go, not how they are made). A study stores it in
-    its results.json; the main report compares it with the current config's to say whether the study it shows
-    was built from other settings."""
+    """The settings results were built from, in 16 hex digits: sha256 of the config as canonical JSON, without
+    ``results_dir`` (where files go, not how they are made)."""
     import hashlib
     import json
 
@@ -103,9 +89,8 @@ def settings_fingerprint(config: dict) -> str:
 
 
 def eval_settings(config: dict) -> dict:
-    """How held-out sets are sampled and scored: the ``eval`` section without its model list and second held-out
-    sets (adding a model or a set resamples nothing else), with ``max_new_tokens`` defaulting to the training
-    budget ``grpo.max_completion_length`` (TRL's default 256 when unset)."""
+    """How held-out sets are sampled and scored: the ``eval`` section without its model list and extra sets (adding
+    one resamples nothing else), ``max_new_tokens`` defaulting to ``grpo.max_completion_length``."""
     settings = {key: value for key, value in config["eval"].items() if key not in ("models", "extra_sets")}
     settings.setdefault("max_new_tokens", config.get("grpo", {}).get("max_completion_length", 256))
     return settings
@@ -116,8 +101,7 @@ PASSK_DEFAULTS = {"models": ["base", "sft", "grpo"], "num_samples": 64, "problem
 
 
 def passk_settings(config: dict) -> dict:
-    """How the large-k experiment samples and scores (``passk`` section, schema defaults where absent): the eval
-    settings (temperature, budget, seed, bootstrap) with the section's n, batch, k values and problem count."""
+    """How the large-k experiment samples: the eval settings with the ``passk`` section's n, batch, ks, problems."""
     passk = {**PASSK_DEFAULTS, **(config.get("passk") or {})}
     return {**eval_settings(config), **{key: passk[key] for key in ("num_samples", "batch_size", "ks", "problems")}}
 
@@ -132,13 +116,13 @@ def variant_settings(config: dict, variant: str) -> dict:
             "rewards": list(overrides.get("rewards", config.get("rewards", ["correct", "format", "thai"])))}
 
 
-# Why GRPO's rollouts never go through vLLM here (TRL 1.16, colocate mode with a PeftModel): what each would change.
+# Why GRPO's rollouts never go through vLLM here (TRL 1.16, colocate mode with a PeftModel).
 VLLM_ROLLOUTS_INEXACT = (
     "TRL 1.16 syncs a LoRA policy to vLLM by merging the adapter into the 16-bit base weights and unmerging it every "
     "step, which does not round-trip in 16 bits (the frozen base, and with it the KL reference, drifts), turns on "
     "vllm_importance_sampling_correction (an importance ratio in the loss: not the chapter's objective) and seeds "
     "vLLM with the process index, not the config's seed")
-# Held-out sampling's precision: the one every evaluation stage uses (eval.dtype), which vLLM must sample in too.
+# Held-out sampling's precision (eval.dtype), which vLLM must sample in too.
 EXACT_EVAL_DTYPE = "float32"
 
 
@@ -189,7 +173,7 @@ def _check_data(data: dict, sft_source: str) -> None:
 
 
 def check_batch_size(value, where: str) -> None:
-    """A sampling batch size is a positive integer or ``auto`` (sized to the job's GPU by the memory plan)."""
+    """A sampling batch size is a positive integer or ``auto`` (sized to the job's GPU)."""
     if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise ConfigError(f"{where}={value!r}: use a positive integer (problems per generate call) or auto (the most "
                           "the memory plan fits on the job's GPU)")
@@ -238,7 +222,7 @@ def _check_chains(config: dict) -> None:
 
 
 def _check_rewards(names: list[str], where: str) -> None:
-    """Every reward name is an entry of the registry (``thai_grpo.core.rewards.REWARDS``, the one list of them)."""
+    """Every reward name is an entry of ``thai_grpo.core.rewards.REWARDS``."""
     from thai_grpo.core.rewards import REWARDS
 
     unknown = [name for name in names if name not in REWARDS]
@@ -254,8 +238,7 @@ TRACKER_PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb":
 
 
 def trainer_sections(config: dict) -> list[tuple[str, dict, str]]:
-    """Every config section whose fields reach a trainer's arguments: (where, fields, the dtype of the frozen weights
-    it trains on: base.dtype, but float32 for the from-scratch base, which is built in float32)."""
+    """(where, fields, dtype of the frozen weights) for every config section whose fields reach a trainer."""
     dtype = config["base"].get("dtype", "float32")
     sections = [("grpo", config["grpo"], dtype), ("sft.args", config["sft"].get("args", {}), dtype),
                 ("base.pretrain", config["base"].get("pretrain", {}), "float32"),
@@ -266,10 +249,7 @@ def trainer_sections(config: dict) -> list[tuple[str, dict, str]]:
 
 
 def _check_precision(config: dict) -> None:
-    """One precision per stage: the trainers' fp16/bf16 follow the frozen weights' dtype (base.dtype;
-    ``thai_grpo.models.training.precision_flags``). A section may repeat a flag that agrees with an explicit dtype;
-    one that disagrees (float16 weights under bfloat16 autocast, the reverse, or 16-bit weights without their autocast)
-    is refused, and with ``auto``, which each job resolves on its own card, a section sets none."""
+    """One precision per stage: a section's fp16/bf16 flag agrees with base.dtype; with ``auto`` (per card) none."""
     for where, section, dtype in trainer_sections(config):
         for flag, flag_dtype in PRECISION_FLAGS.items():
             if flag not in section:
@@ -286,7 +266,7 @@ def _check_precision(config: dict) -> None:
 
 
 def _check_training(config: dict) -> None:
-    """``training.report_to`` names a tracker whose package this environment has; no trainer section sets its own."""
+    """``training.report_to`` names an installed tracker; no trainer section sets its own."""
     import importlib.util
 
     report_to = config.get("training", {}).get("report_to", "none")
@@ -326,12 +306,11 @@ def check_config(config: dict) -> None:
 
 
 def check_trainer_fields(config: dict) -> None:
-    """Refuse keys the trainers' config classes do not have (TRL's, transformers' TrainingArguments), in one line that
-    names the key, its section and the nearest valid name. Reads the checked-in field list
-    (``thai_grpo.core.trainer_fields``), not TRL: it runs as Snakemake parses the workflow, ``snakemake -n`` too."""
+    """Refuse keys the trainers' config classes do not have, naming the nearest valid one. Reads the checked-in field
+    list, not TRL: it runs as Snakemake parses the workflow."""
     from thai_grpo.core.trainer_fields import fields_of, unknown_key
 
-    # base.pretrain: transformers' TrainingArguments (thai_grpo.models.sft.pretrain_base), plus max_length for the cut
+    # base.pretrain: transformers' TrainingArguments, plus max_length for the cut
     sections = [("grpo", config["grpo"], "GRPOConfig"), ("sft.args", config["sft"].get("args", {}), "SFTConfig"),
                 ("base.pretrain", config["base"].get("pretrain", {}), "TrainingArguments"),
                 ("reward_model.args", config.get("reward_model", {}).get("args", {}), "RewardConfig")]
@@ -346,7 +325,7 @@ def check_trainer_fields(config: dict) -> None:
 
 
 # Keys that say where a model comes from, not how it was built: they differ between the shipped base's build and a run
-# that loads it (thai_grpo.core.shipped).
+# that loads it.
 SOURCE_KEYS = ("source", "name_or_path", "revision")
 
 
@@ -356,8 +335,7 @@ def plain_json(value):
 
 
 def recipe(config: dict, system_prompt: str) -> dict:
-    """The settings that build the base and the SFT adapter (what the shipped base records, ``core.shipped``): the
-    seed, base:, corpus:, sft: and the system prompt."""
+    """The settings that build the base and the SFT adapter: seed, base:, corpus:, sft: and the system prompt."""
     def section(name):
         return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
 

@@ -1,8 +1,7 @@
 """Fetching the real run's base model and SFT adapter: pinned revisions, safetensors only, no remote code.
 
-Without network and without the files in the local hub cache, this fails at once with a message that
-says what to download and which offline config to use, instead of a stack trace from inside a library.
-The dataset loader (``thai_grpo.data.problems.load_source_dataset``) fails the same way, with the same hint.
+Offline and not cached, it fails at once with a hint (what to download, which offline config to use) instead of a
+stack trace from inside a library.
 """
 
 from __future__ import annotations
@@ -32,10 +31,7 @@ class HubUnavailable(RuntimeError):
 
 
 def offline_hint(repo_id: str, revision: str | None, kind: str = "base model") -> str:
-    """One line: what could not be fetched, the command that downloads it, and the fully offline config.
-
-    ``kind`` is 'base model', 'adapter', 'dataset' or 'held-out set' (datasets need ``--repo-type dataset``).
-    """
+    """One line: what could not be fetched, the command that downloads it, and the fully offline config."""
     revision = revision or "main"
     repo_type = " --repo-type dataset" if kind in DATASET_KINDS else ""
     local = _LOCAL_ALTERNATIVE.get(kind, "{dir}").format(dir="DIR")
@@ -47,12 +43,8 @@ def offline_hint(repo_id: str, revision: str | None, kind: str = "base model") -
 
 
 def unreachable_errors() -> tuple[type[BaseException], ...]:
-    """What huggingface_hub and datasets raise when the hub is unreachable and nothing is cached.
-
-    ``OfflineModeIsEnabled`` (HF_HUB_OFFLINE=1) and datasets' "Couldn't reach ..." are ``ConnectionError``s;
-    snapshot_download turns a refused connection or DNS failure into ``LocalEntryNotFoundError``.
-    Other OSErrors (a full disk, a permission error) are not offline problems and are not caught.
-    """
+    """What huggingface_hub and datasets raise when the hub is unreachable and nothing is cached; other OSErrors (a
+    full disk, a permission error) are not offline problems."""
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     return (LocalEntryNotFoundError, ConnectionError)
@@ -72,9 +64,8 @@ def download_snapshot(repo_id: str, revision: str | None, target: Path, kind: st
 
 
 def copy_allowed(snapshot: Path, target: Path) -> None:
-    """Copy the snapshot's allowed files (real files, not the cache's symlinks). Offline, snapshot_download
-    returns the cached folder whole, whatever the patterns, so they are applied again here. Also used for the
-    shipped base (thai_grpo.core.shipped), so that it holds what a hub snapshot would."""
+    """Copy the snapshot's allowed files (real files, not the cache's symlinks); offline, snapshot_download returns
+    the cached folder whole, whatever the patterns, so they are applied again here."""
     def matches(name: str, patterns: list[str]) -> bool:
         return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 

@@ -1,17 +1,12 @@
 """What each KL in the run is measured against, in words computed from the config's ``grpo.reference``.
 
-GRPO's training KL (and PPO's, which shares its reference) is to ``grpo.reference``: ``sft`` = the SFT policy
-GRPO starts from, ``base`` = the base model with the adapter disabled (the chapter's). The k1-vs-k3 stage
-(``thai_grpo.evaluation.token_logprobs``) always scores GRPO's samples under the SFT policy: KL(GRPO || SFT), the KL
-TRL optimises against only when the reference is ``sft``.
+GRPO's and PPO's training KL is to ``grpo.reference``; the k1-vs-k3 stage always measures KL(GRPO || SFT).
 """
 
 from __future__ import annotations
 
-# The one table of KL references (``grpo.reference``): per reference, what the KL is to (``name``), how GRPO's and
-# RLOO's trainer computes it (``trl``: with a PeftModel, TRL 1.16 keeps a frozen ``ref`` copy of the starting adapter,
-# or disables every adapter), the same reference in PPO (``ppo``) and the frozen model PPO loads for it
-# (``ppo_model``).
+# The one table of KL references (``grpo.reference``): what the KL is to (``name``), how TRL computes it for GRPO and
+# RLOO (``trl``), the same reference in PPO (``ppo``) and the frozen model PPO loads for it (``ppo_model``).
 PPO_KL = "PPO subtracts kl_coef x k1 per token from the reward"
 KL_REFERENCES = {
     "sft": {"name": "the SFT policy",

@@ -1,10 +1,7 @@
 """Code-graded rewards for model completions on Thai grade-school math.
 
-A completion is untrusted model text, so every function here is total: it
-returns a value for any input (empty, megabytes long, control characters,
-lone surrogates, huge numbers, unclosed or nested ``<think>`` tags) and never
-raises. All scans are linear-time: plain ``str.find``/``str.count`` or one
-regex without nested quantifiers, run on a bounded window.
+Completions are untrusted text: every function here returns a value for any input, never raises, and runs in
+linear time (``str.find``/``str.count`` or one regex without nested quantifiers, on a bounded window).
 
 Reward of one completion ``y`` for a problem with integer answer ``g``::
 
@@ -13,8 +10,7 @@ Reward of one completion ``y`` for a problem with integer answer ``g``::
     format  = FORMAT_REWARD   if <think>.+?</think> in y    else 0   (0.3)
     thai    = THAI_REWARD     if #thai_alpha > #alpha / 2   else 0   (0.2)
 
-``format_checked`` (the reward-hacking experiment's third format reward) replaces ``format``: it pays
-FORMAT_REWARD only when the first closed think block shows a worked step ``a op b = c`` (``worked_think_block``).
+``format_checked`` replaces ``format``: FORMAT_REWARD only for a worked step ``a op b = c`` in the first think block.
 """
 
 from __future__ import annotations
@@ -80,18 +76,9 @@ def _parse_number(match_text: str) -> int | None:
 
 
 def extract_answer(completion: str) -> int | None:
-    """The final integer answer of a completion, or None.
-
-    answer = int(last match of ``-?\\d[\\d,]*`` in T, commas removed), where
-    T = Thai digits mapped to ASCII in the last ANSWER_TAIL_CHARS (10 000)
-    characters of the text after the last ``</think>`` (whole text if none).
-
-    Only ASCII and Thai digits count. A trailing comma is dropped ("12," -> 12).
-    A number over MAX_ANSWER_DIGITS digits is not a valid answer -> None. If the
-    last number may continue past the left edge of the tail window (its digits,
-    or its minus sign, lie before the window), it cannot be read whole -> None
-    rather than a truncated value.
-    """
+    """The final integer answer of a completion, or None: int(last match of ``-?\\d[\\d,]*`` in T, commas removed),
+    where T = Thai digits mapped to ASCII in the last ANSWER_TAIL_CHARS characters after the last ``</think>`` (whole
+    text if none). None for a number over MAX_ANSWER_DIGITS digits, or one that may begin before that window."""
     section = answer_section(completion)
     start = max(0, len(section) - ANSWER_TAIL_CHARS)
     tail = section[start:].translate(THAI_DIGITS)
@@ -123,13 +110,8 @@ def correctness_reward(completion: str, gold: int) -> float:
 
 
 def has_think_block(completion: str, lenient: bool = False) -> bool:
-    """Whether ``<think>.+?</think>`` (strict) / ``<think>.*?</think>`` (lenient) matches, DOTALL.
-
-    Computed in linear time without a regex: take the first ``<think>`` at i;
-    the pattern matches iff some ``</think>`` starts at j >= i + 7 + m, where
-    m = 1 (strict: non-empty block) or 0 (lenient: ``<think></think>`` counts).
-    The earliest ``<think>`` is the best candidate, so checking it suffices.
-    """
+    """Whether ``<think>.+?</think>`` (strict) / ``<think>.*?</think>`` (lenient) matches, DOTALL, without a regex:
+    the earliest ``<think>`` is the best candidate, so checking it suffices (linear time)."""
     text = _as_text(completion)
     open_at = text.find(THINK_OPEN)
     if open_at < 0:
@@ -139,18 +121,12 @@ def has_think_block(completion: str, lenient: bool = False) -> bool:
 
 
 def format_reward(completion: str, lenient: bool = False) -> float:
-    """FORMAT_REWARD (0.3) if the completion has a think block, else 0.0.
-
-    strict  : ``re.search(r"<think>.+?</think>", y, re.DOTALL)`` - non-empty block.
-    lenient : ``re.search(r"<think>.*?</think>", y, re.DOTALL)`` - the variant that
-              got reward-hacked by emitting ``<think></think>``.
-    """
+    """FORMAT_REWARD (0.3) if ``has_think_block``, else 0.0; lenient also pays ``<think></think>`` (the hacked one)."""
     return FORMAT_REWARD if has_think_block(completion, lenient) else 0.0
 
 
 def think_content(completion: str) -> str | None:
-    """What the first ``<think>`` holds up to the first ``</think>`` after it (what ``<think>.*?</think>``
-    captures), or None when the first ``<think>`` is never closed or there is none."""
+    """What ``<think>.*?</think>`` captures of the first ``<think>``; None when it is missing or never closed."""
     text = _as_text(completion)
     open_at = text.find(THINK_OPEN)
     if open_at < 0:
@@ -161,8 +137,8 @@ def think_content(completion: str) -> str | None:
 
 
 def blank_think(completion: str) -> bool:
-    """The strict regex's loophole: the first think block is not empty but holds only whitespace or one
-    character (``<think> </think>``, Qwen3's ``<think>\\n\\n</think>``, ``<think>.</think>``); ``<think>.+?</think>`` pays it."""
+    """The strict regex's loophole: a first think block of only whitespace or one character (``<think> </think>``,
+    Qwen3's ``<think>\\n\\n</think>``), which ``<think>.+?</think>`` still pays."""
     content = think_content(completion)
     return bool(content) and len(content.strip()) <= 1
 
@@ -179,12 +155,8 @@ _WORKED_STEP = re.compile(r"(?<!\d)\d+\s*[x×*+\-−/÷]\s*\d+\s*=\s*\d", re.ASC
 
 
 def worked_think_block(completion: str) -> bool:
-    """Whether the first closed think block shows at least one worked step ``a op b = c``.
-
-    The content check of ``format_checked``: a block of whitespace, one character or words without a
-    calculation is not reasoning on these problems. Its own loophole, stated: any written-out step counts,
-    true or not, so ``<think>1 + 1 = 2</think>`` passes; what it refuses is a block with no calculation at all.
-    """
+    """Whether the first closed think block shows a worked step ``a op b = c`` (``format_checked``); its own loophole:
+    any step counts, true or not (``<think>1 + 1 = 2</think>`` passes)."""
     content = think_content(completion)
     return content is not None and _WORKED_STEP.search(content.translate(THAI_DIGITS)) is not None
 
@@ -203,11 +175,7 @@ def alpha_counts(completion: str) -> tuple[int, int]:
 
 
 def thai_reward(completion: str) -> float:
-    """THAI_REWARD (0.2) if more than half of the alphabetic chars are Thai script, else 0.0.
-
-    thai = 0.2 if 2 * #thai_alpha > #alpha else 0.0, where alpha = str.isalpha and
-    thai_alpha = alpha and in U+0E01..U+0E5B. No alphabetic chars -> 0.0.
-    """
+    """THAI_REWARD (0.2) if 2 * #thai_alpha > #alpha (``alpha_counts``), else 0.0; no letters at all -> 0.0."""
     thai, alpha = alpha_counts(completion)
     return THAI_REWARD if 2 * thai > alpha else 0.0
 
@@ -245,8 +213,7 @@ REASONING_KEYS = ("reasoning_content", "thinking")
 
 
 def _message_text(message: Any) -> str:
-    """Text of one message as the model wrote it: ``<think>reasoning</think>content`` when a response parser
-    moved the think block (tags stripped) into a reasoning field, else the content alone."""
+    """Text of one message as the model wrote it: a think block a response parser split off is put back in front."""
     content = _message_content(message)
     if isinstance(message, dict):
         for key in REASONING_KEYS:
@@ -257,17 +224,8 @@ def _message_text(message: Any) -> str:
 
 
 def completion_text(completion: Any) -> str:
-    """Plain text of a TRL completion, think block included.
-
-    A string is returned as is; a conversational completion (list of messages
-    like ``[{"role": "assistant", "content": "..."}]``) gives its messages'
-    texts joined by newlines. TRL 1.16 decodes a conversational completion
-    with ``parse_response`` when the tokenizer carries a response template
-    (``response_template`` / ``response_schema``): the message then holds the
-    think block, tags stripped, in ``reasoning_content`` and only the rest in
-    ``content``; the text is rebuilt as ``<think>reasoning</think>content``,
-    so the format and Thai rewards still see the reasoning. Never raises.
-    """
+    """Plain text of a TRL completion (a string, or chat messages joined by newlines), think block included: one that
+    TRL's response parser moved into ``reasoning_content`` is put back, so the format and Thai rewards still see it."""
     if isinstance(completion, str):
         return completion
     if isinstance(completion, dict):

@@ -1,12 +1,7 @@
-"""Training-seed runs: which runs the seed study (``snakemake seeds``) trains, and how a run id names one.
+"""Training-seed runs: which runs the seed study trains, and how a run id names one (``grpo``, ``grpo-seed1``).
 
-A run id is a variant plus an optional training seed: ``grpo`` is the variant trained at the config's ``seed``
-(the run ``snakemake`` already builds), ``grpo-seed1`` the same variant trained at seed 1 (``seed`` of
-transformers.set_seed and of TRL's data order: rollouts, dropout, prompt order). Data, base and SFT adapter are the
-same for every run. Each run samples the held-out set with its own sampling seed (``sampling_seed``): runs sampled
-with one seed share their random numbers, so two similar models would draw mostly the same completions and the
-seed-to-seed spread would leave out most of the evaluation noise. The train, sample and score rules take run ids as
-their wildcard: no rule is copied per seed.
+Each run samples the held-out set with its own seed: with a shared one, similar models would draw mostly the same
+completions and the seed-to-seed spread would leave out most of the evaluation noise.
 """
 
 from __future__ import annotations
@@ -16,8 +11,7 @@ import re
 from thai_grpo.core.config import ConfigError
 
 SEED_MARK = "-seed"
-# Methods trained on fixed data with no rollouts of their own: the seed study retrains only the RL methods
-# (every other method samples its own completions, so its training seed moves its rollouts).
+# Methods trained on fixed data, with no rollouts a training seed could move: the seed study leaves them out.
 OFFLINE_METHODS = ("dpo",)
 _RUN = re.compile(rf"^(?P<variant>.+?)(?:{SEED_MARK}(?P<seed>\d+))?$")
 
@@ -37,9 +31,7 @@ def run_id(variant: str, seed: int, default: int) -> str:
 
 
 def sampling_seed(eval_seed: int, training_seed: int, default: int) -> int:
-    """The held-out sampling seed of a run trained at ``training_seed``: (eval.seed + training_seed - default) mod
-    2^32. The default seed's run keeps eval.seed (the main results are unchanged); distinct training seeds get
-    distinct sampling seeds (numpy's seeds are 0 .. 2^32 - 1)."""
+    """A run's held-out sampling seed: (eval.seed + training_seed - default) mod 2^32; the default's keeps eval.seed."""
     return (int(eval_seed) + int(training_seed) - int(default)) % 2**32
 
 
@@ -47,18 +39,13 @@ CHAIN_STRIDE = 1_000_003  # odd, so distinct chain seeds get distinct sampling s
 
 
 def chain_sampling_seed(eval_seed: int, chain_seed: int, default: int) -> int:
-    """The held-out sampling seed of the chain at top-level ``chain_seed``: (eval.seed + 1,000,003 (chain_seed -
-    default)) mod 2^32. The config's own chain keeps eval.seed (the main run's numbers do not change); every other
-    chain gets its own (the stride is odd, so the map is one-to-one modulo 2^32), and for chain seeds within 4,000 of
-    the default none equals a seed-study run's (eval.seed + training seed - default, ``sampling_seed``) for a training
-    seed within a million of the default."""
+    """The held-out sampling seed of the chain at ``chain_seed``: (eval.seed + CHAIN_STRIDE (chain_seed - default))
+    mod 2^32: chains within 4,000 of the default reuse no seed-study run's seed."""
     return (int(eval_seed) + CHAIN_STRIDE * (int(chain_seed) - int(default))) % 2**32
 
 
 def with_chain_sampling_seed(member: dict, chain_seed: int, default: int) -> dict:
-    """A chain module's config (``member``: the config at ``chain_seed``) with ``eval.seed`` set to the chain's own
-    sampling seed (``chain_sampling_seed``): with one shared seed every chain would draw its held-out completions from
-    the same random numbers, and the spread over chains would leave out most of the evaluation noise."""
+    """``member`` (the config at ``chain_seed``) with ``eval.seed`` set to the chain's own sampling seed."""
     eval_section = member.get("eval") or {}
     if "seed" not in eval_section:
         raise ConfigError("eval.seed is missing: the chain study derives each chain's sampling seed from it")
@@ -67,8 +54,7 @@ def with_chain_sampling_seed(member: dict, chain_seed: int, default: int) -> dic
 
 
 def run_eval_settings(settings: dict, model: str, variants, default: int) -> dict:
-    """The eval settings (``config.eval_settings``) a model or run samples with: ``seed`` from ``sampling_seed``
-    for a seed-study run (``grpo-seed1``), the settings themselves for every other model (base, sft, variants)."""
+    """The eval settings a model or run samples with: a seed-study run's own ``sampling_seed``, else unchanged."""
     try:
         _, training_seed = parse_run(model, variants, default)
     except ValueError:
@@ -97,14 +83,13 @@ def is_rl(config: dict, variant: str) -> bool:
 
 
 def seed_variants(config: dict) -> list[str]:
-    """The variants the seed study retrains: every row of the method comparison (group: method) that is an RL
-    method, in config order; a method added later (PPO) joins without a change here."""
+    """The variants the seed study retrains: the RL rows of the method comparison (group: method), in config order."""
     return [v for v, overrides in config.get("variants", {}).items()
             if overrides.get("group", "method") == "method" and is_rl(config, v)]
 
 
 def seed_runs(config: dict) -> dict[str, list[str]]:
-    """Per seed-study variant, its run ids in ``seeds.training`` order (the default seed's run is the existing one)."""
+    """Per seed-study variant, its run ids in ``seeds.training`` order."""
     default = default_seed(config)
     return {v: [run_id(v, s, default) for s in training_seeds(config)] for v in seed_variants(config)}
 
@@ -119,8 +104,7 @@ def loss_variants(config: dict) -> list[str]:
 
 
 def loss_runs(config: dict) -> dict[str, list[str]]:
-    """Per variant of the loss-family study, its run ids in ``seeds.training`` order: ``grpo`` first (the
-    comparison's baseline, the same runs as the seed study's), then every ``group: losses`` variant."""
+    """Per variant of the loss-family study, its run ids in ``seeds.training`` order; the baseline ``grpo`` first."""
     variants = loss_variants(config)
     if variants and LOSS_BASELINE not in config.get("variants", {}):
         raise ConfigError(f"variants.{LOSS_BASELINE} is missing: the loss-family study compares every group: losses "

@@ -1,10 +1,7 @@
 """The shipped base and SFT adapter (``base.source: shipped``): what built them, and the check that they still fit.
 
-The offline default run loads a tiny base and SFT adapter shipped with the project (``assets/tiny-base/``) instead
-of pretraining them (the longest stage). Beside the weights, ``built_by.json`` records what built them: the seed, the
-config sections that drive the build (base:, corpus:, sft: without their source keys, and the system prompt), and
-hashes of the pretraining and SFT rows. A run whose config or data differ from that record is refused before any
-training, with one line naming the difference and the fix.
+The offline default loads them instead of pretraining (the longest stage); a run that differs from their record
+(``built_by.json``: recipe, data and file hashes) is refused before any training.
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ def first_difference(built: object, wanted: object, path: str = "") -> str | Non
 
 
 def check_recipe(manifest: dict, wanted: dict) -> None:
-    """Refuse the shipped files when the config's recipe (``recipe(config, system_prompt)``) would build a different
-    base or adapter (cheap: no data read)."""
+    """Refuse the shipped files when the config's recipe would build a different base or adapter (no data read)."""
     difference = first_difference(manifest["recipe"], plain_json(wanted))
     if difference:
         raise ConfigError(f"base.source=shipped: the shipped base was built with other settings ({difference}); "

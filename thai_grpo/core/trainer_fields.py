@@ -1,11 +1,6 @@
-"""The field names of the trainers' config classes, kept as a checked-in list so that a misspelt config key is
-refused when Snakemake parses the workflow (also by ``snakemake -n``), without importing TRL (seconds).
-
-``trainer_fields.json`` holds, per class (TRL's ``GRPOConfig``, ``RLOOConfig``, ``DPOConfig``, ``RewardConfig``,
-``SFTConfig`` and transformers' ``TrainingArguments``), its dataclass field names, with the library versions they
-were read from. ``installed_fields()`` reads them from the installed libraries (imports TRL);
-``python -m thai_grpo.core.trainer_fields`` rewrites the file after an upgrade; tests/test_knobs.py compares the two.
-PPO's section is our own ``PPOSettings`` (``thai_grpo.methods.ppo``), read directly.
+"""The field names of the trainers' config classes, checked in (``trainer_fields.json``) so that a misspelt config
+key is refused as Snakemake parses the workflow, without importing TRL (seconds). After an upgrade,
+``python -m thai_grpo.core.trainer_fields`` rewrites the file.
 """
 
 from __future__ import annotations
@@ -21,8 +16,7 @@ CLASSES = {"GRPOConfig": "trl", "RLOOConfig": "trl", "DPOConfig": "trl", "Reward
 
 
 def installed_fields() -> dict:
-    """{"versions": {library: version}, "fields": {class name: sorted field names}} of the installed TRL and
-    transformers (imports both)."""
+    """{"versions": {library: version}, "fields": {class: sorted field names}} of the installed TRL and transformers."""
     import dataclasses
     import importlib
 
@@ -44,8 +38,7 @@ def fields_of(cls: str) -> frozenset[str]:
 
 
 def unknown_key(section: dict, known, where: str, owner: str) -> str | None:
-    """A one-line refusal for the first key of ``section`` not in ``known``, naming the nearest valid one; None when
-    every key is known."""
+    """A one-line refusal for the first key of ``section`` not in ``known``, naming the nearest valid one, or None."""
     unknown = sorted(set(section or {}) - set(known))
     if not unknown:
         return None

@@ -1,9 +1,6 @@
 """Training texts of the offline model, chosen so that its SFT policy is uncertain but capable: the regime in which
-GRPO has something to do (SPEC: "polish, not create"). The base reads correct worked solutions and drills of every
-arithmetic fact it needs, in ever new orders, as a pretrained LM has met arithmetic before word problems. The SFT
-examples carry arithmetic slips through to the final answer, as translated or scraped solutions do: imitation learns
-them as probability mass off the right result (greedy answers mostly right, samples often wrong), which a
-verifier-graded reward on clean gold answers removes.
+GRPO has something to do. The SFT examples carry arithmetic slips, as translated solutions do: imitation learns them
+as probability mass off the right result, which a verifier-graded reward on clean gold answers removes.
 """
 
 from __future__ import annotations
@@ -54,9 +51,8 @@ def _slip(value: int, rng: random.Random) -> int:
 
 
 def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> str:
-    """Each step's result is wrong with probability ``rate``; later steps (whose first operand is the earlier result)
-    and ``#### N`` follow the wrong value. If a slip would make a later step negative or inexact, the solution comes
-    back without any slip."""
+    """Each step's result is wrong with probability ``rate``; later steps and ``#### N`` follow the wrong value. A slip
+    that would make a later step negative or inexact leaves the solution unchanged."""
     changed: dict[int, int] = {}
     impossible: list[str] = []
 
@@ -94,9 +90,8 @@ def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]
 
 
 def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:
-    """Copies of ``rows`` of which exactly ``empty_share`` (seeded) think not at all (``think: empty``) and
-    ``one_line_share`` write only their last step (``think: one_line``): the reward-hacking experiment's SFT policy,
-    for which skipping the thinking is within reach under a short completion budget."""
+    """Copies of ``rows`` of which ``empty_share`` think not at all and ``one_line_share`` write only their last step:
+    the reward-hacking experiment's SFT policy, for which skipping the thinking is within reach."""
     if empty_share < 0 or one_line_share < 0 or empty_share + one_line_share > 1:
         raise ValueError(f"empty_share={empty_share}, one_line_share={one_line_share}: each must be >= 0 and "
                          "their sum <= 1 (the rest of the examples think in full)")

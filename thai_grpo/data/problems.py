@@ -1,6 +1,4 @@
-"""Loading the Thai GSM8K rows (synthetic, local or hub), gold answers, the leakage-free split and SFT's examples.
-Every source becomes a ``datasets.Dataset`` with the real dataset's columns, then ``normalize_rows`` and
-``split_rows``; a second held-out set (``eval.extra_sets``, e.g. MGSM Thai) goes through ``extra_heldout_rows``."""
+"""Loading the Thai GSM8K rows (synthetic, local or hub), gold answers, the leakage-free split and SFT's examples."""
 
 from __future__ import annotations
 
@@ -49,8 +47,7 @@ THINK_KINDS = ("full", "one_line", "empty")
 
 
 def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
-    """The assistant turn SFT imitates: the reasoning in a think block, then the number. ``think``: ``full`` (every
-    step), ``one_line`` (the last step only) or ``empty`` (the reward-hacking experiment's brief thinkers)."""
+    """The assistant turn SFT imitates: the reasoning in a think block (all, its last step or none), then the number."""
     if think == "empty":
         return f"<think></think>\n{answer}"
     steps = solution_steps(answer_text)
@@ -81,8 +78,7 @@ class DataSource:
 
 
 def load_source_dataset(src: DataSource, kind: str = "dataset", where: str = "data.local_path"):
-    """A ``datasets.Dataset`` from the hub (pinned revision), a local file or a ``save_to_disk`` folder; ``kind``
-    and ``where`` (the config key of a local path) only shape the one-line errors."""
+    """A ``datasets.Dataset`` from the hub (pinned revision), a local file or a ``save_to_disk`` folder."""
     import datasets
 
     if src.source == "hub":
@@ -121,8 +117,7 @@ def _require_columns(records, question_column: str, answer_column: str, where: s
 
 
 def _row(question: str, answer_text: str, answer: int, skeleton: str | None = None) -> dict:
-    """One problem as every later stage reads it, its id the question's normalized-text hash (a synthetic one also
-    carries its ``skeleton``)."""
+    """One problem as every later stage reads it, its id a hash of the normalized question."""
     row = {"id": text_hash(question)[:12], "question": question, "answer_text": answer_text, "answer": answer}
     return {**row, "skeleton": skeleton} if skeleton else row
 
@@ -159,9 +154,8 @@ def deduplicate(rows: list[dict]) -> list[dict]:
 
 
 def split_rows(rows: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int) -> dict:
-    """Shuffle once with ``seed`` and cut disjoint sets. Held-out comes first, so other sizes never change it: the
-    first ``heldout_size`` problems sharing no ``leakage_keys`` with an earlier one; every other row sharing a key
-    with them is ``reserved`` and used nowhere. Then ``train`` (GRPO), ``sft`` and ``pretrain`` (the rest), in order."""
+    """Shuffle once with ``seed`` and cut disjoint sets: held-out first, so other sizes never change it (rows sharing
+    its ``leakage_keys`` are ``reserved``, used nowhere), then ``train``, ``sft`` and ``pretrain`` (the rest)."""
     shuffled = list(rows)
     random.Random(seed).shuffle(shuffled)
     heldout, reserved_keys = [], set()
@@ -192,9 +186,8 @@ def datasets_permutation(num_rows: int, seed: int) -> list[int]:
 
 def chapter_split(records: list[dict], seed: int, train_size: int, heldout_size: int, sft_size: int,
                   question_column: str, answer_column: str) -> dict:
-    """The chapter's selection, ``split_rows``'s sets and counts of what was left out: GRPO's problems are exactly
-    ``Dataset.shuffle(seed).select(range(train_size))`` (one without an integer gold answer is an error, not dropped);
-    held-out and SFT problems follow in that order, parsed, deduplicated and sharing no leakage key with them."""
+    """The chapter's split: GRPO's problems are exactly ``Dataset.shuffle(seed).select(range(train_size))``; held-out
+    and SFT problems follow in that order, deduplicated and sharing no leakage key with them."""
     if train_size > len(records):
         raise ValueError(f"data has {len(records)} rows but train_size = {train_size}: lower it or use more data")
     order = datasets_permutation(len(records), seed)
@@ -230,8 +223,7 @@ def assert_no_leakage(heldout: list[dict], **training_sets: list[dict]) -> None:
 
 
 def parse_gold_number(value) -> int | None:
-    """The integer in a final-answer column such as MGSM's ``answer_number``: an int, an integral float (18.0),
-    or an integer string (Thai digits and thousands commas allowed); None for anything else (18.5, '', None, True)."""
+    """The integer in a final-answer column such as MGSM's ``answer_number`` (18, 18.0, '๑๘', '1,800'), else None."""
     if isinstance(value, str):
         text = value.strip().translate(THAI_DIGITS).replace(",", "")
         if _GOLD_NUMBER.match(text):
@@ -255,9 +247,8 @@ def extra_set_source(spec: dict) -> DataSource:
 
 
 def number_answer_rows(records, question_column: str, answer_column: str, where: str) -> list[dict]:
-    """Held-out rows from records whose answer column holds the final number (MGSM's ``answer_number``), with
-    ``answer_text`` ``'#### N'``. A benchmark's problems are not dropped quietly: a missing question or a non-integer
-    answer raises ValueError naming the row (``where``: the set's config key)."""
+    """Held-out rows (``answer_text`` ``'#### N'``) from records whose answer column holds the final number; a
+    benchmark's problems are not dropped quietly, so a bad row raises ValueError."""
     _require_columns(records, question_column, answer_column, where)
     rows = []
     for index, record in enumerate(records):
@@ -282,8 +273,7 @@ def drop_seen_in_training(rows: list[dict], **training_sets: list[dict]) -> tupl
 
 
 def extra_heldout_rows(records, spec: dict, where: str, **training_sets: list[dict]) -> tuple[list[dict], dict]:
-    """One second held-out set in the held-out row format, deduplicated and without problems seen in training,
-    with its counts (``source_rows``, ``duplicates_removed``, ``seen_in_training_dropped``, ``problems``)."""
+    """One second held-out set as held-out rows, deduplicated and without problems seen in training, and its counts."""
     source = extra_set_source(spec)
     rows = number_answer_rows(records, source.question_column, source.answer_column, where)
     unique = deduplicate(rows)
@@ -297,8 +287,7 @@ def extra_heldout_rows(records, spec: dict, where: str, **training_sets: list[di
 
 
 def sft_records(rows: list[dict], system_prompt: str) -> list[dict]:
-    """SFTTrainer's prompt-completion dataset: the loss falls on the assistant turn only (a row's ``think``, if
-    set, says how much of its solution the think block holds: ``sft_target``)."""
+    """SFTTrainer's prompt-completion dataset, so that the loss falls on the assistant turn only."""
     return [{"prompt": build_prompt(r["question"], system_prompt),
              "completion": [{"role": "assistant",
                              "content": sft_target(r["answer_text"], r["answer"], r.get("think", "full"))}]}
@@ -330,9 +319,8 @@ def load_local_file(path: Path, where: str):
 
 
 def read_question_answer_tsv(path: str | Path) -> dict[str, list[str]]:
-    """Columns ``{question: [...], answer_number: [...]}`` of a headerless UTF-8 ``question<TAB>answer`` file, MGSM's
-    original distribution (google-research/url-nlp, ``mgsm/mgsm_XX.tsv``); answers stay text (``2,125``). A line
-    without exactly one tab raises ValueError, as a TSV has no quoting to hide a tab in."""
+    """Columns ``{question: [...], answer_number: [...]}`` of a headerless UTF-8 ``question<TAB>answer`` file (MGSM's
+    original); answers stay text. A TSV has no quoting, so a line without exactly one tab raises ValueError."""
     columns: dict[str, list[str]] = {name: [] for name in TSV_COLUMNS}
     with open(path, encoding="utf-8-sig", newline="") as handle:
         for number, line in enumerate(handle, 1):

@@ -15,15 +15,13 @@ def build_prompt(question: str, system_prompt: str = SYSTEM_PROMPT) -> list[dict
 
 def chat_prompt_texts(tokenizer, questions: list[str], system_prompt: str,
                       chat_template_kwargs: dict | None = None) -> list[str]:
-    """The prompts as the policy reads them: ``build_prompt`` through the tokenizer's chat template with the
-    generation prompt and the run's ``chat_template_kwargs`` (e.g. Qwen3's ``enable_thinking``), as TRL does.
-    Encode them with ``add_special_tokens=False``: the template already holds every special token."""
+    """The prompts as the policy reads them, through the tokenizer's chat template as TRL does. Encode them with
+    ``add_special_tokens=False``: the template already holds every special token."""
     return [tokenizer.apply_chat_template(build_prompt(q, system_prompt), tokenize=False, add_generation_prompt=True,
                                           **(chat_template_kwargs or {})) for q in questions]
 
 
 def grpo_records(rows: list[dict], system_prompt: str) -> list[dict]:
-    """GRPOTrainer's dataset: a conversational ``prompt``, the integer ``answer`` the reward reads and the problem's
-    ``id`` (TRL hands both to the reward functions; the rollouts file names each completion's problem by it)."""
+    """GRPOTrainer's dataset: a conversational ``prompt``, plus ``answer`` and ``id``, which TRL hands to rewards."""
     return [{"prompt": build_prompt(r["question"], system_prompt), "answer": r["answer"], "id": r.get("id")}
             for r in rows]

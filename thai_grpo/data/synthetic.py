@@ -268,14 +268,10 @@ def generate_problems(
     two_step_fraction: float = 0.5,
     templates: Sequence[str] | None = None,
 ) -> list[dict]:
-    """Exactly ``n`` rows with unique normalized questions: ``translated_question`` (a Thai word problem, ASCII
-    digits), ``translated_answer`` (one line per step, e.g. ``... 3 x 5 = <<3*5=15>>15 ผล``, GSM8K's annotations in
-    about half the templates, then ``#### N``), ``answer``, ``n_steps``, ``template`` and ``skeleton`` (by which the
-    split keeps held-out arithmetic out of training). Every number in a question is an operand <= ``max_operand``,
-    so that a tiny model trained from scratch can learn the arithmetic; answers are integers >= 0, divisions exact.
-    Only ``random.Random(seed)`` draws: the rows for ``n`` are a prefix of those for any larger ``n``. A problem is
-    two-step with probability ``two_step_fraction`` when ``templates`` hold both kinds. ValueError on bad arguments,
-    or when ``20 * n + 1000`` draws do not give ``n`` unique questions."""
+    """Exactly ``n`` rows with unique normalized questions: ``translated_question``, ``translated_answer`` (one line
+    per step, then ``#### N``), ``answer``, ``n_steps``, ``template`` and ``skeleton``. Operands are <= ``max_operand``
+    so that a tiny model trained from scratch can learn the arithmetic; the rows for ``n`` are a prefix of those for
+    any larger ``n``."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     if not isinstance(max_operand, int) or max_operand < MIN_MAX_OPERAND:

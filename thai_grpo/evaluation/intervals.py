@@ -33,8 +33,7 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
 def wilson_interval_fractional(
     successes: float, trials: float, confidence: float = 0.95
 ) -> tuple[float, float]:
-    """Wilson score interval for s successes in n trials, s not necessarily an integer (a mean of per-problem pass@k
-    times its trials; equal to ``wilson_interval`` for integers). With p = s/n, z = Phi^{-1}(1/2 + confidence/2):
+    """Wilson interval for s (possibly fractional) successes in n trials; p = s/n, z = Phi^{-1}(1/2 + confidence/2):
 
         center    = (p + z^2 / (2n)) / (1 + z^2 / n)
         halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
@@ -60,9 +59,8 @@ def estimate_with_interval(successes: int, trials: int, confidence: float = 0.95
 def pass_at_k_with_interval(
     correct_counts: Sequence[int], n: int, k: int, confidence: float = 0.95
 ) -> dict[str, float]:
-    """Mean unbiased pass@k over problems, with Wilson's interval for estimate * trials successes in ``trials``: every
-    sample at k = 1 (too narrow: one problem's samples are correlated), every problem at k > 1 (its pass@k is an
-    estimate, not a 0/1 outcome). Both are approximations; ``bootstrap_interval`` over problems is the honest one."""
+    """Mean unbiased pass@k over problems, with Wilson's interval over every sample (k = 1) or problem (k > 1): both
+    approximations, as one problem's samples are correlated; ``bootstrap_interval`` over problems is the honest one."""
     estimate = mean_pass_at_k(correct_counts, n, k)
     trials = len(correct_counts) * n if k == 1 else len(correct_counts)
     successes = min(max(estimate * trials, 0.0), float(trials))  # guard float rounding
@@ -95,8 +93,7 @@ def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: in
 def bootstrap_interval(
     per_problem_values: Sequence[float], confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0
 ) -> tuple[float, float]:
-    """Seeded percentile bootstrap of the mean over problems: [quantile(m*, a/2), quantile(m*, 1 - a/2)] of the
-    means m* of ``n_boot`` resamples of the problems, a = 1 - confidence."""
+    """Seeded percentile bootstrap interval of the mean over problems (``n_boot`` resamples of the problems)."""
     ci = _bootstrap_mean(per_problem_values, confidence, n_boot, seed).confidence_interval
     return float(ci.low), float(ci.high)
 
@@ -105,9 +102,7 @@ def paired_bootstrap_test(
     values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, float]:
-    """Seeded paired bootstrap of two systems scored on the same problems in the same order: ``mean_diff`` =
-    mean_j (a_j - b_j), [``ci_low``, ``ci_high``] the percentile interval of the resampled means, and the two-sided
-    p with ``p_at_floor`` (``bootstrap_p``)."""
+    """Seeded paired bootstrap of a - b on the same problems: ``mean_diff``, percentile interval and ``bootstrap_p``."""
     a = np.asarray(values_a, dtype=float).reshape(-1)
     b = np.asarray(values_b, dtype=float).reshape(-1)
     if a.shape != b.shape:
@@ -124,9 +119,8 @@ def paired_bootstrap_test(
 
 
 def bootstrap_p(draws, observed: float) -> dict:
-    """Two-sided bootstrap p of ``observed`` from its bootstrap ``draws`` shifted to the null (centred at 0):
-    p = (1 + count) / (B + 1), count = #{b: |d*_b - observed| >= |observed|} (Davison & Hinkley 1997, eq. 4.11: the
-    observed sample counts as one of the B + 1). Never 0; ``p_at_floor`` when count = 0 (p <= 1 / (B + 1))."""
+    """Two-sided bootstrap p of ``observed`` from its ``draws`` shifted to the null (Davison & Hinkley 1997, eq. 4.11):
+    p = (1 + count) / (B + 1), count = #{b: |d*_b - observed| >= |observed|}; ``p_at_floor`` when count = 0."""
     draws = np.asarray(draws, dtype=float).reshape(-1)
     count = int(np.count_nonzero(np.abs(draws - observed) >= abs(observed)))
     return {"p_value": (1 + count) / (draws.size + 1), "p_at_floor": count == 0, "n_resamples": int(draws.size)}

@@ -1,6 +1,5 @@
-"""The polish-or-create test behind the report's pass@k verdict: does the gap between two models' pass@k curves
-narrow at large k by more than the ceiling pass@k <= 1 alone makes it narrow, even when every problem improved alike?
-"""
+"""The polish-or-create test: does the gap between two models' pass@k curves narrow at large k by more than the
+ceiling pass@k <= 1 alone makes it narrow, even when every problem improved alike?"""
 
 from __future__ import annotations
 
@@ -12,15 +11,13 @@ from thai_grpo.evaluation.passk import pass_at_k
 
 
 def null_gap(weaker_rates: np.ndarray, weaker_miss_k: np.ndarray, gap_at_1, k: int) -> np.ndarray:
-    """The gap at k under the null of a uniform improvement: the stronger model turns the same share delta of the
-    weaker model's failures into successes on every problem, q'_j = q_j + delta (1 - q_j), q_j = c_j / n the weaker
-    model's solve rate, delta = g_1 / (1 - mean_j q_j) matching the pass@1 gap g_1. Then
+    """The gap at k under the null of a uniform improvement, q'_j = q_j + delta (1 - q_j) on every problem, with
+    q_j = c_j / n the weaker model's solve rate and delta = g_1 / (1 - mean_j q_j) matching the pass@1 gap g_1:
 
         g0_k = mean_j (1 - q_j)^k (1 - (1 - delta)^k)      (g0_1 = g_1),
 
-    with (1 - q_j)^k (``weaker_miss_k``) estimated without bias by C(n - c_j, k) / C(n, k) = 1 - pass@k_j: the plug-in
-    (1 - c_j / n)^k is biased upward and would make every uniform gain look like polish. Problems are on the last
-    axis, resamples on any leading ones (``gap_at_1``: one per resample)."""
+    (1 - q_j)^k (``weaker_miss_k``) taken unbiased, as 1 - pass@k_j: the plug-in (1 - c_j / n)^k is biased upward and
+    would make every uniform gain look like polish. Problems on the last axis, resamples on any leading ones."""
     room = 1.0 - np.asarray(weaker_rates, dtype=float).mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = np.minimum(np.where(room > 0, np.asarray(gap_at_1, dtype=float) / room, 0.0), 1.0)
@@ -29,10 +26,9 @@ def null_gap(weaker_rates: np.ndarray, weaker_miss_k: np.ndarray, gap_at_1, k: i
 
 def narrowing_test(weaker_counts, stronger_counts, n: int, k: int, n_boot: int = 10_000, seed: int = 0,
                    confidence: float = 0.95) -> dict:
-    """The gaps at 1 and ``k``, the null's gap g0_k (``null_gap``), the excess narrowing g0_k - g_k with two-sided p
-    and a normal interval excess +- z se from the paired bootstrap over problems (the percentile interval would
-    inherit the bootstrap's bias: delta is a ratio, (1 - delta)^k convex), and the verdict: ``polish`` (interval above
-    0: the gain sits on problems the weaker model could already reach), ``create`` (below 0) or ``not_resolved``."""
+    """The gaps at 1 and ``k``, the null's g0_k, the excess narrowing g0_k - g_k with two-sided p and a normal interval
+    excess +- z se from a paired bootstrap over problems (a percentile one would inherit the bias of the ratio delta),
+    and the verdict: ``polish`` (interval above 0), ``create`` (below 0) or ``not_resolved``."""
     c_weak, c_strong = (np.asarray(c, dtype=int) for c in (weaker_counts, stronger_counts))
     if c_weak.shape != c_strong.shape or c_weak.ndim != 1 or c_weak.size < 2:
         raise ValueError("a narrowing test needs both models' correct counts on the same problems (at least 2)")

@@ -1,5 +1,4 @@
-"""pass@k, the probability that at least one of k samples solves a problem, estimated from n samples of which c are
-correct (Chen et al. 2021): the held-out scores' and the pass@k curves' estimator."""
+"""pass@k: the chance one of k samples solves a problem, from n samples of which c are correct (Chen et al. 2021)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The declared analysis plan (config ``analysis:``, fixed before any result) and the verdict each paired test gets
-from it, for the statistics note, the report's first screen and the studies."""
+"""The declared analysis plan (config ``analysis:``, fixed before any result) and the verdict each paired test gets."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ VERDICTS = ("higher", "lower", "equivalent", "not_resolved", "not_tested")
 
 
 def analysis_plan(config: dict | None) -> dict:
-    """The config's ``analysis`` section over the defaults (``DEFAULT_PLAN``); ValueError for a family the plan does
-    not know or a primary that is not a pair."""
+    """The config's ``analysis`` section over ``DEFAULT_PLAN``; ValueError for an unknown family or a bad primary."""
     given = (config or {}).get("analysis") or {}
     plan = copy.deepcopy(DEFAULT_PLAN)
     for key, value in given.items():
@@ -53,9 +51,8 @@ def family_of(a: str, b: str, metric: str, plan: dict) -> str:
 
 
 def decide(mean_diff: float, p_adjusted: float, tost_adjusted: float | None, tested: bool, alpha: float) -> str:
-    """``not_tested`` (gate closed), ``higher`` or ``lower`` (family-adjusted p of no difference below alpha; the
-    sign of a - b), else ``equivalent`` (adjusted TOST p below alpha: equivalence is claimed only from a test of it),
-    else ``not_resolved``."""
+    """``not_tested`` (gate closed), ``higher``/``lower`` (adjusted p below alpha), ``equivalent`` (adjusted TOST p
+    below alpha: equivalence is claimed only from a test of it), else ``not_resolved``."""
     if not tested:
         return "not_tested"
     if p_adjusted < alpha:
@@ -81,16 +78,11 @@ def correction_text(family: str, size: int) -> str:
 
 
 def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
-    """``tests`` (each with a, b, metric, mean_diff, p_value and optionally tost_p) with the plan applied: family,
-    family_size, p_holm (Holm within the family; the primary's own p), tost_p_holm, tested (its gate was open),
-    gate (the family before it), correction, verdict, supported (a difference was shown). Input order kept.
+    """``tests`` (each with a, b, metric, mean_diff, p_value, optionally tost_p) with the plan applied, in input order.
 
-    At the plan's metric the primary comparison is tested alone at alpha, then the plan's families in order (``vs_sft``:
-    the other pairs with the reference; ``methods``: every other pair), each Holm-corrected at alpha. Serial
-    gatekeeping (Westfall & Krishen 2001; Dmitrienko, Tamhane & Wiens 2008) keeps the family-wise error over all
-    families at alpha: a family is tested only when every hypothesis before it was rejected (an empty one passes).
-    Pairs at another metric are ``secondary``: one Holm family per metric, outside the gate and the error control.
-    """
+    The primary comparison is tested alone at alpha, then the plan's families in order, each Holm-corrected. Serial
+    gatekeeping (Dmitrienko, Tamhane & Wiens 2008) keeps the family-wise error at alpha: a family is tested only when
+    every hypothesis before it was rejected. Pairs at another metric are ``secondary``, outside the gate."""
     alpha = plan["alpha"]
     out = [{**t, "family": family_of(t["a"], t["b"], t["metric"], plan)} for t in tests]
     gate_open, previous = True, None

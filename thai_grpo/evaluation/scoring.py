@@ -72,8 +72,7 @@ def paired_test(after: dict, before: dict, metric: str = "pass@1", n_boot: int =
 
 
 def problem_tost(after: dict, before: dict, metric: str, margin: float) -> float:
-    """TOST p of equivalence within +- ``margin`` of the paired per-problem differences (after minus before): Student's
-    t over the P problems, standard error sd / sqrt(P) on P - 1 degrees of freedom (``tost``)."""
+    """TOST p of equivalence within +- ``margin`` of the per-problem differences after minus before (Student's t)."""
     d = per_problem_values(after, metric) - per_problem_values(before, metric)
     if d.size < 2:
         raise ValueError(f"an equivalence test over problems needs at least 2 problems, got {d.size}")

@@ -1,7 +1,5 @@
 """Per-token log-probabilities of GRPO's sampled completions under the GRPO policy and the SFT adapter, with the
-exact KL at each position: the raw material of the report's real k1-vs-k3 figure (``thai_grpo.methods.kl``). It is
-KL(GRPO || SFT), the KL TRL optimised only when ``grpo.reference`` is ``sft`` (the real config trains against
-``base``; ``thai_grpo.core.references`` words it)."""
+exact KL(GRPO || SFT) at each position: the raw material of the report's real k1-vs-k3 figure."""
 
 from __future__ import annotations
 
@@ -15,10 +13,9 @@ LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1
 
 def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
                            temperature: float = 1.0) -> list:
-    """Per (prompt ids, completion ids): the log-softmax of logits / ``temperature`` at the completion's positions,
-    a ``[len(completion), vocab]`` tensor (row t predicts completion token t), from one right-padded forward pass.
-    The LM head runs only from the first position that predicts a completion token (``logits_to_keep``): over Qwen3's
-    151,936 words the prompt positions would dominate the time."""
+    """Per (prompt ids, completion ids): the ``[len(completion), vocab]`` log-softmax of logits / ``temperature`` at
+    the completion's positions, from one right-padded forward pass. The LM head skips the prompt positions: over a
+    152k vocabulary they would dominate the time."""
     import torch
 
     sequences = [prompt + completion for prompt, completion in pairs]
@@ -41,7 +38,7 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
 def position_kl(logp_policy, logp_ref) -> dict:
     """Per position of two ``[..., vocab]`` log-distributions, in float64: KL(pi || pi_ref) = sum_y pi(y) (log pi(y)
     - log pi_ref(y)), and Var = E[k^2] - KL^2 under y ~ pi of k1 = log pi(y) - log pi_ref(y) and of
-    k3 = (r - 1) - log r, r = pi_ref(y) / pi(y) (both have mean KL). Tokens with pi(y) = 0 contribute nothing."""
+    k3 = (r - 1) - log r, r = pi_ref(y) / pi(y) (both have mean KL)."""
     import torch
 
     lp, lq = logp_policy.double(), logp_ref.double()
@@ -87,12 +84,9 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                                   samples: list[dict], system_prompt: str, max_completions: int,
                                   batch_size: int = 32, chat_template_kwargs: dict | None = None,
                                   temperature: float = 1.0, dtype: str = "float32") -> dict:
-    """Per sampled token of ``chosen_completions`` (the sampled ids, stop token included as in TRL's completion
-    mask), flattened: its log-prob under both adapters and ``position_kl``'s values, at the sampling temperature; per
-    completion its length and its problem's id (intervals resample problems, as one problem's completions are not
-    independent); and the dtype, device and matmul precision it ran in. ``dtype`` (``eval.dtype``) is float32 by
-    default because the adapters move a token's log-probability by ~1e-3, below a 16-bit pass's rounding of the
-    logits (tools/precision_probe.py)."""
+    """Per sampled token of ``chosen_completions``, flattened: its log-prob under both adapters and ``position_kl``'s
+    values; per completion its length and problem id. ``dtype`` is float32 by default: the adapters move a token's
+    log-probability by ~1e-3, below a 16-bit pass's rounding of the logits."""
     import torch
     from peft import PeftModel
 

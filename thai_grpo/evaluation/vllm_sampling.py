@@ -1,9 +1,5 @@
-"""Held-out sampling through vLLM's offline engine (``eval.use_vllm: true``; off by default: vLLM needs a CUDA GPU
-and is not installed offline). ``sample_heldout_vllm`` replaces ``thai_grpo.models.sampling.sample_heldout`` with the
-same prompts token for token, sampling distribution, record format and ``eval.dtype``, but other random streams.
-GRPO's rollouts never use vLLM (``thai_grpo.core.config.VLLM_ROLLOUTS_INEXACT`` says why). vLLM is imported only
-inside ``sample_heldout_vllm``.
-"""
+"""Held-out sampling through vLLM's offline engine (``eval.use_vllm: true``; off by default: vLLM needs a CUDA GPU):
+the same prompts, sampling distribution, record format and dtype as the transformers path, other random streams."""
 
 from __future__ import annotations
 
@@ -19,8 +15,7 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.85  # held-out sampling has the GPU to itself
 
 
 def vllm_sampling_params_kwargs(eval_cfg: dict) -> dict:
-    """``SamplingParams`` kwargs of the sampled completions, matching the transformers path: plain temperature
-    sampling with no truncation (top_p=1, top_k=-1 = disabled in every vLLM release, min_p=0)."""
+    """``SamplingParams`` kwargs of the sampled completions: plain temperature sampling without truncation."""
     return {
         "n": int(eval_cfg["num_samples"]),
         "temperature": float(eval_cfg["temperature"]),
@@ -52,8 +47,7 @@ def vllm_lora_rank(rank: int) -> int:
 
 
 def vllm_max_model_len(prompt_lengths: list[int], max_new_tokens: int) -> int:
-    """The engine's context: the longest prompt plus the completion budget. Without it vLLM sizes the KV cache
-    for the model's full context (about 40k tokens for Qwen3-0.6B), which may not fit next to training."""
+    """The engine's context: longest prompt plus budget; vLLM's default (the model's full context) may not fit."""
     return max(prompt_lengths) + int(max_new_tokens)
 
 
@@ -76,8 +70,7 @@ def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
 
 
 def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> dict:
-    """One completion ``{text, num_tokens, truncated, token_ids}`` as the transformers path makes it: the EOS token
-    kept and counted, special tokens dropped from the text, truncated unless it stopped."""
+    """One completion ``{text, num_tokens, truncated, token_ids}`` exactly as the transformers path makes it."""
     ids = list(token_ids)
     return {"text": tokenizer.decode(ids, skip_special_tokens=True), "num_tokens": len(ids),
             "truncated": finish_reason != "stop", "token_ids": ids}
@@ -111,8 +104,7 @@ def _gpu_capability() -> tuple[int, int] | None:
 
 
 def resolve_vllm_dtype(dtype: str, capability: tuple[int, int] | None) -> str:
-    """The config's dtype; ``auto`` follows ``devices.choose_dtype`` (float16 on a T4, bfloat16 from sm 8.0),
-    or vLLM's own ``auto`` when the capability is unknown."""
+    """The config's dtype; ``auto`` follows ``devices.choose_dtype``, or vLLM's own ``auto`` for an unknown GPU."""
     from thai_grpo.jobs.devices import choose_dtype
 
     if dtype != "auto":

@@ -1,5 +1,4 @@
-"""The report's figures from results.json's numbers: each plot function writes one PNG from plain data and an output
-path, its randomness seeded, so the same inputs give the same file."""
+"""The report's figures: each plot function writes one PNG from plain data, seeded: same inputs, same file."""
 
 from __future__ import annotations
 
@@ -79,9 +78,8 @@ PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
 
 
 def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT policy") -> None:
-    """PPO's run health beside GRPO's, per step: code reward, the score PPO maximised, KL to ``kl_name`` (their shared
-    reference), clip fraction, and the value model's loss and explained variance 1 - Var(R - V) / Var(R). ``runs``:
-    ``{name: steps}``, GRPO's among them when it ran."""
+    """PPO's run health beside GRPO's (``runs``: {name: steps}): code reward, PPO's score, KL to ``kl_name``, clip
+    fraction, value loss and explained variance 1 - Var(R - V) / Var(R)."""
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
     for name, steps in runs.items():
         x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
@@ -131,7 +129,6 @@ def _short(value: float) -> str:
 
 
 def _step_of(group: dict | None) -> str:
-    """' (step 3)' when the group records its step, else ''."""
     return f" (step {group['step']})" if group and group.get("step") is not None else ""
 
 
@@ -246,8 +243,7 @@ K1_COLOUR, K3_COLOUR = "#e8590c", "#1971c2"
 
 
 def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -> None:
-    """Figure 5.3 (real), on the run's own tokens: (a) running means of k1, k3 and the exact KL over ``n_orders``
-    orders, then, given ``kl.real_kl_summary``, (b) ``_estimator_means_panel`` and (c) ``_regimes_panel``."""
+    """Figure 5.3 (real) on the run's tokens: running means of k1, k3 and the exact KL (more panels with a summary)."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     columns = {"k1": kl.k1(logp, logq), "k3": kl.k3(logp, logq)}
     summary = kl_real.get("summary")
@@ -291,8 +287,7 @@ def _estimator_means_panel(ax, summary: dict) -> None:
 
 
 def _regimes_panel(ax, regimes: list[dict]) -> None:
-    """Per bin of exact KL: the root mean exact variance of one token's k1 and k3 (lines) and their observed
-    root mean squared error against the exact KL (open markers); the lower line wins that regime."""
+    """Per bin of exact KL: one token's exact sd of k1 and k3 (lines) and their observed rms error (open markers)."""
     x = [r["mean_kl"] for r in regimes]
     for name, colour in (("k1", K1_COLOUR), ("k3", K3_COLOUR)):
         ax.plot(x, [r[f"sd_{name}"] for r in regimes], "-o", color=colour, label=f"{name}: exact sd per token")
@@ -354,8 +349,7 @@ def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
 
 
 def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
-    """Every figure ``results`` has data for, drawn into ``out_dir``: {name: png path}; the report says "not run" for
-    the rest (the pitfalls report's figures: ``thai_grpo_studies.pitfall_figures``)."""
+    """Every figure ``results`` has data for, drawn into ``out_dir``: {name: png path}."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     train, evals = results.get("train") or {}, results.get("eval") or {}

@@ -1,6 +1,4 @@
-"""The gains figure at the top of the report: a forest plot of each compared model's held-out pass@1 minus SFT's, one
-row per model (``glance.gain_rows``) with its paired 95% interval, the plan's equivalence margin shaded, and its
-difference, verdict and family written beside it."""
+"""The gains figure: a forest plot of each model's held-out pass@1 minus SFT's, its paired 95% interval and verdict."""
 
 from __future__ import annotations
 
@@ -22,8 +20,7 @@ def _points(row: dict, key: str) -> float:
 
 def gains_figure(rows: list[dict], reference: str = "SFT", metric: str = "held-out pass@1",
                  margin: float | None = None):
-    """The forest plot of ``rows`` (``glance.gain_row``'s), as a matplotlib figure (not saved): axes[0] the
-    intervals (one bar per row with a test, y ticks the row names, first row on top), axes[1] the text columns."""
+    """The forest plot of ``rows`` as a matplotlib figure (not saved): the intervals, then the text columns."""
     n = max(len(rows), 1)
     fig, (ax, side) = plt.subplots(1, 2, figsize=(WIDTH, FRAME_HEIGHT + ROW_HEIGHT * n), sharey=True,
                                    layout="constrained", gridspec_kw={"width_ratios": [1.3, 1]})

@@ -1,6 +1,5 @@
-"""The report's first screen from results.json: the headline (the plan's primary comparison), each model's gain over the
-plan's reference (the gains figure's rows) and the health flags, all from ``comparison.pairwise`` and the runs' health
-records, so that the first screen and the statistics note cannot disagree."""
+"""The report's first screen: the headline, each model's gain over the plan's reference and the health flags, all from
+``comparison.pairwise`` and the runs' health records, so that it and the statistics note cannot disagree."""
 
 from __future__ import annotations
 
@@ -40,8 +39,7 @@ def _signed(value: float) -> str:
 
 
 def gain_row(test: dict | None, model: str, name: str) -> dict:
-    """One row of the gains figure: ``model`` - reference from its pairwise test (``verdicts.pair_test``) with the
-    plan's verdict word and family; a test the plan did not decide (none, or one recorded before the plan) says so."""
+    """One row of the gains figure: ``model`` - reference from its pairwise test, with the plan's verdict and family."""
     decided = bool(test) and test.get("verdict") in VERDICTS
     row = {"model": model, "name": name, "mean_diff": None, "ci_low": None, "ci_high": None, "verdict": None,
            "word": NO_TEST, "family": None, "family_name": None, "family_short": None, "family_text": None,
@@ -71,8 +69,7 @@ def gain_rows(results: dict) -> list[dict]:
 
 
 def headline(results: dict) -> dict | None:
-    """The plan's primary comparison a - b (GRPO - SFT) for the top of the page: both models' scores, ``gain_row``'s
-    fields, the metric and the evaluation's size (the template writes the sentence). None unless both were evaluated."""
+    """The plan's primary comparison a - b (GRPO - SFT) for the top of the page; None unless both were evaluated."""
     plan, names, evals = plan_of(results), model_names(results), results.get("eval") or {}
     a, b = plan["primary"]
     if a not in names or b not in names:
@@ -99,8 +96,7 @@ def _has_rollouts(run: dict) -> bool:
 
 
 def health_summary(results: dict, main_health: dict) -> dict:
-    """The training-health flags (``methods.health.training_health``) of the main run, of each other compared model that
-    sampled while training or lost updates, and of PPO's reward model if it lost some."""
+    """Health flags of the main run, other models that sampled while training or lost updates, PPO's reward model."""
     names, runs = model_names(results), results.get("runs") or {}
     main = (results.get("train") or {}).get("variant") or "grpo"
     checked = [m for m in names if m != main and m in runs

@@ -1,5 +1,5 @@
-"""The headline, SFT vs GRPO at pass@1, written as soon as base, SFT and GRPO are scored (rule headline), so that a
-reader of a long run sees the result before the other methods finish; its numbers are those the report shows."""
+"""The headline, SFT vs GRPO at pass@1, written as soon as base, SFT and GRPO are scored, so that a reader of a long run
+sees it before the other methods finish."""
 
 from __future__ import annotations
 

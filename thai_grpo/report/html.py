@@ -1,7 +1,5 @@
-"""The HTML report: one self-contained file built from results.json, the sample files and the figures. Model text is
-untrusted: everything is autoescaped, model text never passes through ``|safe``, and a Content-Security-Policy lets only
-the calculator script (pinned by its sha256) run, so an escaping slip still could not execute a completion. Figures are
-data URIs and CSS/JS inline: opening the page makes no network request."""
+"""The HTML report, one self-contained file. Model text is untrusted: everything is autoescaped, and the page's
+Content-Security-Policy lets only the pinned calculator script run, so an escaping slip cannot run a completion."""
 
 from __future__ import annotations
 
@@ -72,7 +70,6 @@ def data_uri(path: str | Path) -> str:
 
 # --------------------------------------------------------------------------- formatting filters
 def _number(value: Any) -> float | None:
-    """float(value), or None for None, undefined template values and non-numbers."""
     try:
         return None if value is None or isinstance(value, bool) else float(value)
     except (TypeError, ValueError, UndefinedError):
@@ -134,7 +131,6 @@ def verdict_class(test: Any) -> str:
 
 # --------------------------------------------------------------------------- context
 def _health(train: dict) -> dict:
-    """train.health if the pipeline filled it, else the flags recomputed from the steps."""
     return train.get("health") or training_health(train.get("steps") or [])
 
 
@@ -194,8 +190,7 @@ def _pitfalls(results: dict) -> dict:
 
 
 def _headline(results: dict, health: dict) -> dict | None:
-    """What happened, first: per evaluated method its held-out pass@1 and the statistics note's own paired tests against
-    SFT (so the two cannot disagree), then GRPO's pass@k verdict and the health flags."""
+    """What happened, first: each method's pass@1 and tests against SFT, GRPO's pass@k verdict, the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
         return None
@@ -216,7 +211,6 @@ def _headline(results: dict, health: dict) -> dict | None:
 
 
 def _plan(results: dict) -> dict:
-    """The declared plan results.json was tested under (its config's ``analysis``), named for its sentences."""
     return plan_facts((results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config")))
 
 
@@ -237,7 +231,6 @@ def _pairwise(results: dict) -> dict[str, dict]:
 
 
 def _namer(results: dict):
-    """A study's variant -> the comparison's method name ('dr_grpo' -> 'Dr.GRPO'), else the variant itself."""
     names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
     return lambda variant: names.get(variant) or variant
 
@@ -378,8 +371,7 @@ def _csp(script: str) -> str:
 
 def render_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                   template_dir: Path = DEFAULT_TEMPLATE_DIR) -> str:
-    """The report as one HTML string; ``figures`` maps figure names (``figures.draw_all``) to PNG paths, or is the
-    directory they were drawn into. A missing figure shows as "not run"."""
+    """The report as one HTML string; ``figures``: {name: PNG path}, or the directory they were drawn into."""
     template_dir = Path(template_dir)
     script = (template_dir / "calculator.js").read_text(encoding="utf-8")
     style = (template_dir / "style.css").read_text(encoding="utf-8")

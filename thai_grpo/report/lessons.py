@@ -1,6 +1,4 @@
-"""The chapter's lessons as the report's body shows them, from results.json and the samples: Figure 5.1's claim on this
-run's own group, the training curves' thirds, the groups training stored, the samples side by side and the SFT data's
-deliberate slips. Numbers and verdicts only: report/template.html.j2 words them."""
+"""The chapter's lessons as the report's body shows them: numbers and verdicts only, which template.html.j2 words."""
 
 from __future__ import annotations
 
@@ -29,8 +27,7 @@ def pick_completions(completions: list[dict]) -> list[dict]:
 
 
 def samples_shown(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
-    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, each numbered by its place in
-    results/data/heldout.jsonl (1-based, as scripts/prompt.py --heldout takes it)."""
+    """The first SAMPLE_PROBLEMS problems of every model with their chosen completions, numbered as in heldout.jsonl."""
     return {model: [{**p, "number": number, "shown": pick_completions(p.get("completions") or [])}
                     for number, p in enumerate(problems[:SAMPLE_PROBLEMS], 1)]
             for model, problems in samples_by_model.items()}
@@ -54,8 +51,7 @@ def user_text(prompt: str) -> str:
 
 
 def stored_groups(results: dict) -> list[dict]:
-    """Every group training stored (each sampling run's ``example_groups``), the main run first, each run's by step: its
-    run, kind, step, question, whether its rewards differ, and per completion its reward and advantage."""
+    """Every group training stored, the main run first, each run's by step, with its rewards and advantages."""
     runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
     stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
     stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
@@ -70,8 +66,8 @@ def stored_groups(results: dict) -> list[dict]:
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage (``best_up``,
-    ``agrees``), and positive rewards below the group mean a negative one (``positive_down``: those rewards)."""
+    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage (``best_up``), and
+    positive rewards below the group mean a negative one (``positive_down``)."""
     if not group or not group.get("rewards"):
         return None
     rewards, advantages = group["rewards"], group.get("advantages") or []

@@ -1,6 +1,4 @@
-"""The analysis plan's words, one vocabulary for the main report, the studies' pages, README and docs: the verdicts
-(``thai_grpo.evaluation.plan.decide``), the family each belongs to, the plan in sentences and p-values as printed. Every
-word is chosen from the test's own fields; nothing is written in advance."""
+"""The analysis plan's words, one vocabulary for reports, README and docs, each chosen from the test's own fields."""
 
 from __future__ import annotations
 
@@ -41,9 +39,7 @@ def percent(value: float) -> str:
 
 
 def family_text(test: dict) -> str:
-    """The family of a verdict and how it was tested: 'primary comparison, tested alone at 5%'; 'against SFT, Holm
-    over the 4 pairs at 5%, gated by the primary comparison'; 'secondary (greedy accuracy), Holm over the 15 pairs,
-    outside the plan's gate'; 'against the baseline grpo, Dunnett over 3 contrasts at 5%'."""
+    """A verdict's family and how it was tested: 'against SFT, Holm over the 4 pairs at 5%, gated by ...'."""
     family, alpha = test.get("family"), test.get("alpha", 0.05)
     name = FAMILY_NAMES.get(family, family or "unplanned")
     correction = test.get("correction") or ""
@@ -62,8 +58,7 @@ def _size(value: float) -> str:
 
 
 def verdict_phrase(test: dict, a: str, b: str) -> str:
-    """The verdict in words: 'GRPO higher than SFT', 'PPO lower than SFT', 'Dr.GRPO and GRPO equivalent within +-5.0
-    points (TOST, Holm-adjusted p = 0.012)', 'not resolved: ... (TOST p = 0.31)' or 'not tested: ...'."""
+    """The verdict in words: 'GRPO higher than SFT', 'A and B equivalent (TOST ...)', 'not resolved (...)', ..."""
     verdict, margin = test["verdict"], test.get("margin")
     if verdict in ("higher", "lower"):
         return f"{a} {verdict} than {b}"

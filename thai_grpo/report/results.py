@@ -53,8 +53,7 @@ def chapter_token_budget() -> dict:
 
 
 def trainer_device(args: dict | None) -> dict | None:
-    """Where one trainer ran, from its recorded TrainingArguments: ``use_cpu`` (``models.training.precision_flags``) ->
-    cpu in float32; bf16 or fp16 mixed precision (set only on a GPU) -> gpu; neither -> None."""
+    """Where one trainer ran, from its recorded TrainingArguments: cpu (``use_cpu``), gpu (bf16 or fp16), else None."""
     args = args or {}
     if args.get("use_cpu"):
         return {"device": "cpu", "precision": "float32"}
@@ -74,8 +73,7 @@ def run_device(trains: dict) -> dict:
 
 
 def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
-    """Per training stage, the updates float16's loss scaler skipped and those made from non-finite gradients
-    (``thai_grpo.methods.updates``); a stage that recorded none is left out."""
+    """Per training stage that recorded them, the updates float16's scaler skipped or made from inf/NaN gradients."""
     from thai_grpo.methods.updates import COUNTS
 
     recorded = {f"train-{run}": train for run, train in trains.items()}
@@ -87,8 +85,7 @@ def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
 def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_model: dict | None = None,
                  kl_real: dict | None = None, reward_model_train: dict | None = None,
                  extra_sets: dict | None = None) -> dict[str, dict]:
-    """Per stage (its benchmark name), the precision it recorded: its model's ``dtype`` and, for an evaluation stage,
-    its ``device`` and float32 ``matmul_precision`` (``highest``: TF32 off); stages that recorded none are left out."""
+    """Per stage, the precision it recorded: the model's ``dtype``, and an evaluation's device and matmul precision."""
     def evaluation(record: dict | None) -> dict:
         record = record or {}
         return {key: record[key] for key in ("dtype", "device", "matmul_precision") if record.get(key) is not None}
@@ -105,8 +102,7 @@ def stage_dtypes(trains: dict, scores: dict, pairs: dict | None = None, reward_m
 
 
 def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
-    """The run card's sizes: what each job ran with (``auto`` resolved on its card): each model's held-out batch
-    (its sampling job's sizes.json), the preference pairs' batch, each PPO run's ``chunk_floats``."""
+    """The run card's sizes each job ran with (``auto`` resolved per card): batch sizes, PPO's ``chunk_floats``."""
     return {"eval.batch_size": {model: record.get("batch_size") for model, record in sampling.items()},
             "card_gib": sorted({record["card_gib"] for record in sampling.values() if record.get("card_gib")}),
             "preference_pairs.batch_size": ((pairs or {}).get("sampling") or {}).get("batch_size"),
@@ -116,8 +112,7 @@ def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
 
 
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
-    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats); a rule whose value is not a
-    number (``-``: a job too short for psutil to sample) is left out."""
+    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats), without non-numbers (``-``)."""
     values = {}
     for path in sorted(Path(benchmark_dir).glob("*.tsv")):
         with open(path, newline="") as handle:
@@ -142,8 +137,7 @@ def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
 
 
 def elapsed_seconds(benchmark_dir: str | Path, stages) -> float | None:
-    """Wall time from the first job's start to the last job's end over the benchmark files of ``stages``: Snakemake
-    writes a job's file when it ends, so its end is the file's mtime and its start that minus its ``s``."""
+    """Wall time from the first job's start to the last's end: each job writes its benchmark file as it ends."""
     spans = []
     for stage, seconds in benchmark_column(benchmark_dir, "s").items():
         if stage in stages:
@@ -179,8 +173,7 @@ def _steps_tokens(train: dict) -> int | None:
 
 def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pairs: dict | None,
                reward_model: dict | None) -> dict:
-    """A PPO row's costs: with the learned reward model, its training (time, memory, parameters) and the pairs'
-    sampling are PPO's too; scored by the verifier, only the policy and the value model are trained."""
+    """A PPO row's costs: with a learned reward model, its training and the pairs' sampling count as PPO's too."""
     learned = train.get("score", "reward_model") == "reward_model"
     steps = train.get("steps", [])
     notes = [f"value loss {steps[0]['value_loss']:.4f} -> {steps[-1]['value_loss']:.4f}, explained variance "
@@ -251,8 +244,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
                 pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
                 peak_memory: dict | None = None, reward_model: dict | None = None,
                 displacements: dict | None = None) -> list[dict]:
-    """One comparison row per method run, in the chapter's order (variants of group method or ablation; pitfalls are not
-    rows), and a "not run" row per method the config left out; ``displacements``: ||adapter - SFT adapter|| per run."""
+    """One comparison row per method run (group method or ablation) in the chapter's order; "not run" if left out."""
     plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")
                 and (plans.get(name) or {}).get("group", "method") in ("method", "ablation")]
@@ -276,9 +268,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
 
 
 def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
-    """Which runs each pitfall figure overlays, ``reference`` first: a pitfall variant rewarded by format_lenient is
-    reward_hacking, else it goes by the first it changes of num_generations (group_size), temperature and num_iterations
-    (clipping: each batch reused, so the clip can act)."""
+    """Which runs each pitfall figure overlays, ``reference`` first, by the reward or setting each run changes."""
     ref_grpo = (plans.get(reference) or {}).get("grpo_args", {})
     sets = {name: [] for name in PITFALLS}
     for name, plan in plans.items():
@@ -327,8 +317,8 @@ def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
 
 
 def narrowing(scores: dict, n_boot: int, seed: int, weaker: str = "sft", stronger: str = "grpo") -> dict | None:
-    """GRPO's pass@k gap over SFT at k = n / 2 against the ceiling's (``narrowing_test``; at k = n each problem's pass@k
-    is one 0/1 and the standard error tracks its own estimate); None without both models or with n < 4."""
+    """GRPO's pass@k gap over SFT at k = n / 2 against the ceiling's (at k = n each problem's pass@k is one 0/1 and
+    the standard error tracks its own estimate); None without both models or with n < 4."""
     if weaker not in scores or stronger not in scores or scores[weaker].get("n_samples", 0) < 4:
         return None
     n = scores[weaker]["n_samples"]
@@ -360,8 +350,7 @@ STUDY_KEYS = {"seeds": "seed_study", "passk": "passk", "hacking": "hacking", "lo
               "chains": "chain_study"}
 
 def add_studies(results: dict, studies: dict, fingerprint: str | None) -> dict:
-    """``results`` with each built study under its ``STUDY_KEYS`` key, and ``studies_from_other_settings``: those whose
-    stored ``settings_fingerprint`` is not the config's, shown as built until their own target rebuilds them."""
+    """``results`` with the built studies, and ``studies_from_other_settings``: those built from other settings."""
     for name, study in studies.items():
         results[STUDY_KEYS[name]] = study
     results["studies_from_other_settings"] = sorted(
@@ -376,10 +365,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
              reward_model: dict | None = None, displacements: dict | None = None,
              chapter_values: dict | None = None, reward_model_train: dict | None = None,
              sizes: dict | None = None) -> dict:
-    """The whole results document: ``train`` the main GRPO run, ``runs`` every trained variant, ``comparison`` the
-    paired tests under the plan and the method rows. Each optional input is a stage's records, by model or by stage,
-    passed on to the helper that reads it; ``own_temperature`` holds variants scored at their training temperature,
-    ``chapter_values`` (``methods.contract.resolved_values``) gives the run card's departures from the chapter."""
+    """The whole results document: run card, main GRPO run, every trained variant, scores and the comparison."""
     plans, extra_sets = plans or {}, extra_sets or {}
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})

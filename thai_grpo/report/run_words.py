@@ -1,5 +1,4 @@
-"""The run's own words for the report (device, base model, methods and their memory, rewards, departures), from
-results.json, so that another run's report never repeats this one's claims; words.html.j2 words counts and cases."""
+"""The run's own words for the report, from results.json, so another run's report never repeats this one's claims."""
 
 from __future__ import annotations
 
@@ -30,8 +29,7 @@ def count_words(n: int | float | None) -> str | None:
 
 # --------------------------------------------------------------------------- the machine
 def device_of(run: dict) -> dict:
-    """Where the run trained: the run card's ``device`` (``results.run_device``), else for an older run card a ``+cpu``
-    torch build means a CPU; ``kind`` None when neither tells."""
+    """Where the run trained: the run card's ``device``, else CPU for a ``+cpu`` torch build, else ``kind`` None."""
     recorded = run.get("device") or {}
     if recorded.get("kind"):
         return recorded
@@ -42,8 +40,7 @@ def device_of(run: dict) -> dict:
 
 
 def device_text(run: dict) -> str:
-    """The run card's row: each device with the stages that trained on it and their precision, and how it is known:
-    'GPU, bf16 mixed precision: grpo, dr_grpo, dpo (from the trainers' recorded arguments)'."""
+    """The run card's row: each device and precision with the stages that trained on it, and how it is known."""
     device = device_of(run)
     if not device["kind"]:
         return "not recorded"
@@ -76,8 +73,7 @@ def trained_rows(results: dict) -> list[dict]:
 
 
 def memory_words(rows: list[dict]) -> str | None:
-    """What each method keeps in memory, methods with the same models grouped: 'PPO keeps 4 (policy, reference, reward
-    model, value model: separate copies here); DPO and GRPO keep 2 (policy, reference; ...)'."""
+    """What each method keeps in memory, grouped: 'PPO keeps 4 (...); DPO and GRPO keep 2 (...)'."""
     groups: dict[str, list[str]] = {}
     for row in rows:
         if row.get("models_in_memory"):
@@ -93,8 +89,8 @@ def supervision_lists(rows: list[dict]) -> dict[str, list[str]]:
 
 
 def sampling_lists(rows: list[dict]) -> dict[str, list[str]]:
-    """Where each present method's generated tokens come from: ``own`` (sampled while training), ``dpo`` (pairs
-    drawn once from the SFT model) and ``ppo`` (a reward model learned from pairs the verifier ranked)."""
+    """Where each method's generated tokens come from: ``own`` (sampled while training), ``dpo`` (pairs drawn once from
+    the SFT model) and ``ppo`` (a reward model learned from pairs the verifier ranked)."""
     dpo = [r["method"] for r in rows if r.get("human_labels") == METHODS["dpo"][1]]
     return {"own": [r["method"] for r in rows if r["method"] not in dpo], "dpo": dpo,
             "ppo": [r["method"] for r in rows if r.get("human_labels") == METHODS["ppo"][1]]}

@@ -1,5 +1,4 @@
-"""Sentences of verdict, computed from the numbers they summarise, for the report and the README: a run that says "no"
-makes the report say "no"."""
+"""Sentences of verdict computed from the numbers they summarise: a run that says "no" makes the report say "no"."""
 
 from __future__ import annotations
 
@@ -27,8 +26,7 @@ FLIP = {"higher": "lower", "lower": "higher"}
 
 
 def oriented(test: dict, model: str) -> dict:
-    """A pairwise test (``a`` - ``b``) turned to read ``model`` - the other: the difference, its interval and per-chain
-    values change sign and ``higher`` / ``lower`` swap; p-values and families do not."""
+    """A pairwise test (``a`` - ``b``) turned to read ``model`` - the other: signs flip, higher and lower swap."""
     if test["a"] == model:
         return test
     turned = {**test, "a": test["b"], "b": test["a"], "mean_diff": -test["mean_diff"], "ci_low": -test["ci_high"],
@@ -57,8 +55,8 @@ def p_pair(test: dict) -> str:
 
 
 def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
-    """One paired difference (``pair_test``) in a sentence: its size in words, 95% interval, p-values, family and the
-    plan's verdict; ``trained_from``: ``after`` was trained from ``before`` (it raised or lowered the metric)."""
+    """One paired difference in a sentence: its size, 95% interval, p-values, family and the plan's verdict;
+    ``trained_from``: ``after`` was trained from ``before``."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
     interval = f"[{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
     numbers = f"(paired 95% interval over problems {interval} points, {p_pair(test)}; {family_text(test)})"
@@ -73,8 +71,7 @@ def versus_verdict(test: dict, after: str, before: str, trained_from: bool = Tru
 
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO"),
                       narrowing: dict | None = None) -> str | None:
-    """Does the gap between two pass@k curves narrow at large k by more than the ceiling makes it narrow ("polish, not
-    create")? ``narrowing`` (``evaluation.narrowing.narrowing_test``) decides; without it no claim is made."""
+    """Does the gap between two pass@k curves narrow more than the ceiling makes it? ``narrowing`` decides, if given."""
     curve_b, curve_a = before.get("pass_at_k_curve") or [], after.get("pass_at_k_curve") or []
     last = min(len(curve_b), len(curve_a))  # curves are pass@k for k = 1..n
     if last < 2:
@@ -109,9 +106,8 @@ def health_verdict(health: dict) -> str:
 
 
 def kl_takeaway(summary: dict) -> dict:
-    """k1 against k3 (``kl.real_kl_summary``): which has the smaller exact standard error and by what factor
-    (``agrees``: k3), whether each bootstrap interval holds the exact KL (``holds``), which the bootstrap saw under half
-    their exact standard error (``blind``: variance in rarely sampled tokens) and the regimes each wins."""
+    """k1 against k3: which has the smaller exact standard error and by what factor, whether each bootstrap interval
+    holds the exact KL, which one the bootstrap saw under half its exact error (``blind``), the regimes each wins."""
     means, exact_se = summary["means"], summary["exact_se"]
     better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
     ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else None
