@@ -72,6 +72,63 @@ def test_the_appendix_starts_within_twelve_screens_with_the_chapters_figures_abo
         assert layout["figures"][alt] < layout["appendix"], f"{alt} is in the appendix"
 
 
+FIGURE_SIZES = """
+const top = (e) => e.getBoundingClientRect().top + window.scrollY;
+const appendix = top(document.getElementById("appendix"));
+return Array.from(document.querySelectorAll("figure img")).filter((img) => top(img) < appendix)
+  .map((img) => ({alt: img.alt, shown: img.getBoundingClientRect().width, natural: img.naturalWidth}));
+"""
+
+
+def test_every_figure_of_the_learning_path_is_shown_at_four_fifths_of_its_width_or_more(driver, smoke_page,  # noqa: F811
+                                                                                         verdict_page):
+    """A figure drawn 1,650 px wide and shown in 960 px has 4-5 px labels: every figure above the appendix is shown
+    at 80% of its natural width or more, on the smoke run's page (with the real-token KL figure) and the default's."""
+    for page in (smoke_page, verdict_page):
+        load(driver, page)
+        sizes = driver.execute_script(FIGURE_SIZES)
+        assert {"Figure 5.1", "Figure 5.2"} <= {f["alt"] for f in sizes}
+        small = [f for f in sizes if f["shown"] < 0.8 * f["natural"]]
+        assert not small, f"shown below 80% of their width: {small}"
+
+
+def test_the_first_screen_says_it_is_one_training_seed_and_which_problems(driver, verdict_page):  # noqa: F811
+    load(driver, verdict_page)
+    caveat = driver.execute_script("""const e = document.getElementById("caveat");
+        return {text: e.textContent, bottom: e.getBoundingClientRect().bottom};""")
+    assert "One training run per method (seed 42)" in caveat["text"] and "synthetic" in caveat["text"]
+    assert caveat["bottom"] <= SCREEN[1], caveat
+
+
+@pytest.fixture(scope="module")
+def ppo_page(tmp_path_factory):
+    """The default's document with the reward model the offline run trains for PPO: near chance on held-out pairs."""
+    results = offline_document()
+    results["reward_model"] = {"train": {"pairs": 168, "accuracy": 0.62},
+                               "heldout": {"pairs": 168, "accuracy": 0.506, "problems": 200}}
+    return render(results, tmp_path_factory.mktemp("teaches-ppo"))
+
+
+WHY = """
+const top = (e) => e ? e.getBoundingClientRect().top + window.scrollY : null;
+const why = document.getElementById(arguments[0]);
+return {appendix: top(document.getElementById("appendix")), top: top(why), text: why && why.textContent};
+"""
+
+
+def test_each_departure_from_the_chapter_has_its_why_above_the_appendix(driver, ppo_page, smoke_page):  # noqa: F811
+    """PPO lower than SFT (the default's reward model is near chance) and k1 more precise than k3 (the smoke run's
+    tokens): each reason is in the learning path, not only in the appendix."""
+    load(driver, ppo_page)
+    ppo = driver.execute_script(WHY, "ppo-why")
+    assert ppo["top"] is not None and ppo["top"] < ppo["appendix"]
+    assert "reward model orders 50.6% of 168 held-out pairs" in ppo["text"], ppo["text"]
+    load(driver, smoke_page)
+    kl = driver.execute_script(WHY, "kl-takeaway")
+    assert kl["top"] is not None and kl["top"] < kl["appendix"]
+    assert "depends on the regime" in kl["text"] and "where they diverge" in kl["text"], kl["text"]
+
+
 # Every element that marks a direction, with its computed colour: verdict words and cells (headline, results table,
 # pairwise tables), the per-problem transitions, and the advantages of the groups and of the calculator.
 COLOURS = """

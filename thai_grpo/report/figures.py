@@ -117,9 +117,11 @@ def _advantage_panel(ax, group: dict | None, title: str) -> None:
     colours = [POSITIVE if a > 1e-9 else NEGATIVE if a < -1e-9 else NEUTRAL for a in adv]
     ax.bar(idx, adv, color=colours)
     ax.axhline(0, color="black", lw=0.8)
+    ax.text(0.02, 0.97, f"line A = 0: the group's mean reward, {np.mean(group['rewards']):.2f}", transform=ax.transAxes,
+            va="top", fontsize=9, color="dimgrey")
     for i, a, r in zip(idx, adv, group["rewards"]):
-        ax.annotate(f"r={_short(r)}", (i, a), xytext=(0, 4 if a >= 0 else -12), textcoords="offset points",
-                    ha="center", fontsize=8)
+        ax.annotate(f"A={a:+.2f}\nr={_short(r)}", (i, a), xytext=(0, 3 if a >= 0 else -3), textcoords="offset points",
+                    ha="center", va="bottom" if a >= 0 else "top", fontsize=9)
     ax.set(xticks=idx, xlabel="completion in the group", ylabel="advantage A_i")
 
 
@@ -134,14 +136,14 @@ def _step_of(group: dict | None) -> str:
 
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
     _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
     _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
     if equal:
-        axes[1].text(0.5, 0.8, "all advantages 0:\nthis group teaches nothing", ha="center",
+        axes[1].text(0.5, 0.7, "all advantages 0:\nthis group teaches nothing", ha="center",
                      transform=axes[1].transAxes, color=NEUTRAL)
-    ymax = max([1.0] + [abs(a) for g in (mixed, equal) if g for a in g["advantages"]]) * 1.25
+    ymax = max([1.0] + [abs(a) for g in (mixed, equal) if g for a in g["advantages"]]) * 1.45
     axes[0].set_ylim(-ymax, ymax)
     save_figure(fig, path)
 
@@ -253,16 +255,18 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     orders = [np.arange(logp.size)] + [rng.permutation(logp.size) for _ in range(n_orders - 1)]
     runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
     reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
-    fig, axes = plt.subplots(1, 3 if summary else 1, figsize=(15 if summary else 8, 4), layout="constrained",
-                             squeeze=False)
-    ax = axes[0, 0]
+    if summary:  # (a) across the top, (b) and (c) beside each other under it: each panel readable at page width
+        panels = plt.figure(figsize=(10, 7.4), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
+        fig, ax = panels["a"].figure, panels["a"]
+    else:
+        fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     _running_panel(ax, runs["k1"], runs["k3"], reference, "held-out tokens (random orders)",
                    ref_label="exact KL, mean over all tokens" if summary else "mean k3 over all tokens")
     if summary:
         _k_band(ax, runs["exact"], np.arange(1, logp.size + 1), "black", "exact KL at each position")
         ax.legend(fontsize=7, loc="best")
-        _estimator_means_panel(axes[0, 1], summary)
-        _regimes_panel(axes[0, 2], summary["regimes"])
+        _estimator_means_panel(panels["b"], summary)
+        _regimes_panel(panels["c"], summary["regimes"])
     ax.set_title(f"(a) {logp.size} sampled tokens: k1 below 0 for {np.mean(columns['k1'] < 0):.0%}", fontsize=10)
     save_figure(fig, path)
 

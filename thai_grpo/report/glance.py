@@ -115,6 +115,7 @@ def first_screen(results: dict, main_health: dict) -> dict:
     rows, reference = gain_rows(results), names.get(plan["reference"], plan["reference"])
     metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
     problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
-    return {"lead": run_words.lead(results), "headline": headline(results), "gains": rows, "metric": metric,
+    return {"lead": run_words.lead(results), "caveat": run_words.caveat(results), "headline": headline(results),
+            "gains": rows, "metric": metric,
             "reference": reference, "problems": problems,
             "health": health_summary(results, main_health)}

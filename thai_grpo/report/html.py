@@ -306,6 +306,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "groups_stored": lessons.stored_groups(results),
         "advantage_lesson": lessons.advantage_lesson((train.get("example_groups") or {}).get("mixed")),
         "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
+        "ppo_lesson": lessons.ppo_lesson(results),
         "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,

@@ -88,6 +88,19 @@ def curve_lesson(steps: list[dict]) -> dict | None:
     return {"means": means, "steps": len(steps), "reward_climbs": climbs}
 
 
+def ppo_lesson(results: dict) -> dict | None:
+    """Why PPO scores as it does: its reward model's accuracy on held-out pairs (0.5 = chance) and, first -> last
+    third of PPO's steps, the reward model's score beside the code rewards; None without both."""
+    steps = ((results.get("runs") or {}).get("ppo") or {}).get("steps") or []
+    heldout = (results.get("reward_model") or {}).get("heldout") or {}
+    if len(steps) < 2 or heldout.get("accuracy") is None:
+        return None
+    score, reward = step_means(steps, "score_mean"), step_means(steps, "reward_mean")
+    return {"rm_accuracy": heldout["accuracy"], "pairs": heldout.get("pairs"), "score": score, "reward": reward,
+            "score_rises": None not in score and score[1] > score[0],
+            "reward_rises": None not in reward and reward[1] > reward[0]}
+
+
 def side_by_side(samples: dict[str, list[dict]]) -> dict:
     """``samples_shown`` as one row per problem, one column per model: the first completion shown, the solved count."""
     models = list(samples)

@@ -106,6 +106,19 @@ def lead(results: dict) -> dict:
             "others": [r["method"] for r in rows if r.get("model") != main], "memory": memory_words(rows)}
 
 
+def caveat(results: dict) -> dict | None:
+    """What one run of the comparison is: one training seed per method, on which problems (the first screen's
+    caveat); None without the run's config."""
+    config = results.get("config") or {}
+    if not config.get("data"):
+        return None
+    data = config["data"]
+    source = {"synthetic": "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai",
+              "hub": f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"}.get(data["source"],
+                                                                                           "a local dataset's problems")
+    return {"seed": config.get("seed"), "data": source}
+
+
 def report_words(results: dict) -> dict:
     """The run-dependent words of the run card and the comparison, and the counts and cases words.html.j2 says."""
     run, rows = results.get("run") or {}, trained_rows(results)
