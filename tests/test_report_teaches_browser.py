@@ -126,7 +126,7 @@ def test_each_departure_from_the_chapter_has_its_why_above_the_appendix(driver, 
     load(driver, smoke_page)
     kl = driver.execute_script(WHY, "kl-takeaway")
     assert kl["top"] is not None and kl["top"] < kl["appendix"]
-    assert "depends on the regime" in kl["text"] and "where they diverge" in kl["text"], kl["text"]
+    assert "depends on the regime" in kl["text"] and "k1 where they diverge" in kl["text"], kl["text"]
 
 
 # Every element that marks a direction, with its computed colour: verdict words and cells (headline, results table,

@@ -40,7 +40,7 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
-    fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 8), layout="constrained")
     ax = axes[0, 0]
     ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
@@ -136,7 +136,7 @@ def _step_of(group: dict | None) -> str:
 
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.4), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
     _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
     _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
@@ -256,7 +256,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
     reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
     if summary:  # (a) across the top, (b) and (c) beside each other under it: each panel readable at page width
-        panels = plt.figure(figsize=(10, 7.4), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
+        panels = plt.figure(figsize=(10, 6.0), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
         fig, ax = panels["a"].figure, panels["a"]
     else:
         fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
