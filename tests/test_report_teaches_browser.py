@@ -117,12 +117,15 @@ return {appendix: top(document.getElementById("appendix")), top: top(why), text:
 
 
 def test_each_departure_from_the_chapter_has_its_why_above_the_appendix(driver, ppo_page, smoke_page):  # noqa: F811
-    """PPO lower than SFT (the default's reward model is near chance) and k1 more precise than k3 (the smoke run's
-    tokens): each reason is in the learning path, not only in the appendix."""
+    """PPO lower than SFT (the default's reward model is near chance), greedy accuracy level while pass@1 rises, and
+    k1 more precise than k3 (the smoke run's tokens): each reason is in the learning path, not only in the appendix."""
     load(driver, ppo_page)
     ppo = driver.execute_script(WHY, "ppo-why")
     assert ppo["top"] is not None and ppo["top"] < ppo["appendix"]
     assert "reward model orders 50.6% of 168 held-out pairs" in ppo["text"], ppo["text"]
+    greedy = driver.execute_script(WHY, "greedy-why")  # the default's GRPO: pass@1 higher, greedy accuracy not
+    assert greedy["top"] is not None and greedy["top"] < greedy["appendix"]
+    assert "sharpening" in greedy["text"] and "greedy accuracy" in greedy["text"], greedy["text"]
     load(driver, smoke_page)
     kl = driver.execute_script(WHY, "kl-takeaway")
     assert kl["top"] is not None and kl["top"] < kl["appendix"]

@@ -40,7 +40,7 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
-    fig, axes = plt.subplots(3, 2, figsize=(10, 8), layout="constrained")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 7.6), layout="constrained")
     ax = axes[0, 0]
     ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
@@ -209,7 +209,7 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
     k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
     neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
     neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained",
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 2]})
     cats = np.arange(len(p))
     axes[0].bar(cats - 0.2, p, 0.4, label="p (policy)", color="#5f3dc4")
@@ -256,7 +256,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
     reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
     if summary:  # (a) across the top, (b) and (c) beside each other under it: each panel readable at page width
-        panels = plt.figure(figsize=(10, 6.0), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
+        panels = plt.figure(figsize=(10, 5.8), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
         fig, ax = panels["a"].figure, panels["a"]
     else:
         fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
