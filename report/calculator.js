@@ -75,6 +75,15 @@
     });
   }
 
+  // A stored group's "Load into the calculator" button: its rewards, and its run's rule (GRPO divides by the std).
+  Array.prototype.forEach.call(document.querySelectorAll(".calc-load"), function (button) {
+    button.addEventListener("click", function () {
+      document.getElementById("calc-rewards").value = button.getAttribute("data-rewards");
+      document.getElementById("calc-divide-std").checked = button.getAttribute("data-divide") === "true";
+      render();
+      document.getElementById("calculator").scrollIntoView();
+    });
+  });
   document.getElementById("calc-rewards").addEventListener("input", render);
   document.getElementById("calc-divide-std").addEventListener("change", render);
   render();

@@ -132,6 +132,27 @@ def test_each_departure_from_the_chapter_has_its_why_above_the_appendix(driver, 
     assert "depends on the regime" in kl["text"] and "k1 where they diverge" in kl["text"], kl["text"]
 
 
+def test_a_stored_group_loads_into_the_calculator_and_gives_its_runs_advantages(driver, smoke_page):  # noqa: F811
+    """GRPO's and Dr.GRPO's first groups are the same completions with two rules, shown together above the appendix;
+    each one's button puts its rewards and rule into the calculator, which then gives that run's advantages."""
+    load(driver, smoke_page)
+    pair = driver.execute_script(WHY, "same-group")
+    assert pair["top"] is not None and pair["top"] < pair["appendix"] and "One group, two rules" in pair["text"]
+    rows = driver.execute_script("""return Array.from(document.querySelectorAll("table.same-group tr")).slice(2)
+        .map((row) => Array.from(row.querySelectorAll("td.adv")).map((td) => td.textContent.trim()));""")
+    buttons = driver.find_elements("css selector", "table.same-group button.calc-load")
+    assert len(rows) == len(buttons) == 2
+    for row, button in zip(rows, buttons):
+        divide = button.get_attribute("data-divide") == "true"
+        driver.execute_script("arguments[0].click();", button)
+        state = driver.execute_script("""return {rewards: document.getElementById("calc-rewards").value,
+            divide: document.getElementById("calc-divide-std").checked,
+            advantages: Array.from(document.querySelectorAll("#calc-output td.adv")).map((td) => td.textContent)};""")
+        assert state["rewards"] == button.get_attribute("data-rewards") and state["divide"] is divide
+        assert [float(a) for a in state["advantages"]] == pytest.approx([float(a) for a in row], abs=0.011), (row, state)
+    assert rows[0] != rows[1]  # the two rules give two sets of advantages
+
+
 # Every element that marks a direction, with its computed colour: verdict words and cells (headline, results table,
 # pairwise tables), the per-problem transitions, and the advantages of the groups and of the calculator.
 COLOURS = """

@@ -289,6 +289,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     samples = lessons.samples_shown(samples_by_model)
+    groups_stored = lessons.stored_groups(results)
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
@@ -303,7 +304,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "titles": dict(SECTIONS + APPENDIX),
         "slip_rate": lessons.sft_slip_rate(results.get("config") or {}),
         "elapsed": _number(run.get("elapsed_seconds")),  # first job start to last job end
-        "groups_stored": lessons.stored_groups(results),
+        "groups_stored": groups_stored,
+        "same_group_pairs": lessons.same_group_pairs(groups_stored),
         "advantage_lesson": lessons.advantage_lesson((train.get("example_groups") or {}).get("mixed")),
         "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
         "ppo_lesson": lessons.ppo_lesson(results),

@@ -50,19 +50,43 @@ def user_text(prompt: str) -> str:
         return prompt
 
 
+# The calculator's two rules by a run's scale_rewards: divide by the group's std (GRPO) or not (Dr.GRPO); TRL's
+# "batch" (the batch's std) is neither, so such a group is not offered to it.
+CALCULATOR_SCALES = {"group": "grpo", True: "grpo", "none": "dr_grpo", False: "dr_grpo"}
+
+
 def stored_groups(results: dict) -> list[dict]:
     """Every group training stored, the main run first, each run's by step, with its rewards and advantages."""
     runs, main = results.get("runs") or {}, (results.get("train") or {}).get("variant") or "grpo"
     stored = {name: run.get("example_groups") or {} for name, run in runs.items()}
     stored.setdefault(main, (results.get("train") or {}).get("example_groups") or {})
     order = [main, *[name for name in stored if name != main]]
+    rules = {name: CALCULATOR_SCALES.get((run.get("settings") or {}).get("scale_rewards", "group"))
+             for name, run in runs.items() if run.get("method", "grpo") == "grpo"}
+    if main not in runs:  # a results.json with the main run's train record only: the default GRPO
+        rules[main] = "grpo"
     return [{"run": name, "kind": kind, "step": group.get("step"), "question": user_text(group.get("prompt")),
-             "mixed": max(group["rewards"]) > min(group["rewards"]),
+             "mixed": max(group["rewards"]) > min(group["rewards"]), "calculator": rules.get(name),
+             "completions": group.get("completions") or [],
              "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
                       zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
             for name in order
             for kind, group in sorted(stored[name].items(), key=lambda item: item[1].get("step") or 0)
             if group.get("rewards")]
+
+
+def same_group_pairs(groups: list[dict]) -> list[tuple[dict, dict]]:
+    """Pairs of mixed ``stored_groups``, one per calculator rule (GRPO's std, Dr.GRPO's r - mean), from two runs at
+    the same step with the same completions and rewards (both start alike): one group, two advantage rules."""
+    pairs, seen = [], {}
+    for group in groups:
+        if not group["mixed"] or group["calculator"] is None:
+            continue
+        key = (group["step"], group["question"], tuple(group["completions"]), tuple(r["reward"] for r in group["rows"]))
+        first = seen.setdefault(key, group)
+        if first["calculator"] != group["calculator"]:
+            pairs.append((first, group))
+    return pairs
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
