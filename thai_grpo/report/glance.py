@@ -116,6 +116,5 @@ def first_screen(results: dict, main_health: dict) -> dict:
     metric = METRIC_NAMES.get(plan["metric"], plan["metric"])
     problems = next((e.get("num_problems") for e in (results.get("eval") or {}).values() if isinstance(e, dict)), None)
     return {"lead": run_words.lead(results), "caveat": run_words.caveat(results), "headline": headline(results),
-            "gains": rows, "metric": metric,
-            "reference": reference, "problems": problems,
+            "gains": rows, "metric": metric, "reference": reference, "problems": problems,
             "health": health_summary(results, main_health)}

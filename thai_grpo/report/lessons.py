@@ -18,6 +18,12 @@ def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]
     return first_and_last([s.get(key) for s in steps])
 
 
+def rises(means: tuple[float | None, float | None]) -> bool:
+    """Whether a ``step_means`` pair went up from the first third to the last (False when either is missing)."""
+    first, last = means
+    return first is not None and last is not None and last > first
+
+
 def pick_completions(completions: list[dict]) -> list[dict]:
     """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
     right = [c for c in completions if c.get("correct", 0) > 0]
@@ -107,9 +113,7 @@ def curve_lesson(steps: list[dict]) -> dict | None:
         return None
     keys = ("reward_mean", "frac_groups_nonzero_std", "accuracy", "completion_length_mean")
     means = {key: step_means(steps, key) for key in keys}
-    first, last = means["reward_mean"]
-    climbs = first is not None and last is not None and last > first
-    return {"means": means, "steps": len(steps), "reward_climbs": climbs}
+    return {"means": means, "steps": len(steps), "reward_climbs": rises(means["reward_mean"])}
 
 
 def ppo_lesson(results: dict) -> dict | None:
@@ -121,8 +125,7 @@ def ppo_lesson(results: dict) -> dict | None:
         return None
     score, reward = step_means(steps, "score_mean"), step_means(steps, "reward_mean")
     return {"rm_accuracy": heldout["accuracy"], "pairs": heldout.get("pairs"), "score": score, "reward": reward,
-            "score_rises": None not in score and score[1] > score[0],
-            "reward_rises": None not in reward and reward[1] > reward[0]}
+            "score_rises": rises(score), "reward_rises": rises(reward)}
 
 
 def side_by_side(samples: dict[str, list[dict]]) -> dict:

@@ -113,9 +113,12 @@ def caveat(results: dict) -> dict | None:
     if not config.get("data"):
         return None
     data = config["data"]
-    source = {"synthetic": "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai",
-              "hub": f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"}.get(data["source"],
-                                                                                           "a local dataset's problems")
+    if data["source"] == "synthetic":
+        source = "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai"
+    elif data["source"] == "hub":
+        source = f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"
+    else:
+        source = "a local dataset's problems"
     return {"seed": config.get("seed"), "data": source}
 
 
