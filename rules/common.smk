@@ -179,6 +179,9 @@ def scope_inputs(scope):
         "scores": expand(rules.score.output.scores, model=models),
         "sizes": expand(rules.sample.output.sizes, model=models),  # the batch size each sampling job ran with
         "train": expand(rules.train.output.train, run=trained(models)),
+        # every rollout of each run and the training problems: each stored group's rewards by name and gold answer
+        "rollouts": expand(rules.train.output.rollouts, run=trained(models)),
+        "train_rows": rules.split.output.train,
         # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.methods.update_size)
         "adapters": expand(rules.train.output.adapter, run=trained(models)),
         "sft_adapter": rules.sft_adapter.output.adapter,

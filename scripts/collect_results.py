@@ -1,17 +1,21 @@
 """Stage 6b: every stage's numbers in one document, results/results.json (or results/pitfalls/results.json)."""
 
-from thai_grpo.core.io import read_json, write_json
+from thai_grpo.core.io import read_json, read_jsonl, write_json
 from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.models.loading import safetensors_parameter_count
 from thai_grpo.jobs.machine import commit_of, jobs_ran_on, stage_logs
-from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds
+from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds, groups_with_answers
 
 log_to(snakemake.log[0])
 params = snakemake.params
 scores = {model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)}
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
+golds = {row["id"]: row["answer"] for row in read_jsonl(snakemake.input.train_rows)}
+for variant, rollouts in zip(params.variants, snakemake.input.rollouts):
+    trains[variant]["example_groups"] = groups_with_answers(trains[variant].get("example_groups") or {},
+                                                            read_jsonl(rollouts), golds)
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
 reward_model_train = read_json(snakemake.input.reward_model_train) if reward_model else None

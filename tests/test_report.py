@@ -77,7 +77,7 @@ def html(fixture_data, figures):
 
 def test_figures_drawn_for_every_part_of_the_fixture(figures):
     expected = {"training_curves", "group_advantages", "grpo_vs_ppo", "k1_vs_k3_synthetic", "k1_vs_k3_real",
-                "pass_at_k", "solve_rate_scatter"}
+                "pass_at_k", "pass_at_k_gap", "solve_rate_scatter"}
     assert set(figures) == expected
     for path in figures.values():
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -154,7 +154,7 @@ def test_model_text_is_escaped(html):
     assert not re.search(r"<[^<>]*\sonerror\s*=", html)
     tags = tags_of(html)
     assert [t for t, _ in tags].count("script") == 1, "only the calculator script"
-    assert [t for t, _ in tags].count("img") == 7, "only the seven figures"
+    assert [t for t, _ in tags].count("img") == 8, "only the eight figures"
     assert not any(name.startswith("on") for _, attrs in tags for name in attrs)
 
 
@@ -486,7 +486,7 @@ def test_second_heldout_set_title_and_source_are_escaped(fixture_data, figures):
     assert "Second held-out set: &lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<script>alert" not in page and not re.search(r"<[^<>]*\sonerror\s*=", page)
     tags = [t for t, _ in tags_of(page)]
-    assert tags.count("script") == 1 and tags.count("img") == 7
+    assert tags.count("script") == 1 and tags.count("img") == 8
 
 
 def test_large_k_and_exact_kl_sections_render_from_their_numbers(fixture_data, tmp_path):
@@ -630,6 +630,24 @@ def test_wall_time_is_elapsed_and_the_sum_is_labelled_job_time(fixture_data, fig
     assert '<tr class="total"><td>summed job time</td>' in card
     without = render_report(fixture_data[0], fixture_data[1], figures, TEMPLATE_DIR)
     assert "the last job's end: <strong>not recorded</strong>" in without
+
+
+def test_stored_groups_get_the_gold_answer_and_each_reward_from_their_steps_rollouts():
+    from thai_grpo.report.results import groups_with_answers
+
+    def line(step, prompt_id, text, correct):
+        return {"step": step, "prompt_id": prompt_id, "completion": text, "rewards": {"correct": correct, "thai": 0.2}}
+
+    rollouts = [line(1, "p1", "a", 1.0), line(1, "p1", "b", 0.0), line(1, "p2", "a", 0.0), line(1, "p2", "c", 1.0),
+                line(2, "p2", "a", 0.0), line(2, "p2", "c", 1.0)]
+    groups = {"mixed": {"step": 1, "completions": ["a", "c"], "rewards": [0.2, 1.2]},
+              "step2": {"step": 2, "completions": ["a", "c"], "rewards": [0.2, 1.2]},
+              "lost": {"step": 1, "completions": ["b", "a"], "rewards": [0.2, 0.2]}}  # straddles two groups
+    found = groups_with_answers(groups, rollouts, {"p1": 7, "p2": 12})
+    assert found["mixed"]["gold"] == 12 and found["step2"]["gold"] == 12  # p2's group, not p1's "a"
+    assert found["mixed"]["reward_parts"] == [{"correct": 0.0, "thai": 0.2}, {"correct": 1.0, "thai": 0.2}]
+    assert found["lost"] == groups["lost"]  # no consecutive group of the step holds it: kept as stored
+    assert groups_with_answers(groups, [], {}) == groups
 
 
 def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figures, html):

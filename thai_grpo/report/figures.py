@@ -307,16 +307,41 @@ def _regimes_panel(ax, regimes: list[dict]) -> None:
 
 
 # --------------------------------------------------------------------------- held-out evaluation
+MODEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+
+
 def plot_pass_at_k(eval_dict: dict, path) -> None:
-    """Unbiased pass@k for k = 1..n of every evaluated model ("polish, not create": curves that meet at large k)."""
-    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
-    for name, res in eval_dict.items():
+    """Unbiased pass@k for k = 1..n of every evaluated model, each with its own marker (curves that coincide stay
+    visible), the legend beside the axes."""
+    fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
+    for index, (name, res) in enumerate(eval_dict.items()):
         curve = res.get("pass_at_k_curve") or []
-        ax.plot(np.arange(1, len(curve) + 1), curve, marker="o", label=name)
-    ax.set(title="Held-out pass@k (unbiased estimator)", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
+        ax.plot(np.arange(1, len(curve) + 1), curve, marker=MODEL_MARKERS[index % len(MODEL_MARKERS)],
+                markersize=8 - index % 4, label=name, zorder=3 if name == "grpo" else 2)
+    ax.set(title="Held-out pass@k (unbiased estimator), every model", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    save_figure(fig, path)
+
+
+def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[str, str], path) -> None:
+    """pass@k for k = 1..n of the model before training and after, the gap between them shaded (green where after is
+    higher, red where lower) and written at k = 1 and k = n: "polish, not create" is a gap that closes as k grows."""
+    k = np.arange(1, min(len(before), len(after)) + 1)
+    b, a = np.asarray(before, float)[: len(k)], np.asarray(after, float)[: len(k)]
+    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    ax.fill_between(k, b, a, where=a >= b, interpolate=True, color=POSITIVE, alpha=0.25, lw=0)
+    ax.fill_between(k, b, a, where=a < b, interpolate=True, color=NEGATIVE, alpha=0.25, lw=0)
+    ax.plot(k, b, color="black", ls="--", marker="o", label=labels[0])
+    ax.plot(k, a, color="#1f77b4", marker="o", label=labels[1])
+    for i in sorted({0, len(k) - 1}):
+        ax.annotate(f"{100 * (a[i] - b[i]):+.1f} pts", (k[i], (a[i] + b[i]) / 2), xytext=(6 if i == 0 else -6, 0),
+                    textcoords="offset points", ha="left" if i == 0 else "right", va="center", fontsize=10)
+    ax.set(title=f"Held-out pass@k: {labels[0]} vs {labels[1]}", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
     save_figure(fig, path)
 
 
@@ -389,6 +414,8 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
+        if before.get("pass_at_k_curve") and after.get("pass_at_k_curve"):
+            draw("pass_at_k_gap", plot_pass_at_k_gap, before["pass_at_k_curve"], after["pass_at_k_curve"], pair)
         paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
         plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
                                 after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)

@@ -73,9 +73,11 @@ def stored_groups(results: dict) -> list[dict]:
         rules[main] = "grpo"
     return [{"run": name, "kind": kind, "step": group.get("step"), "question": user_text(group.get("prompt")),
              "mixed": max(group["rewards"]) > min(group["rewards"]), "calculator": rules.get(name),
-             "completions": group.get("completions") or [],
-             "rows": [{"reward": r, "advantage": a, "completion": c} for r, a, c in
-                      zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [])]}
+             "completions": group.get("completions") or [], "gold": group.get("gold"),
+             "reward_names": list((group.get("reward_parts") or [{}])[0]),
+             "rows": [{"reward": r, "advantage": a, "completion": c, "parts": p} for r, a, c, p in
+                      zip(group.get("rewards") or [], group.get("advantages") or [], group.get("completions") or [],
+                          group.get("reward_parts") or [{}] * len(group.get("rewards") or []))]}
             for name in order
             for kind, group in sorted(stored[name].items(), key=lambda item: item[1].get("step") or 0)
             if group.get("rewards")]

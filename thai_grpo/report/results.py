@@ -292,6 +292,24 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
 
 
+def groups_with_answers(groups: dict, rollouts: list[dict], golds: dict) -> dict:
+    """A run's stored groups (``example_groups``), each with its problem's gold answer and every completion's rewards
+    by name (TRL's completions table): from the run's rollouts at the group's step, the consecutive lines whose
+    completions are the group's. A group no rollout matches is kept as it is."""
+    steps: dict = {}
+    for line in rollouts:
+        steps.setdefault(line["step"], []).append(line)
+    found = {}
+    for kind, group in groups.items():
+        completions, lines = group.get("completions") or [], steps.get(group.get("step"), [])
+        size = len(completions)
+        match = next((lines[i:i + size] for i in range(0, len(lines) - size + 1, size or 1)
+                      if [line["completion"] for line in lines[i:i + size]] == completions), None) if size else None
+        found[kind] = group if match is None else {**group, "gold": golds.get(match[0]["prompt_id"]),
+                                                   "reward_parts": [line["rewards"] for line in match]}
+    return found
+
+
 def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
     args = train.get("args") or (plan or {}).get("grpo_args", {})  # what the trainer was given (DPO: DPOConfig's)
     settings = {key: args.get(key) for key in ("num_generations", "temperature", "beta", "loss_type", "scale_rewards",
