@@ -174,7 +174,8 @@ def test_missing_optional_parts_render_not_run(fixture_data, figures):
     figures = {k: v for k, v in figures.items() if k != "k1_vs_k3_real"}
     html = render_report(results, samples, figures, TEMPLATE_DIR)
     assert "real per-token log-probs (kl_real): not run" in html
-    assert html.count("not run yet") == len(results["comparison"]["methods"])  # one cell across each results row
+    # one cell across each results row, in the lesson's table and in the appendix's full one
+    assert html.count("not run yet") == 2 * len(results["comparison"]["methods"])
 
 
 def test_a_nearly_empty_results_file_still_renders(tmp_path):
@@ -365,8 +366,12 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
     note = pairwise_row(html, "grpo - sft")
     grpo = unescape(grpo)
-    assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f"adjusted p {note['holm']}" in grpo
-    assert f">{note['verdict']}</span>" in grpo
+    assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f">{note['verdict']}</span>" in grpo
+    assert "adjusted p" not in grpo and "Wilson" not in grpo  # plain words in the lesson, the statistics after it
+    full = html.split('<section id="comparison">')[1].split('class="numbers methods results full"')[1]
+    full_grpo = unescape(full.split("<th>GRPO</th>")[1].split("</tr>")[0])
+    assert f"{note['difference']} points" in full_grpo and f"adjusted p {note['holm']}" in full_grpo
+    assert "Wilson" in full_grpo
 
 
 # --------------------------------------------------------------------------- the headline agrees with the note
@@ -648,6 +653,17 @@ def test_stored_groups_get_the_gold_answer_and_each_reward_from_their_steps_roll
     assert found["mixed"]["reward_parts"] == [{"correct": 0.0, "thai": 0.2}, {"correct": 1.0, "thai": 0.2}]
     assert found["lost"] == groups["lost"]  # no consecutive group of the step holds it: kept as stored
     assert groups_with_answers(groups, [], {}) == groups
+
+
+def test_a_stored_group_shows_its_gold_answer_and_a_column_per_reward(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    group = results["train"]["example_groups"]["mixed"]
+    group.update(gold=42, reward_parts=[{"correct": 1.0 if r >= 1 else 0.0, "format": 0.3} for r in group["rewards"]])
+    page = render_report(results, samples, figures, TEMPLATE_DIR).split('<section id="groups">')[1]
+    table = page.split("</details>")[0]
+    assert "gold answer 42" in table
+    assert "<th>#</th><th>correct</th><th>format</th><th>reward</th>" in table
+    assert table.count("<td>0.3</td>") == len(group["rewards"])
 
 
 def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figures, html):

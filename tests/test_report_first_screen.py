@@ -130,7 +130,9 @@ def test_first_screen_is_headline_then_gains_then_health_before_the_sentences(do
     signed = lambda v: f"{100 * v:+.1f}"  # noqa: E731
     assert (f"GRPO - SFT, held-out pass@1: {signed(test['mean_diff'])} points, paired 95% interval "
             f"[{signed(test['ci_low'])}, {signed(test['ci_high'])}] over problems") in screen
-    assert f"{VERDICT_WORDS[test['verdict']]} (primary comparison, tested alone at 5%)" in screen
+    # plain words on screen 1; how the plan decided it is a link's title, and the statistics note in the appendix
+    assert f"{VERDICT_WORDS[test['verdict']]} (how this is decided)" in screen and "tested alone" not in screen
+    assert '<a class="family" href="#statistics" title="primary comparison, tested alone at 5%">' in html
     assert 'alt="held-out pass@1 minus SFT: Base (no adapter) ' in html and "data:image/png;base64," in html
     # the per-method sentences follow, each method once, without the health flags the first screen shows
     box = html.split('<section id="headline"')[1].split("</section>")[0]

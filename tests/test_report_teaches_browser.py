@@ -16,6 +16,7 @@ from workflow import load_report_fixture
 from thai_grpo.report import figures
 from thai_grpo.report.figures import draw_all
 from thai_grpo.report.figures_gains import VERDICT_COLOURS
+from thai_grpo.report.glance import prose_names
 from thai_grpo.report.html import write_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,7 +204,8 @@ def test_samples_side_by_side_one_problem_per_row_one_model_per_column_rewards_u
     load(driver, smoke_page)
     table = driver.execute_script(SIDE_BY_SIDE)
     assert table, "no side-by-side samples table"
-    assert table["heads"] == ["problem", *samples], table["heads"]
+    names = prose_names(json.loads(SMOKE_RUN.read_text(encoding="utf-8")))  # one spelling: "grpo" is GRPO in prose
+    assert table["heads"] == ["problem", *(names.get(model, model) for model in samples)], table["heads"]
     first = next(iter(samples.values()))
     assert [r["problem"] for r in table["rows"]] == [f"held-out problem {i}" for i in range(1, min(3, len(first)) + 1)]
     for row in table["rows"]:

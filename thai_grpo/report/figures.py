@@ -330,14 +330,14 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
     higher, red where lower) and written at k = 1 and k = n: "polish, not create" is a gap that closes as k grows."""
     k = np.arange(1, min(len(before), len(after)) + 1)
     b, a = np.asarray(before, float)[: len(k)], np.asarray(after, float)[: len(k)]
-    fig, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     ax.fill_between(k, b, a, where=a >= b, interpolate=True, color=POSITIVE, alpha=0.25, lw=0)
     ax.fill_between(k, b, a, where=a < b, interpolate=True, color=NEGATIVE, alpha=0.25, lw=0)
     ax.plot(k, b, color="black", ls="--", marker="o", label=labels[0])
     ax.plot(k, a, color="#1f77b4", marker="o", label=labels[1])
-    for i in sorted({0, len(k) - 1}):
-        ax.annotate(f"{100 * (a[i] - b[i]):+.1f} pts", (k[i], (a[i] + b[i]) / 2), xytext=(6 if i == 0 else -6, 0),
-                    textcoords="offset points", ha="left" if i == 0 else "right", va="center", fontsize=10)
+    for i in sorted({0, len(k) - 1}):  # the gap's size under both curves, at the first and the last k
+        ax.annotate(f"{100 * (a[i] - b[i]):+.1f} points", (k[i], min(a[i], b[i])), xytext=(0, -10),
+                    textcoords="offset points", ha="left" if i == 0 else "right", va="top", fontsize=10)
     ax.set(title=f"Held-out pass@k: {labels[0]} vs {labels[1]}", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
@@ -414,9 +414,11 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
+        names = glance.prose_names(results)
+        labels = tuple(names.get(model, model) for model in pair)
         if before.get("pass_at_k_curve") and after.get("pass_at_k_curve"):
-            draw("pass_at_k_gap", plot_pass_at_k_gap, before["pass_at_k_curve"], after["pass_at_k_curve"], pair)
+            draw("pass_at_k_gap", plot_pass_at_k_gap, before["pass_at_k_curve"], after["pass_at_k_curve"], labels)
         paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
         plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
-                                after.get("n_samples", 8), paths["solve_rate_scatter"], labels=pair)
+                                after.get("n_samples", 8), paths["solve_rate_scatter"], labels=labels)
     return paths

@@ -60,7 +60,7 @@ def _text_columns(side, rows: list[dict]) -> None:
     """Beside each row: its difference [interval] in points, the verdict word (coloured) and the verdict's family."""
     side.axis("off")
     at = blended_transform_factory(side.transAxes, side.transData)
-    for x, head in ((0.0, "difference [95%], points"), (VERDICT_X, "verdict (family)")):
+    for x, head in ((0.0, "difference [95%], points"), (VERDICT_X, "result")):
         side.text(x, -1.0, head, transform=at, fontsize=FONT - 1, color="#6c757d", va="center")
     for y, row in enumerate(rows):
         colour = VERDICT_COLOURS.get(row["verdict"], VERDICT_COLOURS[None])

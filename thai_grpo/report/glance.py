@@ -32,6 +32,11 @@ def model_names(results: dict) -> dict[str, str]:
     return {model: named.get(model, model) for model in compared_models(results)}
 
 
+def prose_names(results: dict) -> dict[str, str]:
+    """``model_names`` as prose uses them: "grpo" -> "GRPO", "dr_grpo" -> "Dr.GRPO", and "base" as it is."""
+    return {**model_names(results), "base": "base"}
+
+
 def _signed(value: float) -> str:
     """0.156 -> '+15.6', -0.0001 -> '0.0': points of pass@1, signed, no sign on zero."""
     text = f"{100 * value:+.1f}"

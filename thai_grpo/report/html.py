@@ -290,13 +290,15 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     samples = lessons.samples_shown(samples_by_model)
     groups_stored = lessons.stored_groups(results)
+    names = {model: model for model in evals} | glance.prose_names(results)
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
         "headline": _headline(results, health),
         "pairwise": _pairwise(results),
         "plan": _plan(results),
-        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (pair[0], pair[1]),
+        "name_of": names,
+        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (names[pair[0]], names[pair[1]]),
                                                narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
                                                else None) if pair else None,
         "sections": SECTIONS,
