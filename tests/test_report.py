@@ -666,6 +666,18 @@ def test_a_stored_group_shows_its_gold_answer_and_a_column_per_reward(fixture_da
     assert table.count("<td>0.3</td>") == len(group["rewards"])
 
 
+def test_polish_lesson_says_it_in_words_and_the_narrowing_test_sits_in_the_appendix(fixture_data, figures):
+    results, samples = copy.deepcopy(fixture_data)
+    results.setdefault("comparison", {})["narrowing"] = {
+        "weaker": "sft", "stronger": "grpo", "k": 4, "gap_at_k": 0.11, "null_gap_at_k": 0.16, "excess_narrowing": 0.05,
+        "low": 0.02, "high": 0.08, "verdict": "polish"}
+    page = render_report(results, samples, figures, TEMPLATE_DIR)
+    lesson = page.split('<section id="polish">')[1].split("</section>")[0]
+    assert "(polish, not create)" in lesson and "excess narrowing" not in lesson and 'href="#narrowing-test"' in lesson
+    test = page.index('<p id="narrowing-test">')
+    assert test > page.index('<div id="appendix"') and "excess narrowing +5.0 points" in page[test:test + 400]
+
+
 def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figures, html):
     results, samples = fixture_data
     groups = html.split('<section id="groups">')[1].split("</section>")[0]

@@ -4,7 +4,7 @@ family, and prints p-values honestly."""
 import pytest
 
 from thai_grpo.report.plan_words import family_text, fmt_p, p_text, plan_facts, verdict_phrase
-from thai_grpo.report.verdicts import health_verdict, pair_test, pass_at_k_verdict, versus_verdict
+from thai_grpo.report.verdicts import health_verdict, narrowing_numbers, pair_test, pass_at_k_verdict, versus_verdict
 from thai_grpo_studies.study_words import chain_pair_verdict, large_k_verdict
 from thai_grpo.evaluation.plan import analysis_plan
 
@@ -101,7 +101,12 @@ def test_pass_at_k_verdict_claims_polish_only_from_the_narrowing_test():
     assert "not tested" in untested and "polish" not in untested
     narrowing = {"k": 4, "gap_at_k": 0.11, "null_gap_at_k": 0.16, "excess_narrowing": 0.05, "low": 0.02,
                  "high": 0.08, "verdict": "polish"}
-    assert "(polish, not create)" in pass_at_k_verdict(sft, polished, narrowing=narrowing)
+    polish = pass_at_k_verdict(sft, polished, narrowing=narrowing)
+    assert "(polish, not create)" in polish and "interval" not in polish  # plain words; the numbers apart:
+    assert narrowing_numbers(narrowing) == (
+        "at k = 4 the gap is +11.0 points, against +16.0 points if GRPO had turned the same share of SFT's failed "
+        "tries into successes on every problem (the ceiling alone); excess narrowing +5.0 points, 95% interval over "
+        "problems [+2.0, +8.0] points")
     within = pass_at_k_verdict(sft, polished, narrowing={**narrowing, "low": -0.01, "verdict": "not_resolved"})
     assert "polish or create is not resolved" in within and "(polish, not create)" not in within
     created = pass_at_k_verdict(sft, polished, narrowing={**narrowing, "high": -0.01, "verdict": "create"})

@@ -24,7 +24,8 @@ from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
-from thai_grpo.report.verdicts import health_verdict, kl_takeaway, pair_test, pass_at_k_verdict, versus_verdict
+from thai_grpo.report.verdicts import (health_verdict, kl_takeaway, narrowing_numbers, pair_test, pass_at_k_verdict,
+                                      versus_verdict)
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
@@ -291,6 +292,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     samples = lessons.samples_shown(samples_by_model)
     groups_stored = lessons.stored_groups(results)
     names = {model: model for model in evals} | glance.prose_names(results)
+    tested_narrowing = bool(pair) and (narrowing.get("weaker"), narrowing.get("stronger")) == pair
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
@@ -299,8 +301,9 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "plan": _plan(results),
         "name_of": names,
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (names[pair[0]], names[pair[1]]),
-                                               narrowing if (narrowing.get("weaker"), narrowing.get("stronger")) == pair
-                                               else None) if pair else None,
+                                               narrowing if tested_narrowing else None) if pair else None,
+        "narrowing_numbers": narrowing_numbers(narrowing, (names[pair[0]], names[pair[1]])) if tested_narrowing
+        else None,
         "sections": SECTIONS,
         "appendix": APPENDIX,
         "titles": dict(SECTIONS + APPENDIX),

@@ -84,19 +84,23 @@ def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT"
     if not narrowing:
         return text + ("pass@k is capped at 1, so a gap narrows as k grows even when every problem improved alike; "
                        "whether it narrows more than that is not tested in this run.")
-    k = narrowing["k"]
-    numbers = (f"at k = {k} the gap is {points(narrowing['gap_at_k'])}, against {points(narrowing['null_gap_at_k'])} "
-               f"if {a} had turned the same share of {b}'s failed tries into successes on every problem (the "
-               f"ceiling alone); excess narrowing {points(narrowing['excess_narrowing'])}, 95% interval over problems "
-               f"[{bound(narrowing['low'])}, {bound(narrowing['high'])}] points")
     if narrowing["verdict"] == "polish":
-        return text + (f"The gap narrows by more than the ceiling makes it narrow ({numbers}): {a} mostly moves "
-                       f"answers {b} could already reach to the first try (polish, not create).")
+        return text + (f"The gap narrows by more than the ceiling makes it narrow (pass@k cannot pass 100%, so any gap "
+                       f"shrinks as k grows): {a} mostly moves answers {b} could already reach to the first try "
+                       "(polish, not create).")
     if narrowing["verdict"] == "create":
-        return text + (f"The gap narrows by less than the ceiling alone would make it ({numbers}): {a} gains more on "
-                       f"problems {b} rarely reached than a uniform improvement would.")
-    return text + (f"The narrowing is what the ceiling alone produces, within the noise ({numbers}): polish or create "
-                   "is not resolved.")
+        return text + (f"The gap narrows by less than the ceiling alone would make it: {a} gains more on problems {b} "
+                       "rarely reached than a uniform improvement would.")
+    return text + "The narrowing is what the ceiling alone produces, within the noise: polish or create is not resolved."
+
+
+def narrowing_numbers(narrowing: dict, names: tuple[str, str] = ("SFT", "GRPO")) -> str:
+    """The narrowing test behind ``pass_at_k_verdict``'s words: the gap at k against the ceiling's, and the excess."""
+    b, a = names
+    return (f"at k = {narrowing['k']} the gap is {points(narrowing['gap_at_k'])}, against "
+            f"{points(narrowing['null_gap_at_k'])} if {a} had turned the same share of {b}'s failed tries into "
+            f"successes on every problem (the ceiling alone); excess narrowing {points(narrowing['excess_narrowing'])}, "
+            f"95% interval over problems [{bound(narrowing['low'])}, {bound(narrowing['high'])}] points")
 
 
 def health_verdict(health: dict) -> str:
