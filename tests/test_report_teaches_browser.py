@@ -124,6 +124,8 @@ def test_each_departure_from_the_chapter_has_its_why_above_the_appendix(driver, 
     ppo = driver.execute_script(WHY, "ppo-why")
     assert ppo["top"] is not None and ppo["top"] < ppo["appendix"]
     assert "reward model orders 50.6% of 168 held-out pairs" in ppo["text"], ppo["text"]
+    evidence = [f for f in driver.execute_script(FIGURE_SIZES) if f["alt"].startswith("PPO: its reward model's score")]
+    assert evidence, "the evidence figure (PPO's score against the code reward) is not above the appendix"
     greedy = driver.execute_script(WHY, "greedy-why")  # the default's GRPO: pass@1 higher, greedy accuracy not
     assert greedy["top"] is not None and greedy["top"] < greedy["appendix"]
     assert "sharpening" in greedy["text"] and "greedy accuracy" in greedy["text"], greedy["text"]

@@ -106,6 +106,19 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT p
     save_figure(fig, path)
 
 
+def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
+    """Section 7's evidence for PPO: per step, the reward model's score it maximised beside the code reward."""
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.4), layout="constrained")
+    x = step_series(steps, "step")
+    for ax, key, title in ((axes[0], "score_mean", "What PPO maximised: its reward model's score"),
+                           (axes[1], "reward_mean", "What the verifier pays: the code reward")):
+        ax.plot(x, step_series(steps, key), color="black", marker=".")
+        ax.set(title=title, xlabel="PPO step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+    save_figure(fig, path)
+
+
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
     """Bars of one group's advantages coloured by sign, each annotated with its reward."""
     ax.set_title(title)
@@ -402,6 +415,9 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
         kl_name = training_kl_name(results.get("config"))
         draw("ppo_curves", lambda runs, path: plot_ppo_curves(runs, path, kl_name), {**grpo, **ppo_runs})
+        ppo = ppo_runs.get("ppo") or next(iter(ppo_runs.values()))
+        if "score_mean" in ppo[0]:
+            draw("ppo_score_vs_reward", plot_ppo_score_vs_reward, ppo)
     if train.get("example_groups"):
         draw("group_advantages", plot_group_advantages, train["example_groups"])
     draw("grpo_vs_ppo", plot_grpo_vs_ppo)
