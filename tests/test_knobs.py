@@ -73,7 +73,7 @@ def unslimmed_plan(config, variant, monkeypatch):
 @pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "qwen3-0.6b.yaml"])
 def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name, monkeypatch):
     import thai_grpo.methods as methods
-    from thai_grpo.methods.contract import stage_arguments
+    from thai_grpo_tools.trainer_arguments import stage_arguments
 
     config = configs()[name]
     for variant in config["variants"]:

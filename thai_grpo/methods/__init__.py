@@ -12,9 +12,6 @@ from pathlib import Path
 
 from thai_grpo.core.config import ConfigError, variant_settings
 
-# A variant's ``group``, where the report shows it: a row of the method comparison; a comparison row in the pitfalls
-# report only; the Pitfalls section; the reward-hacking experiment; the loss-family study.
-GROUPS = ("method", "ablation", "pitfall", "hacking", "losses")
 # Each module is imported only when a run of its method trains, and has ``train(spec: RunSpec) -> dict``.
 METHODS = {"grpo": "thai_grpo.methods.grpo", "rloo": "thai_grpo.methods.rloo", "dpo": "thai_grpo.methods.dpo",
            "ppo": "thai_grpo.methods.ppo"}

@@ -1,62 +1,14 @@
-"""What each stage's trainer is given by a config, built by the same functions the training stages call: the values the
-chapter's contract (``thai_grpo.core.chapter``) is checked against. Imports TRL.
+"""The chapter's contract (``thai_grpo.core.chapter``) read from what a run's stages recorded: each key's value, for the
+run card to set beside the chapter's. (What a config would give, from the trainers' own argument classes, is
+``thai_grpo_tools.trainer_arguments``.)
 """
 
 from __future__ import annotations
 
-import dataclasses
 import enum
-import tempfile
 
-from thai_grpo.core.chapter import CHAPTER, TRAIN_SIZE, config_value, optimizer_steps
+from thai_grpo.core.chapter import CHAPTER, config_value
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-
-def stage_arguments(config: dict, stage: str):
-    """The argument object the trainer of ``stage`` (a variant name, or ``reward_model``) is built with."""
-    from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
-
-    from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.settings import dpo_args, ppo_settings, rloo_args
-    from thai_grpo.models.training import trainer_args
-
-    output_dir, seed, dtype = tempfile.gettempdir(), config["seed"], config["base"]["dtype"]
-    if stage == "reward_model":
-        return RewardConfig(**trainer_args(config.get("reward_model", {}).get("args", {}), output_dir, seed, dtype))
-    plan = variant_plan(config, stage)
-    if plan["method"] == "grpo":
-        return GRPOConfig(**trainer_args(plan["grpo_args"], output_dir, seed, dtype))
-    if plan["method"] == "rloo":
-        fields = {f.name for f in dataclasses.fields(RLOOConfig)}
-        return RLOOConfig(**trainer_args(rloo_args(plan["grpo_args"], fields, plan["rloo"])[0], output_dir, seed, dtype))
-    if plan["method"] == "dpo":
-        fields = {f.name for f in dataclasses.fields(DPOConfig)}
-        return DPOConfig(**trainer_args(dpo_args(plan["grpo_args"], fields, plan["dpo"])[0], output_dir, seed, dtype))
-    return ppo_settings(plan["grpo_args"], plan["ppo"])
-
-
-def rollout_steps(arguments, rows: int) -> int:
-    """Optimizer steps of a GRPO or RLOO run over ``rows`` prompts with ``arguments`` (``chapter.optimizer_steps``)."""
-    return optimizer_steps(rows, arguments.num_generations, arguments.per_device_train_batch_size,
-                           arguments.gradient_accumulation_steps, arguments.num_train_epochs, arguments.max_steps)
-
-
-def resolved_values(config: dict) -> dict[str, object]:
-    """Every contract key ``config`` has a stage for, with the value its run would use (imports TRL)."""
-    from thai_grpo.methods import variant_plan
-
-    built = {}
-
-    def stage_value(stage: str, field: str):
-        if stage not in built:
-            built[stage] = stage_arguments(config, stage)
-        if field == "reference":
-            return variant_plan(config, stage)["grpo_args"]["reference"]
-        if field == "optimizer_steps":
-            return rollout_steps(built[stage], config["data"]["train_size"])
-        return getattr(built[stage], field)
-
-    return _values(config, stage_value, _stages_run(config))
-
 
 def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]:
     """The same keys from what the stages recorded: ``records[stage]`` = ``{"args": the trainer's arguments as a dict,
@@ -68,7 +20,7 @@ def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]
             return record[field]
         return record["args"][field]
 
-    return _values(config, stage_value, [stage for stage in _stages_run(config) if stage in records])
+    return contract_values(config, stage_value, [stage for stage in stages_run(config) if stage in records])
 
 
 def stage_records(trains: dict[str, dict], reward_model_train: dict | None = None) -> dict[str, dict]:
@@ -84,7 +36,8 @@ def stage_records(trains: dict[str, dict], reward_model_train: dict | None = Non
     return records
 
 
-def _values(config: dict, stage_value, stages) -> dict[str, object]:
+def contract_values(config: dict, stage_value, stages) -> dict[str, object]:
+    """Every contract key of ``stages`` (and the config's own), each from ``stage_value(stage, field)``."""
     values = {}
     for fact in CHAPTER:
         stage, field = fact.key.split(".", 1)
@@ -99,7 +52,7 @@ def _values(config: dict, stage_value, stages) -> dict[str, object]:
     return values
 
 
-def _stages_run(config: dict) -> list[str]:
+def stages_run(config: dict) -> list[str]:
     """The contract's stages that ``config`` runs: its variants, and the reward model when a PPO variant uses it."""
     return [*config.get("variants", {}), *(["reward_model"] if _scores_by_reward_model(config) else [])]
 
@@ -123,6 +76,3 @@ def _config_default(config: dict, dotted: str):
         return config_value(config, dotted)
     except KeyError:
         return None
-
-
-__all__ = ["TRAIN_SIZE", "recorded_values", "resolved_values", "rollout_steps", "stage_arguments"]
