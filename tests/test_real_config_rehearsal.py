@@ -80,10 +80,22 @@ def test_every_stage_ran_and_both_heldout_sets_are_reported(rehearsal):
     results = json.loads((workdir / "results" / "results.json").read_text(encoding="utf-8"))
     assert list(results["eval"]) == MODELS
     mgsm = results["extra_sets"]["mgsm_th"]
-    assert mgsm["title"] == "MGSM Thai" and list(mgsm["eval"]) == MODELS
+    assert mgsm["title"] == "MGSM Thai" and mgsm["source"]["source"] == "local" and list(mgsm["eval"]) == MODELS
     assert mgsm["data"]["problems"] == mgsm["data"]["source_rows"] > 0
+    assert set(mgsm["paired_tests"]) == {f"{m}_vs_sft" for m in MODELS if m not in ("base", "sft")}
+    heldout = len((workdir / "results/data/heldout.jsonl").read_text(encoding="utf-8").splitlines())
+    for model in MODELS:  # each set scored apart: the main numbers are the main set's, the second set's its own
+        main = json.loads((workdir / f"results/eval/{model}/scores.json").read_text(encoding="utf-8"))
+        assert results["eval"][model]["pass@1"] == main["pass@1"] and main["num_problems"] == heldout, model
+        second = mgsm["eval"][model]
+        assert second["num_problems"] == mgsm["data"]["problems"] and second["n_samples"] > 0, model
+        for key in ["pass@1", "greedy_accuracy"]:
+            assert second[key]["wilson_low"] <= second[key]["estimate"] <= second[key]["wilson_high"], (model, key)
+    assert {"extra_heldout-mgsm_th", "sample_extra-mgsm_th-grpo", "score_extra-mgsm_th-sft"} <= set(
+        results["run"]["benchmarks"])
     html = (workdir / "results" / "report.html").read_text(encoding="utf-8")
-    assert "MGSM Thai" in html and "Qwen/Qwen3-0.6B" in html
+    assert "<h3>Second held-out set: MGSM Thai</h3>" in html and "Qwen/Qwen3-0.6B" in html
+    assert f"{mgsm['data']['problems']} problems from" in html
 
 
 @pytest.mark.slow
