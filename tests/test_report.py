@@ -19,6 +19,7 @@ from thai_grpo.report.plan_words import fmt_p
 
 from thai_grpo.methods.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
+from thai_grpo.report.glance import prose_names
 from thai_grpo_studies.pitfall_figures import draw_pitfalls
 from thai_grpo.report.html import APPENDIX, SECTIONS, render_report, write_report
 
@@ -118,9 +119,10 @@ def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, f
     models = list(results["eval"])
     note = html.split('<section id="statistics">')[1].split("</section>")[0]
     assert note.split("</h2>")[1].lstrip().startswith('<p class="plan">Analysis plan, declared in the config')
+    names = prose_names(results)  # one spelling: the comparison's names ("grpo" is GRPO)
     for i, b in enumerate(models):
         for a in models[i + 1:]:
-            assert f"<th>{a} - {b}</th>" in html
+            assert f"<th>{names[a]} - {names[b]}</th>" in html
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
     note = html.split('<section id="statistics">')[1].split("</section>")[0]
     assert note.count(' supported"') == sum(t["supported"] for t in tests) > 0
@@ -364,7 +366,7 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     assert "n/a" in results_table.split("<th>GRPO</th>")[1].split("</tr>")[0]  # no comparison.pairwise in the fixture
     with_tests = html.split('<section id="methods">')[1].split("</section>")[0]
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
-    note = pairwise_row(html, "grpo - sft")
+    note = pairwise_row(html, "GRPO - SFT")
     grpo = unescape(grpo)
     assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f">{note['verdict']}</span>" in grpo
     assert "adjusted p" not in grpo and "Wilson" not in grpo  # plain words in the lesson, the statistics after it
@@ -422,7 +424,7 @@ def test_every_headline_verdict_is_the_notes_verdict_for_the_same_pair(fixture_d
     for name, model in (("Base (no adapter)", "base"), ("GRPO", "grpo")):
         sentences = re.findall(r'<span class="versus">(.*?)</span>', headline_line(html, name))
         for sentence, metric in zip(sentences, ("pass@1", "greedy"), strict=True):
-            word = pairwise_row(html, "sft - base" if model == "base" else f"{model} - sft", metric)["verdict"]
+            word = pairwise_row(html, "SFT - base" if model == "base" else f"{name} - SFT", metric)["verdict"]
             if model == "base":  # the note's row reads sft - base, the headline base - sft
                 word = {"higher": "lower", "lower": "higher"}.get(word, word)
             phrase = unescape(sentence).rsplit("): ", 1)[1]
@@ -472,7 +474,7 @@ def test_second_heldout_set_table_renders_apart_from_the_main_one(fixture_data, 
     assert "248 problems from <code>juletxara/mgsm</code>, configuration th" in extra and "revision main" in extra
     assert "dropped: 2;" in extra and "pass@1 vs SFT (paired)" in extra
     rows = re.findall(r"<tr><th>(\w+)</th><td>", extra)
-    assert rows == ["base", "sft", "grpo"]
+    assert rows == ["base", "SFT", "GRPO"]
     assert '<span class="estimate">31.2%</span>' in extra and "Wilson [20.0, 45.0]" in extra
     assert "-2.1 points <span class=\"ci\">[-5.0, 1.0], p 0.21</span>" in extra
     assert "12 x 8" in extra
