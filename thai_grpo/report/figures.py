@@ -323,14 +323,14 @@ def _regimes_panel(ax, regimes: list[dict]) -> None:
 MODEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
-def plot_pass_at_k(eval_dict: dict, path) -> None:
+def plot_pass_at_k(eval_dict: dict, path, names: dict | None = None) -> None:
     """Unbiased pass@k for k = 1..n of every evaluated model, each with its own marker (curves that coincide stay
-    visible), the legend beside the axes."""
+    visible), the legend beside the axes naming each model as ``names`` does."""
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     for index, (name, res) in enumerate(eval_dict.items()):
         curve = res.get("pass_at_k_curve") or []
         ax.plot(np.arange(1, len(curve) + 1), curve, marker=MODEL_MARKERS[index % len(MODEL_MARKERS)],
-                markersize=8 - index % 4, label=name, zorder=3 if name == "grpo" else 2)
+                markersize=8 - index % 4, label=(names or {}).get(name, name), zorder=3 if name == "grpo" else 2)
     ax.set(title="Held-out pass@k (unbiased estimator), every model", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
@@ -426,7 +426,7 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     if kl_real.get("logp_policy"):
         draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real)
     if evals:
-        draw("pass_at_k", plot_pass_at_k, evals)
+        draw("pass_at_k", lambda evals, path: plot_pass_at_k(evals, path, glance.prose_names(results)), evals)
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
