@@ -11,7 +11,7 @@ from matplotlib.ticker import MaxNLocator
 
 from thai_grpo.core.references import training_kl_name
 from thai_grpo.methods import kl
-from thai_grpo.report import glance
+from thai_grpo.report import glance, lessons
 from thai_grpo.report.figures_gains import plot_gains
 from thai_grpo.report.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
@@ -415,9 +415,8 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
         kl_name = training_kl_name(results.get("config"))
         draw("ppo_curves", lambda runs, path: plot_ppo_curves(runs, path, kl_name), {**grpo, **ppo_runs})
-        ppo = ppo_runs.get("ppo") or next(iter(ppo_runs.values()))
-        if "score_mean" in ppo[0]:
-            draw("ppo_score_vs_reward", plot_ppo_score_vs_reward, ppo)
+    if lessons.ppo_lesson(results):  # section 7's evidence, drawn where its "why" is shown
+        draw("ppo_score_vs_reward", plot_ppo_score_vs_reward, results["runs"]["ppo"]["steps"])
     if train.get("example_groups"):
         draw("group_advantages", plot_group_advantages, train["example_groups"])
     draw("grpo_vs_ppo", plot_grpo_vs_ppo)
@@ -425,12 +424,12 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     kl_real = results.get("kl_real") or {}
     if kl_real.get("logp_policy"):
         draw("k1_vs_k3_real", plot_k1_vs_k3_real, kl_real)
+    names = glance.prose_names(results)
     if evals:
-        draw("pass_at_k", lambda evals, path: plot_pass_at_k(evals, path, glance.prose_names(results)), evals)
+        draw("pass_at_k", lambda evals, path: plot_pass_at_k(evals, path, names), evals)
     pair = solve_rate_pair(evals)
     if pair:
         before, after = evals[pair[0]], evals[pair[1]]
-        names = glance.prose_names(results)
         labels = tuple(names.get(model, model) for model in pair)
         if before.get("pass_at_k_curve") and after.get("pass_at_k_curve"):
             draw("pass_at_k_gap", plot_pass_at_k_gap, before["pass_at_k_curve"], after["pass_at_k_curve"], labels)

@@ -25,16 +25,21 @@ def compared_models(results: dict) -> list[str]:
     return [m for m in dict.fromkeys([*listed, *evals]) if m in evals]
 
 
+def comparison_names(results: dict) -> dict[str, str]:
+    """{model or variant: its method's name in the comparison} ("grpo" -> "GRPO", "base" -> "Base (no adapter)")."""
+    rows = (results.get("comparison") or {}).get("methods") or []
+    return {row["model"]: row["method"] for row in rows if row.get("model") and row.get("method")}
+
+
 def model_names(results: dict) -> dict[str, str]:
     """{model: its comparison name} ("grpo" -> "GRPO"); a model without a comparison row keeps its own."""
-    rows = (results.get("comparison") or {}).get("methods") or []
-    named = {row["model"]: row["method"] for row in rows if row.get("model") and row.get("method")}
+    named = comparison_names(results)
     return {model: named.get(model, model) for model in compared_models(results)}
 
 
 def prose_names(results: dict) -> dict[str, str]:
-    """``model_names`` as prose uses them: "grpo" -> "GRPO", "dr_grpo" -> "Dr.GRPO", and "base" as it is."""
-    return {**model_names(results), "base": "base"}
+    """``comparison_names`` as prose uses them: "grpo" -> "GRPO", "dr_grpo" -> "Dr.GRPO", and "base" as it is."""
+    return {**comparison_names(results), "base": "base"}
 
 
 def _signed(value: float) -> str:

@@ -232,8 +232,8 @@ def _pairwise(results: dict) -> dict[str, dict]:
 
 
 def _namer(results: dict):
-    names = {m.get("model"): m.get("method") for m in (results.get("comparison") or {}).get("methods") or []}
-    return lambda variant: names.get(variant) or variant
+    names = glance.prose_names(results)
+    return lambda variant: names.get(variant, variant)
 
 
 def _study_pairs(tests: list[dict], name) -> list[dict]:
@@ -292,6 +292,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     samples = lessons.samples_shown(samples_by_model)
     groups_stored = lessons.stored_groups(results)
     names = {model: model for model in evals} | glance.prose_names(results)
+    pair_names = (names[pair[0]], names[pair[1]]) if pair else None
     tested_narrowing = bool(pair) and (narrowing.get("weaker"), narrowing.get("stronger")) == pair
     return {
         "glance": glance.first_screen(results, health),
@@ -300,10 +301,9 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "pairwise": _pairwise(results),
         "plan": _plan(results),
         "name_of": names,
-        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], (names[pair[0]], names[pair[1]]),
+        "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], pair_names,
                                                narrowing if tested_narrowing else None) if pair else None,
-        "narrowing_numbers": narrowing_numbers(narrowing, (names[pair[0]], names[pair[1]])) if tested_narrowing
-        else None,
+        "narrowing_numbers": narrowing_numbers(narrowing, pair_names) if tested_narrowing else None,
         "sections": SECTIONS,
         "appendix": APPENDIX,
         "titles": dict(SECTIONS + APPENDIX),
