@@ -303,7 +303,7 @@ def groups_with_answers(groups: dict, rollouts: list[dict], golds: dict) -> dict
     for kind, group in groups.items():
         completions, lines = group.get("completions") or [], steps.get(group.get("step"), [])
         size = len(completions)
-        match = next((lines[i:i + size] for i in range(0, len(lines) - size + 1, size or 1)
+        match = next((lines[i:i + size] for i in range(0, len(lines) - size + 1, size)
                       if [line["completion"] for line in lines[i:i + size]] == completions), None) if size else None
         found[kind] = group if match is None else {**group, "gold": golds.get(match[0]["prompt_id"]),
                                                    "reward_parts": [line["rewards"] for line in match]}
