@@ -89,7 +89,7 @@ EVAL_DTYPE = config["eval"]["dtype"]
 TRAIN_DTYPE = config["base"]["dtype"]
 # The large-k experiment (the passk rule) samples as eval does, with n = passk.num_samples on the first passk.problems.
 PASSK_SETTINGS = passk_settings(config)
-PASSK_MODELS = (config.get("passk") or {}).get("models", ["base", "sft", "grpo"])
+PASSK_MODELS = config["passk"]["models"]
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
 # Threads and priorities (thai_grpo.jobs.scheduling): every training and sampling job takes one thread; the

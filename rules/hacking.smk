@@ -39,6 +39,7 @@ if config["sft"]["source"] in ("train", "shipped"):
 rule hacking_results:
     input:
         train=expand(rules.train.output.train, run=HACKING_VARIANTS),
+        rollouts=expand(rules.train.output.rollouts, run=HACKING_VARIANTS),
     output:
         results="results/hacking/results.json",
     log:

@@ -4,18 +4,23 @@ from thai_grpo.core.io import read_json, read_jsonl, write_json
 from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.methods.contract import recorded_values, stage_records
 from thai_grpo.methods.update_size import adapter_displacements
-from thai_grpo.models.loading import safetensors_parameter_count
-from thai_grpo.jobs.machine import commit_of, jobs_ran_on, stage_logs
-from thai_grpo.report.results import assemble, benchmark_max_rss, benchmark_seconds, groups_with_answers
+from thai_grpo.jobs.machine import commit_of
+from thai_grpo.report.results import (assemble, benchmark_max_rss, benchmark_seconds, jobs_ran_on,
+                                      safetensors_parameter_count, stage_logs)
+from thai_grpo.report.rollouts import example_groups, hollow_think_completions
 
 log_to(snakemake.log[0])
 params = snakemake.params
 scores = {model: read_json(path) for model, path in zip(params.models, snakemake.input.scores)}
 trains = {variant: read_json(path) for variant, path in zip(params.variants, snakemake.input.train)}
-golds = {row["id"]: row["answer"] for row in read_jsonl(snakemake.input.train_rows)}
-for variant, rollouts in zip(params.variants, snakemake.input.rollouts):
-    trains[variant]["example_groups"] = groups_with_answers(trains[variant].get("example_groups") or {},
-                                                            read_jsonl(rollouts), golds)
+problems = {row["id"]: row for row in read_jsonl(snakemake.input.train_rows)}
+for variant, path in zip(params.variants, snakemake.input.rollouts):  # GRPO's and RLOO's groups, from their rollouts
+    train = trains[variant]
+    if train.get("method") in ("grpo", "rloo"):
+        rollouts = read_jsonl(path)
+        train["example_groups"] = example_groups(rollouts, train["args"]["num_generations"], train["optimizer_steps"],
+                                                 problems)
+        train["empty_think_examples"] = hollow_think_completions(rollouts)
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
 reward_model_train = read_json(snakemake.input.reward_model_train) if reward_model else None
@@ -40,7 +45,7 @@ results = assemble(params.config, read_json(snakemake.input.stats), scores, trai
                    reward_model_train=reward_model_train)
 # The checkout's commit when the numbers were collected (make compare names each run by it).
 results["run"]["commit"] = commit_of(".")
-# The CPUs and commits the jobs timed in this run card ran on, from their logs (thai_grpo.jobs.machine).
+# The CPUs and commits the jobs timed in this run card ran on, from their logs (thai_grpo.report.results.jobs_ran_on).
 results["run"]["jobs_ran_on"] = jobs_ran_on(stage_logs(params.benchmarks, results["run"]["benchmarks"]))
 write_json(snakemake.output.results, results)
 end_job()  # outputs written: skip the interpreter teardown of torch and the model (thai_grpo.core.io)

@@ -2,10 +2,9 @@
 
 from thai_grpo.core.io import read_json, write_json
 from thai_grpo.jobs.job import log_to
-from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.losses import loss_results
-from thai_grpo.report.results import benchmark_seconds
+from thai_grpo.report.results import benchmark_seconds, jobs_ran_on, stage_logs
 
 log_to(snakemake.log[0])
 params = snakemake.params

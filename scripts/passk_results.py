@@ -3,8 +3,7 @@ its sentence and figure for the main report."""
 
 from thai_grpo.core.io import read_json, write_json
 from thai_grpo.jobs.job import log_to
-from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
-from thai_grpo.report.results import benchmark_seconds
+from thai_grpo.report.results import benchmark_seconds, jobs_ran_on, stage_logs
 from thai_grpo_studies.large_k import large_k_results, plot_large_k
 from thai_grpo_studies.study_words import large_k_verdict
 

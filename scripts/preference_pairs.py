@@ -3,7 +3,7 @@
 import torch
 
 from thai_grpo.core.io import progress, read_jsonl, write_json, write_jsonl
-from thai_grpo.jobs.devices import evaluation_precision
+from thai_grpo.models.sampling import evaluation_precision
 from thai_grpo.jobs.job import model_job
 from thai_grpo.jobs.memory_stages import sampling_sizes
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems

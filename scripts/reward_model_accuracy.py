@@ -2,7 +2,8 @@
 way (a correct and a wrong SFT sample of one held-out problem) from the SFT policy's held-out samples."""
 
 from thai_grpo.core.io import read_json, read_jsonl, write_json
-from thai_grpo.jobs.devices import evaluation_precision, job_device
+from thai_grpo.jobs.devices import job_device
+from thai_grpo.models.sampling import evaluation_precision
 from thai_grpo.jobs.job import model_job
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs

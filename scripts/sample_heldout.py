@@ -5,9 +5,10 @@ transformers' generate, on the GPU when there is one; vLLM's offline engine with
 """
 
 from thai_grpo.core.io import progress, read_jsonl, write_json, write_jsonl
-from thai_grpo.jobs.devices import evaluation_precision, job_device
+from thai_grpo.jobs.devices import job_device
 from thai_grpo.jobs.job import model_job
 from thai_grpo.jobs.memory_stages import sampling_sizes
+from thai_grpo.models.sampling import evaluation_precision
 
 with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
     ev = snakemake.params.eval

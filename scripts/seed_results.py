@@ -2,9 +2,8 @@
 
 from thai_grpo.core.io import read_json, write_json
 from thai_grpo.jobs.job import log_to
-from thai_grpo.jobs.machine import jobs_ran_on, stage_logs
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report.results import benchmark_seconds
+from thai_grpo.report.results import benchmark_seconds, jobs_ran_on, stage_logs
 from thai_grpo_studies.seed_stats import seed_costs, seed_study
 from thai_grpo_studies.study_words import with_sentences
 

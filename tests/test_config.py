@@ -229,11 +229,15 @@ def test_evaluation_samples_with_the_training_budget_unless_told_otherwise():
 
 
 def test_the_large_k_experiment_samples_like_the_evaluation_with_its_own_n():
-    from thai_grpo.core.config import passk_settings
+    from thai_grpo.core.config import eval_settings, passk_settings
 
-    config = {"grpo": {"max_completion_length": 80},
-              "eval": {"models": ["sft"], "temperature": 1.0, "num_samples": 8, "batch_size": 64, "seed": 7}}
-    assert passk_settings(config) == {"temperature": 1.0, "max_new_tokens": 80, "seed": 7, "num_samples": 64,
-                                      "batch_size": 8, "ks": [1, 8, 64], "problems": 100}
-    config["passk"] = {"num_samples": 16, "problems": 20}
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    del config["passk"]  # the schema's defaults
+    config["grpo"]["max_completion_length"] = 80
+    config["eval"].update(temperature=1.0, num_samples=8, batch_size=64, seed=7, max_new_tokens=80)
+    validate(config, str(REPO / "config" / "schema.yaml"))
+    assert passk_settings(config) == {**eval_settings(config), "num_samples": 64, "batch_size": 8, "ks": [1, 8, 64],
+                                      "problems": 100}
+    assert eval_settings(config)["temperature"] == 1.0 and eval_settings(config)["seed"] == 7
+    config["passk"].update(num_samples=16, problems=20)
     assert (passk_settings(config)["num_samples"], passk_settings(config)["problems"]) == (16, 20)

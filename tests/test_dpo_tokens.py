@@ -10,7 +10,8 @@ import pytest
 from thai_grpo.core.config import ConfigError
 from thai_grpo.methods.dpo import TOKEN_COLUMNS, sampled_token_trainer, token_rows
 from thai_grpo.methods.preferences import build_pairs, prompt_token_ids
-from thai_grpo.methods.settings import check_max_length, check_max_length_in_config
+from thai_grpo.methods.dpo import check_max_length
+from thai_grpo.methods.settings import check_max_length_in_config
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 QUESTION = "มีแอปเปิล 3 ผล ได้มาอีก 4 ผล มีกี่ผล"

@@ -163,7 +163,8 @@ def test_fake_engine_outputs_map_to_records(tiny_tokenizer):
 def test_gpus_are_counted_from_nvidia_smi(tmp_path):
     from snakemake_dry_run import fake_nvidia_smi
 
-    from thai_grpo.jobs.devices import gpus_listed, local_gpu_count
+    from thai_grpo.jobs.devices import local_gpu_count
+    from thai_grpo.jobs.gpus import gpus_listed
 
     mig = "GPU 0: NVIDIA A100 (UUID: GPU-1)\n  MIG 3g.40gb Device 0: (UUID: MIG-1)\nGPU 1: NVIDIA A100 (UUID: GPU-2)\n"
     assert gpus_listed(mig) == 2 and gpus_listed("") == 0
@@ -186,7 +187,7 @@ def test_the_gpu_limit_is_one_job_per_gpu_and_none_without():
     ("-1", None),
 ])
 def test_one_device_per_job(visible, pinned):
-    from thai_grpo.jobs.devices import one_device, pin_one_device
+    from thai_grpo.jobs.gpus import one_device, pin_one_device
 
     assert one_device(visible) == pinned
     environ = {} if visible is None else {"CUDA_VISIBLE_DEVICES": visible}
@@ -199,7 +200,7 @@ def test_one_device_per_job(visible, pinned):
     ((9, 0), None, (9, 0)), ((9, 0), "7.5", (7, 5)), ((8, 0), "8.0", (8, 0)), (None, None, None),
 ])
 def test_acting_capability(real, requested, acting):
-    from thai_grpo.jobs.devices import acting_capability
+    from thai_grpo.jobs.gpus import acting_capability
     from thai_grpo_tools.gpu_settings import precision_summary
 
     assert acting_capability(real, requested) == acting
@@ -211,7 +212,7 @@ def test_acting_capability(real, requested, acting):
     ((7, 5), "8.0", "above this GPU"), (None, "7.5", "needs a CUDA GPU"), ((9, 0), "T4", "MAJOR.MINOR"),
 ])
 def test_acting_capability_refuses(real, requested, message):
-    from thai_grpo.jobs.devices import acting_capability
+    from thai_grpo.jobs.gpus import acting_capability
 
     with pytest.raises((RuntimeError, ValueError), match=message):
         acting_capability(real, requested)

@@ -9,7 +9,8 @@ import pytest
 from thai_grpo.core.rewards import REWARD_FUNCTIONS
 from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo.methods.health import format_hacking_suspect, hacking_episodes, training_health
-from thai_grpo.methods.metrics import batch_metrics, blank_think_share, first_and_latest, hollow_think_paid_share
+from thai_grpo.methods.metrics import batch_metrics, blank_think_share, hollow_think_paid_share
+from thai_grpo.report.rollouts import hollow_think_completions
 from thai_grpo_studies.hacking import hacking_results, render_hacking_report, summarise_hacking_chains
 from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR
 
@@ -35,12 +36,15 @@ def test_step_records_count_blank_blocks_and_which_ones_the_format_reward_paid()
         pytest.approx((0.2, 0.4, 0.4))
 
 
-def test_first_and_latest_keeps_where_the_run_started_and_where_it_ended():
-    kept = []
-    for step in range(1, 7):
-        kept = first_and_latest(kept, [(step, i) for i in range(3)], 8)
-    assert kept == [(1, 0), (1, 1), (1, 2), (2, 0), (5, 2), (6, 0), (6, 1), (6, 2)]
-    assert first_and_latest([1], [2], 8) == [1, 2]
+def test_hollow_thinks_shown_are_where_the_run_started_and_where_it_ended():
+    """Three hollow completions a step (of four: one worked), six steps: the first four seen and the latest four."""
+    rollouts = [{"step": step, "completion": "<think>1 + 1 = 2</think> 2" if i == 3 else f"<think></think> {i}",
+                 "reward": 0.3} for step in range(1, 7) for i in range(4)]
+    shown = [(example["step"], example["completion"][-1]) for example in hollow_think_completions(rollouts, 8)]
+    assert shown == [(1, "0"), (1, "1"), (1, "2"), (2, "0"), (5, "2"), (6, "0"), (6, "1"), (6, "2")]
+    assert [e["step"] for e in hollow_think_completions(rollouts[:8], 8)] == [1, 1, 1, 2, 2, 2]  # under 8: all
+    crowded = [{"step": 1, "completion": "<think> </think> 5", "reward": 0.0}] * 12  # more than 8 in one step
+    assert len(hollow_think_completions(crowded, 8)) == 8
 
 
 def steps(format_name, paid, accuracy, empty=None, blank=None):

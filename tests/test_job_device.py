@@ -1,6 +1,6 @@
-"""Where a model job runs (thai_grpo.jobs.devices): the config's `device` against what the job's torch sees, the
-real config's one-line stop on a machine without CUDA (run through the model scripts themselves), and one GPU per job
-on a machine with several (the slot locks, claimed by concurrent processes)."""
+"""Where a model job runs (thai_grpo.jobs.devices, thai_grpo.jobs.gpus): the config's `device` against what the job's
+torch sees, the real config's one-line stop on a machine without CUDA (run through the model scripts themselves), and
+one GPU per job on a machine with several (the slot locks, claimed by concurrent processes)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from snakemake_dry_run import fake_nvidia_smi
 
-from thai_grpo.jobs.devices import (choose_job_device, claim_gpu_slot, pin_job_gpu, slot_device,
-                                         start_model_job, visible_gpus)
+from thai_grpo.jobs.devices import choose_job_device, start_model_job
+from thai_grpo.jobs.gpus import claim_gpu_slot, pin_job_gpu, slot_device, visible_gpus
 from thai_grpo.core.config import load_config_files
 
 REPO = Path(__file__).resolve().parents[1]
@@ -117,6 +117,22 @@ def test_a_job_that_may_use_a_gpu_gets_expandable_segments_unless_it_says_otherw
     environ = {"CUDA_VISIBLE_DEVICES": "", "PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:512"}
     start_model_job({"device": "auto", "base": {"source": "shipped"}}, environ)
     assert environ["PYTORCH_CUDA_ALLOC_CONF"] == "max_split_size_mb:512"  # the user's own setting is kept
+
+
+def test_a_machine_without_nvidias_driver_never_imports_the_gpu_layer(tmp_path):
+    """Where nvidia-smi is absent, a job's start and its capability run no GPU code; where it is present, the job is
+    pinned through thai_grpo.jobs.gpus (here: the first of two GPUs a fake nvidia-smi lists)."""
+    probe = ("import os, sys; from thai_grpo.jobs.devices import current_capability, start_model_job; "
+             "device = start_model_job({'device': 'auto', 'base': {'source': 'shipped'}}); "
+             "print(device, current_capability(), 'thai_grpo.jobs.gpus' in sys.modules, "
+             "os.environ.get('CUDA_VISIBLE_DEVICES'))")
+    bare = {**os.environ, "PATH": str(Path(sys.executable).parent)}
+    bare.pop("CUDA_VISIBLE_DEVICES", None)
+    out = subprocess.run([sys.executable, "-c", probe], env=bare, capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split() == ["cpu", "None", "False", "None"], out.stderr[-2000:]
+    two = {**bare, "PATH": fake_nvidia_smi(tmp_path / "bin", gpus=2)["PATH"] + os.pathsep + bare["PATH"]}
+    out = subprocess.run([sys.executable, "-c", probe], env=two, capture_output=True, text=True, cwd=tmp_path)
+    assert out.stdout.split()[2:] == ["True", "0"], out.stderr[-2000:]
 
 
 # ----------------------------------------------------------------------------------------- one GPU per job

@@ -119,7 +119,8 @@ def test_the_report_says_what_each_kl_is_to(reference, tmp_path):
 
     from workflow import load_report_fixture
 
-    from thai_grpo.core.references import REFERENCE_NAMES, sft_kl_words, training_kl_name
+    from thai_grpo.core.references import REFERENCE_NAMES
+    from thai_grpo.report.run_words import sft_kl_words, training_kl_name
     from thai_grpo.report.figures import draw_all
     from thai_grpo.report.html import build_context, render_report
 

@@ -11,7 +11,8 @@ import yaml
 from configs import config_of
 
 from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, settings_fingerprint
-from thai_grpo.core.trainer_fields import installed_fields, known_fields
+from thai_grpo.core.trainer_fields import known_fields
+from thai_grpo_tools.trainer_fields import installed_fields
 from thai_grpo.methods import variant_plan
 from thai_grpo.methods.settings import check_method_fields
 from thai_grpo.report.results import add_studies
@@ -32,7 +33,7 @@ def configs():
 
 # --------------------------------------------------------------------------- the checked-in field names
 def test_the_checked_in_field_names_are_the_installed_trls():
-    """After a TRL or transformers upgrade: `python -m thai_grpo.core.trainer_fields` rewrites the list."""
+    """After a TRL or transformers upgrade: `python -m thai_grpo_tools.trainer_fields` rewrites the list."""
     assert known_fields() == installed_fields()
 
 

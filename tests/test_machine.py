@@ -7,7 +7,8 @@ import json
 import subprocess
 import sys
 
-from thai_grpo.jobs.machine import JOB_MACHINE, cpu_label, jobs_ran_on, stage_logs, this_machine
+from thai_grpo.jobs.machine import JOB_MACHINE, cpu_label, this_machine
+from thai_grpo.report.results import jobs_ran_on, stage_logs
 
 
 def machine_line(cpu: str, commit: str) -> str:

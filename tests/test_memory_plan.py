@@ -258,7 +258,8 @@ def test_a_gpu_job_sizes_auto_for_the_memory_it_may_have_not_the_cards_total(mon
     a T4 is planned as torch reports it, 14.75 GiB."""
     import torch
 
-    from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, jobs_per_gpu
+    from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card
+    from thai_grpo.jobs.memory_stages import jobs_per_gpu
     from thai_grpo.jobs.memory_stages import CARD_GIB, card_gib_of, memory_for_job, sizing_gib
 
     assert CARD_GIB == 14.75 and sizing_gib("cpu") == CARD_GIB and card_gib_of("cpu") is None

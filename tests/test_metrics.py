@@ -3,7 +3,8 @@ import json
 import numpy as np
 import pytest
 
-from thai_grpo.methods.metrics import batch_metrics, check_group_order, example_groups, with_trl_logs
+from thai_grpo.methods.metrics import batch_metrics, check_group_order, with_trl_logs
+from thai_grpo.report.rollouts import browse_steps, example_groups
 
 
 def hand_built_batch():
@@ -35,14 +36,30 @@ def test_trl_cross_check_keys_are_renamed():
     assert merged == {"a": 1, "kl": 0.1, "clipped_ratio": 0.25, "frac_reward_zero_std_trl": 0.5}
 
 
-def test_example_groups_pick_a_mixed_and_an_all_equal_group():
+def rollout_lines(step, rewards_by_name, advantages, ids):
+    """A step's lines of rollouts.jsonl, as the step logger writes them."""
+    names = list(rewards_by_name)
+    totals = np.sum([rewards_by_name[n] for n in names], axis=0)
+    return [{"step": step, "prompt_id": ids[i], "completion": f"s{step}c{i}",
+             "rewards": {n: rewards_by_name[n][i] for n in names}, "reward": float(totals[i]),
+             "advantage": float(advantages[i])} for i in range(len(ids))]
+
+
+def test_example_groups_pick_a_mixed_and_an_all_equal_group_with_their_problem():
+    from thai_grpo.methods.objective import group_advantages
+
     rewards, _ = hand_built_batch()
-    totals = np.sum([rewards[k] for k in rewards], axis=0)
-    prompts = ["p1"] * 4 + ["p2"] * 4 + ["p3"] * 4
-    groups = example_groups(totals, prompts, [f"c{i}" for i in range(12)], 4)
-    assert groups["all_equal"]["prompt"] == "p1" and groups["all_equal"]["advantages"] == [0, 0, 0, 0]
+    totals = np.sum(list(rewards.values()), axis=0)
+    rollouts = rollout_lines(1, rewards, group_advantages(totals, 4), ["p1"] * 4 + ["p2"] * 4 + ["p3"] * 4)
+    problems = {"p1": {"question": "one?", "answer": 1}, "p2": {"question": "two?", "answer": 2}}
+    groups = example_groups(rollouts, 4, max_steps=0, problems=problems)
+    assert list(groups) == ["all_equal", "mixed"]
+    assert groups["all_equal"]["question"] == "one?" and groups["all_equal"]["advantages"] == [0, 0, 0, 0]
     mixed = groups["mixed"]
-    assert mixed["prompt"] == "p2" and mixed["advantages"][0] > 0 > mixed["advantages"][1]
+    assert (mixed["question"], mixed["gold"], mixed["completions"][0]) == ("two?", 2, "s1c4")
+    assert mixed["advantages"][0] > 0 > mixed["advantages"][1]
+    assert mixed["rewards"] == [1.5, 0.5, 1.5, 0.5]
+    assert mixed["reward_parts"][1] == {"correct": 0, "format": 0.3, "thai": 0.2}
 
 
 def test_group_order_is_checked():
@@ -65,16 +82,14 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
 
 
 def test_browse_steps_spread_evenly_to_the_last():
-    from thai_grpo.methods.metrics import browse_steps
-
     assert browse_steps(40) == {10, 20, 30, 40}
     assert browse_steps(3) == {1, 2, 3}  # fewer steps than browse points: each step once
     assert browse_steps(0) == set()
 
 
-def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_each_kind(tmp_path):
-    """The report's groups to browse: the first mixed and first all-equal group, plus the first group (a mixed one
-    where the step has one) of each of browse_steps' steps, each with its step, rewards and advantages."""
+def test_the_report_browses_a_group_of_each_browse_step_beside_the_first_of_each_kind(tmp_path):
+    """The step logger writes every completion of every step to rollouts.jsonl; the report picks the first mixed and
+    first all-equal group, plus the first group (a mixed one where the step has one) of each of browse_steps' steps."""
     from types import SimpleNamespace
 
     from thai_grpo.methods.step_log import GroupRecorder, make_step_logger
@@ -87,17 +102,14 @@ def test_the_step_logger_stores_a_group_of_each_browse_step_beside_the_first_of_
         recorder.batch = {"rewards": {"correct": correct}, "prompts": ["p", "p", "q", "q"], "ids": ["a", "a", "b", "b"],
                           "completions": [f"c{step}-{i}" for i in range(4)], "lengths": [3, 3, 3, 3]}
         logger.on_log(None, SimpleNamespace(global_step=step, max_steps=8), None, logs={"loss": 0.0})
-    examples = logger.examples
-    assert examples["all_equal"]["step"] == 1 and examples["mixed"]["step"] == 2
-    assert sorted(k for k in examples if k.startswith("step")) == ["step2", "step4", "step6", "step8"]
-    for step in (2, 4, 6, 8):  # even steps have a mixed group: it is the one stored
-        group = examples[f"step{step}"]
-        assert group["step"] == step and group["prompt"] == "q" and group["rewards"] == [1.0, 0.0]
-        assert group["advantages"][0] > 0 > group["advantages"][1]
     # every completion of every step in the rollouts file, with its problem, rewards and advantage
     rollouts = [json.loads(line) for line in (tmp_path / "rollouts.jsonl").read_text().splitlines()]
     assert [(r["step"], r["prompt_id"], r["completion"]) for r in rollouts] == [
         (step, problem, f"c{step}-{i}") for step in range(1, 9) for i, problem in enumerate("aabb")]
-    eighth = rollouts[-4:]
-    assert [r["rewards"] for r in eighth] == [{"correct": v} for v in (1.0, 1.0, 1.0, 0.0)]
-    assert [r["advantage"] for r in eighth[2:]] == pytest.approx(examples["step8"]["advantages"], abs=1e-4)
+    examples = example_groups(rollouts, 2, 8, {"b": {"question": "q", "answer": 3}})
+    assert examples["all_equal"]["step"] == 1 and examples["mixed"]["step"] == 2
+    assert sorted(k for k in examples if k.startswith("step")) == ["step2", "step4", "step6", "step8"]
+    for step in (2, 4, 6, 8):  # even steps have a mixed group: it is the one stored
+        group = examples[f"step{step}"]
+        assert group["step"] == step and group["question"] == "q" and group["rewards"] == [1.0, 0.0]
+        assert group["advantages"][0] > 0 > group["advantages"][1]

@@ -4,8 +4,8 @@ import pytest
 
 from thai_grpo.jobs.devices import choose_dtype
 from thai_grpo.core.io import require_model_dir
-from thai_grpo.models.loading import (count_parameters, load_base_model, load_policy, load_tokenizer,
-                                      safetensors_parameter_count)
+from thai_grpo.models.loading import count_parameters, load_base_model, load_policy, load_tokenizer
+from thai_grpo.report.results import safetensors_parameter_count
 
 
 def test_think_tags_are_ordinary_tokens_that_survive_decoding(tiny_tokenizer):

@@ -173,6 +173,7 @@ MAX_STEPS = 12
 CONFIG = ["--configfile", "config/smoke.yaml", "--config", f'grpo={{"max_steps":{MAX_STEPS},"save_steps":2}}']
 TARGET = "results/runs/grpo/train.json"
 ADAPTER = "results/runs/grpo/adapter"
+ROLLOUTS = "results/runs/grpo/rollouts.jsonl"
 CHECKPOINTS = "results/checkpoints/grpo-grpo"
 LOG = "results/logs/train-grpo.log"
 # smoke: 8 GRPO prompts, 2 per step -> 4 steps per epoch. Killing after checkpoint-4 makes the rerun resume in
@@ -251,14 +252,15 @@ def test_killed_grpo_resumes_from_last_checkpoint(smoke_run, tmp_path):
     assert (workdir / ADAPTER / "adapter_config.json").is_file()
     assert not (workdir / CHECKPOINTS).exists(), "checkpoints are removed once the stage succeeds"
 
-    # The same job uninterrupted: every step's numbers, the example groups and the adapter are identical.
+    # The same job uninterrupted: every step's numbers, every rollout and the adapter are identical.
     resumed_adapter = adapter_tensors(workdir / ADAPTER)
+    resumed_rollouts = (workdir / ROLLOUTS).read_text()
     fresh = snakemake(workdir, TARGET, "--forcerun", "train", *CONFIG)
     assert fresh.returncode == 0, fresh.stderr[-4000:]
     assert "resuming from" not in (workdir / LOG).read_text()
     uninterrupted = json.loads((workdir / TARGET).read_text())
     assert result["steps"] == uninterrupted["steps"]
-    assert result["example_groups"] == uninterrupted["example_groups"]
+    assert resumed_rollouts == (workdir / ROLLOUTS).read_text()
     fresh_adapter = adapter_tensors(workdir / ADAPTER)
     assert resumed_adapter.keys() == fresh_adapter.keys()
     assert all((resumed_adapter[name] == fresh_adapter[name]).all() for name in fresh_adapter)

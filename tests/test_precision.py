@@ -79,7 +79,7 @@ def test_stage_dtypes_reads_what_each_stage_recorded():
 
 
 def test_a_float32_evaluation_refuses_tf32_matmuls_and_records_its_precision():
-    from thai_grpo.jobs.devices import evaluation_precision
+    from thai_grpo.models.sampling import evaluation_precision
 
     assert evaluation_precision("float32", "cpu") == {"device": "cpu", "matmul_precision": "highest"}
     assert evaluation_precision("bfloat16", "cpu") == {"device": "cpu", "matmul_precision": "bfloat16 weights"}

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from workflow import REPO, copy_workflow, run_snakemake
 
+from thai_grpo.core.io import read_jsonl
 from thai_grpo.core.rewards import has_think_block
 
 REAL_CONFIG = yaml.safe_load((REPO / "config" / "qwen3-0.6b.yaml").read_text(encoding="utf-8"))
@@ -153,10 +154,10 @@ def test_completions_reach_the_rewards_with_their_think_block(rehearsal):
     train = json.loads((workdir / "results/runs/grpo/train.json").read_text(encoding="utf-8"))
     assert [step["step"] for step in train["steps"]] == [1, 2]
     assert all(step["rewards"]["format"] > 0 and step["rewards"]["thai"] > 0 for step in train["steps"])
-    group = next(iter(train["example_groups"].values()))
-    assert json.loads(group["prompt"])[0] == {"role": "system", "content": CHAPTER_PROMPT}
-    graded = list(zip(group["completions"], group["rewards"]))
-    assert any(has_think_block(text) and reward >= 0.3 for text, reward in graded), graded
+    assert train["system_prompt"] == CHAPTER_PROMPT
+    rollouts = read_jsonl(workdir / "results/runs/grpo/rollouts.jsonl")
+    graded = [(line["completion"], line["rewards"]["format"]) for line in rollouts]
+    assert any(has_think_block(text) and paid == 0.3 for text, paid in graded), graded
 
 
 @pytest.mark.slow

@@ -639,24 +639,6 @@ def test_wall_time_is_elapsed_and_the_sum_is_labelled_job_time(fixture_data, fig
     assert "the last job's end: <strong>not recorded</strong>" in without
 
 
-def test_stored_groups_get_the_gold_answer_and_each_reward_from_their_steps_rollouts():
-    from thai_grpo.report.results import groups_with_answers
-
-    def line(step, prompt_id, text, correct):
-        return {"step": step, "prompt_id": prompt_id, "completion": text, "rewards": {"correct": correct, "thai": 0.2}}
-
-    rollouts = [line(1, "p1", "a", 1.0), line(1, "p1", "b", 0.0), line(1, "p2", "a", 0.0), line(1, "p2", "c", 1.0),
-                line(2, "p2", "a", 0.0), line(2, "p2", "c", 1.0)]
-    groups = {"mixed": {"step": 1, "completions": ["a", "c"], "rewards": [0.2, 1.2]},
-              "step2": {"step": 2, "completions": ["a", "c"], "rewards": [0.2, 1.2]},
-              "lost": {"step": 1, "completions": ["b", "a"], "rewards": [0.2, 0.2]}}  # straddles two groups
-    found = groups_with_answers(groups, rollouts, {"p1": 7, "p2": 12})
-    assert found["mixed"]["gold"] == 12 and found["step2"]["gold"] == 12  # p2's group, not p1's "a"
-    assert found["mixed"]["reward_parts"] == [{"correct": 0.0, "thai": 0.2}, {"correct": 1.0, "thai": 0.2}]
-    assert found["lost"] == groups["lost"]  # no consecutive group of the step holds it: kept as stored
-    assert groups_with_answers(groups, [], {}) == groups
-
-
 def test_a_stored_group_shows_its_gold_answer_and_a_column_per_reward(fixture_data, figures):
     results, samples = copy.deepcopy(fixture_data)
     group = results["train"]["example_groups"]["mixed"]

@@ -19,14 +19,17 @@ from run_specs import TRAINING, plan, run_spec
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
-from thai_grpo.methods import RunSpec, method_kind, train_variant, trainer_for, variant_plan
+from thai_grpo.methods import RunSpec, train_variant, trainer_for, variant_plan
 from thai_grpo.methods.settings import check_method_fields
 from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
+from thai_grpo.report.results import method_kind
 from thai_grpo.methods.rloo import leave_one_out_advantages
-from thai_grpo.methods.settings import NOT_INHERITED, SCHEDULE, dpo_args, rloo_args
+from thai_grpo.methods.dpo import dpo_args
+from thai_grpo.methods.rloo import rloo_args
+from thai_grpo.methods.settings import NOT_INHERITED, SCHEDULE
 from thai_grpo.report.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -177,6 +180,26 @@ def test_every_configured_variant_has_a_plan_and_a_trainer():
     assert variant_plan(config, "ppo_verifier")["ppo"]["score"] == "verifier"
     with pytest.raises(ValueError, match="unknown method"):
         trainer_for("sac")
+
+
+def test_a_grpo_job_imports_no_other_method_and_on_a_cpu_no_gpu_code(tmp_path):
+    """What scripts/train.py and GRPO's trainer import, in a fresh interpreter without NVIDIA's driver on its PATH: no
+    PPO, DPO, RLOO, reward-model or report code, no GPU layer (slots, memory plan): a reader of one GRPO run meets
+    none of it."""
+    import subprocess
+    import sys
+
+    probe = ("import sys; from thai_grpo.jobs.job import model_job; from thai_grpo.methods import trainer_for; "
+             "trainer_for('grpo'); import thai_grpo.models.loading; "
+             "from thai_grpo.jobs.devices import current_capability; current_capability(); "
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('thai_grpo'))))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env={"PATH": str(tmp_path)})
+    loaded = set(out.stdout.split())
+    assert "thai_grpo.methods.grpo" in loaded, out.stderr[-2000:]
+    others = {"thai_grpo.methods.ppo", "thai_grpo.methods.dpo", "thai_grpo.methods.rloo",
+              "thai_grpo.methods.reward_model", "thai_grpo.methods.preferences", "thai_grpo.jobs.gpus",
+              "thai_grpo.jobs.memory_plan", "thai_grpo.jobs.memory_stages"}
+    assert not loaded & others and not {m for m in loaded if m.startswith(("thai_grpo.report", "thai_grpo.evaluation"))}
 
 
 def test_train_variant_calls_the_method_trainer(monkeypatch):

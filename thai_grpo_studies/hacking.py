@@ -66,7 +66,7 @@ def hacking_run(train: dict, plan: dict, settings: DetectorSettings = DetectorSe
     """One run's part of the results: its format reward and budget, its per-step curves, each curve at the start
     (step 1: the start policy's batch), over the first third and over the last third of the steps, the detector's
     episodes from its own steps and its error rates simulated at the run's size, the health flags, and the hacked
-    completions the step logger kept."""
+    completions picked from its rollouts (collect_hacking)."""
     steps = [s for s in train.get("steps") or [] if not s.get("reused_batch")]
     means = {}
     for key in CURVES:

@@ -17,7 +17,9 @@ def stage_arguments(config: dict, stage: str):
     from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
 
     from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.settings import dpo_args, ppo_settings, rloo_args
+    from thai_grpo.methods.dpo import dpo_args
+    from thai_grpo.methods.rloo import rloo_args
+    from thai_grpo.methods.settings import ppo_settings
     from thai_grpo.models.training import trainer_args
 
     output_dir, seed, dtype = tempfile.gettempdir(), config["seed"], config["base"]["dtype"]

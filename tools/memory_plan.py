@@ -7,7 +7,7 @@ thai_grpo_tools.stage_plans for Qwen3-0.6B on a 16 GB T4 (not measured on a GPU)
                                                  size in a fresh process, peak RSS above the level before the step
     python tools/memory_plan.py --compare PEAKS BASE ADAPTER TINY
                                                  after a DAG run on CUDA with THAI_GRPO_CUDA_PEAKS=PEAKS: each job's
-                                                 measured peak CUDA memory (memory_plan.record_cuda_peak) beside the
+                                                 measured peak CUDA memory (gpus.cuda_peak_writer) beside the
                                                  plan for the stand-in BASE / ADAPTER at the sizes of the TINY config
 At Qwen3-0.6B's own shape, stage by stage: tools/rehearse_full.py (make rehearse-full, make gpu-check).
 """

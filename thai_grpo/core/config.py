@@ -96,13 +96,9 @@ def eval_settings(config: dict) -> dict:
     return settings
 
 
-PASSK_DEFAULTS = {"models": ["base", "sft", "grpo"], "num_samples": 64, "problems": 100, "batch_size": 8,
-                  "ks": [1, 8, 64]}
-
-
 def passk_settings(config: dict) -> dict:
     """How the large-k experiment samples: the eval settings with the ``passk`` section's n, batch, ks, problems."""
-    passk = {**PASSK_DEFAULTS, **(config.get("passk") or {})}
+    passk = config["passk"]
     return {**eval_settings(config), **{key: passk[key] for key in ("num_samples", "batch_size", "ks", "problems")}}
 
 
@@ -179,20 +175,10 @@ def check_batch_size(value, where: str) -> None:
                           "the memory plan fits on the job's GPU)")
 
 
-def check_chunk_floats(value, where: str) -> None:
-    """PPO's chunk budget is a positive integer of floats or ``auto`` (sized to the job's GPU)."""
-    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise ConfigError(f"{where}={value!r}: use a positive integer (floats per chunk, e.g. 268435456) or auto "
-                          "(the largest the memory plan fits on the job's GPU)")
-
-
 def _check_eval(config: dict) -> None:
     ev = config["eval"]
     check_batch_size(ev.get("batch_size", 32), "eval.batch_size")
-    check_batch_size((config.get("passk") or {}).get("batch_size", PASSK_DEFAULTS["batch_size"]), "passk.batch_size")
-    for name, variant in config.get("variants", {}).items():
-        if "chunk_floats" in (variant.get("ppo") or {}):
-            check_chunk_floats(variant["ppo"]["chunk_floats"], f"variants.{name}.ppo.chunk_floats")
+    check_batch_size(config["passk"]["batch_size"], "passk.batch_size")
     n = ev.get("num_samples", 8)
     too_large = [k for k in ev.get("ks", [1, 8]) if k > n]
     if too_large:

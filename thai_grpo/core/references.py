@@ -1,4 +1,4 @@
-"""What each KL in the run is measured against, in words computed from the config's ``grpo.reference``.
+"""What each KL in the run is measured against (the config's ``grpo.reference``), and its words.
 
 GRPO's and PPO's training KL is to ``grpo.reference``; the k1-vs-k3 stage always measures KL(GRPO || SFT).
 """
@@ -20,24 +20,3 @@ KL_REFERENCES = {
 }
 REFERENCE_NAMES = {key: reference["name"] for key, reference in KL_REFERENCES.items()}
 NO_KL = "none: beta = 0, no KL term and no reference pass"
-
-
-def grpo_reference(config: dict | None) -> str:
-    """``grpo.reference`` of a config (``sft`` when unset, the pipeline's default)."""
-    return ((config or {}).get("grpo") or {}).get("reference", "sft")
-
-
-def training_kl_name(config: dict | None) -> str:
-    """What GRPO's and PPO's training KL is to, e.g. "the SFT policy"."""
-    reference = grpo_reference(config)
-    if reference not in REFERENCE_NAMES:
-        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(REFERENCE_NAMES)}")
-    return REFERENCE_NAMES[reference]
-
-
-def sft_kl_words(config: dict | None) -> str:
-    """What the k1-vs-k3 stage's KL(GRPO || SFT) is, relative to the KL GRPO trained with."""
-    if grpo_reference(config) == "sft":
-        return "KL(GRPO || SFT): the KL TRL optimises against (grpo.reference: sft)"
-    return (f"KL(GRPO || SFT), not the KL GRPO trained against: its reference is {training_kl_name(config)} "
-            f"(grpo.reference: {grpo_reference(config)})")

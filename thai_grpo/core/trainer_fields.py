@@ -1,6 +1,6 @@
 """The field names of the trainers' config classes, checked in (``trainer_fields.json``) so that a misspelt config
 key is refused as Snakemake parses the workflow, without importing TRL (seconds). After an upgrade,
-``python -m thai_grpo.core.trainer_fields`` rewrites the file.
+``python -m thai_grpo_tools.trainer_fields`` rewrites the file.
 """
 
 from __future__ import annotations
@@ -11,24 +11,11 @@ from functools import cache
 from pathlib import Path
 
 FIELDS_FILE = Path(__file__).with_name("trainer_fields.json")
-CLASSES = {"GRPOConfig": "trl", "RLOOConfig": "trl", "DPOConfig": "trl", "RewardConfig": "trl", "SFTConfig": "trl",
-           "TrainingArguments": "transformers"}
-
-
-def installed_fields() -> dict:
-    """{"versions": {library: version}, "fields": {class: sorted field names}} of the installed TRL and transformers."""
-    import dataclasses
-    import importlib
-
-    modules = {name: importlib.import_module(name) for name in set(CLASSES.values())}
-    return {"versions": {name: module.__version__ for name, module in sorted(modules.items())},
-            "fields": {cls: sorted(f.name for f in dataclasses.fields(getattr(modules[library], cls)))
-                       for cls, library in CLASSES.items()}}
 
 
 @cache
 def known_fields() -> dict:
-    """The checked-in list (``trainer_fields.json``), as ``installed_fields`` wrote it."""
+    """The checked-in list (``trainer_fields.json``), as ``thai_grpo_tools.trainer_fields`` wrote it."""
     return json.loads(FIELDS_FILE.read_text(encoding="utf-8"))
 
 
@@ -45,8 +32,3 @@ def unknown_key(section: dict, known, where: str, owner: str) -> str | None:
     nearest = difflib.get_close_matches(unknown[0], sorted(known), n=1)
     hint = f"did you mean {nearest[0]}?" if nearest else "check the spelling against its documentation"
     return f"{where}.{unknown[0]} is not a field of {owner}: {hint}"
-
-
-if __name__ == "__main__":
-    FIELDS_FILE.write_text(json.dumps(installed_fields(), indent=1) + "\n", encoding="utf-8")
-    print(f"wrote {FIELDS_FILE}")

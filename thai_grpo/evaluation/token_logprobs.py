@@ -90,9 +90,10 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     import torch
     from peft import PeftModel
 
-    from thai_grpo.jobs.devices import evaluation_precision, job_device
     from thai_grpo.core.io import require_model_dir
+    from thai_grpo.jobs.devices import job_device
     from thai_grpo.models.loading import load_base_model, load_tokenizer, weights_dtype
+    from thai_grpo.models.sampling import evaluation_precision
 
     tokenizer = load_tokenizer(base_dir)
     model = PeftModel.from_pretrained(load_base_model(base_dir, dtype),  # eval.dtype, float32 by default: see above

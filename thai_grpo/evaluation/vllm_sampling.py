@@ -87,11 +87,11 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
 
 
 def _gpu_capability() -> tuple[int, int] | None:
-    """``devices.acting_capability``, read through vLLM's platform layer (NVML): torch.cuda would initialise CUDA
+    """``gpus.acting_capability``, read through vLLM's platform layer (NVML): torch.cuda would initialise CUDA
     here and force vLLM's workers onto the slower 'spawn' start."""
     import os
 
-    from thai_grpo.jobs.devices import CAPABILITY_ENV, acting_capability
+    from thai_grpo.jobs.gpus import CAPABILITY_ENV, acting_capability
 
     try:
         from vllm.platforms import current_platform

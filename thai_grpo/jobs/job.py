@@ -17,7 +17,10 @@ def model_job(smk):
     "cuda" or "cpu". Once the block has written the outputs the job ends without the interpreter's teardown."""
     log_to(smk.log[0])
     device = start_model_job(smk.config)
-    record_cuda_peak(smk.log[0])
+    if device == "cuda":
+        from thai_grpo.jobs.gpus import cuda_peak_writer
+
+        at_job_end(cuda_peak_writer(smk.log[0]))
     set_threads(smk.threads)
     yield device
     end_job()
@@ -45,9 +48,11 @@ _AT_JOB_END: list = []
 
 
 def at_job_end(function) -> None:
-    """Run ``function`` when the job's process ends: at ``end_job``, or at the interpreter's exit (a failed job)."""
+    """Run ``function`` (None: nothing) when the job's process ends: at ``end_job``, or at the interpreter's exit."""
     import atexit
 
+    if function is None:
+        return
     atexit.register(function)
     _AT_JOB_END.append(function)
 
@@ -64,24 +69,3 @@ def end_job() -> None:
     for stream in filter(None, (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__)):
         stream.flush()
     os._exit(0)
-
-
-CUDA_PEAKS_ENV = "THAI_GRPO_CUDA_PEAKS"
-
-
-def record_cuda_peak(log_path: str) -> None:
-    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder, write this job's peak CUDA memory there when it ends."""
-    folder = os.environ.get(CUDA_PEAKS_ENV)
-    if not folder:
-        return
-
-    def write() -> None:
-        import torch
-
-        if torch.cuda.is_available() and torch.cuda.is_initialized():
-            Path(folder).mkdir(parents=True, exist_ok=True)
-            record = {"job": Path(log_path).stem, "max_allocated_gib": torch.cuda.max_memory_allocated() / 2 ** 30,
-                      "max_reserved_gib": torch.cuda.max_memory_reserved() / 2 ** 30}
-            (Path(folder) / f"{record['job']}.json").write_text(json.dumps(record))
-
-    at_job_end(write)

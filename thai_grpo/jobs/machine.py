@@ -3,9 +3,7 @@ other digits) and the checkout's commit."""
 
 from __future__ import annotations
 
-import json
 import subprocess
-from collections import Counter
 from pathlib import Path
 
 JOB_MACHINE = "job ran on: "  # the prefix of a log's machine line, JSON after it
@@ -48,22 +46,3 @@ def this_cpu() -> str:
 def this_machine() -> dict:
     """{"cpu": ``this_cpu``, "commit": the working directory's ``commit_of``}: where a job runs."""
     return {"cpu": this_cpu(), "commit": commit_of(".")}
-
-
-def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
-    """The log files of ``stages`` (benchmark names), in the logs folder beside ``benchmarks_dir``."""
-    logs = Path(benchmarks_dir).parent / "logs"
-    return [logs / f"{stage}.log" for stage in stages]
-
-
-def jobs_ran_on(logs) -> list[dict]:
-    """Which CPUs and commits the jobs of ``logs`` ran on: one {"cpu", "commit", "jobs"} per pair, most jobs first, from
-    each log's last machine line (a rerun appends to its log)."""
-    unknown = {"cpu": "not recorded", "commit": "not recorded"}
-    machines = Counter()
-    for log in map(Path, logs):
-        lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
-        records = [json.loads(line[len(JOB_MACHINE):]) for line in lines if line.startswith(JOB_MACHINE)]
-        machine = records[-1] if records else unknown
-        machines[(machine["cpu"], machine["commit"])] += 1
-    return [{"cpu": cpu, "commit": commit, "jobs": n} for (cpu, commit), n in machines.most_common()]

@@ -6,7 +6,9 @@ its GPU (a CPU job sizes as a T4). A size changes how much work one call does, n
 from __future__ import annotations
 
 import dataclasses
+import os
 
+from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
     GIB, Lora, Shape, base_parameters, chunks, generation_floats, logprob_pass_floats, lora_parameters,
     lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
@@ -155,11 +157,15 @@ def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> flo
     return min(free_gib, total_gib / max(1, jobs_per_card))
 
 
+def jobs_per_gpu(environ=os.environ) -> int:
+    """``jobs_per_card`` as the workflow recorded it (``THAI_GRPO_JOBS_PER_GPU``), 1 when unset."""
+    value = environ.get(JOBS_PER_GPU_ENV, "1")
+    return int(value) if value.isdigit() and int(value) >= 1 else 1
+
+
 def card_gib_of(device) -> float | None:
     """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), else None."""
     import torch
-
-    from thai_grpo.jobs.devices import jobs_per_gpu
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():

@@ -49,13 +49,6 @@ def method_grpo_args(method: str, grpo: dict) -> dict:
     return dict(grpo)
 
 
-def method_kind(plan: dict) -> str:
-    """The comparison row a variant fills: ``dr_grpo`` for GRPO with TRL's Dr.GRPO loss, else its method."""
-    if plan["method"] == "grpo" and plan["grpo_args"].get("loss_type") == "dr_grpo":
-        return "dr_grpo"
-    return plan["method"]
-
-
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
     """One training run. ``plan``: ``variant_plan``; ``training``: the config's ``training:`` section; ``pairs``: DPO's

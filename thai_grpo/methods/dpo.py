@@ -9,7 +9,8 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.methods.settings import NOT_INHERITED, check_max_length, dpo_args
+from thai_grpo.core.config import ConfigError, inherited_args
+from thai_grpo.methods.settings import NOT_INHERITED
 
 KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
                 "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
@@ -27,6 +28,22 @@ DPO_LOG_KEYS = {
 }
 NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so DPO had "
             "nothing to rank; the adapter is the SFT adapter unchanged")
+
+
+def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
+    """DPOConfig's arguments: a merged ``grpo`` section's bookkeeping fields (logging, checkpoints, ...), less
+    ``NOT_INHERITED``, then the variant's ``dpo:`` overrides; also the dropped names."""
+    kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
+    return {**kept, **(overrides or {})}, dropped
+
+
+def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
+    """Refuse a DPO ``max_length`` below the longest prompt plus the completion budget: TRL's collator would cut the
+    ends of the longest answers, the very tokens that decide a pair. None is no limit."""
+    if max_length is not None and max_length < longest_prompt + completion_budget:
+        raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
+                          f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
+                          f"set it to at least {longest_prompt + completion_budget}")
 
 
 def token_rows(pairs: list[dict]) -> list[dict]:
@@ -114,7 +131,7 @@ def train(spec) -> dict:
     config = DPOConfig(**trainer_args(args, checkpoint_dir, spec.seed, spec.dtype, spec.training))
     check_max_length(config.max_length, longest_prompt(pairs), max(pair["completion_budget"] for pair in pairs),
                      "the DPO variant's dpo.")
-    metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
+    metrics_path, resume_from = start_step_log(checkpoint_dir)
     seed_everything(spec.seed)
     tokenizer = load_tokenizer(spec.base_dir)
     model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)  # the LoRA in float32

@@ -36,13 +36,13 @@ def use_reference(trainer, reference: str) -> str:
 
 def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std: bool = True, advantages=None):
     """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its rewards, KL reference and step log.
-    Returns (trainer, step logger, checkpoint to resume from or None, step-metrics file, KL reference description);
+    Returns (trainer, checkpoint to resume from or None, step-metrics file, KL reference description);
     ``advantages(totals, G)``: the method's own for the step log (default GRPO's, ``scale_by_std`` or not)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
-    metrics_path, resume_from, examples, empty_thinks = start_step_log(spec.checkpoint_dir)
+    metrics_path, resume_from = start_step_log(spec.checkpoint_dir)
     seed_everything(spec.seed)
     config = config_class(**trainer_args(args, spec.checkpoint_dir, spec.seed, spec.dtype, spec.training))
     tokenizer = load_tokenizer(spec.base_dir)
@@ -53,8 +53,7 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std:
     rewards = [recorder.wrap(name, function) for name, function in zip(names, reward_functions(names))]
     updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
                              spec.training["max_lost_update_share"])
-    logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, examples=examples,
-                              empty_thinks=empty_thinks, advantages=advantages, updates=updates)
+    logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, advantages=advantages, updates=updates)
 
     trainer = resumable(with_cpu_speedups(trainer_class))(
         model=model, reward_funcs=rewards, args=config, processing_class=tokenizer,
@@ -63,7 +62,7 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std:
     updates.watch(trainer)
     scale_float16_losses_on_cpu(trainer)
     kl_reference = use_reference(trainer, args["reference"])
-    return trainer, logger, resume_from, metrics_path, kl_reference
+    return trainer, resume_from, metrics_path, kl_reference
 
 
 def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", scale_by_std: bool = True,
@@ -72,7 +71,7 @@ def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: 
     KL, added to the reference's description."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
-    trainer, logger, resume_from, metrics_path, kl_reference = rollout_trainer(
+    trainer, resume_from, metrics_path, kl_reference = rollout_trainer(
         trainer_class, config_class, args, spec, scale_by_std, advantages)
     trainer.train(resume_from_checkpoint=resume_from)
 
@@ -80,8 +79,8 @@ def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: 
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     if spec.rollouts is not None:
         write_jsonl(spec.rollouts, read_appended_jsonl(metrics_path.with_name(ROLLOUTS_FILE)))
-    result = {"steps": read_step_metrics(metrics_path), "example_groups": logger.examples,
-              "empty_think_examples": logger.empty_thinks, "parameters": count_parameters(trainer.model),
+    result = {"steps": read_step_metrics(metrics_path), "system_prompt": spec.system_prompt,
+              "parameters": count_parameters(trainer.model),
               "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
               "resolved_args": trainer.args.to_dict(), "reference": args["reference"],
               "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history,

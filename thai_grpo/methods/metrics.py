@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, has_think_block, hollow_think
-from thai_grpo.methods.objective import group_advantages, group_reward_std
+from thai_grpo.methods.objective import group_reward_std
 
 # TRL's log keys -> our names.
 TRL_LOG_KEYS = {
@@ -87,48 +87,9 @@ def with_trl_logs(metrics: dict, logs: dict) -> dict:
     return {**metrics, **extra}
 
 
-def example_groups(totals, prompts: list[str], completions: list[str], group_size: int,
-                   scale_by_std: bool = True, advantages=None) -> dict:
-    """The first mixed-reward group and the first all-equal one with their advantages (GRPO's, or the method's own
-    ``advantages``)."""
-    totals = np.asarray(totals, dtype=float)
-    if advantages is None:
-        advantages = group_advantages(totals, group_size, scale_by_std=scale_by_std)
-    advantages = np.asarray(advantages, dtype=float)
-    found = {}
-    for start in range(0, len(totals), group_size):
-        block = slice(start, start + group_size)
-        kind = "mixed" if np.ptp(totals[block]) > 1e-8 else "all_equal"
-        found.setdefault(kind, {
-            "prompt": prompts[start], "rewards": totals[block].round(4).tolist(),
-            "advantages": advantages[block].round(4).tolist(), "completions": list(completions[block]),
-        })
-    return found
-
-
-def browse_steps(max_steps: int, count: int = 4) -> set[int]:
-    """``count`` steps, spread evenly up to the last, whose first group is also kept for the report to browse."""
-    return {max(1, round(max_steps * i / count)) for i in range(1, count + 1)} if max_steps > 0 else set()
-
-
 def check_group_order(prompts: list, group_size: int) -> None:
     """TRL puts the G completions of one prompt next to each other; our group metrics rely on it."""
     for start in range(0, len(prompts), group_size):
         if any(p != prompts[start] for p in prompts[start:start + group_size]):
             raise RuntimeError(f"completions {start}..{start + group_size - 1} do not share one prompt: "
                                "group metrics assume TRL's consecutive-group order")
-
-
-def empty_think_examples(prompts: list[str], completions: list[str], totals, step: int, limit: int) -> list[dict]:
-    """Up to ``limit`` completions of one batch with an empty or blank think block, with their step and reward."""
-    found = [{"step": step, "prompt": prompt, "reward": round(float(total), 4), "completion": text}
-             for prompt, text, total in zip(prompts, completions, np.asarray(totals, dtype=float))
-             if hollow_think(text)]
-    return found[:limit]
-
-
-def first_and_latest(kept: list, found: list, limit: int) -> list:
-    """Examples to keep after a batch: the first ``limit // 2`` ever seen, then the latest ones, ``limit`` in all."""
-    first = limit // 2
-    return (kept + found)[:first] + (kept[first:] + found)[first - limit:] if len(kept) + len(found) > limit \
-        else kept + found

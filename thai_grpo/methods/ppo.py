@@ -579,7 +579,7 @@ def train(spec) -> dict:
     if settings.score == "reward_model" and spec.reward_dir is None:
         raise ValueError("PPO with score: reward_model needs the reward model folder (rule reward_model)")
     checkpoint_dir = Path(spec.checkpoint_dir)
-    metrics_path, resume_from, _, _ = start_step_log(checkpoint_dir)
+    metrics_path, resume_from = start_step_log(checkpoint_dir)
     updates_path, rollouts_path = checkpoint_dir / UPDATES_FILE, checkpoint_dir / ROLLOUTS_FILE
     random.seed(seed)
     torch.manual_seed(seed)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from thai_grpo.methods.settings import rloo_args
+from thai_grpo.core.config import inherited_args
 
 KL_NOTE = "RLOO subtracts beta x the sequence's summed k1 = log(pi/pi_ref) from its reward"
 
@@ -19,6 +19,13 @@ def leave_one_out_advantages(rewards, group_size: int) -> np.ndarray:
         raise ValueError(f"a leave-one-out baseline needs G >= 2, got {group_size}")
     baseline = (groups.sum(axis=1, keepdims=True) - groups) / (group_size - 1)
     return (groups - baseline).reshape(-1)
+
+
+def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
+    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides; also the GRPO-only
+    fields dropped (sorted), so the run can say what it ignored."""
+    kept, dropped = inherited_args(grpo_args, rloo_fields)
+    return {**kept, **(overrides or {})}, dropped
 
 
 def train(spec) -> dict:

@@ -1,13 +1,13 @@
 """What a config may say to each method, checked as Snakemake parses the workflow (no torch, no TRL): PPO's settings,
-the ``grpo`` fields DPO and RLOO inherit, DPO's ``max_length``. The trainers build their arguments with these same
-functions, so what is checked is what runs.
+the ``grpo`` fields DPO and RLOO inherit, DPO's ``max_length``. PPO's trainer reads ``PPOSettings`` and DPO's the same
+``NOT_INHERITED``, so what is checked is what runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from thai_grpo.core.config import OURS, ConfigError, inherited_args
+from thai_grpo.core.config import OURS, ConfigError
 
 # ----------------------------------------------------------------------------------------- PPO
 SCORES = ("reward_model", "verifier")
@@ -76,25 +76,9 @@ SCHEDULE = ("max_steps", "num_train_epochs", "gradient_accumulation_steps", "lea
 NOT_INHERITED = ("beta", "loss_type", "per_device_train_batch_size", *SCHEDULE)
 
 
-def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """DPOConfig's arguments: a merged ``grpo`` section's bookkeeping fields (logging, checkpoints, ...), less
-    ``NOT_INHERITED``, then the variant's ``dpo:`` overrides; also the dropped names."""
-    kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
-    return {**kept, **(overrides or {})}, dropped
-
-
-def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
-    """Refuse a DPO ``max_length`` below the longest prompt plus the completion budget: TRL's collator would cut the
-    ends of the longest answers, the very tokens that decide a pair. None is no limit."""
-    if max_length is not None and max_length < longest_prompt + completion_budget:
-        raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
-                          f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
-                          f"set it to at least {longest_prompt + completion_budget}")
-
-
 def check_max_length_in_config(config: dict) -> None:
-    """``check_max_length`` from the config alone: each DPO variant's ``max_length`` (TRL's 1024 when unset) must exceed
-    ``grpo.max_completion_length``; the longest prompt is checked when the job starts."""
+    """``dpo.check_max_length`` from the config alone: each DPO variant's ``max_length`` (TRL's 1024 when unset)
+    must exceed ``grpo.max_completion_length``; the longest prompt is checked when the job starts."""
     budget = config["grpo"]["max_completion_length"]
     for name, variant in config.get("variants", {}).items():
         if variant.get("method") != "dpo":
@@ -104,14 +88,6 @@ def check_max_length_in_config(config: dict) -> None:
             raise ConfigError(f"variants.{name}.dpo.max_length={max_length} leaves no room for a prompt beside the "
                               f"pairs' completion budget (grpo.max_completion_length={budget}): set it to at least "
                               f"the longest prompt plus {budget} (TRL's default is {TRL_MAX_LENGTH})")
-
-
-# ----------------------------------------------------------------------------------------- RLOO
-def rloo_args(grpo_args: dict, rloo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """RLOOConfig's arguments from a merged ``grpo`` section, then the variant's ``rloo:`` overrides; also the GRPO-only
-    fields dropped (sorted), so the run can say what it ignored."""
-    kept, dropped = inherited_args(grpo_args, rloo_fields)
-    return {**kept, **(overrides or {})}, dropped
 
 
 # ----------------------------------------------------------------------------------------- all methods

@@ -1,6 +1,7 @@
 """What a training run records step by step beside its checkpoints (``step_metrics.jsonl``, ``updates.jsonl``,
-``rollouts.jsonl``, example groups, reward-hacking completions), and how a resumed run picks it up: a run resumed
-from checkpoint-N keeps the records of steps up to N and sees the prompts in the order an uninterrupted run would.
+``rollouts.jsonl``: every graded completion, from which the report picks its example groups), and how a resumed run
+picks it up: a run resumed from checkpoint-N keeps the records of steps up to N and sees the prompts in the order an
+uninterrupted run would.
 """
 
 from __future__ import annotations
@@ -8,20 +9,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from thai_grpo.core.io import read_appended_jsonl, write_json
+from thai_grpo.core.io import read_appended_jsonl
 from thai_grpo.core.rewards import completion_text
-from thai_grpo.methods.metrics import (batch_metrics, browse_steps, check_group_order, empty_think_examples,
-                                       example_groups, first_and_latest, total_rewards, with_trl_logs)
+from thai_grpo.methods.metrics import batch_metrics, check_group_order, total_rewards, with_trl_logs
 from thai_grpo.methods.objective import group_advantages
 from thai_grpo.methods.updates import UPDATES_FILE
 from thai_grpo.models.training import last_checkpoint
 
 METRICS_FILE = "step_metrics.jsonl"
-EXAMPLES_FILE = "example_groups.json"
-EMPTY_THINK_FILE = "empty_think_examples.json"
 ROLLOUTS_FILE = "rollouts.jsonl"  # every completion of every step, as TRL's log_completions table shows them
 STEP_FILES = (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE)  # JSONL, one line per step (or per completion of a step)
-MAX_EMPTY_THINK_EXAMPLES = 8  # reward-hacking completions kept per run (the first and the latest ones seen)
 
 
 class GroupRecorder:
@@ -68,7 +65,7 @@ def rollout_lines(step: int, batch: dict, totals, advantages) -> list[dict]:
     reward, their sum and the advantage."""
     return [{"step": step, "prompt_id": prompt_id, "completion": text,
              "rewards": {name: values[i] for name, values in batch["rewards"].items()}, "reward": float(totals[i]),
-             "advantage": round(float(advantages[i]), 6)}
+             "advantage": float(advantages[i])}
             for i, (prompt_id, text) in enumerate(zip(batch["ids"], batch["completions"]))]
 
 
@@ -77,22 +74,15 @@ def append_lines(path: Path, lines: list[dict]) -> None:
         handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
 
 
-def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True,
-                     examples: dict | None = None, empty_thinks: list | None = None, advantages=None, updates=None):
-    """A TrainerCallback writing each logged step to ``metrics_path`` (with its update flags from ``updates``), its
-    completions to ``rollouts.jsonl`` and its example groups and hollow-think completions beside them; a resumed run
-    starts from ``examples`` and ``empty_thinks``. ``advantages(totals, G)``: the method's own (default GRPO's)."""
+def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: bool = True, advantages=None,
+                     updates=None):
+    """A TrainerCallback writing each logged step to ``metrics_path`` (with its update flags from ``updates``) and its
+    completions to ``rollouts.jsonl`` beside it. ``advantages(totals, G)``: the method's own (default GRPO's)."""
     from transformers import TrainerCallback
 
-    examples_path = metrics_path.with_name(EXAMPLES_FILE)
-    empty_think_path = metrics_path.with_name(EMPTY_THINK_FILE)
     rollouts_path = metrics_path.with_name(ROLLOUTS_FILE)
 
     class StepLogger(TrainerCallback):
-        def __init__(self):
-            self.examples = dict(examples or {})
-            self.empty_thinks = list(empty_thinks or [])
-
         def on_log(self, args, state, control, logs=None, **kwargs):
             if not logs or ("reward" not in logs and "loss" not in logs):
                 return  # not a training step's log (e.g. the run's closing summary)
@@ -109,19 +99,6 @@ def make_step_logger(recorder: GroupRecorder, metrics_path: Path, scale_by_std: 
             own = advantages(totals, recorder.group_size) if advantages else \
                 group_advantages(totals, recorder.group_size, scale_by_std=scale_by_std)
             append_lines(rollouts_path, rollout_lines(state.global_step, batch, totals, own))
-            found = example_groups(totals, batch["prompts"], batch["completions"], recorder.group_size,
-                                   scale_by_std, advantages=own)
-            if state.global_step in browse_steps(state.max_steps):  # a later step's group, for the report to browse
-                found[f"step{state.global_step}"] = found.get("mixed") or found.get("all_equal")
-            for kind, group in found.items():
-                if kind not in self.examples:
-                    self.examples[kind] = {"step": state.global_step, **group}
-                    write_json(examples_path, self.examples)
-            found = empty_think_examples(batch["prompts"], batch["completions"], totals, state.global_step,
-                                         MAX_EMPTY_THINK_EXAMPLES)
-            if found:
-                self.empty_thinks = first_and_latest(self.empty_thinks, found, MAX_EMPTY_THINK_EXAMPLES)
-                write_json(empty_think_path, self.empty_thinks)
 
     return StepLogger()
 
@@ -131,33 +108,20 @@ def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list
     return [s for s in read_appended_jsonl(metrics_path) if up_to_step is None or s["step"] <= up_to_step]
 
 
-def _truncate_step_files_to(checkpoint_dir: Path, step: int) -> tuple[dict, list]:
-    """After a resume from checkpoint-N, forget the records of steps beyond N (they will be redone); return the example
-    groups and empty-think completions kept."""
-    for name in STEP_FILES:
-        path = checkpoint_dir / name
-        kept = read_step_metrics(path, up_to_step=step)
-        path.write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept), encoding="utf-8")
-    examples_path, empty_think_path = checkpoint_dir / EXAMPLES_FILE, checkpoint_dir / EMPTY_THINK_FILE
-    examples = json.loads(examples_path.read_text()) if examples_path.exists() else {}
-    empty_thinks = json.loads(empty_think_path.read_text()) if empty_think_path.exists() else []
-    return ({kind: group for kind, group in examples.items() if group["step"] <= step},
-            [example for example in empty_thinks if example["step"] <= step])
-
-
-def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None, dict, list]:
-    """The step-metrics file, the checkpoint to resume from (None: a fresh start, whose leftover step files are
-    removed), and the example groups and empty-think completions a resume keeps."""
+def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None]:
+    """The step-metrics file and the checkpoint to resume from: None for a fresh start, whose leftover step files are
+    removed; after a resume from checkpoint-N the step files forget the steps beyond N (they will be redone)."""
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    metrics_path = checkpoint_dir / METRICS_FILE
     resume_from = last_checkpoint(checkpoint_dir)
-    if resume_from is None:
-        for name in (*STEP_FILES, EXAMPLES_FILE, EMPTY_THINK_FILE):
-            (checkpoint_dir / name).unlink(missing_ok=True)
-        return metrics_path, None, {}, []
-    print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
-    return metrics_path, resume_from, *_truncate_step_files_to(checkpoint_dir, int(Path(resume_from).name.split("-")[-1]))
+    step = int(Path(resume_from).name.split("-")[-1]) if resume_from else 0
+    for name in STEP_FILES:
+        kept = read_step_metrics(checkpoint_dir / name, up_to_step=step) if resume_from else []
+        (checkpoint_dir / name).write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept),
+                                           encoding="utf-8")
+    if resume_from:
+        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
+    return checkpoint_dir / METRICS_FILE, resume_from
 
 
 def epoch_seeded(sampler):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.jobs.devices import device_dtype
+from thai_grpo.jobs.devices import choose_dtype, current_capability
 from thai_grpo.core.io import require_model_dir
 
 
@@ -17,7 +17,7 @@ def count_parameters(model) -> dict:
 
 
 def resolve_dtype(name: str):
-    """A torch dtype by name; ``auto`` is this machine's (``devices.device_dtype``)."""
+    """A torch dtype by name; ``auto`` is this machine's (``resolved_dtype_name``)."""
     import torch
 
     return getattr(torch, resolved_dtype_name(name))
@@ -29,8 +29,8 @@ MERGE_KEEPS_UPDATE = ("float32", "float64")
 
 
 def resolved_dtype_name(name: str) -> str:
-    """``auto`` as this machine's dtype, any other name as it is."""
-    return device_dtype() if name == "auto" else name
+    """``auto`` as this machine's dtype (``devices.choose_dtype``), any other name as it is."""
+    return choose_dtype(current_capability()) if name == "auto" else name
 
 
 def merge_keeps_update(dtype: str) -> bool:
@@ -109,16 +109,3 @@ def float32_inputs(module, args):
     import torch
 
     return tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
-
-
-def safetensors_parameter_count(model_dir: str | Path) -> int:
-    """Parameters in a folder's safetensors files, read from their headers (no weights loaded, no torch imported)."""
-    import math
-
-    from safetensors import safe_open
-
-    total = 0
-    for path in sorted(Path(model_dir).glob("*.safetensors")):
-        with safe_open(str(path), framework="numpy") as handle:
-            total += sum(math.prod(handle.get_slice(name).get_shape()) for name in handle.keys())
-    return total

@@ -14,6 +14,21 @@ from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.prompts import chat_prompt_texts
 
 
+def evaluation_precision(dtype: str, device) -> dict:
+    """The device's name and float32 matmul precision an evaluation computes in. A float32 evaluation refuses TF32
+    matmuls: their 10-bit mantissa errs as much as the chapter's whole update."""
+    import torch
+
+    device = torch.device(device)
+    precision = torch.get_float32_matmul_precision()
+    if dtype == "float32" and (precision != "highest" or torch.backends.cuda.matmul.allow_tf32):
+        raise RuntimeError(f"a float32 evaluation with TF32 matmuls on (float32 matmul precision {precision!r}, "
+                           f"allow_tf32={torch.backends.cuda.matmul.allow_tf32}) computes with float16's mantissa: "
+                           "turn TF32 off (torch.set_float32_matmul_precision('highest'))")
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
+    return {"device": name, "matmul_precision": precision if dtype == "float32" else f"{dtype} weights"}
+
+
 def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
     """The chat prompts of ``questions``, left-padded into one batch (what ``generate`` continues)."""
     texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)

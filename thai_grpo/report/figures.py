@@ -9,9 +9,8 @@ import numpy as np
 from matplotlib.patches import FancyBboxPatch
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.core.references import training_kl_name
 from thai_grpo.methods import kl
-from thai_grpo.report import glance, lessons
+from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.figures_gains import plot_gains
 from thai_grpo.report.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
@@ -413,7 +412,7 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
                 if run.get("method") == "ppo" and run.get("steps")}
     if ppo_runs:
         grpo = {"grpo": train["steps"]} if train.get("variant") == "grpo" and train.get("steps") else {}
-        kl_name = training_kl_name(results.get("config"))
+        kl_name = run_words.training_kl_name(results.get("config"))
         draw("ppo_curves", lambda runs, path: plot_ppo_curves(runs, path, kl_name), {**grpo, **ppo_runs})
     if lessons.ppo_lesson(results):  # section 7's evidence, drawn where its "why" is shown
         draw("ppo_score_vs_reward", plot_ppo_score_vs_reward, results["runs"]["ppo"]["steps"])

@@ -14,7 +14,6 @@ from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
 from thai_grpo.core.io import atomic_write_text
-from thai_grpo.core.references import sft_kl_words, training_kl_name
 from thai_grpo.methods.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
@@ -325,8 +324,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "groups": train.get("example_groups") or {},
         "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
         "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),
-        "training_kl_name": training_kl_name(results.get("config")),
-        "sft_kl_words": sft_kl_words(results.get("config")),
+        "training_kl_name": run_words.training_kl_name(results.get("config")),
+        "sft_kl_words": run_words.sft_kl_words(results.get("config")),
         "kl_summary": kl_summary,
         "passk": passk,
         "passk_verdict": (passk or {}).get("verdict"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from thai_grpo.methods.health import first_and_last
 
@@ -47,15 +46,6 @@ def sft_slip_rate(config: dict) -> float | None:
     return float(rate) if isinstance(rate, (int, float)) and not isinstance(rate, bool) else None
 
 
-def user_text(prompt: str) -> str:
-    """The question of a logged prompt: its last user message when the prompt is a chat (JSON list), else itself."""
-    try:
-        messages = json.loads(prompt)
-        return next(m["content"] for m in reversed(messages) if m.get("role") == "user")
-    except (TypeError, ValueError, StopIteration, AttributeError, KeyError):
-        return prompt
-
-
 # The calculator's two rules by a run's scale_rewards: divide by the group's std (GRPO) or not (Dr.GRPO); TRL's
 # "batch" (the batch's std) is neither, so such a group is not offered to it.
 CALCULATOR_SCALES = {"group": "grpo", True: "grpo", "none": "dr_grpo", False: "dr_grpo"}
@@ -71,7 +61,7 @@ def stored_groups(results: dict) -> list[dict]:
              for name, run in runs.items() if run.get("method", "grpo") == "grpo"}
     if main not in runs:  # a results.json with the main run's train record only: the default GRPO
         rules[main] = "grpo"
-    return [{"run": name, "kind": kind, "step": group.get("step"), "question": user_text(group.get("prompt")),
+    return [{"run": name, "kind": kind, "step": group.get("step"), "question": group.get("question"),
              "mixed": max(group["rewards"]) > min(group["rewards"]), "calculator": rules.get(name),
              "completions": group.get("completions") or [], "gold": group.get("gold"),
              "reward_names": list((group.get("reward_parts") or [{}])[0]),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import csv
 import importlib.metadata
+import json
 import platform
+from collections import Counter
 from pathlib import Path
 
 from thai_grpo.core.chapter import FACTS, TRAIN_SIZE, run_card_departures
 from thai_grpo.evaluation.narrowing import narrowing_test
+from thai_grpo.jobs.machine import JOB_MACHINE
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
 from thai_grpo.methods.health import training_health
@@ -126,6 +129,38 @@ def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
     return values
 
 
+def safetensors_parameter_count(model_dir: str | Path) -> int:
+    """Parameters in a folder's safetensors files, read from their headers (no weights loaded, no torch imported)."""
+    import math
+
+    from safetensors import safe_open
+
+    total = 0
+    for path in sorted(Path(model_dir).glob("*.safetensors")):
+        with safe_open(str(path), framework="numpy") as handle:
+            total += sum(math.prod(handle.get_slice(name).get_shape()) for name in handle.keys())
+    return total
+
+
+def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
+    """The log files of ``stages`` (benchmark names), in the logs folder beside ``benchmarks_dir``."""
+    logs = Path(benchmarks_dir).parent / "logs"
+    return [logs / f"{stage}.log" for stage in stages]
+
+
+def jobs_ran_on(logs) -> list[dict]:
+    """Which CPUs and commits the jobs of ``logs`` ran on: one {"cpu", "commit", "jobs"} per pair, most jobs first, from
+    each log's last machine line (a rerun appends to its log)."""
+    unknown = {"cpu": "not recorded", "commit": "not recorded"}
+    machines = Counter()
+    for log in map(Path, logs):
+        lines = log.read_text(encoding="utf-8", errors="replace").splitlines() if log.exists() else []
+        records = [json.loads(line[len(JOB_MACHINE):]) for line in lines if line.startswith(JOB_MACHINE)]
+        machine = records[-1] if records else unknown
+        machines[(machine["cpu"], machine["commit"])] += 1
+    return [{"cpu": cpu, "commit": commit, "jobs": n} for (cpu, commit), n in machines.most_common()]
+
+
 def benchmark_seconds(benchmark_dir: str | Path) -> dict:
     """Wall seconds per rule from Snakemake's ``benchmark:`` files (first column ``s``)."""
     return benchmark_column(benchmark_dir, "s")
@@ -160,10 +195,15 @@ def scope_benchmarks(seconds: dict, models: list[str], extra_sets: list[str] = (
     return {stage: value for stage, value in seconds.items() if belongs(stage)}
 
 
+def method_kind(plan: dict) -> str:
+    """The comparison row a variant fills: ``dr_grpo`` for GRPO with TRL's Dr.GRPO loss, else its method."""
+    if plan["method"] == "grpo" and plan["grpo_args"].get("loss_type") == "dr_grpo":
+        return "dr_grpo"
+    return plan["method"]
+
+
 def _kind(name: str, plan: dict | None) -> str:
     """The METHODS row of a variant: its plan's method (dr_grpo for GRPO with the Dr.GRPO loss)."""
-    from thai_grpo.methods import method_kind
-
     return method_kind(plan) if plan else (name if name in METHODS else "grpo")
 
 
@@ -290,24 +330,6 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     sets["group_size"].sort(key=lambda n: plans[n]["grpo_args"]["num_generations"])
     with_reference = [reference] if reference in plans else []
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}
-
-
-def groups_with_answers(groups: dict, rollouts: list[dict], golds: dict) -> dict:
-    """A run's stored groups (``example_groups``), each with its problem's gold answer and every completion's rewards
-    by name (TRL's completions table): from the run's rollouts at the group's step, the consecutive lines whose
-    completions are the group's. A group no rollout matches is kept as it is."""
-    steps: dict = {}
-    for line in rollouts:
-        steps.setdefault(line["step"], []).append(line)
-    found = {}
-    for kind, group in groups.items():
-        completions, lines = group.get("completions") or [], steps.get(group.get("step"), [])
-        size = len(completions)
-        match = next((lines[i:i + size] for i in range(0, len(lines) - size + 1, size)
-                      if [line["completion"] for line in lines[i:i + size]] == completions), None) if size else None
-        found[kind] = group if match is None else {**group, "gold": golds.get(match[0]["prompt_id"]),
-                                                   "reward_parts": [line["rewards"] for line in match]}
-    return found
 
 
 def _run_summary(name: str, train: dict, plan: dict | None) -> dict:

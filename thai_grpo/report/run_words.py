@@ -2,12 +2,34 @@
 
 from __future__ import annotations
 
+from thai_grpo.core.references import REFERENCE_NAMES
 from thai_grpo.core.rewards import REWARD_WORDS
 from thai_grpo.report.results import METHODS, VERIFIER
 
 DEVICE_NAMES = {"cpu": "a CPU", "gpu": "a GPU", "cpu and gpu": "a CPU and a GPU"}
 CHAPTER_REWARDS = ["correct", "format", "thai"]
 PAIR_LABELS = (METHODS["ppo"][1], METHODS["dpo"][1])
+
+
+def grpo_reference(config: dict | None) -> str:
+    """``grpo.reference`` of a config (``sft`` when unset, the pipeline's default)."""
+    return ((config or {}).get("grpo") or {}).get("reference", "sft")
+
+
+def training_kl_name(config: dict | None) -> str:
+    """What GRPO's and PPO's training KL is to, e.g. "the SFT policy"."""
+    reference = grpo_reference(config)
+    if reference not in REFERENCE_NAMES:
+        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(REFERENCE_NAMES)}")
+    return REFERENCE_NAMES[reference]
+
+
+def sft_kl_words(config: dict | None) -> str:
+    """What the k1-vs-k3 stage's KL(GRPO || SFT) is, relative to the KL GRPO trained with."""
+    if grpo_reference(config) == "sft":
+        return "KL(GRPO || SFT): the KL TRL optimises against (grpo.reference: sft)"
+    return (f"KL(GRPO || SFT), not the KL GRPO trained against: its reference is {training_kl_name(config)} "
+            f"(grpo.reference: {grpo_reference(config)})")
 
 
 def join_words(words: list[str]) -> str:

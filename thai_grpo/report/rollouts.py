@@ -1,0 +1,63 @@
+"""What the report shows of a run's rollouts (``rollouts.jsonl``: every completion training graded, in TRL's order,
+the G of a prompt side by side): groups to browse, and the completions whose think block holds no reasoning."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from thai_grpo.core.rewards import hollow_think
+
+HOLLOW_THINKS_KEPT = 8  # a run's hollow-think completions shown: the first half seen, then the latest
+
+
+def step_groups(rollouts: list[dict], group_size: int) -> dict[int, list[list[dict]]]:
+    """Each step's groups: its lines, ``group_size`` at a time."""
+    steps: dict = {}
+    for line in rollouts:
+        steps.setdefault(line["step"], []).append(line)
+    return {step: [lines[i:i + group_size] for i in range(0, len(lines), group_size)] for step, lines in steps.items()}
+
+
+def browse_steps(max_steps: int, count: int = 4) -> set[int]:
+    """``count`` steps, spread evenly up to the last, whose first group is also kept for the report to browse."""
+    return {max(1, round(max_steps * i / count)) for i in range(1, count + 1)} if max_steps > 0 else set()
+
+
+def group_record(step: int, lines: list[dict], problems: dict) -> dict:
+    """One group as the report shows it: its question and gold answer (``problems``: the training rows by id), then per
+    completion its summed reward, advantage, text and reward by name."""
+    problem = problems.get(lines[0]["prompt_id"]) or {}
+    return {"step": step, "question": problem.get("question"), "gold": problem.get("answer"),
+            "rewards": np.asarray([line["reward"] for line in lines], dtype=float).round(4).tolist(),
+            "advantages": np.asarray([line["advantage"] for line in lines], dtype=float).round(4).tolist(),
+            "completions": [line["completion"] for line in lines], "reward_parts": [line["rewards"] for line in lines]}
+
+
+def example_groups(rollouts: list[dict], group_size: int, max_steps: int, problems: dict) -> dict:
+    """The run's first group whose rewards differ (``mixed``: it has a learning signal), its first all-equal one, and
+    at each of ``browse_steps`` that step's first mixed group (else its first): ``group_record`` each."""
+    found = {}
+    for step, groups in sorted(step_groups(rollouts, group_size).items()):
+        kinds: dict = {}
+        for lines in groups:
+            rewards = [line["reward"] for line in lines]
+            kinds.setdefault("mixed" if max(rewards) - min(rewards) > 1e-8 else "all_equal", lines)
+        for kind, lines in kinds.items():
+            found.setdefault(kind, group_record(step, lines, problems))
+        if step in browse_steps(max_steps):
+            found[f"step{step}"] = group_record(step, kinds.get("mixed") or kinds["all_equal"], problems)
+    return found
+
+
+def hollow_think_completions(rollouts: list[dict], kept: int = HOLLOW_THINKS_KEPT) -> list[dict]:
+    """The completions whose think block is empty or blank (``hollow_think``: the format reward's hack), at most
+    ``kept`` per step: the first ``kept // 2`` of the run, then the latest, with their step and summed reward."""
+    per_step: dict = {}
+    for line in rollouts:
+        found = per_step.setdefault(line["step"], [])
+        if len(found) < kept and hollow_think(line["completion"]):
+            found.append({"step": line["step"], "reward": round(float(line["reward"]), 4),
+                          "completion": line["completion"]})
+    ordered = [example for step in sorted(per_step) for example in per_step[step]]
+    first = kept // 2
+    return ordered if len(ordered) <= kept else ordered[:first] + ordered[first:][first - kept:]
