@@ -109,8 +109,8 @@ def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list
 
 
 def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None]:
-    """The step-metrics file and the checkpoint to resume from: None for a fresh start, whose leftover step files are
-    removed; after a resume from checkpoint-N the step files forget the steps beyond N (they will be redone)."""
+    """The step-metrics file and the checkpoint to resume from: None for a fresh start, which empties the step files
+    a killed run left; after a resume from checkpoint-N they forget the steps beyond N (they will be redone)."""
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     resume_from = last_checkpoint(checkpoint_dir)
