@@ -357,3 +357,26 @@ def test_the_chain_table_lists_only_chains_with_pass1_values():
                                                            "note": "passk only", "values": {"passk.x": 1.0}}]}
     table = rt.table_chains(parts, kept)
     assert "passk only" not in table and "the reference run" in table
+
+
+def test_every_module_path_the_documents_cite_exists():
+    """A dotted name such as `thai_grpo.jobs.job.end_job` in the README, CONTRIBUTING or docs/ names a module or an
+    attribute that exists: a function moved or renamed leaves no stale pointer behind."""
+    import importlib
+
+    def resolves(name: str) -> bool:
+        parts = name.split(".")
+        for split in range(len(parts), 0, -1):  # the longest importable prefix, then attributes
+            try:
+                target = importlib.import_module(".".join(parts[:split]))
+            except ModuleNotFoundError:
+                continue
+            for attribute in parts[split:]:
+                target = getattr(target, attribute, None)
+            return target is not None
+        return False
+
+    documents = [*DOCS, REPO / "CONTRIBUTING.md", REPO / "config" / "README.md"]
+    cited = {(document.name, name) for document in documents
+             for name in re.findall(r"\bthai_grpo(?:_studies|_tools)?(?:\.\w+)+", document.read_text())}
+    assert cited and not [f"{document}: {name}" for document, name in sorted(cited) if not resolves(name)]
