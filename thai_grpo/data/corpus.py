@@ -44,12 +44,6 @@ def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> lis
     return texts
 
 
-def _slip(value: int, rng: random.Random) -> int:
-    """A plausible wrong result: off by 1 to 3, or by 10 (a carry error), never negative."""
-    delta = rng.choice([-10, -3, -2, -1, 1, 2, 3, 10])
-    return value + delta if value + delta >= 0 else value - delta
-
-
 def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> str:
     """Each step's result is wrong with probability ``rate``; later steps and ``#### N`` follow the wrong value. A slip
     that would make a later step negative or inexact leaves the solution unchanged."""
@@ -63,8 +57,9 @@ def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> s
         if new is None or new < 0:
             impossible.append(match[0])
             return match[0]
-        if rng.random() < rate:
-            new = _slip(new, rng)
+        if rng.random() < rate:  # a plausible slip: off by 1 to 3, or by 10 (a carry error), never negative
+            delta = rng.choice([-10, -3, -2, -1, 1, 2, 3, 10])
+            new = new + delta if new + delta >= 0 else new - delta
         if new != result:
             changed[result] = new
         return f"{a} {op} {b} = {new}"

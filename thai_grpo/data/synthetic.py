@@ -10,8 +10,6 @@ from typing import Callable, Sequence
 
 from thai_grpo.data.problems import text_hash
 
-__all__ = ["TEMPLATE_IDS", "generate_problems", "problem_skeleton", "tidy_whitespace"]
-
 NAMES = (
     "สมชาย", "สมหญิง", "มานี", "มานะ", "ปิติ", "ชูใจ", "วีระ", "ดวงใจ",
     "สมศักดิ์", "นภา", "กานดา", "ประเสริฐ", "วันดี", "สุดา", "อรุณ", "บุญมี",

@@ -68,11 +68,6 @@ def pass_at_k_with_interval(
     return {"estimate": estimate, "wilson_low": low, "wilson_high": high, "trials": trials}
 
 
-def _mean(values: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Vectorized mean statistic for scipy.stats.bootstrap."""
-    return np.mean(values, axis=axis)
-
-
 def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: int):
     """Problem-level percentile bootstrap of the mean (resample problems with replacement)."""
     values = np.asarray(values, dtype=float).reshape(-1)
@@ -80,7 +75,7 @@ def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: in
         raise ValueError(f"bootstrap needs at least 2 problems, got {values.size}")
     return stats.bootstrap(
         (values,),
-        _mean,
+        np.mean,
         n_resamples=n_boot,
         batch=BOOTSTRAP_BATCH,
         vectorized=True,

@@ -70,13 +70,6 @@ def holm_family(members: list[dict], key: str) -> list[float | None]:
     return holm_adjust(values)
 
 
-def correction_text(family: str, size: int) -> str:
-    """'tested alone' (the primary) or 'Holm over the 4 pairs'."""
-    if family == "primary":
-        return "tested alone"
-    return f"Holm over the {size} pair{'s' if size != 1 else ''}"
-
-
 def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
     """``tests`` (each with a, b, metric, mean_diff, p_value, optionally tost_p) with the plan applied, in input order.
 
@@ -98,9 +91,11 @@ def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
 
 def _finish(members: list[dict], family: str, alpha: float, tested: bool, gate: str | None) -> None:
     """Adjust one family's tests in place and give each its verdict."""
+    size = len(members)
+    correction = "tested alone" if family == "primary" else f"Holm over the {size} pair{'s' if size != 1 else ''}"
     for test, p, tost_p in zip(members, holm_adjust([t["p_value"] for t in members]),
                                holm_family(members, "tost_p")):
-        test.update(p_holm=p, tost_p_holm=tost_p, family_size=len(members), tested=tested, gate=gate, alpha=alpha,
-                    correction=correction_text(family, len(members)),
+        test.update(p_holm=p, tost_p_holm=tost_p, family_size=size, tested=tested, gate=gate, alpha=alpha,
+                    correction=correction,
                     verdict=decide(test["mean_diff"], p, tost_p, tested, alpha))
         test["supported"] = test["verdict"] in ("higher", "lower")

@@ -6,9 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.data.prompts import chat_prompt_texts
-from thai_grpo.jobs.memory_plan import CHUNK_FLOATS, logprob_pass_floats, rows_per_chunk, Shape
-
-LOGIT_BUDGET = CHUNK_FLOATS  # floats of one batch's next-token distributions (1 GiB in float32; two are held at once)
+from thai_grpo.jobs.memory_plan import logprob_pass_floats, rows_per_chunk, Shape
 
 
 def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
@@ -45,11 +43,10 @@ def position_kl(logp_policy, logp_ref) -> dict:
     p = lp.exp()
     d = lq - lp
     k1, k3 = -d, torch.expm1(d) - d
-    weight = torch.where(p > 0, p, torch.zeros_like(p))
     k1, k3 = torch.where(p > 0, k1, torch.zeros_like(k1)), torch.where(p > 0, k3, torch.zeros_like(k3))
-    kl = (weight * k1).sum(-1)
-    return {"kl": kl, "var_k1": ((weight * k1 ** 2).sum(-1) - kl ** 2).clamp(min=0),
-            "var_k3": ((weight * k3 ** 2).sum(-1) - kl ** 2).clamp(min=0)}
+    kl = (p * k1).sum(-1)
+    return {"kl": kl, "var_k1": ((p * k1 ** 2).sum(-1) - kl ** 2).clamp(min=0),
+            "var_k3": ((p * k3 ** 2).sum(-1) - kl ** 2).clamp(min=0)}
 
 
 def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[dict, dict]]:
@@ -106,7 +103,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
         raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
     longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
     shape = Shape.from_config(model.config)  # Qwen3's 152k vocabulary: ~4 rows per batch of 450 tokens
-    batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size, LOGIT_BUDGET)
+    batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size)  # 1 GiB of float32 logits, two held
     keys = ("logp_policy", "logp_ref", "kl_exact", "var_k1", "var_k3")
     result = {key: [] for key in keys}
     for start in range(0, len(pairs), batch_size):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from thai_grpo.data.prompts import chat_prompt_texts
-from thai_grpo.models.sampling import score_completion
+from thai_grpo.models.sampling import records_from_completions
 
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
@@ -74,16 +74,6 @@ def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> d
     ids = list(token_ids)
     return {"text": tokenizer.decode(ids, skip_special_tokens=True), "num_tokens": len(ids),
             "truncated": finish_reason != "stop", "token_ids": ids}
-
-
-def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy: list[dict]) -> list[dict]:
-    """The output records of ``sample_heldout``: per problem its scored samples and its scored greedy answer."""
-    if not len(rows) == len(sampled) == len(greedy):
-        raise ValueError(f"{len(rows)} problems but {len(sampled)} sampled and {len(greedy)} greedy results")
-    return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
-             "completions": [score_completion(c, row["answer"]) for c in samples],
-             "greedy": score_completion(best, row["answer"])}
-            for row, samples, best in zip(rows, sampled, greedy)]
 
 
 def _gpu_capability() -> tuple[int, int] | None:

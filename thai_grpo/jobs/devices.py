@@ -52,11 +52,6 @@ def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:
     return max(1, -(-int(gpu_limit) // gpus))
 
 
-def torch_build(torch_version: str, cuda_build: str | None) -> str:
-    """``torch 2.13.0+cpu, a CPU build`` / ``torch 2.5.1+cu124, built for CUDA 12.4``."""
-    return f"torch {torch_version}, " + (f"built for CUDA {cuda_build}" if cuda_build else "a CPU build")
-
-
 def choose_job_device(setting: str, base_source: str, cuda_available: bool, torch_version: str,
                       cuda_build: str | None = None) -> str:
     """``"cuda"`` or ``"cpu"`` for a model job, from the config's ``device``, ``base.source`` and what torch sees; a
@@ -69,7 +64,8 @@ def choose_job_device(setting: str, base_source: str, cuda_available: bool, torc
         return "cuda"
     if setting == "cuda" or base_source == "hub":
         needs = "`device: cuda` needs one" if setting == "cuda" else f"a {base_source} base (the real model) needs one"
-        raise RuntimeError(f"this job's torch sees no CUDA GPU ({torch_build(torch_version, cuda_build)}): {needs}; "
+        build = f"built for CUDA {cuda_build}" if cuda_build else "a CPU build"
+        raise RuntimeError(f"this job's torch sees no CUDA GPU (torch {torch_version}, {build}): {needs}; "
                            "install a CUDA build of torch on a GPU machine, or set `device: cpu` to run on the CPU "
                            "anyway (slow: days)")
     return "cpu"

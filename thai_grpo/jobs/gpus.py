@@ -111,22 +111,16 @@ def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | Non
     return environ["CUDA_VISIBLE_DEVICES"]
 
 
-def parse_capability(text: str) -> tuple[int, int]:
-    """``"7.5"`` -> (7, 5); a clear error for anything else."""
-    try:
-        major, minor = (int(part) for part in text.strip().split("."))
-    except ValueError:
-        raise ValueError(f"{CAPABILITY_ENV}={text!r}: give a compute capability as MAJOR.MINOR, e.g. 7.5 (a T4's "
-                         "float16 path) or 8.0 (bfloat16)") from None
-    return major, minor
-
-
 def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tuple[int, int] | None:
     """The capability the pipeline acts on: the GPU's own, or a lower ``requested`` one (``THAI_GRPO_CAPABILITY``: a
     newer GPU runs a T4's float16 path)."""
     if not requested:
         return real
-    wanted = parse_capability(requested)
+    try:
+        wanted = major, minor = tuple(int(part) for part in requested.strip().split("."))
+    except ValueError:
+        raise ValueError(f"{CAPABILITY_ENV}={requested!r}: give a compute capability as MAJOR.MINOR, e.g. 7.5 (a T4's "
+                         "float16 path) or 8.0 (bfloat16)") from None
     if real is None:
         raise RuntimeError(f"{CAPABILITY_ENV}={requested} needs a CUDA GPU; unset it on a machine without one")
     if wanted > tuple(real):

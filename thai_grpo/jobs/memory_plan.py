@@ -8,10 +8,8 @@ arithmetic sizes the chunks a pass over rows is split into (``rows_per_chunk``).
 from __future__ import annotations
 
 import dataclasses
-import math
 
 CHUNK_FLOATS = 2 ** 28  # floats of one chunk's largest per-row tensors (1 GiB in float32)
-BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 GIB = 2 ** 30
 ADAMW_STATE_BYTES = 4 + 4 + 8  # a float32 LoRA parameter: its gradient, and AdamW's exp_avg and exp_avg_sq
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
@@ -150,10 +148,6 @@ def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, co
 def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
     """Per PPO rollout (one completion per prompt), its cache in the decode loop."""
     return sampling_kv_floats(shape, 1, 1, prompt, completion)
-
-
-def chunks(rows: int, per_chunk: int) -> int:
-    return math.ceil(rows / per_chunk)
 
 
 def norm_floats_per_token_layer(shape: Shape) -> int:

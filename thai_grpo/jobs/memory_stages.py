@@ -6,11 +6,13 @@ its GPU (a CPU job sizes as a T4). A size changes how much work one call does, n
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    GIB, Lora, Shape, base_parameters, chunks, generation_floats, logprob_pass_floats, lora_parameters,
+    GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
     lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
     saved_per_token_layer,
 )
@@ -179,20 +181,13 @@ def sizing_gib(device) -> float:
     return card_gib_of(device) or CARD_GIB
 
 
-def shape_of(model_dir) -> Shape:
-    """The ``Shape`` in a model folder's ``config.json``."""
-    import json
-    from pathlib import Path
-
-    return Shape.from_config(json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8")))
-
-
 def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
     """What a sampling job runs with, recorded beside its samples: ``batch_size`` (``requested``, or for ``auto``
     ``sampling_batch_for_card``), the sequences per call and the card it was sized for."""
     card = card_gib_of(device)
     if requested == AUTO:
-        batch = sampling_batch_for_card(shape_of(model_dir), num_samples, completion, problems, card or CARD_GIB)
+        config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
+        batch = sampling_batch_for_card(Shape.from_config(config), num_samples, completion, problems, card or CARD_GIB)
     elif isinstance(requested, int) and requested >= 1:
         batch = requested
     else:
@@ -231,7 +226,7 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
                   f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
                   "the largest of generation and log-prob pass counted once each"),
             stage(f"PPO ({name}): update", update,
-                  f"minibatches of {size} rows in {chunks(size, update_rows)} chunks of {update_rows} "
+                  f"minibatches of {size} rows in {-(-size // update_rows)} chunks of {update_rows} "
                   "(gradients accumulated), under autocast where the weights are 16-bit")]
 
 

@@ -136,7 +136,6 @@ def prefill(model, input_ids, attention_mask):
     """(float32 logits of each prompt's last position, the prompts' keys and values per layer): one forward pass."""
     from transformers import DynamicCache
 
-
     output = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=generation_positions(attention_mask),
                    cache=DynamicCache(config=model.config), use_cache=True, logits_to_keep=1)
     layers = output.cache.layers

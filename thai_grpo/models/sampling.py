@@ -73,15 +73,11 @@ def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_
     )
 
 
-def row_seed(seed: int, key, sample: int) -> int:
-    """A 63-bit seed from (seed, problem key, sample index), the same in every process (unlike the salted ``hash``)."""
-    digest = hashlib.sha256(f"{seed}/{key}/{sample}".encode()).digest()
-    return int.from_bytes(digest[:8], "little") >> 1
-
-
 def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
-    """The seeds of problems ``keys`` x ``num_samples`` samples, in ``generate``'s order (a problem's side by side)."""
-    return [row_seed(seed, key, sample) for key in keys for sample in range(num_samples)]
+    """A 63-bit seed per problem of ``keys`` x sample, in ``generate``'s order (a problem's side by side), from the
+    sha256 of (seed, key, sample): the same in every process (unlike the salted ``hash``)."""
+    names = [f"{seed}/{key}/{sample}" for key in keys for sample in range(num_samples)]
+    return [int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little") >> 1 for name in names]
 
 
 class PerRowGumbel:
@@ -152,7 +148,7 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
              temperature: float | None, seed: int, chat_template_kwargs: dict | None = None,
              problem_keys: list | None = None) -> list[list[dict]]:
     """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}``; greedy when temperature
-    is None. Sample j of question i is drawn from seed ``row_seed(seed, problem_keys[i], j)`` (``problem_keys``:
+    is None. Sample j of question i is drawn from the seed of (seed, ``problem_keys[i]``, j) (``problem_keys``:
     the problems' ids; default their positions in ``questions``), whatever else is in the batch."""
     import torch
 
@@ -170,6 +166,16 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
 
 def score_completion(completion: dict, gold: int) -> dict:
     return {**completion, **reward_breakdown(completion["text"], gold)}
+
+
+def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy: list[dict]) -> list[dict]:
+    """The output records of ``sample_heldout``: per problem its scored samples and its scored greedy answer."""
+    if not len(rows) == len(sampled) == len(greedy):
+        raise ValueError(f"{len(rows)} problems but {len(sampled)} sampled and {len(greedy)} greedy results")
+    return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
+             "completions": [score_completion(c, row["answer"]) for c in samples],
+             "greedy": score_completion(best, row["answer"])}
+            for row, samples, best in zip(rows, sampled, greedy)]
 
 
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
@@ -197,7 +203,4 @@ def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_s
                                                 chat_template_kwargs=chat_template_kwargs)]
     if progress:
         progress(f"greedy answers for {len(greedy)} problems")
-    return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
-             "completions": [score_completion(c, row["answer"]) for c in samples],
-             "greedy": score_completion(best, row["answer"])}
-            for row, samples, best in zip(rows, sampled, greedy)]
+    return records_from_completions(rows, sampled, greedy)

@@ -17,23 +17,6 @@ def _train_resumably(trainer, checkpoint_dir: Path):
     if resume_from is not None:
         print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
     trainer.train(resume_from_checkpoint=resume_from)
-    return trainer
-
-
-def _run_sft_trainer(model, tokenizer, records: list[dict], args: dict, checkpoint_dir: Path, seed: int,
-                     dtype: str, peft_config=None):
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
-    seed_everything(seed)
-    config = SFTConfig(**trainer_args(args, checkpoint_dir, seed, dtype))
-    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(records),
-                         processing_class=tokenizer, peft_config=peft_config,
-                         callbacks=[progress_callback(checkpoint_dir.name)])
-    if len(trainer.train_dataset) == 0:
-        raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
-                         f"{config.max_length} tokens, leaving no target to learn; raise max_length")
-    return _train_resumably(trainer, checkpoint_dir)
 
 
 def language_modelling_dataset(texts: list[str], tokenizer, max_length: int | None):
@@ -74,14 +57,24 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
 def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, args: dict, out_dir: str | Path,
                       checkpoint_dir: str | Path, seed: int, dtype: str = "float32") -> list[dict]:
     """Train a LoRA adapter on the prompt-completion records, the frozen base in ``dtype``; save only the adapter."""
+    from datasets import Dataset
     from peft import LoraConfig
+    from trl import SFTConfig, SFTTrainer
 
     from thai_grpo.models.loading import load_base_model, load_tokenizer
 
+    checkpoint_dir = Path(checkpoint_dir)
     tokenizer = load_tokenizer(base_dir)
     model = load_base_model(base_dir, dtype)
-    trainer = _run_sft_trainer(model, tokenizer, records, args, Path(checkpoint_dir), seed, dtype,
-                               peft_config=LoraConfig(task_type="CAUSAL_LM", **lora))
+    seed_everything(seed)
+    config = SFTConfig(**trainer_args(args, checkpoint_dir, seed, dtype))
+    trainer = SFTTrainer(model=model, args=config, train_dataset=Dataset.from_list(records),
+                         processing_class=tokenizer, peft_config=LoraConfig(task_type="CAUSAL_LM", **lora),
+                         callbacks=[progress_callback(checkpoint_dir.name)])
+    if len(trainer.train_dataset) == 0:
+        raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
+                         f"{config.max_length} tokens, leaving no target to learn; raise max_length")
+    _train_resumably(trainer, checkpoint_dir)
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
     clear_checkpoints(checkpoint_dir)

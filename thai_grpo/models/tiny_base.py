@@ -58,7 +58,4 @@ def build_tiny_qwen3(tokenizer, hidden_size: int, num_layers: int, num_heads: in
         head_dim=hidden_size // num_heads, max_position_embeddings=max_positions, tie_word_embeddings=True,
         bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
     )
-    model = Qwen3ForCausalLM(config)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model
+    return Qwen3ForCausalLM(config)  # its generation_config takes the EOS and pad ids from config

@@ -3,7 +3,7 @@ sees it before the other methods finish."""
 
 from __future__ import annotations
 
-from thai_grpo.evaluation.scoring import paired_pass1_test
+from thai_grpo.evaluation.scoring import paired_test
 
 HEADLINE_FILE = "results/headline.json"
 
@@ -13,7 +13,7 @@ def headline(scores: dict[str, dict], n_boot: int = 10_000, seed: int = 0) -> di
     models = {name: {"pass@1": s["pass@1"]["estimate"], "low": s["pass@1"]["bootstrap_low"],
                      "high": s["pass@1"]["bootstrap_high"], "greedy": s["greedy_accuracy"]["estimate"]}
               for name, s in scores.items()}
-    diff = paired_pass1_test(scores["grpo"], scores["sft"], n_boot=n_boot, seed=seed)
+    diff = paired_test(scores["grpo"], scores["sft"], "pass@1", n_boot=n_boot, seed=seed)
     return {"models": models, "grpo_minus_sft": {k: diff[k] for k in ("mean_diff", "ci_low", "ci_high", "p_value")},
             "n_resamples": n_boot}
 

@@ -13,7 +13,7 @@ from thai_grpo.core.chapter import FACTS, TRAIN_SIZE, run_card_departures
 from thai_grpo.evaluation.narrowing import narrowing_test
 from thai_grpo.jobs.machine import JOB_MACHINE
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.evaluation.scoring import paired_pass1_test, paired_test, pairwise_tests
+from thai_grpo.evaluation.scoring import paired_test, pairwise_tests
 from thai_grpo.methods.health import training_health
 from thai_grpo.methods.kl import real_kl_summary
 from thai_grpo.methods.update_size import mean_grad_norm
@@ -346,7 +346,7 @@ def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
 
 def paired_tests(scores: dict, n_boot: int, seed: int) -> dict:
     """``{MODEL_vs_sft: test}``: the paired pass@1 bootstrap of every trained model against SFT, same problems."""
-    return {f"{m}_vs_sft": paired_pass1_test(scores[m], scores["sft"], n_boot, seed)
+    return {f"{m}_vs_sft": paired_test(scores[m], scores["sft"], "pass@1", n_boot, seed)
             for m in scores if m not in ("sft", "base") and "sft" in scores}
 
 

@@ -4,31 +4,22 @@ merged copy of the LoRA policy (``merged_sampler``). The numbers are TRL's up to
 
 from __future__ import annotations
 
+import contextlib
 
-class _SharedPromptGenerate:
+
+@contextlib.contextmanager
+def _shared_prompt_generate(model, merged=None):
     """``model.generate`` replaced, on this instance while the block runs, by ``generate_sharing_prompts`` on
     ``merged`` (a ``MergedCopy``, refreshed first) when given, else on the policy itself."""
+    from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
 
-    def __init__(self, model, merged=None):
-        self.model, self.merged = model, merged
-
-    def __enter__(self):
-        from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
-
-        model, merged = self.model, self.merged
-        if merged is not None:
-            sampler = merged.refresh()
-            model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
-                sampler, input_ids, attention_mask, generation_config, **kwargs)
-        else:
-            original = model.generate
-            model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
-                model, input_ids, attention_mask, generation_config, generate=original, **kwargs)
-        return model
-
-    def __exit__(self, *exc):
-        del self.model.generate  # the class's method again
-        return False
+    sampler, generate = (model, model.generate) if merged is None else (merged.refresh(), None)
+    model.generate = lambda input_ids, attention_mask, generation_config, **kwargs: generate_sharing_prompts(
+        sampler, input_ids, attention_mask, generation_config, generate=generate, **kwargs)
+    try:
+        yield model
+    finally:
+        del model.generate  # the class's method again
 
 
 def shares_prompts_on(device, use_vllm: bool = False) -> bool:
@@ -57,7 +48,7 @@ def with_cpu_speedups(trainer_class):
             policy = self.accelerator.unwrap_model(self.model)
             if getattr(self, "_merged_copy", None) is None and can_merge_copy(policy):
                 self._merged_copy = MergedCopy(policy)
-            with _SharedPromptGenerate(policy, getattr(self, "_merged_copy", None)):
+            with _shared_prompt_generate(policy, getattr(self, "_merged_copy", None)):
                 return super()._generate_single_turn(*args, **kwargs)
 
         def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
