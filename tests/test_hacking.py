@@ -144,15 +144,6 @@ def test_simulated_error_rates_of_the_detector():
         detector_rates(5, 64, duration=8)
 
 
-def test_old_records_without_the_paid_share_count_empty_blocks_only_under_the_lenient_regex():
-    old = [{k: v for k, v in s.items() if k != "hollow_think_paid_share"} for s in steps("format_lenient", RISING,
-                                                                                          FLAT, empty=RISING)]
-    assert format_hacking_suspect(old)["suspect"]
-    for s in old:
-        s["rewards"] = {"correct": 0.1, "format": 0.1}
-    assert not format_hacking_suspect(old)["suspect"]
-
-
 def hand_results(lenient_paid=EPISODE_PAID):
     """Three 40-step runs: the lenient one with the mid-run episode (or ``lenient_paid``), the other two honest."""
     plans = {name: {"rewards": ["correct", reward, "thai"], "grpo": {"max_completion_length": 32}}

@@ -10,11 +10,11 @@ import pytest
 import yaml
 from configs import config_of
 
-from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, settings_fingerprint
+from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, inherited_args, settings_fingerprint
 from thai_grpo.core.trainer_fields import known_fields
 from thai_grpo_tools.trainer_fields import installed_fields
 from thai_grpo.methods import variant_plan
-from thai_grpo.methods.settings import check_method_fields
+from thai_grpo.methods.settings import NOT_INHERITED, check_method_fields
 from thai_grpo.report.results import add_studies
 from workflow import copy_workflow, placeholder_run, run_snakemake, scheduled_jobs
 
@@ -71,6 +71,14 @@ def unslimmed_plan(config, variant, monkeypatch):
     return {**plan, "rewards": list(config["variants"][variant].get("rewards", config["rewards"]))}
 
 
+def dpo_inherited(grpo: dict) -> dict:
+    """What DPO's trainer kept of a whole merged grpo section when it filtered the section itself: TRL's DPOConfig
+    fields (and ours), less ``NOT_INHERITED``. Now it takes its plan's grpo_args as they are."""
+    from trl import DPOConfig
+
+    return inherited_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, exclude=NOT_INHERITED)[0]
+
+
 @pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "qwen3-0.6b.yaml"])
 def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name, monkeypatch):
     import thai_grpo.methods as methods
@@ -81,6 +89,8 @@ def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name,
         slim = stage_arguments(config, variant)
         with monkeypatch.context() as patch:
             full_plan = unslimmed_plan(config, variant, monkeypatch)
+            if full_plan["method"] == "dpo":
+                full_plan = {**full_plan, "grpo_args": dpo_inherited(full_plan["grpo_args"])}
             patch.setattr(methods, "variant_plan", lambda config, v: full_plan)
             full = stage_arguments(config, variant)
         if config["variants"][variant].get("method") in ("dpo", "ppo"):

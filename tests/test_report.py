@@ -333,7 +333,7 @@ def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
     results = with_pitfalls(results)
     lenient = results["runs"]["lenient_format"]
     for step in lenient["steps"]:
-        step["empty_think_share"] = 0.0
+        step["empty_think_share"] = step["hollow_think_paid_share"] = 0.0
     lenient["empty_think_examples"] = []
     lenient["health"] = training_health(lenient["steps"])
     html = render_report(results, samples, figures, TEMPLATE_DIR)

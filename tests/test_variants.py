@@ -19,7 +19,7 @@ from run_specs import TRAINING, plan, run_spec
 
 from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
 from thai_grpo.core.config import inherited_args
-from thai_grpo.methods import RunSpec, train_variant, trainer_for, variant_plan
+from thai_grpo.methods import RunSpec, method_grpo_args, train_variant, trainer_for, variant_plan
 from thai_grpo.methods.settings import check_method_fields
 from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.methods.health import format_hacking_suspect, training_health
@@ -27,7 +27,6 @@ from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_sh
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
 from thai_grpo.report.results import method_kind
 from thai_grpo.methods.rloo import leave_one_out_advantages
-from thai_grpo.methods.dpo import dpo_args
 from thai_grpo.methods.rloo import rloo_args
 from thai_grpo.methods.settings import NOT_INHERITED, SCHEDULE
 from thai_grpo.report.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
@@ -60,10 +59,9 @@ def test_rloo_args_on_hand_made_fields_with_overrides():
 
 
 def test_dpo_args_inherit_the_bookkeeping_not_the_schedule_nor_the_meaning_changing_fields():
-    from trl import DPOConfig
-
     grpo = variant_settings(load(), "dpo")["grpo"]  # the merged section, before the plan keeps what DPO reads
-    args, dropped = dpo_args(grpo, {f.name for f in dataclasses.fields(DPOConfig)}, {"beta": 0.1})
+    inherited = method_grpo_args("dpo", grpo)
+    args, dropped = {**inherited, "beta": 0.1}, set(grpo) - set(inherited)  # as dpo.train merges the dpo: overrides
     assert args["save_steps"] == grpo["save_steps"] and args["logging_steps"] == grpo["logging_steps"]
     assert not set(SCHEDULE) & set(args)  # GRPO's 40 rollout steps are no length for a pass over DPO's pairs
     assert args["beta"] == 0.1 and "loss_type" not in args and "per_device_train_batch_size" not in args
@@ -141,6 +139,7 @@ def test_empty_think_share_on_hand_built_completions():
 def hacking_steps(shares, accuracies, lenient=True):
     name = "format_lenient" if lenient else "format"
     return [{"step": i + 1, "empty_think_share": e, "accuracy": a, "reward_mean": 0.5 + e * 0.3,
+             "hollow_think_paid_share": e if lenient else None,  # the lenient regex pays every empty block
              "completion_length_mean": 40 - 20 * e, "rewards": {"correct": a, name: 0.3}}
             for i, (e, a) in enumerate(zip(shares, accuracies))]
 

@@ -17,7 +17,6 @@ def stage_arguments(config: dict, stage: str):
     from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
 
     from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.dpo import dpo_args
     from thai_grpo.methods.rloo import rloo_args
     from thai_grpo.methods.settings import ppo_settings
     from thai_grpo.models.training import trainer_args
@@ -32,8 +31,7 @@ def stage_arguments(config: dict, stage: str):
         fields = {f.name for f in dataclasses.fields(RLOOConfig)}
         return RLOOConfig(**trainer_args(rloo_args(plan["grpo_args"], fields, plan["rloo"])[0], output_dir, seed, dtype))
     if plan["method"] == "dpo":
-        fields = {f.name for f in dataclasses.fields(DPOConfig)}
-        return DPOConfig(**trainer_args(dpo_args(plan["grpo_args"], fields, plan["dpo"])[0], output_dir, seed, dtype))
+        return DPOConfig(**trainer_args({**plan["grpo_args"], **plan["dpo"]}, output_dir, seed, dtype))
     return ppo_settings(plan["grpo_args"], plan["ppo"])
 
 

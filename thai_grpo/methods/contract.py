@@ -54,13 +54,10 @@ def contract_values(config: dict, stage_value, stages) -> dict[str, object]:
 
 def stages_run(config: dict) -> list[str]:
     """The contract's stages that ``config`` runs: its variants, and the reward model when a PPO variant uses it."""
-    return [*config.get("variants", {}), *(["reward_model"] if _scores_by_reward_model(config) else [])]
-
-
-def _scores_by_reward_model(config: dict) -> bool:
-    """A PPO variant is scored by the learned reward model: the reward_model stage runs."""
-    return any(v.get("method") == "ppo" and v.get("ppo", {}).get("score", "reward_model") == "reward_model"
-               for v in config.get("variants", {}).values())
+    variants = config.get("variants", {})
+    scored = any(v.get("method") == "ppo" and v.get("ppo", {}).get("score", "reward_model") == "reward_model"
+                 for v in variants.values())  # a PPO variant is scored by the learned reward model
+    return [*variants, *(["reward_model"] if scored else [])]
 
 
 def _config_default(config: dict, dotted: str):

@@ -9,8 +9,7 @@ import json
 import shutil
 from pathlib import Path
 
-from thai_grpo.core.config import ConfigError, inherited_args
-from thai_grpo.methods.settings import NOT_INHERITED
+from thai_grpo.core.config import ConfigError
 
 KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
                 "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
@@ -30,13 +29,6 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
             "nothing to rank; the adapter is the SFT adapter unchanged")
 
 
-def dpo_args(grpo_args: dict, dpo_fields, overrides: dict | None = None) -> tuple[dict, list[str]]:
-    """DPOConfig's arguments: a merged ``grpo`` section's bookkeeping fields (logging, checkpoints, ...), less
-    ``NOT_INHERITED``, then the variant's ``dpo:`` overrides; also the dropped names."""
-    kept, dropped = inherited_args(grpo_args, dpo_fields, exclude=NOT_INHERITED)
-    return {**kept, **(overrides or {})}, dropped
-
-
 def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
     """Refuse a DPO ``max_length`` below the longest prompt plus the completion budget: TRL's collator would cut the
     ends of the longest answers, the very tokens that decide a pair. None is no limit."""
@@ -54,10 +46,6 @@ def token_rows(pairs: list[dict]) -> list[dict]:
             raise ValueError(f"preference pair {number} (id {pair.get('id')}) has no {missing[0]}: the pairs file "
                              "predates token ids; rebuild it (rule preference_pairs)")
     return [{key: list(pair[key]) for key in TOKEN_COLUMNS} for pair in pairs]
-
-
-def longest_prompt(pairs: list[dict]) -> int:
-    return max((len(pair["prompt_ids"]) for pair in pairs), default=0)
 
 
 def sampled_token_trainer():
@@ -101,8 +89,6 @@ def make_dpo_logger(metrics_path: Path, updates=None):
 def train(spec) -> dict:
     """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter; return the run's record. Without pairs the SFT
     adapter is saved unchanged and the record says why."""
-    import dataclasses
-
     from datasets import Dataset
     from trl import DPOConfig
 
@@ -114,9 +100,8 @@ def train(spec) -> dict:
                                            seed_everything, trainer_args)
 
     pairs, checkpoint_dir = spec.pairs, spec.checkpoint_dir
-    args, dropped = dpo_args(spec.plan["grpo_args"], {f.name for f in dataclasses.fields(DPOConfig)}, spec.plan["dpo"])
-    base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args,
-            "dropped_grpo_fields": dropped}
+    args = {**spec.plan["grpo_args"], **spec.plan["dpo"]}  # grpo_args: what DPO inherits (methods.method_grpo_args)
+    base = {"method": "dpo", "kl_reference": KL_REFERENCE, "num_pairs": len(pairs), "args": args}
     if spec.rollouts is not None:
         write_jsonl(spec.rollouts, [])
     if not pairs:
@@ -129,8 +114,8 @@ def train(spec) -> dict:
 
     rows = token_rows(pairs)
     config = DPOConfig(**trainer_args(args, checkpoint_dir, spec.seed, spec.dtype, spec.training))
-    check_max_length(config.max_length, longest_prompt(pairs), max(pair["completion_budget"] for pair in pairs),
-                     "the DPO variant's dpo.")
+    check_max_length(config.max_length, max(len(pair["prompt_ids"]) for pair in pairs),
+                     max(pair["completion_budget"] for pair in pairs), "the DPO variant's dpo.")
     metrics_path, resume_from = start_step_log(checkpoint_dir)
     seed_everything(spec.seed)
     tokenizer = load_tokenizer(spec.base_dir)

@@ -3,6 +3,7 @@ the length limit; reward hacking: length, or paid hollow think blocks, up while 
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from dataclasses import asdict, dataclass
 from statistics import NormalDist
@@ -13,40 +14,35 @@ import numpy as np
 def first_and_last(values, window: int | None = None) -> tuple[float | None, float | None]:
     """Means of the first and the last ``window`` values (default a third, at least one), skipping None and NaN; a part
     with no value is None."""
-    values = np.array([np.nan if v is None else v for v in values], dtype=float)
+    values = np.array(list(values), dtype=float)
     w = window or max(1, len(values) // 3)
     first, last = values[:w], values[-w:]
     return tuple(float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last))
 
 
-def _thirds(steps: list[dict], key: str, window: int | None) -> tuple[float, float] | None:
+def _thirds(steps: list[dict], key: str) -> tuple[float, float] | None:
     """``first_and_last`` of ``key`` over the steps; None with fewer than 3 steps or a part without values."""
     if len(steps) < 3:
         return None
-    means = first_and_last([s.get(key) for s in steps], window)
+    means = first_and_last([s.get(key) for s in steps])
     return None if None in means else means
 
 
-def hacking_suspect(
-    steps: list[dict], window: int | None = None, length_rise: float = 0.20, accuracy_rise: float = 0.02
-) -> bool:
+def hacking_suspect(steps: list[dict], length_rise: float = 0.20, accuracy_rise: float = 0.02) -> bool:
     """Length up while accuracy is flat, the first symptom of reward hacking. With L and a the means of
-    ``completion_length_mean`` and ``accuracy`` over the first and the last ``window`` steps: suspect when
+    ``completion_length_mean`` and ``accuracy`` over the first and the last third of the steps: suspect when
     L_last > (1 + length_rise) * L_first and a_last - a_first < accuracy_rise. Fewer than 3 steps: False."""
-    length = _thirds(steps, "completion_length_mean", window)
-    accuracy = _thirds(steps, "accuracy", window)
+    length = _thirds(steps, "completion_length_mean")
+    accuracy = _thirds(steps, "accuracy")
     if length is None or accuracy is None:
         return False
     return length[1] > (1.0 + length_rise) * length[0] and accuracy[1] - accuracy[0] < accuracy_rise
 
 
-def truncation_failed(steps: list[dict], threshold: float = 0.9, window: int | None = None) -> bool:
+def truncation_failed(steps: list[dict], threshold: float = 0.9) -> bool:
     """Completions hit max_completion_length: mean `clipped_ratio` over the last third >= threshold."""
-    if not steps:
-        return False
-    last = first_and_last([s.get("clipped_ratio") for s in steps], window)[1]
+    last = first_and_last([s.get("clipped_ratio") for s in steps])[1]
     return last is not None and last >= threshold
-
 
 
 #: The format rewards (thai_grpo.core.rewards) and what a hacked one pays for.
@@ -67,14 +63,6 @@ def format_reward_name(steps: list[dict]) -> str | None:
     return None
 
 
-def _paid_hollow_share(step: dict, reward: str | None) -> float | None:
-    """A step's ``hollow_think_paid_share``; for an older record without it, its empty-think share when the lenient
-    reward (which pays every empty block) graded it, else None."""
-    if "hollow_think_paid_share" in step:
-        return step["hollow_think_paid_share"]
-    return step.get("empty_think_share") if reward == "format_lenient" else None
-
-
 @dataclass(frozen=True)
 class DetectorSettings:
     """The episode detector's knobs (config ``hacking.detector``): ``window`` steps slide over the run and are compared
@@ -93,11 +81,10 @@ def detector_z(n_windows: int, alpha: float) -> float:
     return NormalDist().inv_cdf(1.0 - alpha / max(1, n_windows))
 
 
-def _step_arrays(steps: list[dict], reward: str | None, default_n: int) -> tuple[np.ndarray, ...]:
+def _step_arrays(steps: list[dict], default_n: int) -> tuple[np.ndarray, ...]:
     """Per step: paid hollow share, accuracy (NaN where missing) and completion count."""
-    share = [_paid_hollow_share(s, reward) for s in steps]
-    share = np.array([np.nan if v is None else v for v in share], dtype=float)
-    accuracy = np.array([np.nan if s.get("accuracy") is None else s["accuracy"] for s in steps], dtype=float)
+    share = np.array([s.get("hollow_think_paid_share") for s in steps], dtype=float)
+    accuracy = np.array([s.get("accuracy") for s in steps], dtype=float)
     counts = np.array([s.get("num_completions") or s.get("batch_size") or default_n for s in steps], dtype=float)
     return share, accuracy, counts
 
@@ -151,15 +138,11 @@ def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: Dete
     for i in np.flatnonzero(flags):
         covered[b + i:b + i + w] = True
     base = np.nanmean(share[:b]) if np.isfinite(share[:b]).any() else 0.0
-    episodes, i = [], 0
-    while i < len(steps):
-        if not covered[i]:
-            i += 1
+    episodes = []
+    for run_covered, run in itertools.groupby(range(len(steps)), key=lambda i: covered[i]):
+        if not run_covered:
             continue
-        j = i
-        while j + 1 < len(steps) and covered[j + 1]:
-            j += 1
-        part = np.arange(i, j + 1)
+        part = np.array(list(run))
         peak_at = part[np.nanargmax(share[part])]
         strong = part[share[part] >= base + (share[peak_at] - base) / 2]
         first, last = int(strong.min()), int(strong.max())
@@ -168,8 +151,7 @@ def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: Dete
                          "peak_share": float(share[peak_at]), "peak_step": steps[peak_at],
                          "mean_share": float(np.nanmean(share[inside])),
                          "mean_accuracy": float(np.nanmean(accuracy[inside])) if np.isfinite(accuracy[inside]).any()
-                         else None, "_end": j})
-        i = j + 1
+                         else None})
     return episodes
 
 
@@ -184,20 +166,17 @@ def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSet
              "settings": asdict(settings), "counts": None}
     if reward is None or len(steps) < b + w:
         return empty
-    share, accuracy, counts = _step_arrays(steps, reward, settings.completions_per_step)
+    share, accuracy, counts = _step_arrays(steps, settings.completions_per_step)
     if not np.isfinite(share).any():
         return empty
     flags = flagged_windows(share, accuracy, counts, settings)[0]
     numbers = [s.get("step", i + 1) for i, s in enumerate(steps)]
     episodes = episodes_from_flags(flags, share, accuracy, numbers, settings)
-    stayed = bool(episodes) and episodes[-1]["_end"] == len(steps) - 1
-    for episode in episodes:
-        del episode["_end"]
     read = all(s.get("num_completions") or s.get("batch_size") for s in steps)
     baseline = {"first_step": numbers[0], "last_step": numbers[b - 1], "share": float(np.nanmean(share[:b])),
                 "accuracy": float(np.nanmean(accuracy[:b])) if np.isfinite(accuracy[:b]).any() else None,
                 "completions_per_step": float(np.mean(counts[:b]))}
-    return {**empty, "episodes": episodes, "status": ("stayed" if stayed else "left") if episodes else None,
+    return {**empty, "episodes": episodes, "status": ("stayed" if flags[-1] else "left") if episodes else None,
             "baseline": baseline, "z": detector_z(len(flags), settings.alpha), "counts": "read" if read else "assumed"}
 
 
@@ -216,11 +195,9 @@ def episode_text(episode: dict) -> str:
 
 def lost_update_counts(steps: list[dict]) -> dict:
     """Updates the float16 loss scaler skipped and updates made from non-finite gradients, over a run's step records."""
-    def count(plural: str, flag: str) -> int:
-        return sum(int(step.get(plural, step.get(flag, 0))) for step in steps)
-
-    return {"optimizer_steps_skipped": count("optimizer_steps_skipped", "optimizer_step_skipped"),
-            "nonfinite_grad_steps": count("nonfinite_grad_steps", "nonfinite_grad")}
+    return {total: sum(int(step.get(total, step.get(flag, 0))) for step in steps)
+            for total, flag in (("optimizer_steps_skipped", "optimizer_step_skipped"),
+                                ("nonfinite_grad_steps", "nonfinite_grad"))}
 
 
 def training_health(steps: list[dict]) -> dict:

@@ -7,6 +7,7 @@ For y ~ pi, d = log pi_ref(y) - log pi(y), x = exp(d):  k1 = -d (can be < 0),  k
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import rel_entr
 
 from thai_grpo.methods import objective
 
@@ -29,10 +30,7 @@ def running_mean(values: np.ndarray) -> np.ndarray:
 
 def true_kl(p: np.ndarray, q: np.ndarray) -> float:
     """KL(p || q) = sum_{y: p(y) > 0} p(y) log(p(y) / q(y)) for categorical distributions."""
-    p = np.asarray(p, dtype=float)
-    q = np.asarray(q, dtype=float)
-    support = p > 0
-    return float(np.sum(p[support] * (np.log(p[support]) - np.log(q[support]))))
+    return float(np.sum(rel_entr(np.asarray(p, dtype=float), np.asarray(q, dtype=float))))
 
 
 def sample_kl_estimates(

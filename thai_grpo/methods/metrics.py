@@ -83,8 +83,7 @@ def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: l
 
 def with_trl_logs(metrics: dict, logs: dict) -> dict:
     """Add TRL's own numbers (KL, clipped ratio, its zero-std fraction for cross-checking)."""
-    extra = {ours: float(logs[theirs]) for theirs, ours in TRL_LOG_KEYS.items() if theirs in logs}
-    return {**metrics, **extra}
+    return {**metrics, **{ours: float(logs[theirs]) for theirs, ours in TRL_LOG_KEYS.items() if theirs in logs}}
 
 
 def check_group_order(prompts: list, group_size: int) -> None:

@@ -33,7 +33,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import random
 from pathlib import Path
 
 import numpy as np
@@ -156,11 +155,8 @@ def prompt_batch(num_rows: int, batch_size: int, step: int, seed: int) -> list[i
     """Row indices of step ``step`` (1-based): passes over the rows, each in a new seeded order, as a shuffling
     DataLoader would; a function of (seed, step) alone."""
     start = (step - 1) * batch_size
-    indices = []
-    for position in range(start, start + batch_size):
-        epoch, offset = divmod(position, num_rows)
-        indices.append(int(np.random.default_rng([seed, epoch]).permutation(num_rows)[offset]))
-    return indices
+    return [int(np.random.default_rng([seed, epoch]).permutation(num_rows)[offset])
+            for epoch, offset in (divmod(position, num_rows) for position in range(start, start + batch_size))]
 
 
 # ----------------------------------------------------------------------------------------- models
@@ -181,33 +177,27 @@ def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, tempe
         return chosen, -(logp.exp() * logp).sum(-1)
 
 
-def by_chunks(function, rows: int, per_chunk: int):
-    """``function(rows_slice)`` over chunks of ``per_chunk`` rows, concatenated along the rows."""
+def by_chunks(function, rows: int, per_chunk: int, pad_id: int = 0):
+    """``function(rows_slice)`` over chunks of ``per_chunk`` rows, each right-padded with ``pad_id`` to the widest,
+    concatenated along the rows."""
     import torch
 
     if per_chunk >= rows:
         return function(slice(None))
-    return torch.cat([function(slice(start, start + per_chunk)) for start in range(0, rows, per_chunk)])
+    outputs = [function(slice(start, start + per_chunk)) for start in range(0, rows, per_chunk)]
+    width = max(output.shape[1] for output in outputs)
+    return torch.cat([torch.nn.functional.pad(output, (0, width - output.shape[1]), value=pad_id)
+                      for output in outputs])
 
 
 def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, seeds: list[int]):
     """``policy.generate``'s rollouts ``per_chunk`` prompts at a time, right-padded with ``pad_id`` to one width. Row i
     samples from its own seed ``seeds[i]``, so the chunk size changes no rollout."""
-    import torch
-
     from thai_grpo.models.sampling import sample_continuations
 
-    def generate(start: int, stop: int):
-        return sample_continuations(policy, encoded["input_ids"][start:stop], encoded["attention_mask"][start:stop],
-                                    config, seeds[start:stop])
-
-    rows = encoded["input_ids"].shape[0]
-    if per_chunk >= rows:
-        return generate(0, rows)
-    outputs = [generate(start, start + per_chunk) for start in range(0, rows, per_chunk)]
-    width = max(output.shape[1] for output in outputs)
-    return torch.cat([torch.nn.functional.pad(output, (0, width - output.shape[1]), value=pad_id)
-                      for output in outputs])
+    return by_chunks(lambda part: sample_continuations(policy, encoded["input_ids"][part],
+                                                       encoded["attention_mask"][part], config, seeds[part]),
+                     encoded["input_ids"].shape[0], per_chunk, pad_id)
 
 
 def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "float32"):
@@ -483,17 +473,14 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
         for start in range(0, settings.batch_size, size):
             index = torch.as_tensor(order[start:start + size], device=mask.device)
             optimizer.zero_grad()
-            if per_chunk >= size:
-                parts = [(index, 1.0)]
-            else:
-                total = float(mask[index].sum())
-                parts = [(index[i:i + per_chunk], float(mask[index[i:i + per_chunk]].sum()) / total)
-                         for i in range(0, size, per_chunk)]
+            total = float(mask[index].sum())
+            parts = [(index[i:i + per_chunk], float(mask[index[i:i + per_chunk]].sum()) / total)
+                     for i in range(0, size, per_chunk)]
             sums = dict.fromkeys(keys, 0.0)
             for part, share in parts:
                 with autocast_like(models["policy"]):
                     losses = _chunk_losses(rollout, part, settings, models)
-                scaler.scale(losses["loss"] if share == 1.0 else losses["loss"] * share).backward()
+                scaler.scale(losses["loss"] * share).backward()
                 for key in keys:
                     sums[key] += float(losses[key].detach()) * share
             scaler.unscale_(optimizer)
@@ -572,7 +559,7 @@ def train(spec) -> dict:
     from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
     from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
-    from thai_grpo.models.training import clear_checkpoints
+    from thai_grpo.models.training import clear_checkpoints, seed_everything
 
     grpo_args, seed, rows = spec.plan["grpo_args"], spec.seed, spec.train_rows
     settings = ppo_settings(grpo_args, spec.plan["ppo"])
@@ -581,8 +568,7 @@ def train(spec) -> dict:
     checkpoint_dir = Path(spec.checkpoint_dir)
     metrics_path, resume_from = start_step_log(checkpoint_dir)
     updates_path, rollouts_path = checkpoint_dir / UPDATES_FILE, checkpoint_dir / ROLLOUTS_FILE
-    random.seed(seed)
-    torch.manual_seed(seed)
+    seed_everything(seed)
     tokenizer = load_tokenizer(spec.base_dir)
     reference = grpo_args["reference"]
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)

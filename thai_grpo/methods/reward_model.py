@@ -9,21 +9,16 @@ from pathlib import Path
 
 NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so the reward "
             "model learned nothing (its score head is the random initial one); PPO's score is noise")
-REWARD_LOG_KEYS = {"loss": "loss", "accuracy": "accuracy", "margin": "margin", "learning_rate": "learning_rate",
-                   "grad_norm": "grad_norm"}
+REWARD_LOG_KEYS = ("loss", "accuracy", "margin", "learning_rate", "grad_norm")
 
 
 def check_pairs(pairs: list[dict]) -> None:
     """Refuse a pair whose chosen and rejected texts are the same: it has no preference to learn."""
     for number, pair in enumerate(pairs, 1):
-        if _completion(pair["chosen"]) == _completion(pair["rejected"]):
+        if pair["chosen"][-1]["content"] == pair["rejected"][-1]["content"]:
             raise ValueError(f"preference pair {number} (id {pair.get('id')}) has the same chosen and rejected text: "
                              "a reward model cannot rank a pair against itself; rebuild the pairs (rule "
                              "preference_pairs) or drop that pair")
-
-
-def _completion(messages) -> str:
-    return messages if isinstance(messages, str) else messages[-1]["content"]
 
 
 def pair_ids(tokenizer, pair: dict, chat_template_kwargs: dict | None = None) -> dict:
@@ -33,7 +28,7 @@ def pair_ids(tokenizer, pair: dict, chat_template_kwargs: dict | None = None) ->
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
 
     def sequence(messages) -> list[int]:
-        return prompt_ids + tokenizer(_completion(messages), add_special_tokens=False)["input_ids"] + \
+        return prompt_ids + tokenizer(messages[-1]["content"], add_special_tokens=False)["input_ids"] + \
             [tokenizer.eos_token_id]
 
     return {"chosen_ids": sequence(pair["chosen"]), "rejected_ids": sequence(pair["rejected"])}
@@ -127,7 +122,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback,
                                            scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
-
     check_pairs(pairs)
     seed_everything(seed)
     labels = ("ranked by the verifier (code), not by people: chosen = a correct SFT sample, rejected = a wrong one of "
@@ -165,7 +159,7 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     done = read_appended_jsonl(updates_path)
     flags = {record["step"]: {k: v for k, v in record.items() if k != "step"} for record in done}
     clear_checkpoints(checkpoint_dir)
-    steps = [{"step": log["step"], **{ours: float(log[k]) for k, ours in REWARD_LOG_KEYS.items() if k in log},
+    steps = [{"step": log["step"], **{k: float(log[k]) for k in REWARD_LOG_KEYS if k in log},
               **flags.get(log["step"], {})}
              for log in trainer.state.log_history if "loss" in log]  # a resumed run's history holds the earlier steps
     return {"pairs": len(pairs), "steps": steps, "parameters": count_parameters(trainer.model), "args": args,

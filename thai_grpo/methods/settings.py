@@ -10,9 +10,6 @@ import dataclasses
 from thai_grpo.core.config import OURS, ConfigError
 
 # ----------------------------------------------------------------------------------------- PPO
-SCORES = ("reward_model", "verifier")
-
-
 @dataclasses.dataclass
 class PPOSettings:
     """The ``ppo:`` fields of a variant, TRL 1.12 PPOConfig's names and defaults where it has them."""
@@ -41,8 +38,8 @@ class PPOSettings:
     chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
 
     def __post_init__(self):
-        if self.score not in SCORES:
-            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(SCORES)}")
+        if self.score not in ("reward_model", "verifier"):
+            raise ValueError(f"ppo.score={self.score!r}: use one of reward_model, verifier")
         if self.kl_estimator != "k1":
             raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
         if self.lr_scheduler_type not in ("linear", "constant"):
@@ -55,9 +52,6 @@ class PPOSettings:
         if self.batch_size % self.num_mini_batches:
             raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
                              f"{self.num_mini_batches}: pick sizes that divide")
-
-
-PPO_FIELDS = tuple(f.name for f in dataclasses.fields(PPOSettings))
 
 
 def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
@@ -101,7 +95,8 @@ def check_method_fields(config: dict) -> None:
     check_max_length_in_config(config)
     classes = {"rloo": (fields_of("RLOOConfig"), "TRL's RLOOConfig"),
                "dpo": (fields_of("DPOConfig"), "TRL's DPOConfig"),
-               "ppo": (frozenset(PPO_FIELDS), "thai_grpo.methods.settings.PPOSettings")}
+               "ppo": (frozenset(f.name for f in dataclasses.fields(PPOSettings)),
+                       "thai_grpo.methods.settings.PPOSettings")}
     for name, overrides in config.get("variants", {}).items():
         method = overrides.get("method", "grpo")
         for section, (fields, owner) in classes.items():
