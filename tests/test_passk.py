@@ -7,7 +7,13 @@ from math import comb
 
 import pytest
 
-from thai_grpo.evaluation.passk import mean_pass_at_k, naive_pass_at_k, pass_at_k, pass_at_k_curve
+from thai_grpo.evaluation.passk import mean_pass_at_k, pass_at_k, pass_at_k_curve
+
+
+def naive_pass_at_k(n: int, c: int, k: int) -> float:
+    """The plug-in pass@k = 1 - (1 - c/n)^k, which draws with replacement: the biased estimator the unbiased one
+    replaces, C(n-c, k) / C(n, k) = prod_{i<k} (n-c-i)/(n-i) <= ((n-c)/n)^k."""
+    return 1.0 - (1.0 - c / n) ** k
 
 
 def brute_force_pass_at_k(n: int, c: int, k: int) -> float:

@@ -81,7 +81,6 @@ def settings_fingerprint(config: dict) -> str:
     """The settings results were built from, in 16 hex digits: sha256 of the config as canonical JSON, without
     ``results_dir`` (where files go, not how they are made)."""
     import hashlib
-    import json
 
     settings = {key: value for key, value in config.items() if key != "results_dir"}
     canonical = json.dumps(settings, sort_keys=True, default=str, separators=(",", ":"))

@@ -166,17 +166,12 @@ def checked_format_reward(completion: str) -> float:
     return FORMAT_REWARD if worked_think_block(completion) else 0.0
 
 
-def alpha_counts(completion: str) -> tuple[int, int]:
-    """(#thai_alpha, #alpha): alpha = str.isalpha, thai_alpha = alpha and in U+0E01..U+0E5B."""
+def thai_reward(completion: str) -> float:
+    """THAI_REWARD (0.2) if 2 * #thai_alpha > #alpha, else 0.0; no letters at all -> 0.0. alpha = str.isalpha,
+    thai_alpha = alpha and in U+0E01..U+0E5B."""
     text = _as_text(completion)
     alpha = sum(map(str.isalpha, text))
     thai = sum(text.count(ch) for ch in _THAI_ALPHA) if alpha else 0
-    return thai, alpha
-
-
-def thai_reward(completion: str) -> float:
-    """THAI_REWARD (0.2) if 2 * #thai_alpha > #alpha (``alpha_counts``), else 0.0; no letters at all -> 0.0."""
-    thai, alpha = alpha_counts(completion)
     return THAI_REWARD if 2 * thai > alpha else 0.0
 
 
@@ -226,8 +221,6 @@ def _message_text(message: Any) -> str:
 def completion_text(completion: Any) -> str:
     """Plain text of a TRL completion (a string, or chat messages joined by newlines), think block included: one that
     TRL's response parser moved into ``reasoning_content`` is put back, so the format and Thai rewards still see it."""
-    if isinstance(completion, str):
-        return completion
     if isinstance(completion, dict):
         return _message_text(completion)
     if isinstance(completion, (list, tuple)):

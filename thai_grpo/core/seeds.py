@@ -78,14 +78,10 @@ def run_pattern(variants) -> str:
     return "(" + "|".join(re.escape(v) for v in variants) + rf")({re.escape(SEED_MARK)}\d+)?"
 
 
-def is_rl(config: dict, variant: str) -> bool:
-    return config["variants"][variant].get("method", "grpo") not in OFFLINE_METHODS
-
-
 def seed_variants(config: dict) -> list[str]:
     """The variants the seed study retrains: the RL rows of the method comparison (group: method), in config order."""
-    return [v for v, overrides in config.get("variants", {}).items()
-            if overrides.get("group", "method") == "method" and is_rl(config, v)]
+    return [v for v, overrides in config.get("variants", {}).items() if overrides.get("group", "method") == "method"
+            and overrides.get("method", "grpo") not in OFFLINE_METHODS]
 
 
 def seed_runs(config: dict) -> dict[str, list[str]]:

@@ -72,11 +72,8 @@ def read_manifest(folder: str | Path) -> dict:
 
 
 def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def check_files(folder: str | Path, manifest: dict) -> None:

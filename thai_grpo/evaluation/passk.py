@@ -26,13 +26,6 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))
 
 
-def naive_pass_at_k(n: int, c: int, k: int) -> float:
-    """Plug-in pass@k = 1 - (1 - c/n)^k, which draws with replacement and is biased downwards for every (n, c, k):
-    C(n-c, k) / C(n, k) = prod_{i<k} (n-c-i)/(n-i) <= ((n-c)/n)^k."""
-    _check_counts(n, c, k)
-    return 1.0 - (1.0 - c / n) ** k
-
-
 def mean_pass_at_k(correct_counts: Sequence[int], n: int, k: int) -> float:
     if len(correct_counts) == 0:
         raise ValueError("correct_counts is empty")

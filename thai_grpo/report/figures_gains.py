@@ -14,10 +14,6 @@ FONT = 10
 VERDICT_X = 0.6  # the verdict column, in the text panel's width
 
 
-def _points(row: dict, key: str) -> float:
-    return 100 * row[key]
-
-
 def gains_figure(rows: list[dict], reference: str = "SFT", metric: str = "held-out pass@1",
                  margin: float | None = None):
     """The forest plot of ``rows`` as a matplotlib figure (not saved): the intervals, then the text columns."""
@@ -32,9 +28,9 @@ def gains_figure(rows: list[dict], reference: str = "SFT", metric: str = "held-o
         if row["mean_diff"] is None:
             continue
         colour = VERDICT_COLOURS.get(row["verdict"], VERDICT_COLOURS[None])
-        low, high = _points(row, "ci_low"), _points(row, "ci_high")
+        low, high = 100 * row["ci_low"], 100 * row["ci_high"]
         ax.barh(y, high - low, left=low, height=0.38, color=colour, alpha=0.45, edgecolor=colour)
-        ax.plot([_points(row, "mean_diff")], [y], "o", color=colour, ms=7, zorder=3)
+        ax.plot([100 * row["mean_diff"]], [y], "o", color=colour, ms=7, zorder=3)
     ax.set_yticks(ys, [row["name"] for row in rows], fontsize=FONT)
     ax.set_ylim(len(rows) - 0.5, -0.5 - 0.6)  # first row on top; room above it for the column heads
     ax.set_xlim(*_limits(rows, margin))
@@ -50,7 +46,7 @@ def gains_figure(rows: list[dict], reference: str = "SFT", metric: str = "held-o
 def _limits(rows: list[dict], margin: float | None) -> tuple[float, float]:
     """x limits in points holding every interval, zero and the margin, padded by 8% of the span."""
     values = [0.0] + ([-100 * margin, 100 * margin] if margin else [])
-    values += [_points(r, key) for r in rows if r["mean_diff"] is not None for key in ("ci_low", "ci_high")]
+    values += [100 * r[key] for r in rows if r["mean_diff"] is not None for key in ("ci_low", "ci_high")]
     low, high = min(values), max(values)
     pad = 0.08 * max(high - low, 1.0)
     return low - pad, high + pad

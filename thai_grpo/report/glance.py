@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from thai_grpo.evaluation.plan import VERDICTS, analysis_plan
 from thai_grpo.report import run_words
-from thai_grpo.report.plan_words import FAMILY_NAMES, METRIC_NAMES, family_text, verdict_word
-from thai_grpo.report.verdicts import pair_test
+from thai_grpo.report.plan_words import METRIC_NAMES, family_text, verdict_word
+from thai_grpo.report.verdicts import bound, pair_test
 
 NO_TEST = "no paired test"
 FAMILY_SHORT = {"primary": "primary", "vs_sft": "vs SFT", "methods": "between methods", "secondary": "secondary",
@@ -18,13 +18,6 @@ def plan_of(results: dict) -> dict:
     return (results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config"))
 
 
-def compared_models(results: dict) -> list[str]:
-    """The evaluated models in ``eval.models`` order (the config's), then any other evaluated one."""
-    evals = results.get("eval") or {}
-    listed = ((results.get("config") or {}).get("eval") or {}).get("models") or []
-    return [m for m in dict.fromkeys([*listed, *evals]) if m in evals]
-
-
 def comparison_names(results: dict) -> dict[str, str]:
     """{model or variant: its method's name in the comparison} ("grpo" -> "GRPO", "base" -> "Base (no adapter)")."""
     rows = (results.get("comparison") or {}).get("methods") or []
@@ -32,9 +25,11 @@ def comparison_names(results: dict) -> dict[str, str]:
 
 
 def model_names(results: dict) -> dict[str, str]:
-    """{model: its comparison name} ("grpo" -> "GRPO"); a model without a comparison row keeps its own."""
-    named = comparison_names(results)
-    return {model: named.get(model, model) for model in compared_models(results)}
+    """{model: its comparison name} ("grpo" -> "GRPO") of the evaluated models in ``eval.models`` order (the config's),
+    then any other evaluated one; a model without a comparison row keeps its own name."""
+    named, evals = comparison_names(results), results.get("eval") or {}
+    listed = ((results.get("config") or {}).get("eval") or {}).get("models") or []
+    return {model: named.get(model, model) for model in dict.fromkeys([*listed, *evals]) if model in evals}
 
 
 def prose_names(results: dict) -> dict[str, str]:
@@ -42,24 +37,17 @@ def prose_names(results: dict) -> dict[str, str]:
     return {**comparison_names(results), "base": "base"}
 
 
-def _signed(value: float) -> str:
-    """0.156 -> '+15.6', -0.0001 -> '0.0': points of pass@1, signed, no sign on zero."""
-    text = f"{100 * value:+.1f}"
-    return "0.0" if float(text) == 0 else text
-
-
 def gain_row(test: dict | None, model: str, name: str) -> dict:
     """One row of the gains figure: ``model`` - reference from its pairwise test, with the plan's verdict and family."""
     decided = bool(test) and test.get("verdict") in VERDICTS
     row = {"model": model, "name": name, "mean_diff": None, "ci_low": None, "ci_high": None, "verdict": None,
-           "word": NO_TEST, "family": None, "family_name": None, "family_short": None, "family_text": None,
+           "word": NO_TEST, "family": None, "family_short": None, "family_text": None,
            "supported": False, "interval_text": None}
     if test:
         row.update(mean_diff=test["mean_diff"], ci_low=test["ci_low"], ci_high=test["ci_high"])
-        row["interval_text"] = f"{_signed(test['mean_diff'])} [{_signed(test['ci_low'])}, {_signed(test['ci_high'])}]"
+        row["interval_text"] = f"{bound(test['mean_diff'])} [{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
     if decided:
         row.update(verdict=test["verdict"], word=verdict_word(test), family=test.get("family"),
-                   family_name=FAMILY_NAMES.get(test.get("family"), test.get("family")),
                    family_short=FAMILY_SHORT.get(test.get("family"), test.get("family")),
                    family_text=family_text(test), supported=bool(test.get("supported")))
     elif test:
@@ -90,7 +78,7 @@ def headline(results: dict) -> dict | None:
     return {**gain_row(test, a, names[a]), "a": a, "b": b, "a_name": names[a], "b_name": names[b], "metric": metric,
             "metric_name": METRIC_NAMES.get(metric, metric), "tested": bool(test), "scores": score,
             "problems": evals[a].get("num_problems"), "samples": evals[a].get("n_samples"),
-            "signed": {key: _signed(test[key]) for key in ("mean_diff", "ci_low", "ci_high")} if test else None}
+            "signed": {key: bound(test[key]) for key in ("mean_diff", "ci_low", "ci_high")} if test else None}
 
 
 def _flags(name: str, health: dict | None) -> dict:

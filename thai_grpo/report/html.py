@@ -19,7 +19,6 @@ from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.lessons import PITFALL_FIGURES, step_means
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
-from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
                                          verdict_word)
 from thai_grpo.report.results import chapter_token_budget
@@ -211,7 +210,7 @@ def _headline(results: dict, health: dict) -> dict | None:
 
 
 def _plan(results: dict) -> dict:
-    return plan_facts((results.get("comparison") or {}).get("plan") or analysis_plan(results.get("config")))
+    return plan_facts(glance.plan_of(results))
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
@@ -319,9 +318,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "benchmarks": benchmarks,
         "benchmark_total": sum(benchmarks.values()) if benchmarks else None,
         "tokens": _tokens(run),
-        "steps": train.get("steps") or [],
         "health": health,
-        "groups": train.get("example_groups") or {},
         "figures": {name: data_uri(p) for name, p in figure_paths(figures).items() if p.is_file()},
         "has_kl_real": bool((results.get("kl_real") or {}).get("logp_policy")),
         "training_kl_name": run_words.training_kl_name(results.get("config")),
@@ -342,7 +339,6 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "ppo_health": {name: _health(run) for name, run in (results.get("runs") or {}).items()
                        if run.get("method") == "ppo"},
         "pitfalls": _pitfalls(results),
-        "paired_tests": (results.get("comparison") or {}).get("paired_tests") or {},
         "extra_sets": _extra_sets(results),
         "seed_study": _seed_study(results),
         "chain_study": _chain_study(results),

@@ -53,7 +53,8 @@ def family_text(test: dict) -> str:
     return f"{name}, {correction} at {percent(alpha)}{gated}"
 
 
-def _size(value: float) -> str:
+def size_points(value: float) -> str:
+    """-0.095 -> '9.5 points': the size of a difference, its direction said in words beside it."""
     return f"{abs(100 * value):.1f} points"
 
 
@@ -62,7 +63,7 @@ def verdict_phrase(test: dict, a: str, b: str) -> str:
     verdict, margin = test["verdict"], test.get("margin")
     if verdict in ("higher", "lower"):
         return f"{a} {verdict} than {b}"
-    tost = f"TOST within ±{_size(margin)}, adjusted {p_text(test, 'tost_p_holm')}" \
+    tost = f"TOST within ±{size_points(margin)}, adjusted {p_text(test, 'tost_p_holm')}" \
         if margin and test.get("tost_p_holm") is not None else ""
     if verdict == "equivalent":
         return f"{a} and {b} equivalent ({tost})"

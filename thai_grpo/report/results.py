@@ -207,10 +207,6 @@ def _kind(name: str, plan: dict | None) -> str:
     return method_kind(plan) if plan else (name if name in METHODS else "grpo")
 
 
-def _steps_tokens(train: dict) -> int | None:
-    return sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None
-
-
 def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pairs: dict | None,
                reward_model: dict | None) -> dict:
     """A PPO row's costs: with a learned reward model, its training and the pairs' sampling count as PPO's too."""
@@ -248,11 +244,10 @@ def _ppo_costs(name: str, train: dict, benchmarks: dict, peak_memory: dict, pair
 
 
 def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: dict, pairs: dict | None,
-                 paired: dict, description: str = "", greedy_paired: dict | None = None,
-                 peak_memory: dict | None = None, reward_model: dict | None = None,
-                 displacement: float | None = None) -> dict:
+                 paired: dict, description: str, peak_memory: dict, reward_model: dict | None,
+                 displacement: float | None) -> dict:
     label, labels, models = METHODS[kind]
-    tokens, notes, peak_memory = _steps_tokens(train), [], peak_memory or {}
+    tokens, notes = sum(s.get("generated_tokens", 0) for s in train.get("steps", [])) or None, []
     if kind == "dpo":
         if pairs:
             tokens = pairs.get("generated_tokens") or None
@@ -269,7 +264,7 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
            "peak_memory_mb": peak_memory.get(f"train-{name}"),
            "sampling_seconds": benchmarks.get("preference_pairs") if kind == "dpo" else None,
            "run": name in scores, "note": "; ".join(notes) if notes else description,
-           "paired_vs_sft": paired.get(f"{name}_vs_sft"), "greedy_vs_sft": (greedy_paired or {}).get(name),
+           "paired_vs_sft": paired.get(f"{name}_vs_sft"),
            "update_size": {"mean_grad_norm": mean_grad_norm(train), "adapter_displacement": displacement}}
     if kind == "ppo":
         costs = _ppo_costs(name, train, benchmarks, peak_memory, pairs, reward_model)
@@ -281,8 +276,7 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
 
 
 def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
-                pairs: dict | None = None, paired: dict | None = None, greedy_paired: dict | None = None,
-                peak_memory: dict | None = None, reward_model: dict | None = None,
+                pairs: dict | None = None, paired: dict | None = None, peak_memory: dict | None = None, reward_model: dict | None = None,
                 displacements: dict | None = None) -> list[dict]:
     """One comparison row per method run (group method or ablation) in the chapter's order; "not run" if left out."""
     plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
@@ -292,8 +286,8 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
     for key, (label, labels, models) in METHODS.items():
         names = [v for v in variants if _kind(v, plans.get(v)) == key]
         rows += [_variant_row(v, key, scores, trains.get(v, {}), benchmarks, pairs, paired,
-                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), greedy_paired,
-                              peak_memory, reward_model, (displacements or {}).get(v))
+                              (plans.get(v) or {}).get("overrides", {}).get("description", ""), peak_memory,
+                              reward_model, (displacements or {}).get(v))
                  for v in names]
         if names:
             continue
@@ -303,7 +297,7 @@ def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: in
                      "train_seconds": benchmarks.get("sft_adapter") if key == "sft" else None,
                      "peak_memory_mb": peak_memory.get("sft_adapter") if key == "sft" else None,
                      "generated_tokens": None, "run": ran, "note": "" if ran else "not run by this config",
-                     "paired_vs_sft": None, "greedy_vs_sft": None})
+                     "paired_vs_sft": None})
     return rows
 
 
@@ -347,12 +341,6 @@ def _run_summary(name: str, train: dict, plan: dict | None) -> dict:
 def paired_tests(scores: dict, n_boot: int, seed: int) -> dict:
     """``{MODEL_vs_sft: test}``: the paired pass@1 bootstrap of every trained model against SFT, same problems."""
     return {f"{m}_vs_sft": paired_test(scores[m], scores["sft"], "pass@1", n_boot, seed)
-            for m in scores if m not in ("sft", "base") and "sft" in scores}
-
-
-def greedy_tests(scores: dict, n_boot: int, seed: int) -> dict:
-    """``{MODEL: test}``: the paired bootstrap of greedy accuracy (0/1 per problem) of every trained model vs SFT."""
-    return {m: paired_test(scores[m], scores["sft"], "greedy", n_boot, seed)
             for m in scores if m not in ("sft", "base") and "sft" in scores}
 
 
@@ -410,7 +398,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
     main = "grpo" if "grpo" in trains else next(iter(trains), None)
     main_train = trains.get(main, {})
     per_step = [s.get("generated_tokens", 0) for s in main_train.get("steps", [])]
-    paired, greedy = paired_tests(scores, n_boot, seed), greedy_tests(scores, n_boot, seed)
+    paired = paired_tests(scores, n_boot, seed)
     benchmarks = scope_benchmarks(benchmarks, list(scores), list(extra_sets))
     peak_memory = scope_benchmarks(peak_memory or {}, list(scores), list(extra_sets))
     return {
@@ -447,13 +435,13 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         "preference_pairs": pairs,
         "reward_model": reward_model,
         "pitfalls": pitfall_sets(plans, main or "grpo"),
-        "comparison": {"paired_tests": paired, "greedy_tests": greedy, "plan": analysis_plan(config),
+        "comparison": {"paired_tests": paired, "plan": analysis_plan(config),
                        "pairwise": pairwise_tests(scores, list(scores), n_boot=n_boot, seed=seed,
                                                   plan=analysis_plan(config)),
                        "narrowing": narrowing(scores, n_boot, seed),
                        "methods": method_rows(scores, trains, benchmarks,
                                               main_train.get("parameters", {}).get("trainable"), plans, pairs,
-                                              paired, greedy, peak_memory, reward_model, displacements)},
+                                              paired, peak_memory, reward_model, displacements)},
         "kl_real": with_kl_summary(kl_real, n_boot, seed),
         "extra_sets": extra_set_results(config, extra_sets, n_boot, seed),
     }

@@ -10,14 +10,6 @@ from thai_grpo.core.rewards import hollow_think
 HOLLOW_THINKS_KEPT = 8  # a run's hollow-think completions shown: the first half seen, then the latest
 
 
-def step_groups(rollouts: list[dict], group_size: int) -> dict[int, list[list[dict]]]:
-    """Each step's groups: its lines, ``group_size`` at a time."""
-    steps: dict = {}
-    for line in rollouts:
-        steps.setdefault(line["step"], []).append(line)
-    return {step: [lines[i:i + group_size] for i in range(0, len(lines), group_size)] for step, lines in steps.items()}
-
-
 def browse_steps(max_steps: int, count: int = 4) -> set[int]:
     """``count`` steps, spread evenly up to the last, whose first group is also kept for the report to browse."""
     return {max(1, round(max_steps * i / count)) for i in range(1, count + 1)} if max_steps > 0 else set()
@@ -36,10 +28,13 @@ def group_record(step: int, lines: list[dict], problems: dict) -> dict:
 def example_groups(rollouts: list[dict], group_size: int, max_steps: int, problems: dict) -> dict:
     """The run's first group whose rewards differ (``mixed``: it has a learning signal), its first all-equal one, and
     at each of ``browse_steps`` that step's first mixed group (else its first): ``group_record`` each."""
+    steps: dict = {}
+    for line in rollouts:
+        steps.setdefault(line["step"], []).append(line)
     found = {}
-    for step, groups in sorted(step_groups(rollouts, group_size).items()):
+    for step, lines_of_step in sorted(steps.items()):
         kinds: dict = {}
-        for lines in groups:
+        for lines in (lines_of_step[i:i + group_size] for i in range(0, len(lines_of_step), group_size)):
             rewards = [line["reward"] for line in lines]
             kinds.setdefault("mixed" if max(rewards) - min(rewards) > 1e-8 else "all_equal", lines)
         for kind, lines in kinds.items():

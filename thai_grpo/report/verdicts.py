@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from thai_grpo.report.plan_words import METRIC_NAMES, family_text, p_text, verdict_phrase
+from thai_grpo.report.plan_words import METRIC_NAMES, family_text, p_text, size_points, verdict_phrase
 
 
 def points(value: float) -> str:
     """0.0431 -> '+4.3 points' (percentage points, signed; a difference that rounds to 0 has no sign)."""
-    text = f"{100 * value:.1f}"
-    return f"{text.lstrip('-')} points" if float(text) == 0 else f"{'+' if value > 0 else ''}{text} points"
+    return f"{bound(value)} points"
 
 
 def bound(value: float) -> str:
     """0.083 -> '+8.3', -0.0001 -> '0.0': an interval bound in signed points, no sign on zero."""
     text = f"{100 * value:+.1f}"
     return "0.0" if float(text) == 0 else text
-
-
-def _size(value: float) -> str:
-    """-0.095 -> '9.5 points': the size of a difference, its direction said in words beside it."""
-    return f"{abs(100 * value):.1f} points"
 
 
 FLIP = {"higher": "lower", "lower": "higher"}
@@ -61,12 +55,12 @@ def versus_verdict(test: dict, after: str, before: str, trained_from: bool = Tru
     interval = f"[{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
     numbers = f"(paired 95% interval over problems {interval} points, {p_pair(test)}; {family_text(test)})"
     phrase = verdict_phrase(test, after, before)
-    if _size(diff) == "0.0 points":
+    if size_points(diff) == "0.0 points":
         return f"{after} and {before} are level in {metric} {numbers}: {phrase}."
     if test["verdict"] in ("higher", "lower") and trained_from:
         verb, word = ("raised", "over") if diff > 0 else ("lowered", "below")
-        return f"{after} {verb} {metric} {word} {before} by {_size(diff)} {numbers}: {phrase}."
-    return f"{after} scored {_size(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {phrase}."
+        return f"{after} {verb} {metric} {word} {before} by {size_points(diff)} {numbers}: {phrase}."
+    return f"{after} scored {size_points(diff)} {'above' if diff > 0 else 'below'} {before} in {metric} {numbers}: {phrase}."
 
 
 def pass_at_k_verdict(before: dict, after: dict, names: tuple[str, str] = ("SFT", "GRPO"),
