@@ -238,10 +238,12 @@ def test_peft_generate_bypasses_accelerates_autocast(tiny_model_dir, tiny_adapte
     TRL samples the rollouts) does not go through the wrapped forward and runs in float32."""
     import torch
     from accelerate import Accelerator
+    from accelerate.state import AcceleratorState
 
     from thai_grpo.models.loading import load_policy
 
     policy = load_policy(tiny_model_dir, tiny_adapter_dir, trainable=True, dtype="float32")
+    AcceleratorState._reset_state(True)  # a trainer earlier in this process left its own mixed precision set
     policy = Accelerator(mixed_precision="bf16", cpu=True).prepare(policy)
     ids = torch.tensor([[5, 6, 7]])
     assert decoder_dtypes(policy, lambda: policy(input_ids=ids)) == {"torch.bfloat16"}
