@@ -20,7 +20,8 @@ def model_job(smk):
     if device == "cuda":
         from thai_grpo.jobs.gpus import cuda_peak_writer
 
-        at_job_end(cuda_peak_writer(smk.log[0]))
+        if (writer := cuda_peak_writer(smk.log[0])) is not None:  # where THAI_GRPO_CUDA_PEAKS asks for it
+            at_job_end(writer)
     set_threads(smk.threads)
     yield device
     end_job()
@@ -48,11 +49,9 @@ _AT_JOB_END: list = []
 
 
 def at_job_end(function) -> None:
-    """Run ``function`` (None: nothing) when the job's process ends: at ``end_job``, or at the interpreter's exit."""
+    """Run ``function`` when the job's process ends: at ``end_job``, or at the interpreter's exit (a failed job)."""
     import atexit
 
-    if function is None:
-        return
     atexit.register(function)
     _AT_JOB_END.append(function)
 

@@ -38,8 +38,9 @@ class PPOSettings:
     chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
 
     def __post_init__(self):
-        if self.score not in ("reward_model", "verifier"):
-            raise ValueError(f"ppo.score={self.score!r}: use one of reward_model, verifier")
+        scores = ("reward_model", "verifier")
+        if self.score not in scores:
+            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(scores)}")
         if self.kl_estimator != "k1":
             raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
         if self.lr_scheduler_type not in ("linear", "constant"):

@@ -276,8 +276,8 @@ def _variant_row(name: str, kind: str, scores: dict, train: dict, benchmarks: di
 
 
 def method_rows(scores: dict, trains: dict, benchmarks: dict, sft_parameters: int | None, plans: dict | None = None,
-                pairs: dict | None = None, paired: dict | None = None, peak_memory: dict | None = None, reward_model: dict | None = None,
-                displacements: dict | None = None) -> list[dict]:
+                pairs: dict | None = None, paired: dict | None = None, peak_memory: dict | None = None,
+                reward_model: dict | None = None, displacements: dict | None = None) -> list[dict]:
     """One comparison row per method run (group method or ablation) in the chapter's order; "not run" if left out."""
     plans, paired, peak_memory = plans or {}, paired or {}, peak_memory or {}
     variants = [name for name in dict.fromkeys([*trains, *scores]) if name not in ("base", "sft")

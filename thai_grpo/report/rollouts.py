@@ -31,15 +31,16 @@ def example_groups(rollouts: list[dict], group_size: int, max_steps: int, proble
     steps: dict = {}
     for line in rollouts:
         steps.setdefault(line["step"], []).append(line)
-    found = {}
+    found, browse = {}, browse_steps(max_steps)
     for step, lines_of_step in sorted(steps.items()):
         kinds: dict = {}
         for lines in (lines_of_step[i:i + group_size] for i in range(0, len(lines_of_step), group_size)):
             rewards = [line["reward"] for line in lines]
             kinds.setdefault("mixed" if max(rewards) - min(rewards) > 1e-8 else "all_equal", lines)
         for kind, lines in kinds.items():
-            found.setdefault(kind, group_record(step, lines, problems))
-        if step in browse_steps(max_steps):
+            if kind not in found:  # the run's first group of this kind
+                found[kind] = group_record(step, lines, problems)
+        if step in browse:
             found[f"step{step}"] = group_record(step, kinds.get("mixed") or kinds["all_equal"], problems)
     return found
 
