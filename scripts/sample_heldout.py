@@ -19,6 +19,7 @@ with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line sto
     if ev.get("use_vllm", False):
         from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
 
+        evaluation_precision(snakemake.params.dtype, job_device())  # before any sample: float32 with TF32 on stops
         sizes = {**sizes, "batch_size": None, "sequences_per_call": None, "note": "vLLM schedules its own batches"}
         records = sample_heldout_vllm(snakemake.input.base, snakemake.input.get("adapter"), rows,
                                       snakemake.params.system_prompt, ev, dtype=snakemake.params.dtype,

@@ -159,6 +159,40 @@ def test_fake_engine_outputs_map_to_records(tiny_tokenizer):
     assert record["completions"][0]["total"] == pytest.approx(1.3)  # correct + format (a, not Thai: no thai bonus)
 
 
+def test_a_float32_vllm_engine_starts_with_tf32_kept_off_in_its_processes(tiny_model_dir, monkeypatch):
+    """vLLM samples in engine processes of its own, which the torch check in the job's process cannot see: a float32
+    engine starts with NVIDIA_TF32_OVERRIDE=0 in the environment they inherit (cuBLAS then never uses TF32); a
+    16-bit one is left as it is. A fake vLLM records the environment its engine started in."""
+    import sys
+    from types import ModuleType
+
+    from thai_grpo.evaluation.vllm_sampling import TF32_OVERRIDE, sample_heldout_vllm
+
+    started = []
+
+    class LLM:
+        def __init__(self, **kwargs):
+            started.append((kwargs["dtype"], __import__("os").environ.get(TF32_OVERRIDE)))
+
+        def generate(self, requests, params, lora_request=None):
+            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5], finish_reason="stop")] * p.n)
+                    for p in params]
+
+    vllm, lora = ModuleType("vllm"), ModuleType("vllm.lora.request")
+    vllm.LLM, vllm.SamplingParams = LLM, lambda **kwargs: SimpleNamespace(**kwargs)
+    lora.LoRARequest = object
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    monkeypatch.setitem(sys.modules, "vllm.lora", ModuleType("vllm.lora"))
+    monkeypatch.setitem(sys.modules, "vllm.lora.request", lora)
+    monkeypatch.setenv(TF32_OVERRIDE, "1")
+    monkeypatch.delenv(TF32_OVERRIDE)  # absent again after the test, whatever the engine set
+    rows = [{"id": 0, "question": "1 + 1", "answer": 2}]
+    sample_heldout_vllm(tiny_model_dir, None, rows, "system", EVAL, dtype="bfloat16")
+    records = sample_heldout_vllm(tiny_model_dir, None, rows, "system", EVAL, dtype="float32")
+    assert started == [("bfloat16", None), ("float32", "0")]
+    assert len(records[0]["completions"]) == EVAL["num_samples"]
+
+
 # ----------------------------------------------------------------------------------------- this machine's GPUs
 def test_gpus_are_counted_from_nvidia_smi(tmp_path):
     from snakemake_dry_run import fake_nvidia_smi

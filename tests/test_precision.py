@@ -92,6 +92,35 @@ def test_a_float32_evaluation_refuses_tf32_matmuls_and_records_its_precision():
         torch.set_float32_matmul_precision("highest")
 
 
+@pytest.mark.parametrize("switch", ["matmul", "global", "mixed"])
+def test_tf32_through_the_fp32_precision_api_is_refused_too(switch):
+    """torch's newer API turns TF32 on without the legacy flags (the backend's own setting, or the global one it
+    inherits), and a backend set by the legacy call keeps TF32 whatever the global setting says: each stops a float32
+    evaluation with its one line (the old check read only the legacy flags, and torch refuses that read here)."""
+    from thai_grpo.models.sampling import evaluation_precision, tf32_switch
+
+    assert tf32_switch() is None
+    matmul = torch.backends.cuda.matmul
+    try:
+        if switch == "matmul":
+            matmul.fp32_precision = "tf32"
+        elif switch == "global":
+            matmul.fp32_precision = "none"  # the backend inherits the global setting
+            torch.backends.fp32_precision = "tf32"
+        else:  # the legacy call turns it on, a later global setting of the new API does not turn it off
+            torch.set_float32_matmul_precision("high")
+            torch.backends.fp32_precision = "ieee"
+        assert tf32_switch() is not None
+        with pytest.raises(RuntimeError, match=r"^a float32 evaluation with TF32 matmuls on \(.+\) computes"):
+            evaluation_precision("float32", "cpu")
+        assert evaluation_precision("float16", "cpu")["matmul_precision"] == "float16 weights"
+    finally:
+        torch.backends.fp32_precision = "none"
+        matmul.fp32_precision = "none"
+        torch.set_float32_matmul_precision("highest")
+    assert tf32_switch() is None
+
+
 # ---------------------------------------------------------------------------------- training in 16 bits on a CPU
 def _rows(synthetic_rows, count=4):
     rows, _ = normalize_rows(synthetic_rows[:count], "translated_question", "translated_answer")

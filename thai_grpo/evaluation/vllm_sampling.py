@@ -4,6 +4,7 @@ the same prompts, sampling distribution, record format and dtype as the transfor
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from thai_grpo.data.prompts import chat_prompt_texts
@@ -12,6 +13,9 @@ from thai_grpo.models.sampling import records_from_completions
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
 VLLM_LORA_RANKS = (8, 16, 32, 64, 128, 256, 320, 512)
 DEFAULT_GPU_MEMORY_UTILIZATION = 0.85  # held-out sampling has the GPU to itself
+# NVIDIA's switch that keeps cuBLAS and cuDNN from TF32 in every process that inherits it, whatever torch's flags say
+# there: vLLM samples in engine processes of its own, out of reach of the torch check in the job's process.
+TF32_OVERRIDE = "NVIDIA_TF32_OVERRIDE"
 
 
 def vllm_sampling_params_kwargs(eval_cfg: dict) -> dict:
@@ -79,8 +83,6 @@ def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> d
 def _gpu_capability() -> tuple[int, int] | None:
     """``gpus.acting_capability``, read through vLLM's platform layer (NVML): torch.cuda would initialise CUDA
     here and force vLLM's workers onto the slower 'spawn' start."""
-    import os
-
     from thai_grpo.jobs.gpus import CAPABILITY_ENV, acting_capability
 
     try:
@@ -132,6 +134,8 @@ def sample_heldout_vllm(base_dir: str | Path, adapter_dir: str | Path | None, ro
         lora = LoRARequest("adapter", 1, str(adapter_dir))
 
     asked = resolve_vllm_dtype(dtype, _gpu_capability())  # eval.dtype, as every evaluation stage
+    if asked == "float32":
+        os.environ[TF32_OVERRIDE] = "0"  # cuBLAS in vLLM's engine processes, which inherit it: no TF32 matmuls
     engine = LLM(**vllm_engine_kwargs(
         base_dir, asked, eval_cfg["seed"],
         vllm_max_model_len([len(p) for p in prompts], eval_cfg["max_new_tokens"]),

@@ -2,7 +2,8 @@
 
 Sampling follows GRPO's rollouts (no top-k/top-p, the same chat template, stop tokens and completion budget). Each
 sample draws its noise from its own generator seeded from (seed, problem id, sample index), so a config gives the same
-samples whatever the batch size, the card or the batch mates.
+samples whatever the batch size or the batch mates, on the same machine and card (another card, or a CPU, rounds and
+draws differently: CUDA maps its random stream onto the card's cores).
 """
 
 from __future__ import annotations
@@ -14,19 +15,36 @@ from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.prompts import chat_prompt_texts
 
 
+def tf32_switch() -> str | None:
+    """The setting that lets torch compute float32 matmuls in TF32, through the legacy flags
+    (``allow_tf32``, ``set_float32_matmul_precision``) or the ``fp32_precision`` API, or None when neither does."""
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    if matmul.fp32_precision == "tf32" or (matmul.fp32_precision == "none" and torch.backends.fp32_precision == "tf32"):
+        return (f"torch.backends.cuda.matmul.fp32_precision={matmul.fp32_precision!r}, "
+                f"torch.backends.fp32_precision={torch.backends.fp32_precision!r}")
+    try:
+        precision = torch.get_float32_matmul_precision()
+    except RuntimeError:  # torch refuses to read it once the two APIs were mixed
+        return "a mix of the legacy and the fp32_precision APIs"
+    if precision != "highest" or matmul.allow_tf32:
+        return f"float32 matmul precision {precision!r}, allow_tf32={matmul.allow_tf32}"
+    return None
+
+
 def evaluation_precision(dtype: str, device) -> dict:
     """The device's name and float32 matmul precision an evaluation computes in. A float32 evaluation refuses TF32
-    matmuls: their 10-bit mantissa errs as much as the chapter's whole update."""
+    matmuls (either torch API): their 10-bit mantissa errs as much as the chapter's whole update. Call it before the
+    first sample, in the process that samples."""
     import torch
 
     device = torch.device(device)
-    precision = torch.get_float32_matmul_precision()
-    if dtype == "float32" and (precision != "highest" or torch.backends.cuda.matmul.allow_tf32):
-        raise RuntimeError(f"a float32 evaluation with TF32 matmuls on (float32 matmul precision {precision!r}, "
-                           f"allow_tf32={torch.backends.cuda.matmul.allow_tf32}) computes with float16's mantissa: "
-                           "turn TF32 off (torch.set_float32_matmul_precision('highest'))")
+    if dtype == "float32" and (switch := tf32_switch()) is not None:
+        raise RuntimeError(f"a float32 evaluation with TF32 matmuls on ({switch}) computes with float16's mantissa: "
+                           "turn TF32 off (torch.backends.cuda.matmul.fp32_precision = 'ieee')")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu"
-    return {"device": name, "matmul_precision": precision if dtype == "float32" else f"{dtype} weights"}
+    return {"device": name, "matmul_precision": "highest" if dtype == "float32" else f"{dtype} weights"}
 
 
 def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_template_kwargs: dict):
