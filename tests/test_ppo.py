@@ -3,6 +3,8 @@ whitening, the clipped policy and value losses, the prompt order; and the reward
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -235,7 +237,8 @@ def test_rollouts_are_the_same_whatever_the_chunk_size():
 
 def test_chunk_floats_is_a_number_or_auto_sized_to_the_card(tiny_model_dir, tiny_adapter_dir):
     """auto: the memory plan's choice for the policy's shape and adapters on the job's card (a CPU sizes as a T4),
-    recorded in the settings the run's args come from; a number is kept; anything else is refused."""
+    read from the config files before any weights are loaded: the shapes the loaded models have; a number is kept;
+    anything else is refused."""
     import dataclasses
 
     from thai_grpo.methods.ppo import load_models, lora_of, sized_for_card
@@ -244,13 +247,51 @@ def test_chunk_floats_is_a_number_or_auto_sized_to_the_card(tiny_model_dir, tiny
 
     with pytest.raises(ValueError, match="positive integer or auto"):
         PPOSettings(chunk_floats="big")
-    models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
-    assert sized_for_card(PPOSettings(chunk_floats=1234), models).chunk_floats == 1234
+    dirs = (tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir)  # the verifier's value model starts from the SFT's
+    assert sized_for_card(PPOSettings(chunk_floats=1234), *dirs).chunk_floats == 1234
     auto = PPOSettings(score="verifier", chunk_floats="auto", batch_size=4)
+    models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
     expected = ppo_chunk_floats_for_card(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
                                          lora_of(models["value"]), dataclasses.asdict(auto), auto.max_completion_length,
                                          CARD_GIB)
-    assert sized_for_card(auto, models).chunk_floats == expected == 2 ** 24  # the tiny model: one chunk at the floor
+    assert sized_for_card(auto, *dirs).chunk_floats == expected == 2 ** 24  # the tiny model: one chunk at the floor
+
+
+def test_ppo_on_a_t4_sizes_from_the_memory_free_before_its_weights_load(tmp_path, monkeypatch):
+    """On a (faked) 16 GB T4, the job notes the free memory at its start; PPO's four Qwen3-0.6B models then take ~4.5
+    GiB of it, and ``auto`` is still sized from what was free before them (the plan counts the weights itself): the
+    chunk size and decode steps the time plan predicts for a T4, not the halved chunk a reading after loading gave."""
+    import torch
+    from test_memory_plan import QWEN3_0_6B, decode_steps, real_config
+
+    import thai_grpo.jobs.memory_stages as memory_stages
+    from thai_grpo.jobs.memory_plan import GIB, base_parameters
+    from thai_grpo.methods.ppo import sized_for_card
+    from thai_grpo.methods.settings import ppo_settings
+    from thai_grpo_tools.stage_plans import sizes_for_card
+
+    config = real_config()
+    (tmp_path / "config.json").write_text(json.dumps({
+        "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True}))
+    lora = {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "lora_dropout": 0.05}
+    (tmp_path / "adapter_config.json").write_text(json.dumps(lora))
+    card, weights = 14.75 * GIB, 2 * 4 * base_parameters(QWEN3_0_6B)  # policy, reference, value, reward in float16
+    loaded = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (card - weights * bool(loaded), card))
+    monkeypatch.setattr("thai_grpo.jobs.devices.current_capability", lambda: (7, 5))
+    monkeypatch.setattr(memory_stages, "_FREE_AT_JOB_START", {})
+    memory_stages.note_free_memory("cuda")  # model_job, before the script loads anything
+    loaded.append(True)  # ... then the weights are on the card
+    settings = ppo_settings(config["grpo"], config["variants"]["ppo"]["ppo"])  # as the job merges them
+    assert settings.chunk_floats == "auto"
+    chosen = sized_for_card(settings, tmp_path, tmp_path, tmp_path).chunk_floats
+    t4 = sizes_for_card(config, 14.75)
+    assert chosen == t4["ppo.chunk_floats"]["ppo"] == 2 ** 29
+    assert decode_steps(config, {"ppo.chunk_floats": {"ppo": chosen}}) == decode_steps(config, t4)
+    monkeypatch.setattr(memory_stages, "_FREE_AT_JOB_START", {})  # read after loading: the weights counted twice
+    assert sized_for_card(settings, tmp_path, tmp_path, tmp_path).chunk_floats == 2 ** 28
 
 
 def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_none(tmp_path, tiny_model_dir):

@@ -19,6 +19,9 @@ def model_job(smk):
     device = start_model_job(smk.config)
     if device == "cuda":
         from thai_grpo.jobs.gpus import cuda_peak_writer
+        from thai_grpo.jobs.memory_stages import note_free_memory
+
+        note_free_memory(device)  # before any weights: what the job's `auto` sizes are computed from
 
         if (writer := cuda_peak_writer(smk.log[0])) is not None:  # where THAI_GRPO_CUDA_PEAKS asks for it
             at_job_end(writer)

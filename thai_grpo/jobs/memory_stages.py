@@ -165,14 +165,29 @@ def jobs_per_gpu(environ=os.environ) -> int:
     return int(value) if value.isdigit() and int(value) >= 1 else 1
 
 
+# (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
+_FREE_AT_JOB_START: dict = {}
+
+
+def note_free_memory(device) -> None:
+    """Read ``device``'s free memory now, before the job loads anything: every size computed later (``card_gib_of``)
+    comes from it, since the plan counts the job's weights itself (read after loading, they would count twice)."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        _FREE_AT_JOB_START[str(device)] = torch.cuda.mem_get_info(device)
+
+
 def card_gib_of(device) -> float | None:
-    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), else None."""
+    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), as it was free when the
+    job started (``note_free_memory``; now where it was not noted), else None."""
     import torch
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
-    free, total = torch.cuda.mem_get_info(device)
+    free, total = _FREE_AT_JOB_START.get(str(device)) or torch.cuda.mem_get_info(device)
     return memory_for_job(free / GIB, total / GIB, jobs_per_gpu())
 
 

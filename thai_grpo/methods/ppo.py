@@ -428,17 +428,24 @@ def lora_of(model):
     return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
 
 
-def sized_for_card(settings: PPOSettings, models: dict) -> PPOSettings:
-    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for the policy's card."""
+def sized_for_card(settings: PPOSettings, base_dir: str | Path, adapter_dir: str | Path,
+                   value_adapter_dir: str | Path) -> PPOSettings:
+    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for this job's card, from the
+    models' config files alone: called before any weights are loaded (the plan counts them), on the memory the card had
+    free when the job started. ``value_adapter_dir``: the adapter the value model starts from."""
     if settings.chunk_floats != "auto":
         return settings
-    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.devices import job_device
+    from thai_grpo.jobs.memory_plan import Lora, Shape
     from thai_grpo.jobs.memory_stages import ppo_chunk_floats_for_card, sizing_gib
 
-    policy = models["policy"]
-    floats = ppo_chunk_floats_for_card(Shape.from_config(policy.config), lora_of(policy), lora_of(models["value"]),
+    def read(folder, name: str) -> dict:
+        return json.loads((Path(folder) / name).read_text(encoding="utf-8"))
+
+    sft, value = (Lora.from_config(read(folder, "adapter_config.json")) for folder in (adapter_dir, value_adapter_dir))
+    floats = ppo_chunk_floats_for_card(Shape.from_config(read(base_dir, "config.json")), sft, value,
                                        dataclasses.asdict(settings), settings.max_completion_length,
-                                       sizing_gib(policy.device))
+                                       sizing_gib(job_device()))
     return dataclasses.replace(settings, chunk_floats=floats)
 
 
@@ -571,8 +578,9 @@ def train(spec) -> dict:
     seed_everything(seed)
     tokenizer = load_tokenizer(spec.base_dir)
     reference = grpo_args["reference"]
+    # chunk_floats: auto -> the card's, before any weights are loaded (recorded in the run's args)
+    settings = sized_for_card(settings, spec.base_dir, spec.adapter_dir, spec.reward_dir or spec.adapter_dir)
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
-    settings = sized_for_card(settings, models)  # chunk_floats: auto -> the card's (recorded in the run's args)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
