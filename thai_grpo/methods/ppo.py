@@ -40,7 +40,7 @@ import numpy as np
 from thai_grpo.core.references import KL_REFERENCES
 from thai_grpo.methods.settings import PPOSettings, ppo_settings
 from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
-from thai_grpo.methods.updates import scaler_skipped, update_counts, update_record
+from thai_grpo.methods.updates import MAX_REDOS, scaler_skipped, update_counts, update_record
 
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                     "reference": KL_REFERENCES["sft"]["ppo_model"],
@@ -479,23 +479,26 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
         order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
         for start in range(0, settings.batch_size, size):
             index = torch.as_tensor(order[start:start + size], device=mask.device)
-            optimizer.zero_grad()
             total = float(mask[index].sum())
             parts = [(index[i:i + per_chunk], float(mask[index[i:i + per_chunk]].sum()) / total)
                      for i in range(0, size, per_chunk)]
-            sums = dict.fromkeys(keys, 0.0)
-            for part, share in parts:
-                with autocast_like(models["policy"]):
-                    losses = _chunk_losses(rollout, part, settings, models)
-                scaler.scale(losses["loss"] * share).backward()
-                for key in keys:
-                    sums[key] += float(losses[key].detach()) * share
-            scaler.unscale_(optimizer)
-            grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
-            scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
-            scaler.step(optimizer)
-            scaler.update()
-            updates.append(update_record(step, scaler_skipped(scale_before, scaler), math.isfinite(float(grad_norm))))
+            for redos in range(MAX_REDOS + 1):  # a step the float16 scaler skipped, again at its lowered scale
+                optimizer.zero_grad()
+                sums = dict.fromkeys(keys, 0.0)
+                for part, share in parts:
+                    with autocast_like(models["policy"]):
+                        losses = _chunk_losses(rollout, part, settings, models)
+                    scaler.scale(losses["loss"] * share).backward()
+                    for key in keys:
+                        sums[key] += float(losses[key].detach()) * share
+                scaler.unscale_(optimizer)
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, settings.max_grad_norm)
+                scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
+                scaler.step(optimizer)
+                scaler.update()
+                if not (skipped := scaler_skipped(scale_before, scaler)):
+                    break
+            updates.append(update_record(step, skipped, math.isfinite(float(grad_norm)), redos))
             for key in keys:
                 stats[key].append(sums[key])
             stats["grad_norm"].append(float(grad_norm))
