@@ -12,8 +12,11 @@
 #      once in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM
 #      imports. Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
 #      beside the memory plan's prediction for those sizes, its seconds per step, and for a training stage whether its
-#      loss stayed finite and which updates were lost (skipped by float16's loss scaler, non-finite gradients), in
-#      OUT/<dtype>/rehearse.json (OUT default results/gpu_check).
+#      loss stayed finite and which updates were lost or redone (float16's loss scaler, non-finite gradients), in
+#      OUT/<dtype>/rehearse.json (OUT default results/gpu_check). GRPO makes three steps (float16's loss scale calibrates
+#      there); a decode stage stops a third of its problems early, so the decode loop compacts its cache; each
+#      stage sizes `auto` with the jobs' own code after noting the free memory, and fails where that is not the plan's;
+#   4. on a card larger than a T4, the float16 pass again within a T4's 14.75 GiB (OUT/float16-t4).
 # Exits 2 with one line where there is no usable GPU or no CUDA torch; 1 when a stage failed.
 #   scripts/gpu_check.sh                     the steps above
 #   DTYPES=float16 scripts/gpu_check.sh      one pass only
@@ -94,5 +97,12 @@ for dtype in $DTYPES; do
   "$PY" tools/rehearse_full.py --device cuda --preset chapter --dtype "$dtype" --out "$OUT/$dtype" \
     --work "$OUT/work" --timeout "$STAGE_TIMEOUT" ${VLLM[@]+"${VLLM[@]}"} || status=1
 done
+# 4. On a card larger than a T4: float16 again, each stage allowed a T4's 14.75 GiB, `auto` sized for that as the jobs
+#    size it (from the memory noted before each stage loads its weights), so a plan that undercounts a T4 fails here.
+if "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.get_device_properties(0).total_memory > 15.5 * 2**30 else 1)'; then
+  echo "gpu_check: every stage at the chapter's sizes, float16 within a T4's 14.75 GiB"
+  "$PY" tools/rehearse_full.py --device cuda --preset chapter --dtype float16 --cap-gib 14.75 --out "$OUT/float16-t4" \
+    --work "$OUT/work-t4" --timeout "$STAGE_TIMEOUT" || status=1
+fi
 echo "gpu_check: done; tables in $OUT/*/rehearse.md"
 exit "$status"

@@ -128,8 +128,9 @@ def test_make_wheels_downloads_every_pin_but_torch_without_resolving(tmp_path):
 # ----------------------------------------------------------------------------------------- the rehearsal's pieces
 def test_presets_keep_the_real_config_but_its_sizes():
     cpu, chapter = rehearsal_config(REAL, "cpu"), rehearsal_config(REAL, "chapter")
+    assert (cpu["grpo"]["max_steps"], chapter["grpo"]["max_steps"]) == (1, 3)  # the chapter's: float16's scale calibrates
     for config in (cpu, chapter):
-        assert config["grpo"]["max_steps"] == 1 and config["grpo"]["beta"] == REAL["grpo"]["beta"]
+        assert config["grpo"]["beta"] == REAL["grpo"]["beta"]
         assert config["base"]["name_or_path"] == "Qwen/Qwen3-0.6B" and config["variants"]["ppo"]["ppo"]["max_steps"] == 1
     assert chapter["grpo"]["per_device_train_batch_size"] == REAL["grpo"]["per_device_train_batch_size"]
     t4 = sizes_for_card(REAL, CARD_GIB)  # auto sizes as the chapter's T4 chooses them
@@ -231,3 +232,50 @@ def test_the_checks_allocator_uses_expandable_segments():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.stage_env("cuda", "bfloat16", None)["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
+
+
+def rehearse_module():
+    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_early_stopping_decode_stage_compacts_its_cache(tiny_model_dir, tiny_adapter_dir, monkeypatch):
+    """make gpu-check's decode stage, on the CPU with the tiny model: a third of the problems stop after an eighth of
+    the budget, which a real model's answers do and random weights never do, so the decode loop compacts its cache
+    (the memory the plan must cover) and decodes the rest of the rows to the budget."""
+    import thai_grpo.models.decoding as decoding
+
+    module = rehearse_module()
+    compactions = []
+    compact = decoding.SharedPromptCache.compact
+    monkeypatch.setattr(decoding.SharedPromptCache, "compact",
+                        lambda cache, live: compactions.append(int(live.sum())) or compact(cache, live))
+    rows = [{"id": i, "question": f"{i} + {i}", "answer": 2 * i} for i in range(6)]
+    ev = {"batch_size": 6, "num_samples": 2, "max_new_tokens": 16}
+    record = module.decode_with_early_stops(str(tiny_model_dir), str(tiny_adapter_dir), rows, "system", ev,
+                                            module.Meter("cpu"))
+    assert compactions == [4]  # problems 0 and 3 stopped: 4 of 6 prompts kept
+    assert record["decode_steps"] == 16 and record["steps"] == 1
+
+
+def test_a_stage_whose_own_auto_size_is_not_the_plans_is_an_error():
+    """The stages size auto with the jobs' own code after noting the card's free memory; the check fails a stage whose
+    choice differs from the size the plan was computed at (the plan would then speak of another run)."""
+    stage_plan = plans(rehearsal_config(REAL, "cpu"), CPU, prompt=110, completions=4)
+    rows = comparison([{"stage": "sample", "peak_bytes": 2 ** 30, "sized": {"batch_size": 8, "planned": 8}},
+                       {"stage": "ppo", "peak_bytes": 2 ** 30, "sized": {"chunk_floats": 2 ** 28,
+                                                                          "planned": 2 ** 29}}], stage_plan)
+    assert "error" not in rows[0]
+    assert rows[1]["error"] == f"sized {{'chunk_floats': {2 ** 28}}} where the plan sized {2 ** 29}"
+
+
+def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
+    """gpu-check on a larger card runs a float16 pass capped at a T4's 14.75 GiB (each stage process's allocations
+    capped, its sizes chosen for the cap), and GRPO makes three steps in each pass, where float16's loss scale
+    calibrates."""
+    script = (REPO / "scripts/gpu_check.sh").read_text()
+    assert "--cap-gib 14.75" in script
+    assert PRESETS["chapter"]["grpo"]["max_steps"] == 3
+    assert "decode_stops" in rehearse_module().ORDER

@@ -275,6 +275,9 @@ def test_a_gpu_job_sizes_auto_for_the_memory_it_may_have_not_the_cards_total(mon
     assert card_gib_of("cuda") == 40.0  # two jobs share the card: half of it each
     monkeypatch.setenv(JOBS_PER_GPU_ENV, "zero")
     assert jobs_per_gpu() == 1
+    # capped to a T4's share of the 80 GB card (make gpu-check's T4 pass): sized as a T4
+    monkeypatch.setattr(torch.cuda, "get_per_process_memory_fraction", lambda device=None: CARD_GIB / 80)
+    assert card_gib_of("cuda") == CARD_GIB
 
 
 def test_the_plan_counts_what_each_device_holds():

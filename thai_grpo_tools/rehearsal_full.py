@@ -11,7 +11,7 @@ per problem), since a random policy yields none.
 
 Sizes (``PRESETS``) are overrides merged on top of the real config, as ``--configfile`` merges them: ``cpu`` shrinks
 rows and lengths so that every stage takes one or two optimizer steps in minutes on 2 cores; ``chapter`` keeps the
-chapter's batch sizes and lengths and only stops each trainer after one optimizer step. The memory plan predicts at
+chapter's batch sizes and lengths and only stops each trainer after one optimizer step (GRPO after three). The memory plan predicts at
 exactly the merged sizes (``plans``), so each stage's measured peak is compared with its own prediction.
 """
 
@@ -38,8 +38,8 @@ PRESETS = {
                                               "num_mini_batches": 1}}},
         "eval": {"num_samples": 2, "batch_size": 2, "max_new_tokens": 16, "ks": [1, 2]},
     },
-    "chapter": {
-        "grpo": STEP, "reward_model": {"args": STEP},
+    "chapter": {  # GRPO three steps: float16's loss scale calibrates on its first ones (lost updates counted)
+        "grpo": {**STEP, "max_steps": 3}, "reward_model": {"args": STEP},
         "variants": {"dpo": {"dpo": STEP}, "ppo": {"ppo": {"max_steps": 1}},
                      "ppo_verifier": {"ppo": {"max_steps": 1}}},
     },
@@ -51,10 +51,12 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "dpo": ("DPO (dpo): train step",), "reward_model": ("reward model: train step",),
           "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
           "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update"),
-          "sample": ("held-out sampling",), "token_logprobs": ("token log-probs (k1 vs k3)",),
+          "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",),
+          "token_logprobs": ("token log-probs (k1 vs k3)",),
           "vllm_sample": ()}
 CPU_STAGES = ("grpo", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
-GPU_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
+GPU_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "decode_stops",
+              "token_logprobs")
 
 
 def deep_merge(base: dict, top: dict) -> dict:
@@ -185,7 +187,7 @@ def measured_prompt_tokens(tokenizer, rows: list[dict], system_prompt: str, chat
 
 def update_record(result: dict) -> dict:
     """What a training stage's result says of its updates: its loss finite at every step, and the counts of updates
-    the float16 loss scaler skipped and made from non-finite gradients (``thai_grpo.methods.updates``)."""
+    the float16 loss scaler skipped, made from non-finite gradients and redone (``thai_grpo.methods.updates``)."""
     from thai_grpo.methods.updates import COUNTS
 
     losses = [step[key] for step in result.get("steps", []) for key in ("loss", "policy_loss") if key in step]
@@ -216,11 +218,16 @@ def predicted_bytes(stage: str, stage_plan: list[dict]) -> int | None:
 
 
 def comparison(records: list[dict], stage_plan: list[dict]) -> list[dict]:
-    """Per stage record (``stage``, ``peak_bytes``, ``seconds_per_step``): the prediction beside it and their ratio."""
+    """Per stage record (``stage``, ``peak_bytes``, ``seconds_per_step``): the prediction beside it and their ratio; a
+    stage whose ``auto`` size, chosen by the job's own code, is not the plan's is an error."""
     rows = []
     for record in records:
         predicted = predicted_bytes(record["stage"], stage_plan)
         measured = record.get("peak_bytes")
+        sized = record.get("sized") or {}
+        chosen = {key: value for key, value in sized.items() if key != "planned"}
+        if chosen and list(chosen.values()) != [sized["planned"]] and "error" not in record:  # auto, as the job sizes it
+            record = {**record, "error": f"sized {chosen} where the plan sized {sized['planned']}"}
         rows.append({**record, "predicted_bytes": predicted,
                      "ratio": round(measured / predicted, 2) if predicted and measured else None})
     return rows
@@ -237,7 +244,8 @@ def table(rows: list[dict], memory: str) -> str:
         if "optimizer_steps_skipped" not in row:
             return "-"
         finite = {True: "finite", False: "NOT FINITE", None: "-"}[row.get("loss_finite")]
-        return f"{finite}; {row['optimizer_steps_skipped']} skipped, {row['nonfinite_grad_steps']} non-finite"
+        redone = f", {row['scaler_redos']} redone" if row.get("scaler_redos") else ""
+        return f"{finite}; {row['optimizer_steps_skipped']} skipped, {row['nonfinite_grad_steps']} non-finite{redone}"
 
     counted = any("optimizer_steps_skipped" in row for row in rows)
     lines = [f"| stage | predicted GiB | measured GiB ({memory}) | measured / predicted | s/step | steps |"

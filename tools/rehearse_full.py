@@ -34,8 +34,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 # glibc returns every freed tensor of 64 KiB or more to the system at once: RSS follows the live tensors
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
-ORDER = ("grpo", "grpo_fast", "rloo", "sample", "token_logprobs", "dpo", "reward_model", "ppo", "ppo_verifier",
-         "vllm_sample")
+ORDER = ("grpo", "grpo_fast", "rloo", "sample", "decode_stops", "token_logprobs", "dpo", "reward_model", "ppo",
+         "ppo_verifier", "vllm_sample")
 
 
 # ----------------------------------------------------------------------------------------- in a stage's process
@@ -120,10 +120,24 @@ def run_stages(names: list[str], work: Path, device: str) -> None:
             torch.cuda.empty_cache()
 
 
+def cap_memory(cap_gib: float | None) -> None:
+    """On CUDA, let this process allocate only ``cap_gib`` of the card (a T4's 14.75 on a larger one), so that the jobs'
+    own code sizes ``auto`` for it (``memory_stages.card_gib_of`` reads the cap) and a stage that outgrows it fails."""
+    import torch
+
+    if cap_gib and torch.cuda.is_available():
+        total = torch.cuda.get_device_properties(0).total_memory
+        torch.cuda.set_per_process_memory_fraction(min(1.0, cap_gib * 2 ** 30 / total), 0)
+
+
 def run_stage(name: str, work: Path, device: str) -> dict:
-    """One stage, in this process: returns its record."""
+    """One stage, in this process: returns its record. The card's free memory is noted first, as a job notes it
+    before loading anything, so that the stage's own code sizes its ``auto`` passes from it."""
     import transformers
 
+    from thai_grpo.jobs.memory_stages import note_free_memory
+
+    note_free_memory(device)
     meter = Meter(device)
     with start_on_first_call(transformers.Trainer, "train", meter):
         return run_measured(name, work, meter)
@@ -147,13 +161,18 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         plan = variant_plan(config, name)
         import thai_grpo.methods.ppo as ppo
 
+        planned = plan["ppo"].get("chunk_floats")
+        if spec["auto"].get(f"ppo.chunk_floats.{name}"):
+            plan = {**plan, "ppo": {**plan["ppo"], "chunk_floats": "auto"}}  # sized by the job's own code
         reward = work / "outputs" / "reward_model" / "model"
         with start_on_first_call(ppo, "_rollout", meter):
             result = train_variant(RunSpec(
                 run=name, plan=plan, base_dir=Path(base), adapter_dir=Path(sft), train_rows=rows, system_prompt=system,
                 out_dir=out / "adapter", checkpoint_dir=work / "checkpoints" / name, seed=config["seed"],
                 training=config["training"], pairs=pairs, reward_dir=reward if reward.is_dir() else None))
-        return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
+        chosen = result.get("args", {}).get("chunk_floats")
+        sized = {"sized": {"chunk_floats": chosen, "planned": planned}} if planned is not None else {}
+        return {**meter.stop(len(result["steps"]) or 1), **update_record(result), **sized}
     if name == "reward_model":
         from thai_grpo.methods.reward_model import train_reward_model
 
@@ -170,16 +189,22 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
             records = sample_heldout_vllm(base, policy, heldout, system, ev, dtype=ev.get("dtype", "float32"))
             return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
         from thai_grpo.jobs.devices import job_device
+        from thai_grpo.jobs.memory_stages import sampling_sizes
         from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
+        requested = "auto" if spec["auto"].get("eval.batch_size") else ev["batch_size"]
+        batch = sampling_sizes(requested, base, ev["num_samples"], ev["max_new_tokens"], len(heldout),
+                               job_device())["batch_size"]  # as the job sizes it: before its weights load
         model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32"))  # the pipeline's eval precision
         model = model.to(job_device())
         meter.start()
         records = sample_heldout(model, load_tokenizer(base), heldout, system, ev["num_samples"], ev["max_new_tokens"],
-                                 ev["temperature"], ev["batch_size"], ev["seed"], ev.get("chat_template_kwargs"))
+                                 ev["temperature"], batch, ev["seed"], ev.get("chat_template_kwargs"))
         write_jsonl(work / "outputs" / "samples.jsonl", records)
-        return meter.stop(batches)
+        return {**meter.stop(batches), "sized": {"batch_size": batch, "planned": ev["batch_size"]}}
+    if name == "decode_stops":
+        return decode_with_early_stops(base, policy, heldout, system, ev, meter)
     if name == "token_logprobs":
         import thai_grpo.evaluation.token_logprobs as logprobs
 
@@ -190,6 +215,38 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
                                                             temperature=ev["temperature"])
         return meter.stop(math.ceil(result["num_completions"] / min(32, result["num_completions"])))
     raise ValueError(f"unknown stage {name!r}: use one of {', '.join(ORDER)}")
+
+
+def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
+    """One held-out sampling call's decode loop whose rows stop early, as a real model's answers do (random weights
+    never stop): every sample of a third of the problems stops after an eighth of the budget, so the loop compacts its
+    cache while the other rows decode on (``decoding.SharedPromptCache.compact``)."""
+    from thai_grpo.data.prompts import chat_prompt_texts
+    from thai_grpo.jobs.devices import job_device
+    from thai_grpo.models.decoding import COMPACT_WHEN_DONE, decode
+    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+
+    tokenizer = load_tokenizer(base)
+    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    problems, samples, budget = int(ev["batch_size"]), int(ev["num_samples"]), int(ev["max_new_tokens"])
+    tokenizer.padding_side = "left"
+    texts = chat_prompt_texts(tokenizer, [row["question"] for row in heldout[:problems]], system,
+                              ev.get("chat_template_kwargs") or {})
+    encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    stop, steps = tokenizer.eos_token_id, []
+    stopping = (encoded["input_ids"].new_tensor(range(len(texts))) % 3 == 0).repeat_interleave(samples)
+
+    def choose(scores, rows):  # greedy, the stop token only where planned
+        steps.append(1)
+        chosen = scores.argmax(-1)
+        chosen = chosen.masked_fill(chosen == stop, stop + 1)
+        return chosen.masked_fill(stopping[rows], stop) if len(steps) > budget // 8 else chosen
+
+    assert 1 / 3 >= COMPACT_WHEN_DONE, "a third of the prompts done must compact the cache"
+    meter.start()
+    decode(model, encoded["input_ids"], encoded["attention_mask"], samples, budget, [stop], tokenizer.pad_token_id,
+           choose)
+    return {**meter.stop(1), "decode_steps": len(steps)}
 
 
 def build(work: Path, preset: str, device: str) -> None:
@@ -204,8 +261,11 @@ def build(work: Path, preset: str, device: str) -> None:
     from thai_grpo_tools.stage_plans import merged_configs
 
     real = merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"])
-    card_gib = sizing_gib(device)  # the card's own memory (a T4's on a CPU)
+    card_gib = sizing_gib(device)  # the card's own memory, or its cap (a T4's on a CPU)
     config = rehearsal_config(real, preset, card_gib)
+    auto = {"eval.batch_size": real["eval"].get("batch_size") == "auto",  # sized again by the stages' own code
+            **{f"ppo.chunk_floats.{name}": variant.get("ppo", {}).get("chunk_floats") == "auto"
+               for name, variant in real["variants"].items()}}
     train, held = problem_count(config)
     rows = training_rows(train + held)
     system, ev = config["data"]["system_prompt"], config["eval"]
@@ -220,7 +280,7 @@ def build(work: Path, preset: str, device: str) -> None:
                                                    ev.get("chat_template_kwargs")))
     spec = {**paths, "config": config, "prompt_tokens": prompt, "rows": str(work / "rows.jsonl"),
             "heldout": str(work / "heldout.jsonl"), "pairs": str(work / "pairs.jsonl"), "preset": preset,
-            "card_gib": round(card_gib, 2)}
+            "card_gib": round(card_gib, 2), "auto": auto}
     (work / "spec.json").write_text(json.dumps(spec, ensure_ascii=False, indent=1), encoding="utf-8")
 
 
@@ -252,12 +312,16 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / "results" / "rehearse_full")
     parser.add_argument("--work", type=Path, help="stand-ins and stage outputs (default OUT/work)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per stage")
+    parser.add_argument("--cap-gib", type=float, help="CUDA: let each stage allocate only this much of the card "
+                        "(14.75: a T4's), sizes chosen for it as the jobs choose them")
     parser.add_argument("--threads", type=int, help="CPU threads per stage (default: every core; on a machine "
                         "others share, 1 avoids the threads waiting on each other)")
     parser.add_argument("--_stages", help=argparse.SUPPRESS)
     parser.add_argument("--_build", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
     work = (options.work or options.out / "work").resolve()
+    if options._build or options._stages:
+        cap_memory(options.cap_gib)
     if options._build:
         build(work, options.preset, options.device)
         return 0
@@ -274,7 +338,7 @@ def main() -> int:
     env = stage_env(options.device, options.dtype, options.threads)
     work.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, str(Path(__file__).resolve()), "--device", options.device, "--preset", options.preset,
-          "--work", str(work)]
+          "--work", str(work), *(["--cap-gib", str(options.cap_gib)] if options.cap_gib else [])]
     started = time.perf_counter()
     subprocess.run([*me, "--_build"], check=True, env=env, cwd=REPO)
     print(f"rehearse_full: stand-ins ready in {time.perf_counter() - started:.0f} s ({work / 'standin'})", flush=True)

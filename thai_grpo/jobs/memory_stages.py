@@ -181,14 +181,27 @@ def note_free_memory(device) -> None:
 
 def card_gib_of(device) -> float | None:
     """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), as it was free when the
-    job started (``note_free_memory``; now where it was not noted), else None."""
+    job started (``note_free_memory``; now where it was not noted) and within the share the process may allocate,
+    else None."""
     import torch
 
     device = torch.device(device)
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
     free, total = _FREE_AT_JOB_START.get(str(device)) or torch.cuda.mem_get_info(device)
-    return memory_for_job(free / GIB, total / GIB, jobs_per_gpu())
+    allowed = total * process_memory_fraction(device)  # a cap on this process (make gpu-check's T4 pass)
+    return memory_for_job(min(free, allowed) / GIB, allowed / GIB, jobs_per_gpu())
+
+
+def process_memory_fraction(device) -> float:
+    """The share of its card this process may allocate (``torch.cuda.set_per_process_memory_fraction``; 1 unless
+    capped)."""
+    import torch
+
+    try:
+        return float(torch.cuda.get_per_process_memory_fraction(device))
+    except (AssertionError, RuntimeError):  # a CPU build of torch, or no CUDA here
+        return 1.0
 
 
 def sizing_gib(device) -> float:

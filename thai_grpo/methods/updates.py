@@ -16,7 +16,7 @@ from pathlib import Path
 from thai_grpo.core.io import read_appended_jsonl
 
 UPDATES_FILE = "updates.jsonl"
-COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps")
+COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps", "scaler_redos")
 MAX_REDOS = 16  # halvings of the loss scale one step may take (2^16 -> 1) before its update counts as lost
 
 
@@ -48,9 +48,10 @@ def update_record(step: int, skipped: bool, finite: bool, redos: int = 0) -> dic
 def update_counts(records: list[dict]) -> dict:
     """``optimizer_steps_skipped`` (lost) and ``nonfinite_grad_steps`` of a run's per-step records, and
     ``scaler_redos``: the steps the loss scaler skipped and that were redone at a lower scale."""
-    return {"optimizer_steps_skipped": sum(bool(r.get("optimizer_step_skipped")) for r in records),
-            "nonfinite_grad_steps": sum(bool(r.get("nonfinite_grad")) for r in records),
-            "scaler_redos": sum(int(r.get("scaler_redos", 0)) for r in records)}
+    skipped, nonfinite, redos = COUNTS
+    return {skipped: sum(bool(r.get("optimizer_step_skipped")) for r in records),
+            nonfinite: sum(bool(r.get("nonfinite_grad")) for r in records),
+            redos: sum(int(r.get("scaler_redos", 0)) for r in records)}
 
 
 def lost_updates(records: list[dict]) -> int:
