@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check, one command on a GPU machine (`make gpu-check`, under 8 minutes on one large GPU, no network needed):
+# Device check, one command on a GPU machine (`make gpu-check`, about 12 minutes on an H100 by the time plan, no network):
 #   1. nvidia-smi, then a Python whose torch sees CUDA: .venv where `make setup` built it with a CUDA torch; else the
 #      machine's own CUDA torch (PYTHON, default python3) in .venv-gpu, a venv that sees it, with every other pinned
 #      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/). The first line
@@ -9,17 +9,17 @@
 #      `auto` sizes as this card chooses them, one optimizer step each (tools/rehearse_full.py --preset chapter):
 #      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
 #      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
-#      once in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out sampling where vLLM
-#      imports. Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
+#      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out
+#      sampling where vLLM imports. Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
 #      beside the memory plan's prediction for those sizes, its seconds per step, and for a training stage whether its
 #      loss stayed finite and which updates were lost or redone (float16's loss scaler, non-finite gradients), in
-#      OUT/<dtype>/rehearse.json (OUT default results/gpu_check). GRPO makes three steps (float16's loss scale calibrates
+#      OUT/<pass>/rehearse.json (OUT default results/gpu_check). GRPO makes three steps (float16's loss scale calibrates
 #      there); a decode stage stops a third of its problems early, so the decode loop compacts its cache; each
 #      stage sizes `auto` with the jobs' own code after noting the free memory, and fails where that is not the plan's;
-#   4. on a card larger than a T4, the float16 pass again within a T4's 14.75 GiB (OUT/float16-t4).
+#      On a card larger than a T4, float16 again within a T4's 14.75 GiB (OUT/float16-t4).
 # Exits 2 with one line where there is no usable GPU or no CUDA torch; 1 when a stage failed.
 #   scripts/gpu_check.sh                     the steps above
-#   DTYPES=float16 scripts/gpu_check.sh      one pass only
+#   PASSES=float16 scripts/gpu_check.sh      one pass only (float16, bfloat16, float16-t4)
 # The real run itself: snakemake --cores 4 --configfile config/qwen3-0.6b.yaml
 set -euo pipefail
 
@@ -84,25 +84,25 @@ print(f"{capability[0]}.{capability[1]}")
 PYEOF
 )"
 
-# 3. Every stage at the chapter's sizes, per dtype; vLLM where it imports.
-if [ -z "${DTYPES:-}" ]; then
-  case "$CAPABILITY" in 7.5|[89].*|[1-9][0-9].*) DTYPES="float16" ;; *) DTYPES="auto" ;; esac
-  case "$CAPABILITY" in [89].*|[1-9][0-9].*) DTYPES="$DTYPES bfloat16" ;; esac
+# 3. Every stage at the chapter's sizes, per pass (thai_grpo_tools.rehearsal_full.GPU_CHECK_PASSES); vLLM where it
+#    imports. float16 on every card from a T4 on; the trainers in bfloat16 from 8.0; on a card larger than a T4,
+#    float16 again within a T4's 14.75 GiB, `auto` sized for that as the jobs size it, so a plan that undercounts a
+#    T4 fails here.
+if [ -z "${PASSES:-}" ]; then
+  case "$CAPABILITY" in 7.5|[89].*|[1-9][0-9].*) PASSES="float16" ;; *) PASSES="auto" ;; esac
+  case "$CAPABILITY" in [89].*|[1-9][0-9].*) PASSES="$PASSES bfloat16" ;; esac
+  "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.get_device_properties(0).total_memory > 15.5 * 2**30 else 1)' \
+    && PASSES="$PASSES float16-t4"
 fi
 VLLM=()
 "$PY" -c "import vllm" >/dev/null 2>&1 && VLLM=(--vllm) || echo "gpu_check: vLLM does not import here: its stages skipped"
 status=0
-for dtype in $DTYPES; do
-  echo "gpu_check: every stage at the chapter's sizes, $dtype"
-  "$PY" tools/rehearse_full.py --device cuda --preset chapter --dtype "$dtype" --out "$OUT/$dtype" \
-    --work "$OUT/work" --timeout "$STAGE_TIMEOUT" ${VLLM[@]+"${VLLM[@]}"} || status=1
+for pass in $PASSES; do
+  echo "gpu_check: the chapter's sizes, pass $pass"
+  extra=()
+  [ "$pass" = float16 ] && extra=(${VLLM[@]+"${VLLM[@]}"})
+  "$PY" tools/rehearse_full.py --device cuda --preset chapter --pass "$pass" --out "$OUT/$pass" \
+    --work "$OUT/work-$pass" --timeout "$STAGE_TIMEOUT" ${extra[@]+"${extra[@]}"} || status=1
 done
-# 4. On a card larger than a T4: float16 again, each stage allowed a T4's 14.75 GiB, `auto` sized for that as the jobs
-#    size it (from the memory noted before each stage loads its weights), so a plan that undercounts a T4 fails here.
-if "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.get_device_properties(0).total_memory > 15.5 * 2**30 else 1)'; then
-  echo "gpu_check: every stage at the chapter's sizes, float16 within a T4's 14.75 GiB"
-  "$PY" tools/rehearse_full.py --device cuda --preset chapter --dtype float16 --cap-gib 14.75 --out "$OUT/float16-t4" \
-    --work "$OUT/work-t4" --timeout "$STAGE_TIMEOUT" || status=1
-fi
 echo "gpu_check: done; tables in $OUT/*/rehearse.md"
 exit "$status"

@@ -273,9 +273,15 @@ def test_a_stage_whose_own_auto_size_is_not_the_plans_is_an_error():
 
 def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
     """gpu-check on a larger card runs a float16 pass capped at a T4's 14.75 GiB (each stage process's allocations
-    capped, its sizes chosen for the cap), and GRPO makes three steps in each pass, where float16's loss scale
+    capped, its sizes chosen for the cap) with the stages a T4's memory decides; the bfloat16 pass trains only (the
+    evaluation stages compute in float32 whatever it is); GRPO makes three steps, where float16's loss scale
     calibrates."""
+    from thai_grpo_tools.rehearsal_full import GPU_CHECK_PASSES
+
     script = (REPO / "scripts/gpu_check.sh").read_text()
-    assert "--cap-gib 14.75" in script
+    assert "--pass \"$pass\"" in script and "float16-t4" in script
+    assert GPU_CHECK_PASSES["float16-t4"][:2] == ("float16", CARD_GIB)
+    assert {"ppo", "sample", "decode_stops"} <= set(GPU_CHECK_PASSES["float16-t4"][2])
+    assert "sample" not in GPU_CHECK_PASSES["bfloat16"][2]
     assert PRESETS["chapter"]["grpo"]["max_steps"] == 3
     assert "decode_stops" in rehearse_module().ORDER

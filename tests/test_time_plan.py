@@ -146,3 +146,16 @@ def test_the_pipeline_never_imports_the_time_plan():
     users = [path for path in [*REPO.glob("scripts/*.py"), *REPO.glob("thai_grpo/**/*.py"), *REPO.glob("rules/*.smk")]
              if re.search(r"time_plan|time_model", path.read_text(encoding="utf-8"))]
     assert users == []  # make docs reaches them through thai_grpo_tools.reference_tables
+
+
+def test_make_gpu_check_takes_about_twelve_minutes_on_an_h100_by_the_plan(checked):
+    """Its three passes on an 80 GB card (float16 every stage; the trainers in bfloat16; float16 within a T4's memory,
+    where PPO's smaller chunks cost most) predicted by the fitted costs: about 12 minutes, the capped pass's PPO at the
+    sizes a T4 chooses."""
+    passes = tp.gpu_check_seconds(REAL, checked["costs"], tm.H100, int(RECORDS[0]["prompt_tokens"]),
+                                  ("float16", "bfloat16", "float16-t4"))
+    minutes = sum(sum(stages.values()) for stages in passes.values()) / 60
+    print({name: round(sum(stages.values()) / 60, 1) for name, stages in passes.items()}, f"{minutes:.1f} min")
+    assert minutes <= 12.5
+    assert "token_logprobs" not in passes["bfloat16"] and "decode_stops" in passes["float16-t4"]
+    assert passes["float16-t4"]["ppo"] > passes["float16"]["ppo"]  # a T4's chunks: more calls for the same work

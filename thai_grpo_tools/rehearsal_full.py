@@ -57,6 +57,15 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
 CPU_STAGES = ("grpo", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
 GPU_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "decode_stops",
               "token_logprobs")
+TRAINING_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier")
+# make gpu-check's passes: name -> (dtype, the memory each stage may allocate in GiB or None, stages). Held-out
+# sampling, its decode loop and the token log-probs compute in float32 (eval.dtype) whatever the training dtype, so the
+# bfloat16 pass only trains; within a T4's memory run the stages whose sizes the card decides and the trainers a T4
+# must hold (ppo_verifier is ppo with smaller passes).
+GPU_CHECK_PASSES = {"float16": ("float16", None, GPU_STAGES), "bfloat16": ("bfloat16", None, TRAINING_STAGES),
+                    "auto": ("auto", None, GPU_STAGES),  # a card older than a T4: the dtype the pipeline picks
+                    "float16-t4": ("float16", CARD_GIB, ("grpo", "dpo", "reward_model", "ppo", "sample",
+                                                         "decode_stops"))}
 
 
 def deep_merge(base: dict, top: dict) -> dict:

@@ -198,6 +198,31 @@ def calibration(records: list[dict], real: dict, shape: Shape, prompt: int) -> d
     return {"costs": costs, "rows": rows, "largest_error": max(abs(row["error"]) for row in rows)}
 
 
+def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[str, ...]) -> dict:
+    """What `make gpu-check` takes on ``card`` by the fitted costs: each pass of ``passes``
+    (``rehearsal_full.GPU_CHECK_PASSES``) with its stages at the sizes its card (or memory cap) chooses, GRPO's steps
+    counted; decode_stops counted as one held-out batch (its rows stop early, so less). Stand-in building, process
+    start-up and vLLM are left out."""
+    from thai_grpo_tools.rehearsal_full import GPU_CHECK_PASSES, rehearsal_config
+    from thai_grpo_tools.stage_plans import QWEN3_0_6B, sft_shape
+
+    out = {}
+    for name in passes:
+        _, cap, stages = GPU_CHECK_PASSES[name]
+        config = rehearsal_config(real, "chapter", cap or card.memory_gib)
+        length = int(config["grpo"]["max_completion_length"])
+        sft, value = sft_shape(config, None)
+        chunks = ppo_chunks(QWEN3_0_6B, config["variants"]["ppo"]["ppo"], prompt + length, length,
+                            dataclasses.replace(sft, lora_dropout=0.0), value)
+        sizes = {"heldout_problems": int(config["eval"]["batch_size"]), "samples": int(config["eval"]["num_samples"]),
+                 "ppo": chunks}
+        steps = {"grpo": int(config["grpo"]["max_steps"])}
+        out[name] = {stage: seconds(rehearsal_stage_work("sample" if stage == "decode_stops" else stage, config,
+                                                         prompt, sizes, QWEN3_0_6B) * steps.get(stage, 1), card, costs)
+                     for stage in stages}
+    return out
+
+
 # ----------------------------------------------------------------------------------------- the plan
 def card_sizes(config: dict, card: Card) -> dict:
     """The sizes a card chooses for ``auto`` (``stage_plans.sizes_for_card``), with the preference pairs' batch

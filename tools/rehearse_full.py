@@ -3,10 +3,11 @@ for one optimizer step each, every stage in a fresh process; its peak memory bes
 exactly those sizes, and its seconds per step. A benchmark, not a test.
 
     python tools/rehearse_full.py                       make rehearse-full: CPU, small rows and lengths
-    python tools/rehearse_full.py --device cuda --preset chapter --dtype float16
+    python tools/rehearse_full.py --device cuda --preset chapter --pass float16
                                                           make gpu-check: the chapter's sizes on CUDA, forced float16
-                                                          (a T4's path, THAI_GRPO_CAPABILITY=7.5); --dtype bfloat16
-                                                          on the GPU's own capability (8.0 or later); --vllm adds
+                                                          (a T4's path, THAI_GRPO_CAPABILITY=7.5); --pass bfloat16
+                                                          on the GPU's own capability (8.0 or later), the trainers;
+                                                          --pass float16-t4 within a T4's 14.75 GiB; --vllm adds
                                                           vLLM rollouts and sampling where vLLM imports
 
 Peak memory: CPU, each stage in a fresh process, its peak RSS above its level after the imports, the peak reset
@@ -300,8 +301,8 @@ def stage_env(device: str, dtype: str, threads: int | None) -> dict:
 
 
 def main() -> int:
-    from thai_grpo_tools.rehearsal_full import (CPU_STAGES, GPU_STAGES, comparison, device_precision, plans,
-                                                 table)
+    from thai_grpo_tools.rehearsal_full import (CPU_STAGES, GPU_CHECK_PASSES, GPU_STAGES, comparison,
+                                                 device_precision, plans, table)
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
@@ -314,11 +315,16 @@ def main() -> int:
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per stage")
     parser.add_argument("--cap-gib", type=float, help="CUDA: let each stage allocate only this much of the card "
                         "(14.75: a T4's), sizes chosen for it as the jobs choose them")
+    parser.add_argument("--pass", dest="check_pass", choices=GPU_CHECK_PASSES,
+                        help="one of make gpu-check's passes: its dtype, memory cap and stages")
     parser.add_argument("--threads", type=int, help="CPU threads per stage (default: every core; on a machine "
                         "others share, 1 avoids the threads waiting on each other)")
     parser.add_argument("--_stages", help=argparse.SUPPRESS)
     parser.add_argument("--_build", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.check_pass:
+        options.dtype, options.cap_gib, stages = GPU_CHECK_PASSES[options.check_pass]
+        options.stages = options.stages or list(stages)
     work = (options.work or options.out / "work").resolve()
     if options._build or options._stages:
         cap_memory(options.cap_gib)
