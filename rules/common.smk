@@ -307,9 +307,9 @@ def chain_config(seed):
 
 def slurm_check():
     """Under the SLURM executor (profiles/slurm), before the first sbatch: stop in one line where a job can never
-    start, because no node of the partition the plugin sends it to (its own choice, from the profile's partition
-    file) holds what it asks for; Slurm would leave it pending or refuse it without naming the resource
-    (thai_grpo.jobs.slurm_fit). Where ``sinfo`` does not answer, the plugin's own errors say why."""
+    start, because no node of the partition the plugin sends it to holds what it asks for; Slurm would leave it
+    pending or refuse it without naming the resource (thai_grpo.jobs.slurm_fit). Where ``sinfo`` does not answer,
+    the plugin's own errors say why."""
     if workflow.executor_plugin is None or workflow.executor_plugin.name != "slurm":
         return
     import logging
@@ -320,7 +320,10 @@ def slurm_check():
     from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
     from thai_grpo.jobs.slurm_fit import SINFO_FORMAT, partition_nodes, refusal, request
 
-    sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", SINFO_FORMAT], capture_output=True, text=True)
+    try:
+        sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", SINFO_FORMAT], capture_output=True, text=True)
+    except OSError:
+        return
     if sinfo.returncode != 0:
         return
     nodes, default = partition_nodes(sinfo.stdout)
@@ -329,20 +332,21 @@ def slurm_check():
     quiet = logging.getLogger("slurm_check")  # get_best_partition's per-job lines: the plugin prints them at sbatch
     quiet.addHandler(logging.NullHandler())
     quiet.propagate = False
+
+    def partition_of(job, known):
+        """The plugin's own choice (its get_partition_arg): the job's slurm_partition, else the best fit in the
+        profile's partition file, else the cluster's default partition (None: sbatch's)."""
+        if known.get("slurm_partition"):
+            return known["slurm_partition"]
+        job_now = SimpleNamespace(resources=known, threads=job.threads, name=job.name)
+        return (get_best_partition(partitions, job_now, quiet) if partitions else None) or default
+
     for job in workflow.dag.needrun_jobs():
         if job.is_local:
             continue
         # what is known before the job's inputs exist (a size-based default waits for them, and is none of these)
         known = {key: value for key, value in job.resources.items() if type(value).__name__ != "TBDString"}
-        partition = known.get("slurm_partition") or (
-            partitions
-            and get_best_partition(
-                partitions, SimpleNamespace(resources=known, threads=job.threads, name=job.name), quiet
-            )
-            or default
-        )
-        if not partition:  # no partition file and no default partition: Slurm chooses
-            continue
-        line = refusal(job.rule.name, partition, request(known, job.threads), nodes.get(partition, []))
+        partition = partition_of(job, known)
+        line = partition and refusal(job.rule.name, partition, request(known, job.threads), nodes.get(partition, []))
         if line:
             sys.exit(f"slurm: {line}")
