@@ -1,6 +1,7 @@
 """The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, the
 five methods (GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model) trained from the same SFT adapter side by side, and a second held-out set
-added to the finished run (what it schedules); a copy of it with GRPO killed mid-training and resumed."""
+added to the finished run (what it schedules); a copy of it with GRPO killed mid-training and resumed; two of its jobs
+run again through profiles/slurm on a one-node Slurm (tests/slurm_cluster.py)."""
 
 from __future__ import annotations
 
@@ -167,7 +168,6 @@ def test_same_config_builds_the_same_base_and_sft_adapter(smoke_run, tmp_path):
     for model in ["base", "sft_adapter"]:
         first, again = weights(smoke_run / "results/model" / model), weights(second / "results/model" / model)
         assert first and first == again, model
-
 
 
 # --------------------------------------------------------------------------- the SLURM profile on a real Slurm
