@@ -12,7 +12,7 @@ CORES ?= all
 TEST_WORKERS ?= auto
 
 # `make help`: every target with its line (the `## ` text after its name).
-.PHONY: help setup run test test-fast bench bench-sampling browser lint gpu-check memory-plan rehearse-full wheels clean ship-base
+.PHONY: help setup run test test-fast bench bench-sampling browser slurm lint gpu-check memory-plan rehearse-full wheels clean ship-base
 
 help:  ## every target with its line (this list)
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed -E 's/^([a-z-]+):.*## (.*)/\1\t\2/' | expand -t 16
@@ -78,7 +78,17 @@ browser:  ## headless Chromium and a Thai font for the report's browser tests
 	  { (apt-get update -qq && apt-get install -y -qq chromium chromium-driver fonts-thai-tlwg) >/dev/null 2>&1 || \
 	    echo "note: could not install chromium + chromium-driver + fonts-thai-tlwg; browser tests will skip or fail"; }
 
-test: setup browser lint  ## the test suite as CI runs it: venv, headless Chromium, linters, pytest
+# Debian's Slurm (slurmctld, slurmd, the client commands) and munge for the test that runs profiles/slurm on a one-node
+# Slurm it starts and stops itself, in a folder of its own (tests/slurm_cluster.py); it skips, naming this target, where
+# these cannot be installed. The packages' own services are not used (under systemd, Debian may start munge's).
+slurm:  ## Debian's slurm-wlm and munge for the test that runs the SLURM profile on a real one-node Slurm
+	@PATH="$$PATH:/usr/sbin:/sbin" sh -c 'command -v sbatch && command -v slurmctld && command -v slurmd && \
+	  command -v munged' >/dev/null || \
+	  { (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+	      slurm-wlm munge) >/dev/null 2>&1 || \
+	    echo "note: could not install slurm-wlm + munge; the Slurm test will skip"; }
+
+test: setup browser slurm lint  ## the test suite as CI runs it: venv, headless Chromium, Slurm, linters, pytest
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 

@@ -28,6 +28,10 @@ include: "rules/chains.smk"
 include: "rules/losses.smk"
 
 
+onstart:
+    slurm_check()  # on SLURM: a job no node of its partition can hold stops the run here, before any sbatch
+
+
 rule all:
     input:
         HEADLINE_TARGET,  # first: SFT vs GRPO, while the other methods train

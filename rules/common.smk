@@ -303,3 +303,50 @@ def chain_config(seed):
     if config["base"]["source"] == "shipped":
         member.update(base={**config["base"], "source": "scratch"}, sft={**config["sft"], "source": "train"})
     return {**member, "seed": seed, "results_dir": chain_dir(seed)}
+
+
+def slurm_check():
+    """Under the SLURM executor (profiles/slurm), before the first sbatch: stop in one line where a job can never
+    start, because no node of the partition the plugin sends it to holds what it asks for; Slurm would leave it
+    pending or refuse it without naming the resource (thai_grpo.jobs.slurm_fit). Where ``sinfo`` does not answer,
+    the plugin's own errors say why."""
+    if workflow.executor_plugin is None or workflow.executor_plugin.name != "slurm":
+        return
+    import logging
+    import subprocess
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
+    from thai_grpo.jobs.slurm_fit import SINFO_FORMAT, partition_nodes, refusal, request
+
+    try:
+        sinfo = subprocess.run(["sinfo", "-h", "-N", "-o", SINFO_FORMAT], capture_output=True, text=True)
+    except OSError:
+        return
+    if sinfo.returncode != 0:
+        return
+    nodes, default = partition_nodes(sinfo.stdout)
+    partition_file = workflow.executor_settings.partition_config or os.environ.get("SNAKEMAKE_SLURM_PARTITIONS")
+    partitions = read_partition_file(Path(partition_file)) if partition_file else []
+    quiet = logging.getLogger("slurm_check")  # get_best_partition's per-job lines: the plugin prints them at sbatch
+    quiet.addHandler(logging.NullHandler())
+    quiet.propagate = False
+
+    def partition_of(job, known):
+        """The plugin's own choice (its get_partition_arg): the job's slurm_partition, else the best fit in the
+        profile's partition file, else the cluster's default partition (None: sbatch's)."""
+        if known.get("slurm_partition"):
+            return known["slurm_partition"]
+        job_now = SimpleNamespace(resources=known, threads=job.threads, name=job.name)
+        return (get_best_partition(partitions, job_now, quiet) if partitions else None) or default
+
+    for job in workflow.dag.needrun_jobs():
+        if job.is_local:
+            continue
+        # what is known before the job's inputs exist (a size-based default waits for them, and is none of these)
+        known = {key: value for key, value in job.resources.items() if type(value).__name__ != "TBDString"}
+        partition = partition_of(job, known)
+        line = partition and refusal(job.rule.name, partition, request(known, job.threads), nodes.get(partition, []))
+        if line:
+            sys.exit(f"slurm: {line}")

@@ -1,6 +1,7 @@
 """The whole DAG on config/smoke.yaml in a scratch copy of the workflow: outputs, caching, reruns, seeds, the
 five methods (GRPO, Dr.GRPO, RLOO, DPO, PPO with its reward model) trained from the same SFT adapter side by side, and a second held-out set
-added to the finished run (what it schedules); a copy of it with GRPO killed mid-training and resumed."""
+added to the finished run (what it schedules); a copy of it with GRPO killed mid-training and resumed; two of its jobs
+run again through profiles/slurm on a one-node Slurm (tests/slurm_cluster.py)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import slurm_cluster
 from workflow import REPO, copy_workflow, scheduled_jobs, snakemake_call, write_extra_set_config
 from workflow import run_snakemake as snakemake
 
@@ -166,6 +168,59 @@ def test_same_config_builds_the_same_base_and_sft_adapter(smoke_run, tmp_path):
     for model in ["base", "sft_adapter"]:
         first, again = weights(smoke_run / "results/model" / model), weights(second / "results/model" / model)
         assert first and first == again, model
+
+
+# --------------------------------------------------------------------------- the SLURM profile on a real Slurm
+# A model job (gpu=1) and a CPU job, their outputs removed from a copy of the finished smoke run, and the partition and
+# comment (its rule and wildcards) the SLURM plugin gives each.
+SLURM_SLICE = {"results/eval/base/samples.jsonl": ("rule_sample_wildcards_base", "gpu"),
+               "results/eval/sft/scores.json": ("rule_score_wildcards_sft", "cpu")}
+REFUSED = ('slurm: rule sample can never start on partition gpu: it asks 4 CPUs per GPU (cpus_per_gpu), its largest '
+           'node has 2 CPUs (`sinfo -o "%P %c"`); set cpus_per_gpu to at most 2 in profiles/slurm/config.yaml')
+
+
+def set_slurm_profile(workdir: Path, cpus_per_gpu: int) -> None:
+    """profiles/slurm as its comments tell a user of this cluster to set it: no accounting (squeue for the jobs'
+    status), no accounts, and ``cpus_per_gpu`` CPUs per GPU."""
+    path = workdir / "profiles/slurm/config.yaml"
+    text = path.read_text(encoding="utf-8")
+    for line in ("# slurm-status-command: squeue", "# slurm-no-account: true"):
+        text = text.replace(line, line.removeprefix("# "))
+    text, changed = re.subn(r"^  cpus_per_gpu: \d+", f"  cpus_per_gpu: {cpus_per_gpu}", text, flags=re.M)
+    assert changed == 1 and "\nslurm-status-command: squeue" in text and "\nslurm-no-account: true" in text
+    path.write_text(text, encoding="utf-8")
+
+
+@pytest.mark.slurm
+def test_slurm_profile_runs_a_model_job_and_a_cpu_job_on_a_real_slurm(smoke_run, tmp_path):
+    """Through profiles/slurm on a one-node Slurm started here (tests/slurm_cluster.py: 2 CPUs, 16 GB, one GPU,
+    partitions cpu and gpu, no accounting, no accounts): the profile's 4 CPUs per GPU is refused in one line before
+    any sbatch; with 1, the model job runs on partition gpu and the CPU job on cpu, and both write byte for byte what
+    the local run wrote. The daemons are stopped, and nothing of the cluster is left running."""
+    reason = slurm_cluster.missing()
+    if reason:
+        pytest.skip(reason)
+    workdir = tmp_path / "smoke"
+    shutil.copytree(smoke_run, workdir, symlinks=True)
+    for path in SLURM_SLICE:
+        (workdir / path).unlink()
+    # the plugin looks at its jobs 40 s after submitting them by default, then 10 s later each time none has ended
+    args = ["--workflow-profile", "profiles/slurm", *SLURM_SLICE, "--configfile", "config/smoke.yaml",
+            "--slurm-init-seconds-before-status-checks", "5"]
+    folder = tmp_path / "slurm"
+    with slurm_cluster.one_node_slurm(folder) as cluster:
+        set_slurm_profile(workdir, cpus_per_gpu=4)  # the profile's own value
+        refused = snakemake(workdir, *args, env=cluster.env, timeout=300)
+        assert refused.returncode == 1 and refused.stderr.strip().splitlines()[-1] == REFUSED, refused.stderr[-3000:]
+        assert cluster.jobs() == []  # nothing was submitted
+
+        set_slurm_profile(workdir, cpus_per_gpu=1)
+        done = snakemake(workdir, *args, env=cluster.env, timeout=300)
+        assert done.returncode == 0, done.stderr[-4000:] + cluster.logs()
+        assert cluster.jobs() == sorted((*job, "COMPLETED") for job in SLURM_SLICE.values())
+    assert slurm_cluster.leftovers(folder) == []
+    for path in [*SLURM_SLICE, "results/eval/base/sizes.json"]:
+        assert (workdir / path).read_bytes() == (smoke_run / path).read_bytes(), path
 
 
 # --------------------------------------------------------------------------- a killed GRPO run, resumed
