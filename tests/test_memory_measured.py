@@ -102,3 +102,51 @@ def test_compaction_holds_at_most_one_layers_kept_rows_beside_the_cache():
     one_layer = sampling_kv_floats(Shape(151936, 128, 384, 6, 4, 2, 64), 12, 8, 32, 48) // 12 * 4  # keys, bytes
     assert 0 < extra <= min(size / 4, one_layer * (1 - COMPACT_WHEN_DONE)), (extra / size, extra / one_layer)
 
+
+def decoded(model, prompts: int, samples: int, prompt: int, budget: int, temperature, monkeypatch):
+    """(``sample_continuations``' peak on ``prompts`` left-padded prompts of ``prompt`` tokens x ``samples``, up to
+    ``budget`` new tokens; how many times the cache was compacted). A random model never writes its EOS: every 8th id
+    stops a row here, so rows end early as a real model's do."""
+    from thai_grpo.models import decoding
+    from thai_grpo.models.sampling import generation_config, row_seeds, sample_continuations
+
+    class Tokenizer:
+        pad_token_id = 151643
+
+    compactions = []
+    compact = decoding.SharedPromptCache.compact
+    monkeypatch.setattr(decoding.SharedPromptCache, "compact",
+                        lambda cache, live: (compactions.append(int(live.sum())), compact(cache, live)))
+    config = generation_config(Tokenizer, list(range(0, 151936, 8)), samples, budget, temperature)
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, 151643, (prompts, prompt), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[0, :prompt // 3] = 0  # left padding: the buffers are as wide as the widest prompt
+    peak = measure_peak(lambda: sample_continuations(model, ids, mask, config, row_seeds(0, range(prompts), samples)),
+                        model)
+    return peak, compactions
+
+
+def test_a_held_out_sampling_call_with_a_compaction_is_within_its_plan(standin, monkeypatch):
+    """Held-out sampling's (and the preference pairs', the same ``generate``) sampled call: 12 problems x 8 samples,
+    prompts of 32 tokens, 48 new tokens at most; rows stop at different steps, the cache is compacted on the way."""
+    peak, compactions = decoded(standin, 12, 8, 32, 48, 1.0, monkeypatch)
+    assert compactions and min(compactions) < 12
+    plan = sampling_stage("held-out sampling", Shape.from_config(standin.config), 12 * 8, 32 + 48, 32,
+                          FLOAT32_EVALUATION, "", samples=8)
+    within_plan(peak.peak, plan)
+
+
+def test_a_greedy_call_is_within_its_plan_and_the_sampling_calls(standin, monkeypatch):
+    """Held-out sampling's greedy answers, as many problems per call as ``greedy_problems_per_call`` gives a sampling
+    call of 4 x 8 (one row each): within the greedy call's own plan, and within the sampling call's."""
+    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
+
+    shape = Shape.from_config(standin.config)
+    problems = greedy_problems_per_call(shape, 4, 8, 48, prompt=32)
+    assert problems > 4
+    peak, _ = decoded(standin, problems, 1, 32, 48, None, monkeypatch)
+    within_plan(peak.peak, sampling_stage("greedy", shape, problems, 32 + 48, 32, FLOAT32_EVALUATION, "",
+                                          sampled=False))
+    assert peak.peak <= sampling_stage("", shape, 4 * 8, 32 + 48, 32, FLOAT32_EVALUATION, "",
+                                       samples=8)["peak_bytes"]

@@ -21,7 +21,7 @@ from thai_grpo.jobs.memory_plan import (
 )
 from thai_grpo.jobs.memory_stages import (
     AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, ppo_chunk_floats_for_card,
-    ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
+    generate_stage, ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
 )
 
 # Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
@@ -100,7 +100,7 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
         f"{label}: train step", shape, lora, rows, prompt + length, length,
         f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
         f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
-    rollouts = sampling_stage(
+    rollouts = generate_stage(
         f"{label}: rollouts", shape, generation, prompt + length, prompt, precision,
         f"{generation} completions per generation batch (TRL: batch x gradient_accumulation_steps), sampled through "
         "the policy's weights", trained_bytes(shape, lora, precision))

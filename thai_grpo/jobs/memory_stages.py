@@ -12,7 +12,7 @@ from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
+    COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
     lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
     saved_per_token_layer,
 )
@@ -81,31 +81,77 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
     return pieces
 
 
-def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None, samples: int = 1) -> dict:
-    """One sampling call on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt, held once
-    per ``samples``): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
-    (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
-    prompts = -(-sequences // samples)
-    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
-                                  2 * shape.hidden_size)
-    kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
+def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
+    """A stage whose pieces are not all held at once: its largest phase (``stage`` of that phase's pieces), with each
+    phase's total beside it. Summing the phases would count memory freed before the next one is allocated."""
+    largest = max(phases, key=lambda phase: sum(phases[phase].values()))
+    return {**stage(name, phases[largest], note), "phase": largest,
+            "phases_gib": {phase: gib(sum(pieces.values())) for phase, pieces in phases.items()}}
+
+
+def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None) -> dict:
+    """One ``generate`` call of TRL's rollouts on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them
+    the prompt): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
+    (x 3: scores, processed scores, probabilities); ``trained``: the trainer's parameters held meanwhile."""
+    working = sequences * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                    2 * shape.hidden_size)
+    kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
                         "prefill_layer": working * precision.compute_bytes,
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
+def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None, samples: int = 1, sampled: bool = True) -> dict:
+    """One call of the decode loop (``decoding.decode``) on ``sequences`` sequences of up to ``width`` tokens
+    (``prompt`` of them the prompt, held once per ``samples``), the largest of its phases (``phased_stage``), each
+    beside the weights (and ``trained``, a trainer's parameters held meanwhile):
+
+    - prefill: the prompts' keys and values, one layer's working set, the last position's logits;
+    - decode: the whole cache (completions pre-allocated to the budget), a step's float32 logits for every sequence
+      and, when ``sampled`` (not greedy), the sampler's Gumbel-perturbed copy of them (``PerRowGumbel.perturbed``),
+      and the prefill's logits, which the first step still holds (the first choice holds as much: the prefill's
+      logits, repeated per sample, and their perturbed copy);
+    - compaction: the whole cache and a copy of one layer's keys (or values) of the rows kept, at most
+      ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
+      last step's logits."""
+    prompts, compute = -(-sequences // samples), precision.compute_bytes
+    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                  2 * shape.hidden_size)
+    kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
+    one_layer = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt) // (2 * shape.num_layers)
+    row_logits = shape.vocab_size * 4  # float32 logits of one position
+    held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
+    phases = {
+        "prefill": {**held, "prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute,
+                    "prefill_layer": working * compute, "logits": prompts * row_logits},
+        "decode": {**held, "kv_cache": kv * compute, "logits": ((1 + sampled) * sequences + prompts) * row_logits},
+        "compaction": {**held, "kv_cache": kv * compute,
+                       "compaction": int(one_layer * (1 - COMPACT_WHEN_DONE)) * compute,
+                       "logits": max(sequences, prompts) * row_logits}}
+    return phased_stage(name, phases, note)
+
+
 def greedy_problems_per_call(shape: Shape, problems: int, samples: int, completion: int,
                              precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per greedy call of held-out sampling: the most that fit the memory of a sampling call of ``problems`` x
-    ``samples``, and at least ``problems``."""
-    def peak(prompts: int, each: int) -> int:
-        return sampling_stage("", shape, prompts * each, prompt + completion, prompt, precision, "",
-                              samples=each)["peak_bytes"]
+    """Problems per greedy call of held-out sampling: the most whose greedy call (one row each, no sampler's copy of
+    the logits) fits the memory of a sampling call of ``problems`` x ``samples``, and at least ``problems``."""
+    def greedy(count: int) -> int:
+        return sampling_stage("", shape, count, prompt + completion, prompt, precision, "", sampled=False)["peak_bytes"]
 
-    per_problem = peak(2, 1) - peak(1, 1)
-    return max(problems, (peak(problems, samples) - peak(0, 1)) // per_problem)
+    budget = sampling_stage("", shape, problems * samples, prompt + completion, prompt, precision, "",
+                            samples=samples)["peak_bytes"]
+    fits, over = problems, 2 * max(1, problems)
+    if greedy(fits) > budget:
+        return problems
+    while greedy(over) <= budget:  # the greedy peak grows with the problems: double, then bisect
+        fits, over = over, 2 * over
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        fits, over = (middle, over) if greedy(middle) <= budget else (fits, middle)
+    return fits
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:
