@@ -150,3 +150,50 @@ def test_a_greedy_call_is_within_its_plan_and_the_sampling_calls(standin, monkey
                                           sampled=False))
     assert peak.peak <= sampling_stage("", shape, 4 * 8, 32 + 48, 32, FLOAT32_EVALUATION, "",
                                        samples=8)["peak_bytes"]
+
+
+def standin_adapter(folder, seed: int, moved: bool):
+    """A LoRA adapter of the rehearsal's shape (r 16 on the attention projections) saved for a fresh stand-in, its B
+    random when ``moved`` (a policy that is not the base)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
+
+    torch.manual_seed(seed)
+    model = get_peft_model(Qwen3ForCausalLM(Qwen3Config(**standin_config())),
+                           LoraConfig(task_type="CAUSAL_LM", **STANDIN_ADAPTER, init_lora_weights=not moved))
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def test_the_token_logprobs_stage_is_within_its_plan(tmp_path, tiny_model_dir, monkeypatch):
+    """``policy_and_reference_logprobs`` on 4 completions of 24 sampled ids (2 problems x 2), the stand-in's weights in
+    memory (``load_base_model`` hands them over; the tokenizer is the tiny base's), both adapters loaded by the call:
+    within the plan of ``token_logprobs_stage`` at its rows, widest row and shortest prompt."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    import thai_grpo.models.loading as loading
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.evaluation.token_logprobs import policy_and_reference_logprobs, sampled_token_pairs
+    from thai_grpo.jobs.memory_plan import Lora
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
+    from thai_grpo_tools.stage_plans import token_logprobs_stage
+
+    torch.manual_seed(2)
+    base = Qwen3ForCausalLM(Qwen3Config(**standin_config())).eval()
+    monkeypatch.setattr(loading, "load_base_model", lambda path, dtype="float32", **kwargs: base)
+    policy, reference = standin_adapter(tmp_path / "policy", 3, True), standin_adapter(tmp_path / "reference", 4, False)
+    generator = torch.Generator().manual_seed(5)
+    samples = [{"id": key, "question": question,
+                "completions": [{"token_ids": torch.randint(0, 151936, (24,), generator=generator).tolist()}
+                                for _ in range(2)]}
+               for key, question in (("p1", "สมชายมีส้ม 3 ผล ได้อีก 4 ผล"), ("p2", "แม่ซื้อไข่ 12 ฟอง"))]
+    peak = measure_peak(lambda: policy_and_reference_logprobs(tiny_model_dir, policy, reference, samples,
+                                                              SYSTEM_PROMPT, 4), base)
+    assert peak.result["num_completions"] == 4 and all(value >= -1e-9 for value in peak.result["kl_exact"])
+    tokenizer = loading.load_tokenizer(tiny_model_dir)
+    prompts = [len(prompt) for prompt, _ in sampled_token_pairs(tokenizer, samples, SYSTEM_PROMPT, 4)]
+    plan = token_logprobs_stage(Shape.from_config(base.config), Lora.from_config(STANDIN_ADAPTER), 4,
+                                max(prompts) + 24, 24, shortest_prompt=min(prompts))
+    within_plan(peak.peak, plan)
