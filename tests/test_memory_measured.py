@@ -197,3 +197,72 @@ def test_the_token_logprobs_stage_is_within_its_plan(tmp_path, tiny_model_dir, m
     plan = token_logprobs_stage(Shape.from_config(base.config), Lora.from_config(STANDIN_ADAPTER), 4,
                                 max(prompts) + 24, 24, shortest_prompt=min(prompts))
     within_plan(peak.peak, plan)
+
+
+@pytest.fixture(scope="module")
+def ppo_models(tmp_path_factory, tiny_tokenizer):
+    """PPO's models as ``ppo.load_models`` loads them for the verifier (policy, reference, fresh value model, dropout
+    off) from a saved stand-in (the tiny tokenizer beside it) and an SFT adapter of the rehearsal's shape; the
+    tokenizer; the plan's LoRA shapes (the SFT adapter's, and the value model's as PPO builds it)."""
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    from thai_grpo.jobs.memory_plan import Lora
+    from thai_grpo.methods.ppo import load_models
+    from thai_grpo.models.loading import load_tokenizer
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
+
+    folder = tmp_path_factory.mktemp("ppo-standin")
+    torch.manual_seed(0)
+    Qwen3ForCausalLM(Qwen3Config(**standin_config())).save_pretrained(folder / "base", safe_serialization=True)
+    tiny_tokenizer.save_pretrained(folder / "base")
+    models = load_models(folder / "base", standin_adapter(folder / "sft", 1, True), None, "verifier")
+    lora = Lora.from_config(STANDIN_ADAPTER)
+    return models, load_tokenizer(folder / "base"), lora, Lora(r=lora.r, target_modules=lora.target_modules)
+
+
+def ppo_plan(models: dict, loras: tuple, settings, prompt: int) -> list[dict]:
+    """``ppo_stages`` at ``settings``' sizes and ``prompt`` tokens of prompt, in the CPU's precision."""
+    import dataclasses
+
+    from thai_grpo.jobs.memory_stages import CPU, ppo_stages
+
+    return ppo_stages("ppo", Shape.from_config(models["policy"].config), *loras, dataclasses.asdict(settings),
+                      settings.max_completion_length, settings.chunk_floats, CPU, prompt)
+
+
+def test_ppo_rollouts_are_within_their_plan(ppo_models):
+    """``ppo._rollout`` for 4 prompts (the tiny tokenizer's chat template, ~94 tokens), up to 24 new tokens, every
+    16th id a stop: generation through the decode loop, the policy's and reference's log-prob passes, the values."""
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.methods.ppo import _rollout
+    from thai_grpo.methods.settings import PPOSettings
+
+    models, tokenizer, *loras = ppo_models
+    settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=1, max_completion_length=24,
+                           chunk_floats=2 ** 28)
+    rows = [{"id": i, "question": f"สมชายมีส้ม {i} ผล ได้อีก 4 ผล", "answer": i + 4} for i in range(4)]
+    peak = measure_peak(lambda: _rollout(1, settings, 0, models, tokenizer, rows, SYSTEM_PROMPT, ["correct"],
+                                         list(range(0, 151936, 16)), {}), models)
+    within_plan(peak.peak, ppo_plan(models, loras, settings, peak.result["width"])[0])
+
+
+@pytest.mark.parametrize("prompt, completion", [(32, 24), (16, 48)])
+def test_a_ppo_update_is_within_its_plan(ppo_models, prompt, completion):
+    """``ppo._update`` on a rollout of 4 rows in 2 minibatches (one optimizer step each, AdamW's states made by the
+    first), completions longer and shorter than the prompt: the LM head runs on the completion's positions only."""
+    from thai_grpo.methods.ppo import _update, completion_mask
+    from thai_grpo.methods.settings import PPOSettings
+
+    models, _, *loras = ppo_models
+    settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=2, num_ppo_epochs=1,
+                           max_completion_length=completion, chunk_floats=2 ** 28)
+    params = [p for name in ("policy", "value") for p in models[name].parameters() if p.requires_grad]
+    generator = torch.Generator().manual_seed(1)
+    mask = completion_mask(torch.full((4,), completion), completion)
+    rollout = {"ids": torch.randint(0, 151936, (4, prompt + completion), generator=generator), "width": prompt,
+               "mask": mask, "attention": torch.ones(4, prompt + completion, dtype=torch.long),
+               "logprobs": -torch.rand(4, completion, generator=generator),
+               **{key: torch.randn(4, completion, generator=generator) for key in ("advantages", "values", "returns")}}
+    optimizer = torch.optim.AdamW(params, lr=1e-3)
+    peak = measure_peak(lambda: _update(rollout, 1, settings, 42, models, optimizer, params), models, rollout)
+    within_plan(peak.peak, ppo_plan(models, loras, settings, prompt)[1])
