@@ -200,24 +200,30 @@ def test_the_token_logprobs_stage_is_within_its_plan(tmp_path, tiny_model_dir, m
 
 
 @pytest.fixture(scope="module")
-def ppo_models(tmp_path_factory, tiny_tokenizer):
-    """PPO's models as ``ppo.load_models`` loads them for the verifier (policy, reference, fresh value model, dropout
-    off) from a saved stand-in (the tiny tokenizer beside it) and an SFT adapter of the rehearsal's shape; the
-    tokenizer; the plan's LoRA shapes (the SFT adapter's, and the value model's as PPO builds it)."""
+def standin_dirs(tmp_path_factory, tiny_tokenizer):
+    """The stand-in saved as a base model folder (the tiny tokenizer beside it: its chat template; the model's ids go
+    to 151,935) and an SFT adapter of the rehearsal's shape: (base folder, adapter folder)."""
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
+    folder = tmp_path_factory.mktemp("standin")
+    torch.manual_seed(0)
+    Qwen3ForCausalLM(Qwen3Config(**standin_config())).save_pretrained(folder / "base", safe_serialization=True)
+    tiny_tokenizer.save_pretrained(folder / "base")
+    return folder / "base", standin_adapter(folder / "sft", 1, True)
+
+
+@pytest.fixture(scope="module")
+def ppo_models(standin_dirs):
+    """PPO's models as ``ppo.load_models`` loads them for the verifier (policy, reference, fresh value model, dropout
+    off); the tokenizer; the plan's LoRA shapes (the SFT adapter's, and the value model's as PPO builds it)."""
     from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo.methods.ppo import load_models
     from thai_grpo.models.loading import load_tokenizer
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 
-    folder = tmp_path_factory.mktemp("ppo-standin")
-    torch.manual_seed(0)
-    Qwen3ForCausalLM(Qwen3Config(**standin_config())).save_pretrained(folder / "base", safe_serialization=True)
-    tiny_tokenizer.save_pretrained(folder / "base")
-    models = load_models(folder / "base", standin_adapter(folder / "sft", 1, True), None, "verifier")
+    models = load_models(*standin_dirs, None, "verifier")
     lora = Lora.from_config(STANDIN_ADAPTER)
-    return models, load_tokenizer(folder / "base"), lora, Lora(r=lora.r, target_modules=lora.target_modules)
+    return models, load_tokenizer(standin_dirs[0]), lora, Lora(r=lora.r, target_modules=lora.target_modules)
 
 
 def ppo_plan(models: dict, loras: tuple, settings, prompt: int) -> list[dict]:
@@ -249,7 +255,8 @@ def test_ppo_rollouts_are_within_their_plan(ppo_models):
 @pytest.mark.parametrize("prompt, completion", [(32, 24), (16, 48)])
 def test_a_ppo_update_is_within_its_plan(ppo_models, prompt, completion):
     """``ppo._update`` on a rollout of 4 rows in 2 minibatches (one optimizer step each, AdamW's states made by the
-    first), completions longer and shorter than the prompt: the LM head runs on the completion's positions only."""
+    first), completions longer and shorter than the prompt (the LM head runs on the completion's positions only), some
+    padded."""
     from thai_grpo.methods.ppo import _update, completion_mask
     from thai_grpo.methods.settings import PPOSettings
 
@@ -258,11 +265,51 @@ def test_a_ppo_update_is_within_its_plan(ppo_models, prompt, completion):
                            max_completion_length=completion, chunk_floats=2 ** 28)
     params = [p for name in ("policy", "value") for p in models[name].parameters() if p.requires_grad]
     generator = torch.Generator().manual_seed(1)
-    mask = completion_mask(torch.full((4,), completion), completion)
+    mask = completion_mask(torch.tensor([completion, completion // 2, 1, completion]), completion)
+    attention = torch.cat([torch.ones(4, prompt, dtype=torch.long), mask.long()], 1)
+    attention[1, :prompt // 2] = 0  # a left-padded prompt, completions that stopped early: sdpa gets a mask
     rollout = {"ids": torch.randint(0, 151936, (4, prompt + completion), generator=generator), "width": prompt,
-               "mask": mask, "attention": torch.ones(4, prompt + completion, dtype=torch.long),
+               "mask": mask, "attention": attention,
                "logprobs": -torch.rand(4, completion, generator=generator),
                **{key: torch.randn(4, completion, generator=generator) for key in ("advantages", "values", "returns")}}
     optimizer = torch.optim.AdamW(params, lr=1e-3)
     peak = measure_peak(lambda: _update(rollout, 1, settings, 42, models, optimizer, params), models, rollout)
     within_plan(peak.peak, ppo_plan(models, loras, settings, prompt)[1])
+
+
+def test_a_grpo_step_is_within_its_plan(standin_dirs, tmp_path, monkeypatch):
+    """One optimizer step of the pipeline's GRPO trainer (``grpo.rollout_trainer``, config/config.yaml's grpo variant)
+    on 2 problems x 2 completions of up to 8 tokens, as a GPU runs it: TRL's own generate and log-prob passes (the
+    CPU's shared-prompt speed-ups off), its fused log-prob head. Its peak, the train step's backward, within the
+    larger of the plan's train step and rollouts (``grpo_stages``) at the prompt width the tokenizer gives."""
+    from trl import GRPOConfig, GRPOTrainer
+
+    import thai_grpo.models.cpu as cpu
+    from run_specs import run_spec
+    from thai_grpo.core.config import load_config_files
+    from thai_grpo.data.problems import normalize_rows
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.data.synthetic import generate_problems
+    from thai_grpo.jobs.memory_plan import Lora
+    from thai_grpo.jobs.memory_stages import CPU
+    from thai_grpo.methods import variant_plan
+    from thai_grpo.methods.grpo import rollout_trainer
+    from thai_grpo.models.sampling import encode_prompts
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
+    from thai_grpo_tools.stage_plans import grpo_stages
+    from workflow import REPO
+
+    monkeypatch.setattr(cpu, "shares_prompts_on", lambda *args, **kwargs: False)
+    rows, _ = normalize_rows(generate_problems(2, seed=11, max_operand=8), "translated_question", "translated_answer")
+    plan = variant_plan(load_config_files([str(REPO / "config/config.yaml")], str(REPO / "config/schema.yaml")), "grpo")
+    args = {**plan["grpo_args"], "num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 8,
+            "gradient_accumulation_steps": 1, "max_steps": 1, "save_steps": 100}
+    spec = run_spec(tmp_path, "grpo", *standin_dirs, plan, rows, system_prompt=SYSTEM_PROMPT)
+    trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, args, spec)
+    peak = measure_peak(trainer.train, trainer.model)
+    assert trainer.state.global_step == 1
+    prompt = encode_prompts(trainer.processing_class, [row["question"] for row in rows], SYSTEM_PROMPT,
+                            {})["input_ids"].shape[1]
+    stages = grpo_stages("GRPO", args, Shape.from_config(trainer.model.config), Lora.from_config(STANDIN_ADAPTER),
+                         CPU, prompt)
+    within_plan(peak.peak, max(stages, key=lambda stage: stage["peak_bytes"]))

@@ -20,7 +20,8 @@ from thai_grpo.jobs.memory_plan import (
     rows_per_chunk, saved_per_token_layer,
 )
 from thai_grpo.jobs.memory_stages import (
-    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, ppo_chunk_floats_for_card,
+    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, attention_bias_bytes,
+    ppo_chunk_floats_for_card,
     generate_stage, phased_stage, ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
 )
 
@@ -72,7 +73,8 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
-              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing)}
+              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing),
+              "attention_bias": attention_bias_bytes(shape, rows, width, precision.compute_bytes, checkpointing)}
     if head == "lm":
         tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
         pieces["logits"] = int(tile * precision.head_tile_bytes)

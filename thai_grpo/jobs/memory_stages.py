@@ -54,6 +54,13 @@ def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes
     return tokens * shape.num_layers * layer_bytes
 
 
+def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int, checkpointing: bool = False) -> int:
+    """What sdpa saves beside ``saved_per_token_layer``'s activations for a padded batch: each layer's attention mask
+    as an additive bias of ``rows`` x ``width`` x ``width`` (made from the boolean mask inside the call, kept for the
+    backward pass; measured: tests/test_memory_measured.py). With activation checkpointing, one layer's at a time."""
+    return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
+
+
 def completion_logprob_bytes(shape: Shape, completion: int, compute_bytes: int, backward: bool = False) -> int:
     """Per row, ``ppo.sequence_logprobs`` over a completion of ``completion`` tokens (the LM head on its positions
     only), at its peak: the head's logits (at ``compute_bytes``, with their float32 copy where 16-bit) beside logits / T,
@@ -280,7 +287,8 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
                                                                                               compute)}}
     update = {**held,
               "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +
-                              activation_bytes(shape, value, update_rows * width, compute)),
+                              activation_bytes(shape, value, update_rows * width, compute) +
+                              2 * attention_bias_bytes(shape, update_rows, width, compute)),
               "logits": update_rows * completion_logprob_bytes(shape, completion, compute, backward=True)}
     return [phased_stage(f"PPO ({name}): rollouts", rollout,
                          f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
