@@ -313,3 +313,81 @@ def test_a_grpo_step_is_within_its_plan(standin_dirs, tmp_path, monkeypatch):
     stages = grpo_stages("GRPO", args, Shape.from_config(trainer.model.config), Lora.from_config(STANDIN_ADAPTER),
                          CPU, prompt)
     within_plan(peak.peak, max(stages, key=lambda stage: stage["peak_bytes"]))
+
+
+@pytest.fixture
+def measured_train(monkeypatch):
+    """A list that receives the ``Peak`` of the first ``transformers.Trainer.train`` call made while the fixture is in
+    use, the trainer's model counted as found: a trainer built inside the code under test is measured from its
+    train() on, its model's loading left out (as the plan leaves it out)."""
+    import transformers
+
+    peaks = []
+    train = transformers.Trainer.train
+
+    def measured(self, *args, **kwargs):
+        if peaks:
+            return train(self, *args, **kwargs)
+        peak = measure_peak(lambda: train(self, *args, **kwargs), self.model)
+        peaks.append(peak)
+        return peak.result
+
+    monkeypatch.setattr(transformers.Trainer, "train", measured)
+    return peaks
+
+
+def preference_pairs(base_dir, count: int, completion: int) -> tuple[list[dict], int]:
+    """(``count`` pairs as the pipeline stores them, chosen right and rejected wrong, each completion ``completion``
+    tokens of the tiny tokenizer; the longest prompt + completion in tokens)."""
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.data.problems import normalize_rows
+    from thai_grpo.data.synthetic import generate_problems
+    from thai_grpo.models.loading import load_tokenizer
+    from thai_grpo_tools.rehearsal_full import answer_pairs
+
+    rows, _ = normalize_rows(generate_problems(count, seed=5, max_operand=8), "translated_question",
+                             "translated_answer")
+    pairs = answer_pairs(load_tokenizer(base_dir), rows, SYSTEM_PROMPT, completion)
+    return pairs, max(len(pair["prompt_ids"]) + len(ids) for pair in pairs
+                      for ids in (pair["chosen_ids"], pair["rejected_ids"]))
+
+
+def test_a_dpo_step_is_within_its_plan(standin_dirs, tmp_path, measured_train):
+    """One optimizer step of the pipeline's DPO (``dpo.train``, 2 pairs of 16-token completions: 4 rows), from its
+    trainer's train() on: within the plan's DPO step at the batch's widest row."""
+    from run_specs import GRPO, plan, run_spec
+    import thai_grpo.methods.dpo as dpo
+    from thai_grpo.jobs.memory_plan import Lora
+    from thai_grpo.jobs.memory_stages import CPU
+    from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
+    from thai_grpo_tools.stage_plans import trl_training_stage
+
+    pairs, width = preference_pairs(standin_dirs[0], 2, 16)
+    settings = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "max_steps": 1}
+    result = dpo.train(run_spec(tmp_path, "dpo", *standin_dirs, plan("dpo", GRPO, dpo=settings), pairs=pairs))
+    assert len(result["steps"]) == 1 and len(measured_train) == 1
+    lora = Lora.from_config({**STANDIN_ADAPTER, "lora_dropout": 0.0})  # DPOConfig's default: dropout off
+    within_plan(measured_train[0].peak, trl_training_stage("DPO", Shape.from_config(standin_config()), lora, 4, width,
+                                                           width, "", CPU))
+
+
+def test_a_reward_model_step_is_within_its_plan(standin_dirs, tmp_path, measured_train):
+    """One optimizer step of the reward model (``train_reward_model``, 2 pairs: 4 rows, chosen and rejected), from
+    its trainer's train() on: within the plan's reward-model step (score head) at the batch's widest row."""
+    from run_specs import TRAINING
+    from thai_grpo.jobs.memory_plan import Lora
+    from thai_grpo.jobs.memory_stages import CPU
+    from thai_grpo.methods.reward_model import pair_ids, reward_lora, train_reward_model
+    from thai_grpo.models.loading import load_tokenizer
+    from thai_grpo_tools.stage_plans import trl_training_stage
+
+    pairs, _ = preference_pairs(standin_dirs[0], 2, 16)
+    tokenizer = load_tokenizer(standin_dirs[0])
+    width = max(len(ids) for pair in pairs for ids in pair_ids(tokenizer, pair).values())
+    args = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "max_steps": 1, "max_length": 1024}
+    result = train_reward_model(standin_dirs[0], pairs, args, None, tmp_path / "model", tmp_path / "checkpoints", 0,
+                                None, TRAINING, dtype="float32")
+    assert len(result["steps"]) == 1 and len(measured_train) == 1
+    within_plan(measured_train[0].peak, trl_training_stage("reward model", Shape.from_config(standin_config()),
+                                                           Lora.from_config(reward_lora()), 4, width, 0, "", CPU,
+                                                           head="score"))

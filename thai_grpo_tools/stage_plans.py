@@ -21,8 +21,8 @@ from thai_grpo.jobs.memory_plan import (
 )
 from thai_grpo.jobs.memory_stages import (
     AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, attention_bias_bytes,
-    ppo_chunk_floats_for_card,
-    generate_stage, phased_stage, ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
+    backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages, sampling_batch_for_card,
+    sampling_stage, stage, trained_bytes,
 )
 
 # Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
@@ -74,7 +74,8 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
               "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing),
-              "attention_bias": attention_bias_bytes(shape, rows, width, precision.compute_bytes, checkpointing)}
+              "attention_bias": attention_bias_bytes(shape, rows, width, precision.compute_bytes, checkpointing),
+              "backward": backward_working_bytes(shape, rows * width, precision.compute_bytes)}
     if head == "lm":
         tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
         pieces["logits"] = int(tile * precision.head_tile_bytes)

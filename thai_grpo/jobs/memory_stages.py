@@ -61,6 +61,13 @@ def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int
     return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
 
 
+def backward_working_bytes(shape: Shape, tokens: int, compute_bytes: int) -> int:
+    """The backward pass's own working set beside the saved activations, at its largest in a layer's MLP: the
+    gradients of its gate, up and SiLU outputs, ``tokens`` x intermediate each (measured on a reward-model step:
+    tests/test_memory_measured.py)."""
+    return tokens * 3 * shape.intermediate_size * compute_bytes
+
+
 def completion_logprob_bytes(shape: Shape, completion: int, compute_bytes: int, backward: bool = False) -> int:
     """Per row, ``ppo.sequence_logprobs`` over a completion of ``completion`` tokens (the LM head on its positions
     only), at its peak: the head's logits (at ``compute_bytes``, with their float32 copy where 16-bit) beside logits / T,
@@ -288,7 +295,8 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
     update = {**held,
               "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +
                               activation_bytes(shape, value, update_rows * width, compute) +
-                              2 * attention_bias_bytes(shape, update_rows, width, compute)),
+                              2 * attention_bias_bytes(shape, update_rows, width, compute) +
+                              backward_working_bytes(shape, update_rows * width, compute)),
               "logits": update_rows * completion_logprob_bytes(shape, completion, compute, backward=True)}
     return [phased_stage(f"PPO ({name}): rollouts", rollout,
                          f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
