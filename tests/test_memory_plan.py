@@ -169,18 +169,20 @@ def test_the_sampling_plan_counts_the_decode_loops_buffers(tiny_model_dir):
 
 
 def test_a_greedy_call_fits_in_the_memory_of_a_sampling_call():
-    """Held-out sampling's greedy answers hold a prompt each: ``greedy_problems_per_call`` takes as many problems as fit
-    in a sampling call's plan, one more would not; more than the sampled call's problems, fewer than its sequences."""
+    """Held-out sampling's greedy answers hold a prompt each and no sampler's copy of the logits:
+    ``greedy_problems_per_call`` takes as many problems as fit in a sampling call's plan, one more would not; more
+    than the sampled call's problems, fewer than its sequences."""
     from thai_grpo.jobs.memory_stages import FLOAT32_EVALUATION, PROMPT_TOKENS, greedy_problems_per_call, sampling_stage
 
     for problems, samples in ((20, 8), (2, 64)):
         greedy = greedy_problems_per_call(QWEN3_0_6B, problems, samples, 256)
 
-        def peak(sequences: int, each: int) -> int:
+        def peak(sequences: int, each: int, sampled: bool = True) -> int:
             return sampling_stage("", QWEN3_0_6B, sequences, PROMPT_TOKENS + 256, PROMPT_TOKENS, FLOAT32_EVALUATION,
-                                  "", samples=each)["peak_bytes"]
+                                  "", samples=each, sampled=sampled)["peak_bytes"]
 
-        assert peak(greedy, 1) <= peak(problems * samples, samples) < peak(greedy + 1, 1)
+        sampling = peak(problems * samples, samples)
+        assert peak(greedy, 1, sampled=False) <= sampling < peak(greedy + 1, 1, sampled=False)
         assert problems < greedy < problems * samples
 
 

@@ -20,8 +20,9 @@ from thai_grpo.jobs.memory_plan import (
     rows_per_chunk, saved_per_token_layer,
 )
 from thai_grpo.jobs.memory_stages import (
-    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, ppo_chunk_floats_for_card,
-    ppo_stages, sampling_batch_for_card, sampling_stage, stage, trained_bytes,
+    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, attention_bias_bytes,
+    backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages, sampling_batch_for_card,
+    sampling_stage, stage, trained_bytes,
 )
 
 # Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
@@ -72,11 +73,35 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
-              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing)}
+              "activations": activation_bytes(shape, lora, rows * width, precision.compute_bytes, checkpointing),
+              "attention_bias": attention_bias_bytes(shape, rows, width, precision.compute_bytes, checkpointing),
+              "backward": backward_working_bytes(shape, rows * width, precision.compute_bytes)}
     if head == "lm":
         tile = min(rows * logits_positions, TRL_TILE_TOKENS) * min(shape.vocab_size, TRL_TILE_VOCAB)
         pieces["logits"] = int(tile * precision.head_tile_bytes)
     return stage(name, pieces, note)
+
+
+def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int, completion: int,
+                         chunk_floats: int = CHUNK_FLOATS, shortest_prompt: int = 1) -> dict:
+    """The token log-probs stage (``token_logprobs.policy_and_reference_logprobs``), float32 on every device: the base
+    with two adapters, then the larger of its two phases per chunk of rows (``phased_stage``):
+
+    - log-softmax: the LM head's logits over the positions from the shortest prompt's last to the widest row's end,
+      their log-softmax, and the policy's log-softmax held while the reference's is made: three such tensors;
+    - exact KL: both log-softmax batches, and ``position_kl`` of one completion at a time, nine float64 tensors of its
+      positions x vocabulary and one boolean mask (measured: tests/test_memory_measured.py).
+
+    ``shortest_prompt``: the shortest prompt of a chunk in tokens (1, the default, counts every position: an upper bound
+    whatever the prompts)."""
+    rows = rows_per_chunk(logprob_pass_floats(shape, width), completions, chunk_floats)
+    batch = rows * (width - shortest_prompt + 1) * shape.vocab_size * 4  # one chunk's logits, float32
+    weights = {"weights": (base_parameters(shape) + 2 * lora_parameters(shape, lora)) * 4}
+    return phased_stage("token log-probs (k1 vs k3)", {
+        "log-softmax": {**weights, "logits": 3 * batch},
+        "exact KL": {**weights, "logits": 2 * batch, "exact_kl": completion * shape.vocab_size * (9 * 8 + 1)}},
+        f"float32 weights on every device; {rows} rows per chunk of {width} tokens (two log-softmax batches held), "
+        "float64 exact KL of one completion at a time")
 
 
 def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
@@ -100,7 +125,7 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
         f"{label}: train step", shape, lora, rows, prompt + length, length,
         f"{rows} completions of {length} tokens per forward-backward; activation checkpointing "
         f"{'on' if checkpointing else 'off'}; lora_dropout {lora.lora_dropout}", precision, checkpointing=checkpointing)
-    rollouts = sampling_stage(
+    rollouts = generate_stage(
         f"{label}: rollouts", shape, generation, prompt + length, prompt, precision,
         f"{generation} completions per generation batch (TRL: batch x gradient_accumulation_steps), sampled through "
         "the policy's weights", trained_bytes(shape, lora, precision))
@@ -177,13 +202,7 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
         "pass@k sampling", shape, int(passk["batch_size"]) * int(passk["num_samples"]), width, prompt, evaluation,
         f"{passk['batch_size']} problems x {passk['num_samples']} samples per generate call (passk.batch_size), "
         "each prompt held once", samples=int(passk["num_samples"])))
-    rows = rows_per_chunk(logprob_pass_floats(shape, width), logprob_rows, chunk_floats)
-    plans.append(stage("token log-probs (k1 vs k3)", {
-        "weights": (base_parameters(shape) + 2 * lora_parameters(shape, sft)) * 4,
-        "logits": 3 * rows * width * shape.vocab_size * 4,
-        "exact_kl": 12 * completion * shape.vocab_size * 8},
-        f"float32 weights on every device; {rows} rows per chunk of {width} tokens (two log-softmax batches held), "
-        "float64 exact KL of one completion at a time"))
+    plans.append(token_logprobs_stage(shape, sft, logprob_rows, width, completion, chunk_floats))
     if any(v.get("method") in ("ppo", "dpo") for v in variants.values()):
         rm = config.get("reward_model", {}).get("args", {})
         rm_rows, checkpointing = 2 * int(rm.get("per_device_train_batch_size", 8)), bool(

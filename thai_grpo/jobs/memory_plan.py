@@ -14,6 +14,7 @@ GIB = 2 ** 30
 ADAMW_STATE_BYTES = 4 + 4 + 8  # a float32 LoRA parameter: its gradient, and AdamW's exp_avg and exp_avg_sq
 ATTENTION_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
+COMPACT_WHEN_DONE = 0.25  # the decode loop compacts its buffers once this share of their prompts has no sample going
 
 
 @dataclasses.dataclass(frozen=True)

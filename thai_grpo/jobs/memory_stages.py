@@ -12,7 +12,7 @@ from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
+    COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
     lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
     saved_per_token_layer,
 )
@@ -54,10 +54,29 @@ def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes
     return tokens * shape.num_layers * layer_bytes
 
 
-def logits_bytes(shape: Shape, width: int, scored: int, compute_bytes: int) -> int:
-    """Per row, a log-prob pass over ``width`` positions whose last ``scored`` are scored: the logits, then in float32
-    the scored positions' logits / T and their log-softmax (and a float32 copy of 16-bit logits)."""
-    return shape.vocab_size * (width * compute_bytes + (2 if compute_bytes == 4 else 3) * scored * 4)
+def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int, checkpointing: bool = False) -> int:
+    """What sdpa saves beside ``saved_per_token_layer``'s activations for a padded batch: each layer's attention mask
+    as an additive bias of ``rows`` x ``width`` x ``width`` (made from the boolean mask inside the call, kept for the
+    backward pass; measured: tests/test_memory_measured.py). With activation checkpointing, one layer's at a time."""
+    return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
+
+
+def backward_working_bytes(shape: Shape, tokens: int, compute_bytes: int) -> int:
+    """The backward pass's own working set beside the saved activations, at its largest in a layer's MLP: the
+    gradients of its gate, up and SiLU outputs, ``tokens`` x intermediate each (measured on a reward-model step:
+    tests/test_memory_measured.py)."""
+    return tokens * 3 * shape.intermediate_size * compute_bytes
+
+
+def completion_logprob_bytes(shape: Shape, completion: int, compute_bytes: int, backward: bool = False) -> int:
+    """Per row, ``ppo.sequence_logprobs`` over a completion of ``completion`` tokens (the LM head on its positions
+    only), at its peak: the head's logits (at ``compute_bytes``, with their float32 copy where 16-bit) beside logits / T,
+    then logits / T beside their log-softmax; with ``backward``, the entropy's two temporaries beside the log-softmax,
+    and at the backward's peak four float32 tensors of the completion's size (the log-softmax autograd saved, its
+    gradient, log_softmax's backward's exp and result). Measured: tests/test_memory_measured.py."""
+    head = (completion + 1) * compute_bytes + (completion * 4 if compute_bytes < 4 else 0) + completion * 4
+    held = max(head, 2 * completion * 4, (4 * completion * 4) if backward else 0)
+    return shape.vocab_size * held
 
 
 def gib(value: float) -> float:
@@ -81,31 +100,84 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
     return pieces
 
 
-def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None, samples: int = 1) -> dict:
-    """One sampling call on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt, held once
-    per ``samples``): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
-    (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
-    prompts = -(-sequences // samples)
-    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
-                                  2 * shape.hidden_size)
-    kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
+def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
+    """A stage whose pieces are not all held at once: its largest phase (``stage`` of that phase's pieces), with each
+    phase's total beside it. Summing the phases would count memory freed before the next one is allocated."""
+    largest = max(phases, key=lambda phase: sum(phases[phase].values()))
+    return {**stage(name, phases[largest], note), "phase": largest,
+            "phases_gib": {phase: gib(sum(pieces.values())) for phase, pieces in phases.items()}}
+
+
+def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None) -> dict:
+    """One ``generate`` call of TRL's rollouts on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them
+    the prompt): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
+    (x 3: scores, processed scores, probabilities); ``trained``: the trainer's parameters held meanwhile."""
+    working = sequences * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                    2 * shape.hidden_size)
+    kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
                         "prefill_layer": working * precision.compute_bytes,
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
+def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
+                  sampled: bool = True) -> dict[str, dict]:
+    """What one call of the decode loop (``decoding.decode``) holds beside the weights in each of its phases, on
+    ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt, held once per ``samples``):
+
+    - prefill: the prompts' keys and values, one layer's working set, the last position's logits;
+    - decode: the whole cache (completions pre-allocated to the budget), a step's float32 logits for every sequence
+      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's
+      Gumbel-perturbed copy of them (``PerRowGumbel.perturbed``), and the prefill's logits, which the first step still
+      holds (the first choice holds as much: the prefill's logits, repeated per sample, and their perturbed copy);
+    - compaction: the whole cache and a copy of one layer's keys (or values) of the rows kept, at most
+      ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
+      last step's logits."""
+    prompts = -(-sequences // samples)
+    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
+                                  2 * shape.hidden_size)
+    kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
+    row_logits = shape.vocab_size * 4  # float32 logits of one position
+    step_logits = sequences * (row_logits + (shape.vocab_size * compute_bytes if compute_bytes < 4 else 0))
+    return {
+        "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
+                    "prefill_layer": working * compute_bytes, "logits": prompts * row_logits},
+        "decode": {"kv_cache": kv * compute_bytes,
+                   "logits": step_logits + (sampled * sequences + prompts) * row_logits},
+        "compaction": {"kv_cache": kv * compute_bytes,
+                       "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
+                       "logits": max(sequences, prompts) * row_logits}}
+
+
+def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None, samples: int = 1, sampled: bool = True) -> dict:
+    """One call of the decode loop, the largest of its phases (``decode_phases``, ``phased_stage``), each beside the
+    weights (and ``trained``, a trainer's parameters held meanwhile)."""
+    held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
+    phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples, sampled)
+    return phased_stage(name, {phase: {**held, **pieces} for phase, pieces in phases.items()}, note)
+
+
 def greedy_problems_per_call(shape: Shape, problems: int, samples: int, completion: int,
                              precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per greedy call of held-out sampling: the most that fit the memory of a sampling call of ``problems`` x
-    ``samples``, and at least ``problems``."""
-    def peak(prompts: int, each: int) -> int:
-        return sampling_stage("", shape, prompts * each, prompt + completion, prompt, precision, "",
-                              samples=each)["peak_bytes"]
+    """Problems per greedy call of held-out sampling: the most whose greedy call (one row each, no sampler's copy of
+    the logits) fits the memory of a sampling call of ``problems`` x ``samples``, and at least ``problems``."""
+    def greedy(count: int) -> int:
+        return sampling_stage("", shape, count, prompt + completion, prompt, precision, "", sampled=False)["peak_bytes"]
 
-    per_problem = peak(2, 1) - peak(1, 1)
-    return max(problems, (peak(problems, samples) - peak(0, 1)) // per_problem)
+    budget = sampling_stage("", shape, problems * samples, prompt + completion, prompt, precision, "",
+                            samples=samples)["peak_bytes"]
+    fits, over = problems, 2 * max(1, problems)
+    if greedy(fits) > budget:
+        return problems
+    while greedy(over) <= budget:  # the greedy peak grows with the problems: double, then bisect
+        fits, over = over, 2 * over
+    while over - fits > 1:
+        middle = (fits + over) // 2
+        fits, over = (middle, over) if greedy(middle) <= budget else (fits, middle)
+    return fits
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:
@@ -243,16 +315,20 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
     pass_rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, chunk_floats)
     size = batch // minibatches
     update_rows = rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size, chunk_floats)
-    rollout = {"weights": weights, **states,
-               "kv_cache": sampling_kv_floats(shape, generate_rows, 1, prompt, completion) * compute,
-               "logprob_pass": pass_rows * logits_bytes(shape, width, completion, compute)}
-    update = {"weights": weights, **states,
+    held = {"weights": weights, **states}
+    generation = decode_phases(shape, generate_rows, width, prompt, compute)
+    rollout = {**{f"generation: {phase}": {**held, **pieces} for phase, pieces in generation.items()},
+               "log-prob pass": {**held, "logprob_pass": pass_rows * completion_logprob_bytes(shape, completion,
+                                                                                              compute)}}
+    update = {**held,
               "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +
-                              activation_bytes(shape, value, update_rows * width, compute)),
-              "logits": update_rows * logits_bytes(shape, width, completion, compute)}
-    return [stage(f"PPO ({name}): rollouts", rollout,
-                  f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
-                  "the largest of generation and log-prob pass counted once each"),
+                              activation_bytes(shape, value, update_rows * width, compute) +
+                              2 * attention_bias_bytes(shape, update_rows, width, compute) +
+                              backward_working_bytes(shape, update_rows * width, compute)),
+              "logits": update_rows * completion_logprob_bytes(shape, completion, compute, backward=True)}
+    return [phased_stage(f"PPO ({name}): rollouts", rollout,
+                         f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
+                         "the largest of the decode loop's phases and a log-prob pass"),
             stage(f"PPO ({name}): update", update,
                   f"minibatches of {size} rows in {-(-size // update_rows)} chunks of {update_rows} "
                   "(gradients accumulated), under autocast where the weights are 16-bit")]

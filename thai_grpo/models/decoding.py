@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 
+from thai_grpo.jobs.memory_plan import COMPACT_WHEN_DONE  # the plan's compaction term depends on it
 from thai_grpo.models.positions import generation_positions
 
 ATTENTION = "shared_prompt"  # the name the decode steps' attention is registered under (AttentionInterface)
-COMPACT_WHEN_DONE = 0.25  # compact the buffers once this share of their prompts has no unfinished sample
 
 
 @dataclasses.dataclass
@@ -67,19 +67,26 @@ class SharedPromptCache:
             self.compact(live)
 
     def compact(self, live) -> None:
-        """Only the prompts ``live`` (a mask) and all their buffer rows, copied in order; the rows renumbered."""
+        """Only the prompts ``live`` (a mask) and all their buffer rows, copied in order; the rows renumbered. One
+        tensor at a time, each list entry replaced before the next is copied: the old tensor is freed as its copy is
+        made, so the compaction holds at most one layer's kept rows beside the cache, never a second cache."""
         import torch
 
         kept = torch.arange(self.prompts * self.samples, device=live.device).view(self.prompts, self.samples)[live]
         kept = kept.reshape(-1)
         renumbered = torch.full((self.prompts * self.samples,), -1, dtype=torch.long, device=live.device)
         renumbered[kept] = torch.arange(len(kept), device=live.device)
-        self.prompt_keys = [keys[live] for keys in self.prompt_keys]
-        self.prompt_values = [values[live] for values in self.prompt_values]
+        for buffers, rows in ((self.prompt_keys, live), (self.prompt_values, live), (self.keys, kept),
+                              (self.values, kept)):
+            keep_rows(buffers, rows)
         self.prompt_mask = self.prompt_mask[live]
-        self.keys = [keys[kept] for keys in self.keys]
-        self.values = [values[kept] for values in self.values]
         self.origin, self.active = self.origin[kept], renumbered[self.active]
+
+
+def keep_rows(buffers: list, rows) -> None:
+    """Each tensor of ``buffers`` replaced, in place in the list and one at a time, by its rows ``rows``."""
+    for index in range(len(buffers)):
+        buffers[index] = buffers[index][rows]
 
 
 def shared_prompt_attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0,
