@@ -92,6 +92,21 @@
       document.getElementById("calculator").scrollIntoView();
     });
   });
+  // A link into the folded appendix opens the part it lands in (its own <details>, or the one around it).
+  function openTarget() {
+    var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target) { return; }
+    var own = target.querySelector(":scope > details");
+    for (var d = own || target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      d.open = true;
+    }
+    target.scrollIntoView();
+  }
+  window.addEventListener("hashchange", openTarget);
+  Array.prototype.forEach.call(document.querySelectorAll('a[href^="#"]'), function (link) {
+    link.addEventListener("click", function () { setTimeout(openTarget, 0); });
+  });
+  openTarget();
   document.getElementById("calc-rewards").addEventListener("input", render);
   document.getElementById("calc-divide-std").addEventListener("change", render);
   render();

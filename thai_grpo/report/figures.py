@@ -20,13 +20,14 @@ POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 def solve_rate_transitions(before, after) -> dict[str, int]:
     """Problems by how their correct count c_i moved from ``before`` to ``after``: ``moved_up`` (``newly_solved``: from
-    0), ``got_worse``, ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged`` (equal, > 0)."""
+    0), ``got_worse`` (``lost``: to 0), ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged`` (equal, > 0)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if b.shape != a.shape:
         raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
     return {
         "moved_up": int((a > b).sum()),
         "newly_solved": int(((a > 0) & (b == 0)).sum()),
+        "lost": int(((b > 0) & (a == 0)).sum()),  # solved at least once before, never after
         "got_worse": int((a < b).sum()),
         "no_signal_ever": int(((a == 0) & (b == 0)).sum()),
         "unchanged": int(((a == b) & (a > 0)).sum()),
@@ -40,7 +41,7 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
-    fig, axes = plt.subplots(3, 2, figsize=(10, 7.6), layout="constrained")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 5.2), layout="constrained")
     ax = axes[0, 0]
     ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
@@ -110,7 +111,7 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT p
 
 def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
     """Section 7's evidence for PPO: per step, the reward model's score it maximised beside the code reward."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 2.4), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.1), layout="constrained")
     x = step_series(steps, "step")
     for ax, key, title in ((axes[0], "score_mean", "What PPO maximised: its reward model's score"),
                            (axes[1], "reward_mean", "What the verifier pays: the code reward")):
@@ -152,7 +153,7 @@ def _step_of(group: dict | None) -> str:
 
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
     _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
     _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
@@ -178,7 +179,7 @@ def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
 
 def plot_grpo_vs_ppo(path) -> None:
     """Figure 5.2: the four models PPO keeps in memory beside GRPO's two, which share one frozen base with LoRA."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
     trained, frozen, code = "#b2f2bb", "#d0ebff", "#fff3bf"
     ppo = [("Policy (trained)", trained), ("Reference (frozen)", frozen),
            ("Reward model (frozen,\nfrom preference pairs)", frozen), ("Value model / critic\n(trained, GAE)", trained)]
@@ -225,7 +226,7 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
     k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
     neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
     neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained",
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.9), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 2]})
     cats = np.arange(len(p))
     axes[0].bar(cats - 0.2, p, 0.4, label="p (policy)", color="#5f3dc4")
@@ -271,7 +272,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
     reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
     if summary:  # (a) across the top, (b) and (c) beside each other under it: each panel readable at page width
-        panels = plt.figure(figsize=(10, 5.8), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
+        panels = plt.figure(figsize=(10, 4.5), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
         fig, ax = panels["a"].figure, panels["a"]
     else:
         fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
@@ -349,7 +350,7 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
     higher, red where lower) and written at k = 1 and k = n: "polish, not create" is a gap that closes as k grows."""
     k = np.arange(1, min(len(before), len(after)) + 1)
     b, a = np.asarray(before, float)[: len(k)], np.asarray(after, float)[: len(k)]
-    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 2.9), layout="constrained")
     ax.fill_between(k, b, a, where=a >= b, interpolate=True, color=POSITIVE, alpha=0.25, lw=0)
     ax.fill_between(k, b, a, where=a < b, interpolate=True, color=NEGATIVE, alpha=0.25, lw=0)
     ax.plot(k, b, color="black", ls="--", marker="o", label=labels[0])
@@ -371,7 +372,7 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     rng = np.random.default_rng(seed)
     jitter = min(0.25 / n, 0.03)
     colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
-    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(5.2, 3.8), layout="constrained")
     ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
                c=list(colour), alpha=0.6, s=22, edgecolors="none")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
