@@ -1,7 +1,7 @@
 """Every figure of the report reads at 1280 px: checked from matplotlib's own geometry, not by eye. Each figure is
 caught as it is saved (``save_figure``), drawn once, and then every visible text's window extent is measured: no text
-may overlap another text or a legend, leave the figure, or (a label placed on the data) leave its axes; no legend may
-sit on a plotted point. The figures are the report's own (``draw_all``) on the smoke run and on the offline default's
+may overlap another text or a legend, leave the figure, or (a label placed on the data) leave its axes; no legend and
+no label may sit on a plotted point. The figures are the report's own (``draw_all``) on the smoke run and on the offline default's
 document, and the pitfalls report's (``draw_pitfalls``)."""
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ def _points(ax) -> np.ndarray:
     return stacked[np.isfinite(stacked).all(axis=1)]
 
 
+def _covered(points: np.ndarray, box) -> int:
+    return int(((points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0)
+                & (points[:, 1] < box.y1)).sum())
+
+
 def problems(fig, name: str) -> list[str]:
     """What in ``fig`` does not read: overlapping texts, texts outside the figure or off their axes, legends on data."""
     renderer = fig.canvas.get_renderer()
@@ -81,16 +86,19 @@ def problems(fig, name: str) -> list[str]:
             found.append(f"{name}: {label(text)} leaves the figure")
     for ax in fig.axes:
         for text in ax.texts if ax.axison else ():  # labels placed on the data (ax.text, ax.annotate): inside the axes
-            if text.get_visible() and text.get_text().strip() and not _inside(text.get_window_extent(renderer),
-                                                                                ax.bbox):
+            if not (text.get_visible() and text.get_text().strip()):
+                continue
+            box = text.get_window_extent(renderer)
+            if not _inside(box, ax.bbox):
                 found.append(f"{name}: {label(text)} leaves its axes")
+            if _covered(_points(ax), box):
+                found.append(f"{name}: {label(text)} covers {_covered(_points(ax), box)} plotted points")
         legend = ax.get_legend()
         if legend is not None and legend.get_visible():
             box, points = legend.get_window_extent(renderer), [_points(a) for a in fig.axes
                                                                if a.bbox.overlaps(ax.bbox)]
             points = np.concatenate(points) if points else np.empty((0, 2))
-            covered = ((points[:, 0] > box.x0) & (points[:, 0] < box.x1) & (points[:, 1] > box.y0)
-                       & (points[:, 1] < box.y1)).sum()
+            covered = _covered(points, box)
             if covered:
                 found.append(f"{name}: the legend of {ax.get_title()!r} covers {covered} plotted points")
     return found
