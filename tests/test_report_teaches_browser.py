@@ -205,6 +205,8 @@ const rows = Array.from(table.tBodies[0].rows).map((row) => {
           tops: cells.map((c) => Math.round(c.getBoundingClientRect().top)),
           lefts: cells.map((c) => c.getBoundingClientRect().left),
           answers: cells.map((c) => !!c.querySelector("pre, .not-run")),
+          hidden: cells.map((c) => { const p = c.querySelector("pre");
+                                    return !!p && p.scrollHeight > p.clientHeight + 1; }),
           rewards: cells.map((c) => {
     const r = c.querySelector(".rewards"), a = c.querySelector("pre, .not-run");
     return r ? {text: r.textContent.replace(/\\s+/g, " "),
@@ -229,6 +231,7 @@ def test_samples_side_by_side_one_problem_per_row_one_model_per_column_rewards_u
         assert len(set(row["tops"])) == 1, f"{row['problem']}: the models' answers are not on one row {row['tops']}"
         assert row["lefts"] == sorted(row["lefts"]), f"{row['problem']}: the models are not side by side"
         assert all(row["answers"]), row
+        assert not any(row["hidden"]), f"{row['problem']}: an answer's graded last line hides in a scroll box"
         for reward in row["rewards"]:
             assert reward and reward["under"], f"{row['problem']}: an answer without its rewards under it"
             assert "correct" in reward["text"] and "format" in reward["text"] and "=" in reward["text"], reward
