@@ -1,8 +1,8 @@
 """Every figure of the report reads at 1280 px: checked from matplotlib's own geometry, not by eye. Each figure is
 caught as it is saved (``save_figure``), drawn once, and then every visible text's window extent is measured: no text
 may overlap another text or a legend, leave the figure, or (a label placed on the data) leave its axes; no legend and
-no label may sit on a plotted point. The figures are the report's own (``draw_all``) on the smoke run and on the offline default's
-document, and the pitfalls report's (``draw_pitfalls``)."""
+no label may sit on a plotted point. The figures are the report's own (``draw_all``) on the smoke run, the offline
+default's document and one shaped like the default run, and the pitfalls report's (``draw_pitfalls``)."""
 
 from __future__ import annotations
 

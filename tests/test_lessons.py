@@ -41,8 +41,8 @@ def _run(**grpo) -> dict:
             "run": {"chapter_departures": [{"key": "grpo.learning_rate", "chapter": 1e-6, "value": 1e-3},
                                            {"key": "grpo.max_completion_length", "chapter": 256, "value": 80}]},
             "eval": {"sft": {"mean_completion_length": 39.0}},
-            "train": {"steps": [{"completion_length_mean": 40.0, "clipped_ratio": 0.0, "clip_ratio": 0.0, "kl": 0.01 * i}
-                                for i in range(9)]}}
+            "train": {"steps": [{"completion_length_mean": 40.0, "clipped_ratio": 0.0, "clip_ratio": 0.0,
+                                 "kl": 0.01 * i} for i in range(9)]}}
 
 
 def test_length_lesson_says_why_only_when_the_length_does_not_grow():

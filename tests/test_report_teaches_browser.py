@@ -259,7 +259,8 @@ return prose.map((e) => e.innerText.replace(/\\s+/g, " ").trim());
 
 
 @pytest.mark.parametrize("page_name", ["smoke", "verdicts"])
-def test_the_appendix_folds_and_the_page_fits_fifteen_screens(driver, smoke_page, verdict_page, page_name):  # noqa: F811
+def test_the_appendix_folds_and_the_page_fits_fifteen_screens(driver, smoke_page, verdict_page,  # noqa: F811
+                                                               page_name):
     """As it loads, every part of the appendix is closed to its title, numbered A.1, A.2, ... apart from the lessons;
     the whole page is then at most 15 screens, and the pitfalls, with this run's own tables, stand above the appendix.
     A part opens on a click."""

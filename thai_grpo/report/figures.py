@@ -20,7 +20,8 @@ POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 def solve_rate_transitions(before, after) -> dict[str, int]:
     """Problems by how their correct count c_i moved from ``before`` to ``after``: ``moved_up`` (``newly_solved``: from
-    0), ``got_worse`` (``lost``: to 0), ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged`` (equal, > 0)."""
+    0), ``got_worse`` (``lost``: to 0), ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged``
+    (equal, > 0)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if b.shape != a.shape:
         raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
@@ -294,7 +295,8 @@ def _estimator_means_panel(ax, summary: dict) -> None:
     for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
         m = means[name]
         ax.errorbar([x - 0.08], [m["mean"]], yerr=[[m["mean"] - m["low"]], [m["high"] - m["mean"]]], fmt="o",
-                    color=colour, lw=3, capsize=4, label="bootstrap over problems (which were drawn)" if x == 0 else None)
+                    color=colour, lw=3, capsize=4,
+                    label="bootstrap over problems (which were drawn)" if x == 0 else None)
         if name in exact_se:
             half = 1.96 * exact_se[name]
             ax.errorbar([x + 0.08], [m["mean"]], yerr=[[half], [half]], fmt="s", color=colour, lw=1, capsize=4,
@@ -303,7 +305,8 @@ def _estimator_means_panel(ax, summary: dict) -> None:
     ax.set_xticks(range(3), ["exact KL", "k1", "k3"])
     better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
     ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else float("inf")
-    ax.set(title=f"(b) open bars: {better}'s own error {ratio:.{0 if ratio >= 10 else 1}f}x smaller", ylabel="nats / token")
+    ax.set(title=f"(b) open bars: {better}'s own error {ratio:.{0 if ratio >= 10 else 1}f}x smaller",
+           ylabel="nats / token")
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3, axis="y")
 

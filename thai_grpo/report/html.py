@@ -27,7 +27,7 @@ from thai_grpo.report.verdicts import (health_verdict, kl_takeaway, narrowing_nu
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
-SECTIONS = [  # the chapter's lessons in its order, its pitfalls, then the appendix (the proofs a reader opens on purpose)
+SECTIONS = [  # the chapter's lessons in its order and its pitfalls; then the appendix, the proofs opened on purpose
     ("advantages", "1. Figure 5.1: group-relative advantages, and a calculator"),
     ("groups", "2. Real groups from training, under GRPO and Dr.GRPO"),
     ("training", "3. Training curves and the health of the run"),
