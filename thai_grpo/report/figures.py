@@ -42,13 +42,13 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
-    fig, axes = plt.subplots(3, 2, figsize=(10, 5.2), layout="constrained")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 5.0), layout="constrained")
     ax = axes[0, 0]
     ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
         ax.plot(x, step_series(steps, "rewards", name), color=colour, marker=".", label=name)
     ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 2.1))  # headroom: the legend above the data
-    ax.legend(fontsize=8, loc="upper left", ncol=2)
+    ax.legend(fontsize=7.5, loc="upper left", ncol=4, columnspacing=0.8, handlelength=1.5)
     ax = axes[0, 1]
     ax.plot(x, step_series(steps, "frac_groups_nonzero_std"), marker="o", ms=5, mfc="white", lw=2.5, alpha=0.6,
             label="groups with std > 0")
@@ -376,7 +376,7 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     rng = np.random.default_rng(seed)
     jitter = min(0.25 / n, 0.03)
     colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
-    fig, ax = plt.subplots(figsize=(5.2, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
     ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
                c=list(colour), alpha=0.6, s=22, edgecolors="none")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
