@@ -37,8 +37,16 @@
     return { mean: m, std: allEqual ? 0 : s, adv: adv, allEqual: allEqual };
   }
 
+  // Two decimals as the report's tables print them (Python's format: a tie such as -0.125 goes to the even digit,
+  // -0.12; toFixed would round it away from zero, -0.13). A double's expansion to 20 decimals shows an exact tie.
+  function fixed2(x) {
+    var exact = Math.abs(x).toFixed(20), cut = exact.slice(0, exact.indexOf(".") + 3);
+    var tie = /^50*$/.test(exact.slice(cut.length)) && Number(cut.slice(-1)) % 2 === 0;
+    return (x < 0 ? "-" : "") + (tie ? cut : Math.abs(x).toFixed(2));
+  }
+
   function signed(x) {
-    var text = x.toFixed(2);
+    var text = fixed2(x);
     if (Number(text) === 0) { return "0.00"; }
     return x > 0 ? "+" + text : text;
   }
@@ -70,7 +78,7 @@
       var a = result.adv[i];
       row.appendChild(cell("td", String(i + 1)));
       row.appendChild(cell("td", String(r), "reward"));
-      row.appendChild(cell("td", signed(a), "adv" + (Number(a.toFixed(2)) > 0 ? " pos" : Number(a.toFixed(2)) < 0 ? " neg" : "")));
+      row.appendChild(cell("td", signed(a), "adv" + (Number(fixed2(a)) > 0 ? " pos" : Number(fixed2(a)) < 0 ? " neg" : "")));
       body.appendChild(row);
     });
   }
@@ -84,6 +92,21 @@
       document.getElementById("calculator").scrollIntoView();
     });
   });
+  // A link into the folded appendix opens the part it lands in (its own <details>, or the one around it).
+  function openTarget() {
+    var target = location.hash && document.getElementById(decodeURIComponent(location.hash.slice(1)));
+    if (!target) { return; }
+    var own = target.querySelector(":scope > details");
+    for (var d = own || target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      d.open = true;
+    }
+    target.scrollIntoView();
+  }
+  window.addEventListener("hashchange", openTarget);
+  Array.prototype.forEach.call(document.querySelectorAll('a[href^="#"]'), function (link) {
+    link.addEventListener("click", function () { setTimeout(openTarget, 0); });
+  });
+  openTarget();
   document.getElementById("calc-rewards").addEventListener("input", render);
   document.getElementById("calc-divide-std").addEventListener("change", render);
   render();

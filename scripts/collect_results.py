@@ -7,7 +7,7 @@ from thai_grpo.methods.update_size import adapter_displacements
 from thai_grpo.jobs.machine import commit_of
 from thai_grpo.report.results import (assemble, benchmark_max_rss, benchmark_seconds, jobs_ran_on,
                                       safetensors_parameter_count, stage_logs)
-from thai_grpo.report.rollouts import example_groups, hollow_think_completions
+from thai_grpo.report.rollouts import example_groups, hollow_think_completions, pitfall_numbers
 
 log_to(snakemake.log[0])
 params = snakemake.params
@@ -21,6 +21,7 @@ for variant, path in zip(params.variants, snakemake.input.rollouts):  # GRPO's a
         train["example_groups"] = example_groups(rollouts, train["args"]["num_generations"], train["optimizer_steps"],
                                                  problems)
         train["empty_think_examples"] = hollow_think_completions(rollouts)
+        train["pitfalls"] = pitfall_numbers(rollouts, train["args"]["num_generations"])  # the report's section 9
 pairs = read_json(snakemake.input.pairs) if "pairs" in snakemake.input.keys() else None
 reward_model = read_json(snakemake.input.reward_model) if "reward_model" in snakemake.input.keys() else None
 reward_model_train = read_json(snakemake.input.reward_model_train) if reward_model else None

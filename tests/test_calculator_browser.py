@@ -113,6 +113,19 @@ def test_typed_rewards_grpo_then_dr_grpo(driver):
     assert advantages(driver) == WORKED_EXAMPLE
 
 
+def test_a_tie_rounds_as_the_reports_tables_do(driver):
+    """Dr.GRPO on seven right and one wrong: r - mean is +-0.125 and -0.875 exactly, which Python's format (the tables)
+    rounds to the even digit; the calculator shows the same."""
+    from thai_grpo.report.html import signed
+
+    set_divide_by_std(driver, False)
+    type_rewards(driver, "1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 0.5")
+    assert advantages(driver) == [signed(0.125)] * 7 + [signed(-0.875)] == ["+0.12"] * 7 + ["-0.88"]
+    type_rewards(driver, "0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 1.5")
+    assert advantages(driver) == ["-0.12"] * 7 + ["+0.88"]
+    set_divide_by_std(driver, True)
+
+
 def test_all_equal_group_teaches_nothing(driver, tmp_path):
     type_rewards(driver, "0.5, 0.5, 0.5, 0.5")
     assert advantages(driver) == ["0.00"] * 4

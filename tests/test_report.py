@@ -22,6 +22,7 @@ from thai_grpo.report.figures import draw_all, solve_rate_transitions
 from thai_grpo.report.glance import prose_names
 from thai_grpo_studies.pitfall_figures import draw_pitfalls
 from thai_grpo.report.html import APPENDIX, SECTIONS, render_report, write_report
+from thai_grpo.report.lessons import SIDE_BY_SIDE_PROBLEMS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -85,14 +86,21 @@ def test_figures_drawn_for_every_part_of_the_fixture(figures):
 
 
 def test_every_section_heading_is_present_lessons_first_then_the_appendix(html):
+    """The lessons and the pitfalls in the chapter's order, numbered 1-9; then the appendix, numbered A.1-A.8 apart from
+    them, each part a <details> closed as the page loads (its summary the part's title)."""
     assert [section_id for section_id, _ in SECTIONS] == ["advantages", "groups", "training", "grpo-vs-ppo", "kl",
-                                                          "polish", "methods", "samples"]
-    for section_id, title in SECTIONS + APPENDIX:
+                                                          "polish", "methods", "samples", "pitfalls"]
+    for section_id, title in SECTIONS:
         assert f'<section id="{section_id}"' in html
         assert f"<h2>{title}</h2>" in html
+    for number, (section_id, title) in enumerate(APPENDIX, 1):
+        assert title.startswith(f"A.{number} ")
+        part = html.split(f'<section id="{section_id}" class="part')[1].split("</section>")[0]
+        assert f"<details><summary><h2>{title}</h2></summary>" in part  # closed: no "open" attribute
     appendix = html.index('<div id="appendix"')
     assert all(html.index(f'<section id="{section_id}"') < appendix for section_id, _ in SECTIONS)
     assert all(html.index(f'<section id="{section_id}"') > appendix for section_id, _ in APPENDIX)
+    assert html.count('href="#glance"') >= 2  # back to the top, at the appendix's head and its end
     for words in ("Run card", "Training curves", "Figure 5.1", "calculator", "Figure 5.2", "Figure 5.3",
                   "Held-out results", "Comparison across methods", "Pitfalls", "Statistics note", "Samples"):
         assert words in html
@@ -117,14 +125,14 @@ def test_numbers_from_the_fixture_appear_formatted(html):
 def test_every_pair_of_models_is_tested_under_the_plan_which_comes_first(html, fixture_data):
     results = fixture_data[0]
     models = list(results["eval"])
-    note = html.split('<section id="statistics">')[1].split("</section>")[0]
-    assert note.split("</h2>")[1].lstrip().startswith('<p class="plan">Analysis plan, declared in the config')
+    note = html.split('<section id="statistics" class="part">')[1].split("</section>")[0]
+    assert note.split("</summary>")[1].lstrip().startswith('<p class="plan">Analysis plan, declared in the config')
     names = prose_names(results)  # one spelling: the comparison's names ("grpo" is GRPO)
     for i, b in enumerate(models):
         for a in models[i + 1:]:
             assert f"<th>{names[a]} - {names[b]}</th>" in html
     tests = pairwise_tests(results["eval"], models, ("pass@1",), 1000)
-    note = html.split('<section id="statistics">')[1].split("</section>")[0]
+    note = html.split('<section id="statistics" class="part">')[1].split("</section>")[0]
     assert note.count(' supported"') == sum(t["supported"] for t in tests) > 0
 
 
@@ -195,7 +203,7 @@ def test_health_flags_shown(fixture_data, figures):
     results["train"]["health"] = {"truncation_failed": True, "hacking_suspect": False,
                                   "messages": ["95% of completions hit max_completion_length"]}
     html = render_report(results, samples, figures, TEMPLATE_DIR)
-    assert "truncation failure: FLAGGED" in html and "reward-hacking suspect: ok" in html
+    assert "truncation: FLAGGED" in html and "reward hacking: ok" in html
     assert "95% of completions hit max_completion_length" in html
 
 
@@ -227,10 +235,10 @@ def test_figures_are_deterministic(fixture_data, tmp_path):
 
 # --------------------------------------------------------------------------- pure functions
 def test_solve_rate_transitions_counts():
-    before = [0, 0, 3, 5, 8, 2]
-    after = [0, 4, 3, 2, 8, 6]
-    assert solve_rate_transitions(before, after) == {
-        "moved_up": 2, "newly_solved": 1, "got_worse": 1, "no_signal_ever": 1, "unchanged": 2, "total": 6}
+    before = [0, 0, 3, 5, 8, 2, 1]
+    after = [0, 4, 3, 2, 8, 6, 0]
+    assert solve_rate_transitions(before, after) == {"moved_up": 2, "newly_solved": 1, "got_worse": 2, "lost": 1,
+                                                     "no_signal_ever": 1, "unchanged": 2, "total": 7}
 
 
 def test_solve_rate_transitions_rejects_mismatched_problems():
@@ -310,7 +318,7 @@ def test_one_figure_per_pitfall(pitfall_report):
     assert {"pitfall_group_size", "pitfall_temperature", "pitfall_reward_hacking"} <= set(figures)
     for title in ("Group size G", "Sampling temperature", "Reward hacking: the lenient format regex"):
         assert f"<h3>{title}</h3>" in html and f'alt="{title}"' in html, title
-    section = html.split('<section id="pitfalls">')[1].split("</section>")[0]
+    section = html.split('<section id="experiments" class="part">')[1].split("</section>")[0]
     assert "40.1%" in section and "35.0%" in section and "31.0%" in section  # held-out pass@1 of g2, temp0.3, lenient
     assert "0.75 &rarr; 0.69" in section  # grpo: groups with std > 0, first vs last third of the steps
     assert "pitfall variants: not run" not in html
@@ -318,7 +326,7 @@ def test_one_figure_per_pitfall(pitfall_report):
 
 def test_lenient_run_is_flagged_and_its_hacking_completions_escaped(pitfall_report):
     _, html = pitfall_report
-    section = html.split('<section id="pitfalls">')[1].split("</section>")[0]
+    section = html.split('<section id="experiments" class="part">')[1].split("</section>")[0]
     assert "The hacking detector flagged <strong>lenient_format</strong>" in section
     assert "reward-hacking suspect: FLAGGED" in section and "lenient format regex is being reward-hacked" in section
     assert "&lt;think&gt;&lt;/think&gt;\n&lt;b&gt;30&lt;/b&gt;" in section
@@ -352,7 +360,7 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     results["preference_pairs"] = {"problems": 128, "samples_per_problem": 8, "pairs": 41, "all_right": 12,
                                    "all_wrong": 75}
     page = render_report(results, samples, figures, TEMPLATE_DIR)
-    comparison = page.split('<section id="comparison">')[1].split("</section>")[0]
+    comparison = page.split('<section id="comparison" class="part">')[1].split("</section>")[0]
     assert "DPO can only rank answers that exist in the file" in comparison
     assert "41 had both a correct and a wrong answer" in comparison and "75 were never" in comparison
     lesson = page.split('<section id="methods">')[1].split("</section>")[0]
@@ -360,9 +368,9 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     costs_table = lesson.split('class="numbers methods costs"')[1].split("</table>")[0]
     assert "pass@1 vs SFT" in results_table and "human labels" not in results_table
     assert "human labels" in costs_table and "trainable parameters" in costs_table and "pass@1" not in costs_table
-    for method in results["comparison"]["methods"]:  # one row per method in each table
+    for method in results["comparison"]["methods"]:  # one row per method in each; one not run is said so once
         row = f"<th>{method['method']}</th>"
-        assert results_table.count(row) == costs_table.count(row) == 1
+        assert results_table.count(row) == 1 and costs_table.count(row) == (1 if method.get("run") else 0)
     assert "n/a" in results_table.split("<th>GRPO</th>")[1].split("</tr>")[0]  # no comparison.pairwise in the fixture
     with_tests = html.split('<section id="methods">')[1].split("</section>")[0]
     grpo = with_tests.split('class="numbers methods results"')[1].split("<th>GRPO</th>")[1].split("</tr>")[0]
@@ -370,7 +378,7 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
     grpo = unescape(grpo)
     assert f"{note['difference']} points" in grpo and note["interval"] in grpo and f">{note['verdict']}</span>" in grpo
     assert "adjusted p" not in grpo and "Wilson" not in grpo  # plain words in the lesson, the statistics after it
-    full = html.split('<section id="comparison">')[1].split('class="numbers methods results full"')[1]
+    full = html.split('<section id="comparison" class="part">')[1].split('class="numbers methods results full"')[1]
     full_grpo = unescape(full.split("<th>GRPO</th>")[1].split("</tr>")[0])
     assert f"{note['difference']} points" in full_grpo and f"adjusted p {note['holm']}" in full_grpo
     assert "Wilson" in full_grpo
@@ -379,7 +387,7 @@ def test_comparison_shows_results_and_costs_in_two_tables_with_the_notes_tests(f
 # --------------------------------------------------------------------------- the headline agrees with the note
 def pairwise_row(html: str, pair: str, metric: str = "pass@1") -> dict:
     """A row of the statistics note's pairwise table for ``metric``: its cells by column name."""
-    note = html.split('<section id="statistics">')[1].split("</section>")[0]
+    note = html.split('<section id="statistics" class="part">')[1].split("</section>")[0]
     heading = "held-out pass@1 (per-problem solve rate)" if metric == "pass@1" else "greedy accuracy"
     table = note.split(f"<h3>Pairwise: {heading}</h3>")[1].split("</table>")[0]
     row = table.split(f"<th>{pair}</th>")[1].split("</tr>")[0]
@@ -463,7 +471,7 @@ def with_extra_set(results: dict, title: str = "MGSM Thai") -> dict:
 
 
 def heldout_section(html: str) -> str:
-    return html.split('<section id="heldout">')[1].split("</section>")[0]
+    return html.split('<section id="heldout" class="part">')[1].split("</section>")[0]
 
 
 def test_second_heldout_set_table_renders_apart_from_the_main_one(fixture_data, figures, html):
@@ -632,7 +640,7 @@ def test_elapsed_time_spans_the_first_start_to_the_last_end(tmp_path):
 def test_wall_time_is_elapsed_and_the_sum_is_labelled_job_time(fixture_data, figures):
     results, samples = copy.deepcopy(fixture_data)
     results["run"]["elapsed_seconds"] = 201.0
-    card = render_report(results, samples, figures, TEMPLATE_DIR).split('<section id="run-card">')[1]
+    card = render_report(results, samples, figures, TEMPLATE_DIR).split('<section id="run-card" class="part">')[1]
     assert "first job's start to the last job's end: <strong>3 min 21.0 s</strong>" in card
     assert '<tr class="total"><td>summed job time</td>' in card
     without = render_report(fixture_data[0], fixture_data[1], figures, TEMPLATE_DIR)
@@ -667,10 +675,10 @@ def test_stored_groups_and_samples_carry_one_problem_number(fixture_data, figure
     groups = html.split('<section id="groups">')[1].split("</section>")[0]
     assert groups.count('<details class="group">') == len(results["train"]["example_groups"])
     side = html.split('<section id="samples">')[1].split("</section>")[0]
-    for number, problem in enumerate(next(iter(samples.values()))[:3], 1):
+    for number, problem in enumerate(next(iter(samples.values()))[:SIDE_BY_SIDE_PROBLEMS], 1):
         assert f'<th title="{problem["id"]}"><span class="problem">held-out problem {number}</span>' in side
         assert f'<strong title="{problem["id"]}">held-out problem {number}</strong>' in html  # the appendix's
-    assert side.count('<tr><th title=') == min(3, len(next(iter(samples.values()))))
+    assert side.count('<tr><th title=') == min(SIDE_BY_SIDE_PROBLEMS, len(next(iter(samples.values()))))
 
 
 def test_first_screen_says_how_the_offline_data_leaves_grpo_room(fixture_data, figures):

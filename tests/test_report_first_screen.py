@@ -52,7 +52,7 @@ def first_screen(html: str) -> str:
 
 
 def run_card_row(html: str, name: str) -> str:
-    card = html.split('<section id="run-card">')[1].split("</table>")[0]
+    card = html.split('<section id="run-card" class="part">')[1].split("</table>")[0]
     return visible_text(card.split(f"<th>{name}</th>")[1].split("</tr>")[0]).strip()
 
 
@@ -124,7 +124,7 @@ def test_the_figures_rule_draws_the_gains_only_where_there_are_tests(documents, 
 def test_first_screen_is_headline_then_gains_then_health_before_the_sentences(documents, pages, name):
     results, html = documents[name], pages[name]
     assert html.index('id="headline-sentence"') < html.index('id="gains"') < html.index('id="health-line"') \
-        < html.index('<section id="headline"') < html.index('<section id="run-card">')
+        < html.index('<section id="headline"') < html.index('<section id="run-card" class="part">')
     screen = first_screen(html)
     test = expected_test(results, "grpo")
     signed = lambda v: f"{100 * v:+.1f}"  # noqa: E731

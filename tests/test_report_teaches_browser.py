@@ -18,10 +18,14 @@ from thai_grpo.report.figures import draw_all
 from thai_grpo.report.figures_gains import VERDICT_COLOURS
 from thai_grpo.report.glance import prose_names
 from thai_grpo.report.html import write_report
+from thai_grpo.report.lessons import SIDE_BY_SIDE_PROBLEMS
+from thai_grpo.report.rollouts import pitfall_numbers
 
 ROOT = Path(__file__).resolve().parent.parent
 SCREEN = (1280, 800)
 BODY_SCREENS = 12  # the body before the appendix fits 12 screens of 1280 x 800
+PAGE_SCREENS = 15  # the whole page, its appendix closed as it loads: 12,000 px
+SENTENCE = 100  # no sentence this long is said twice
 FIGURES_IN_BODY = ("Figure 5.1", "Figure 5.2", "Figure 5.3, synthetic", "Figure 5.3, real")
 
 pytestmark = pytest.mark.browser
@@ -33,7 +37,17 @@ def rgb(hex_colour: str) -> str:
     return "rgb({}, {}, {})".format(*(int(value[i:i + 2], 16) for i in (0, 2, 4)))
 
 
+def with_pitfall_numbers(results: dict) -> dict:
+    """results.json as the results rule now writes it: train.pitfalls from the run's rollouts. The fixture predates
+    it, so its stored groups stand in for the rollouts (each a group of G in TRL's order)."""
+    groups = [g for g in results["train"]["example_groups"].values() if g.get("completions")]
+    rollouts = [{"completion": c, "reward": r} for g in groups for c, r in zip(g["completions"], g["rewards"])]
+    results["train"]["pitfalls"] = pitfall_numbers(rollouts, len(groups[0]["rewards"]))
+    return results
+
+
 def render(results: dict, out: Path) -> str:
+    results = with_pitfall_numbers(results)
     _, samples = load_report_fixture()
     write_report(results, samples, draw_all(results, out / "figures"), ROOT / "report", out / "report.html")
     return (out / "report.html").as_uri()
@@ -191,6 +205,8 @@ const rows = Array.from(table.tBodies[0].rows).map((row) => {
           tops: cells.map((c) => Math.round(c.getBoundingClientRect().top)),
           lefts: cells.map((c) => c.getBoundingClientRect().left),
           answers: cells.map((c) => !!c.querySelector("pre, .not-run")),
+          hidden: cells.map((c) => { const p = c.querySelector("pre");
+                                    return !!p && p.scrollHeight > p.clientHeight + 1; }),
           rewards: cells.map((c) => {
     const r = c.querySelector(".rewards"), a = c.querySelector("pre, .not-run");
     return r ? {text: r.textContent.replace(/\\s+/g, " "),
@@ -209,12 +225,72 @@ def test_samples_side_by_side_one_problem_per_row_one_model_per_column_rewards_u
     names = prose_names(json.loads(SMOKE_RUN.read_text(encoding="utf-8")))  # one spelling: "grpo" is GRPO in prose
     assert table["heads"] == ["problem", *(names.get(model, model) for model in samples)], table["heads"]
     first = next(iter(samples.values()))
-    assert [r["problem"] for r in table["rows"]] == [f"held-out problem {i}" for i in range(1, min(3, len(first)) + 1)]
+    shown = range(1, min(SIDE_BY_SIDE_PROBLEMS, len(first)) + 1)
+    assert [r["problem"] for r in table["rows"]] == [f"held-out problem {i}" for i in shown]
     for row in table["rows"]:
         assert len(set(row["tops"])) == 1, f"{row['problem']}: the models' answers are not on one row {row['tops']}"
         assert row["lefts"] == sorted(row["lefts"]), f"{row['problem']}: the models are not side by side"
         assert all(row["answers"]), row
+        assert not any(row["hidden"]), f"{row['problem']}: an answer's graded last line hides in a scroll box"
         for reward in row["rewards"]:
             assert reward and reward["under"], f"{row['problem']}: an answer without its rewards under it"
             assert "correct" in reward["text"] and "format" in reward["text"] and "=" in reward["text"], reward
     assert table["width"] <= table["room"] + 1, "the side-by-side table is wider than the page's column"
+
+
+LAYOUT = """
+const top = (e) => e.getBoundingClientRect().top + window.scrollY;
+const parts = Array.from(document.querySelectorAll("#appendix section.part > details"));
+return {appendix: top(document.getElementById("appendix")), page: document.documentElement.scrollHeight,
+        parts: parts.map((d) => ({id: d.parentElement.id, open: d.open,
+                                  summary: d.querySelector("summary").textContent.trim()})),
+        pitfalls: top(document.getElementById("pitfalls")),
+        tables: Array.from(document.querySelectorAll("#pitfalls table")).map((t) => t.id)};
+"""
+
+# Every sentence of the page's prose (paragraphs, list items, captions, summaries; not model text or table cells), with
+# every part of the appendix opened: what a reader who opens everything reads.
+SENTENCES = """
+document.querySelectorAll("details").forEach((d) => { d.open = true; });
+const prose = Array.from(document.querySelectorAll("p, li, figcaption, summary, caption"))
+  .filter((e) => !e.closest("pre, td, th") && !e.querySelector("p, li"));
+return prose.map((e) => e.innerText.replace(/\\s+/g, " ").trim());
+"""
+
+
+@pytest.mark.parametrize("page_name", ["smoke", "verdicts"])
+def test_the_appendix_folds_and_the_page_fits_fifteen_screens(driver, smoke_page, verdict_page,  # noqa: F811
+                                                               page_name):
+    """As it loads, every part of the appendix is closed to its title, numbered A.1, A.2, ... apart from the lessons;
+    the whole page is then at most 15 screens, and the pitfalls, with this run's own tables, stand above the appendix.
+    A part opens on a click."""
+    load(driver, smoke_page if page_name == "smoke" else verdict_page)
+    layout = driver.execute_script(LAYOUT)
+    print(f"\n#appendix at {layout['appendix']:.0f} px, page {layout['page']} px (appendix closed)")
+    assert layout["parts"] and not any(part["open"] for part in layout["parts"]), layout["parts"]
+    assert [part["summary"].split(" ")[0] for part in layout["parts"]] == \
+        [f"A.{i}" for i in range(1, len(layout["parts"]) + 1)]
+    assert layout["page"] <= PAGE_SCREENS * SCREEN[1], f"the page is {layout['page']} px with the appendix closed"
+    assert layout["appendix"] <= BODY_SCREENS * SCREEN[1]
+    assert layout["pitfalls"] < layout["appendix"]
+    assert {"pitfall-regex", "pitfall-group-size"} <= set(layout["tables"]), layout["tables"]
+    summary = driver.find_element("css selector", "#statistics > details > summary")
+    summary.click()
+    assert driver.execute_script('return document.querySelector("#statistics > details").open')
+    link = driver.find_element("css selector", 'a[href="#statistics"]')  # the headline's "how this is decided"
+    driver.execute_script('document.querySelector("#statistics > details").open = false; arguments[0].click();', link)
+    assert driver.execute_script('return document.querySelector("#statistics > details").open'), \
+        "a link into the appendix lands on a closed part"
+
+
+@pytest.mark.parametrize("page_name", ["smoke", "verdicts"])
+def test_no_sentence_of_a_hundred_characters_is_said_twice(driver, smoke_page, verdict_page, page_name):  # noqa: F811
+    import re
+    from collections import Counter
+
+    load(driver, smoke_page if page_name == "smoke" else verdict_page)
+    sentences = [s for text in driver.execute_script(SENTENCES)
+                 for s in re.split(r"(?<=[.!?])\s+(?=[A-Z(])", text) if len(s) >= SENTENCE]
+    twice = [s for s, n in Counter(sentences).items() if n > 1]
+    assert len(sentences) > 20, "the page's prose was not found"
+    assert not twice, f"said twice: {twice}"

@@ -200,10 +200,10 @@ def test_the_comparison_says_one_seed_and_shows_the_study_beside_each_row_once_b
     from thai_grpo.report.plan_words import VERDICT_WORDS
 
     results, samples = load_report_fixture()
-    without = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
+    without = render_report(results, samples, {}).split('<section id="comparison" class="part">')[1].split("</section>")[0]
     assert "One training seed per method" in without and "<code>snakemake --cores 2 seeds</code>" in without
     results["seed_study"] = study = _fixture_study()
-    comparison = render_report(results, samples, {}).split('<section id="comparison">')[1].split("</section>")[0]
+    comparison = render_report(results, samples, {}).split('<section id="comparison" class="part">')[1].split("</section>")[0]
     assert "Seed study (3 training seeds)" in comparison and "One training seed per method" in comparison
     table = comparison.split('class="numbers methods seed-summary"')[1].split("</table>")[0]
     grpo_row = table.split("<th>GRPO</th>")[1].split("</tr>")[0]

@@ -7,7 +7,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import FancyBboxPatch
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+from matplotlib.transforms import blended_transform_factory
 
 from thai_grpo.methods import kl
 from thai_grpo.report import glance, lessons, run_words
@@ -19,13 +20,15 @@ POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 def solve_rate_transitions(before, after) -> dict[str, int]:
     """Problems by how their correct count c_i moved from ``before`` to ``after``: ``moved_up`` (``newly_solved``: from
-    0), ``got_worse``, ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged`` (equal, > 0)."""
+    0), ``got_worse`` (``lost``: to 0), ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged``
+    (equal, > 0)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if b.shape != a.shape:
         raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
     return {
         "moved_up": int((a > b).sum()),
         "newly_solved": int(((a > 0) & (b == 0)).sum()),
+        "lost": int(((b > 0) & (a == 0)).sum()),  # solved at least once before, never after
         "got_worse": int((a < b).sum()),
         "no_signal_ever": int(((a == 0) & (b == 0)).sum()),
         "unchanged": int(((a == b) & (a > 0)).sum()),
@@ -39,17 +42,18 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
-    fig, axes = plt.subplots(3, 2, figsize=(10, 7.6), layout="constrained")
+    fig, axes = plt.subplots(3, 2, figsize=(10, 5.0), layout="constrained")
     ax = axes[0, 0]
     ax.plot(x, step_series(steps, "reward_mean"), color="black", lw=2, label="mean reward (sum)")
     for name, colour in REWARD_COLOURS.items():
         ax.plot(x, step_series(steps, "rewards", name), color=colour, marker=".", label=name)
-    ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 1.55))
-    ax.legend(fontsize=8, loc="upper left")
+    ax.set(title="Mean reward and its parts", ylabel="reward", ylim=(0, 2.1))  # headroom: the legend above the data
+    ax.legend(fontsize=7.5, loc="upper left", ncol=4, columnspacing=0.8, handlelength=1.5)
     ax = axes[0, 1]
-    ax.plot(x, step_series(steps, "frac_groups_nonzero_std"), marker="o", label="groups with std > 0")
-    ax.plot(x, 1 - step_series(steps, "frac_reward_zero_std_trl"), ls="--", color="grey",
-            label="TRL: 1 - frac_reward_zero_std")
+    ax.plot(x, step_series(steps, "frac_groups_nonzero_std"), marker="o", ms=5, mfc="white", lw=2.5, alpha=0.6,
+            label="groups with std > 0")
+    ax.plot(x, 1 - step_series(steps, "frac_reward_zero_std_trl"), ls="--", color="black", lw=1, zorder=3,
+            label="TRL: 1 - frac_reward_zero_std")  # on top: where the two agree, the dashes run through the markers
     ax.set(title="Groups that teach something", ylabel="fraction", ylim=(-0.02, 1.02))
     ax.legend(fontsize=8, loc="lower left")
     ax = axes[1, 0]
@@ -63,7 +67,7 @@ def plot_training_curves(steps: list[dict], path) -> None:
     axes[1, 1].plot(x, step_series(steps, "kl"), color="#0c8599", marker=".")
     axes[1, 1].set(title="KL(policy || reference), k3 estimate", ylabel="nats / token")
     axes[2, 0].plot(x, step_series(steps, "clipped_ratio"), color=NEGATIVE, marker=".")
-    axes[2, 0].set(title="Clipped ratio (hit max_completion_length)", ylabel="fraction", ylim=(-0.02, 1.02))
+    axes[2, 0].set(title="Truncated: completions cut at the length budget", ylabel="fraction", ylim=(-0.02, 1.02))
     axes[2, 1].bar(x, step_series(steps, "generated_tokens"), color=NEUTRAL)
     axes[2, 1].set(title="Generated tokens per step", ylabel="tokens")
     for ax in axes.flat:
@@ -97,6 +101,7 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT p
     axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
     axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
     for ax in axes.flat:
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))  # no "1e-5" multiplier over the panel's title
         ax.set_xlabel("step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
@@ -107,7 +112,7 @@ def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT p
 
 def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
     """Section 7's evidence for PPO: per step, the reward model's score it maximised beside the code reward."""
-    fig, axes = plt.subplots(1, 2, figsize=(9, 2.4), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 2.1), layout="constrained")
     x = step_series(steps, "step")
     for ax, key, title in ((axes[0], "score_mean", "What PPO maximised: its reward model's score"),
                            (axes[1], "reward_mean", "What the verifier pays: the code reward")):
@@ -120,7 +125,9 @@ def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
 
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
     """Bars of one group's advantages coloured by sign, each annotated with its reward."""
-    ax.set_title(title)
+    if group:
+        title += f", mean reward {np.mean(group['rewards']):.2f} (the line A = 0)"
+    ax.set_title(title, fontsize=10)
     if not group:
         ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
         return
@@ -129,12 +136,11 @@ def _advantage_panel(ax, group: dict | None, title: str) -> None:
     colours = [POSITIVE if a > 1e-9 else NEGATIVE if a < -1e-9 else NEUTRAL for a in adv]
     ax.bar(idx, adv, color=colours)
     ax.axhline(0, color="black", lw=0.8)
-    ax.text(0.02, 0.97, f"line A = 0: the group's mean reward, {np.mean(group['rewards']):.2f}", transform=ax.transAxes,
-            va="top", fontsize=9, color="dimgrey")
-    for i, a, r in zip(idx, adv, group["rewards"]):
-        ax.annotate(f"A={a:+.2f}\nr={_short(r)}", (i, a), xytext=(0, 3 if a >= 0 else -3), textcoords="offset points",
-                    ha="center", va="bottom" if a >= 0 else "top", fontsize=9)
-    ax.set(xticks=idx, xlabel="completion in the group", ylabel="advantage A_i")
+    for i, a in zip(idx, adv):  # the advantage on its bar, the reward under the axis: one short label per bar
+        ax.annotate(f"{a:+.2f}" if abs(a) >= 0.005 else "0", (i, a), xytext=(0, 2 if a >= 0 else -2),
+                    textcoords="offset points", ha="center", va="bottom" if a >= 0 else "top", fontsize=8.5)
+    ax.set_xticks(idx, [f"{i}\nr={_short(r)}" for i, r in zip(idx, group["rewards"])], fontsize=8.5)
+    ax.set(xlabel="completion in the group and its reward r", ylabel="advantage A_i")
 
 
 def _short(value: float) -> str:
@@ -148,7 +154,7 @@ def _step_of(group: dict | None) -> str:
 
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True, layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
     _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
     _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
@@ -174,7 +180,7 @@ def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
 
 def plot_grpo_vs_ppo(path) -> None:
     """Figure 5.2: the four models PPO keeps in memory beside GRPO's two, which share one frozen base with LoRA."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), layout="constrained")
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.1), layout="constrained")
     trained, frozen, code = "#b2f2bb", "#d0ebff", "#fff3bf"
     ppo = [("Policy (trained)", trained), ("Reference (frozen)", frozen),
            ("Reward model (frozen,\nfrom preference pairs)", frozen), ("Value model / critic\n(trained, GAE)", trained)]
@@ -221,24 +227,23 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
     k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
     neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
     neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5), layout="constrained",
+    fig, axes = plt.subplots(1, 2, figsize=(10, 2.9), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 2]})
     cats = np.arange(len(p))
     axes[0].bar(cats - 0.2, p, 0.4, label="p (policy)", color="#5f3dc4")
     axes[0].bar(cats + 0.2, q, 0.4, label="q (reference)", color=NEUTRAL)
     axes[0].set(title=f"Two categorical distributions\nKL(p || q) = {true_kl:.4f}", xlabel="token")
     axes[0].legend(fontsize=8)
-    _running_panel(axes[1], k1_runs, k3_runs, true_kl, "samples drawn from p")
-    axes[1].text(0.98, 0.04, f"single samples below 0: k1 {neg_k1:.0%}, k3 {neg_k3:.0%}",
-                 transform=axes[1].transAxes, ha="right", fontsize=9)
+    _running_panel(axes[1], k1_runs, k3_runs, true_kl, "samples drawn from p", legend="upper right")
+    axes[1].set_title(f"Running means; single samples below 0: k1 {neg_k1:.0%}, k3 {neg_k3:.0%}")
     for edge in (10, 500):
         axes[1].axvline(edge, color="grey", ls=":", lw=1)
-    axes[1].text(70, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
-                 ha="center", va="top", fontsize=8, color="dimgrey")
+    axes[1].text(12, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
+                 ha="left", va="top", fontsize=8, color="dimgrey")
     save_figure(fig, path)
 
 
-def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_label="true KL") -> None:
+def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_label="true KL", legend="best") -> None:
     """Running-mean bands of k1 and k3 on a log x-axis, with a horizontal reference line."""
     x = np.arange(1, k1_runs.shape[1] + 1)
     _k_band(ax, k1_runs, x, "#e8590c", "k1 = log(p/q)")
@@ -249,7 +254,7 @@ def _running_panel(ax, k1_runs, k3_runs, reference: float, xlabel: str, ref_labe
     lo, hi = min(bands[0].min(), reference), max(bands[1].max(), reference)
     pad = 0.1 * max(hi - lo, 1e-4)
     ax.set(xscale="log", xlabel=xlabel, ylabel="running mean estimate", ylim=(lo - pad, hi + pad))
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc=legend)
     ax.grid(alpha=0.3)
 
 
@@ -268,7 +273,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
     runs = {name: np.array([kl.running_mean(values[o]) for o in orders]) for name, values in columns.items()}
     reference = float(columns["exact"].mean()) if summary else float(columns["k3"].mean())
     if summary:  # (a) across the top, (b) and (c) beside each other under it: each panel readable at page width
-        panels = plt.figure(figsize=(10, 5.8), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
+        panels = plt.figure(figsize=(10, 4.5), layout="constrained").subplot_mosaic([["a", "a"], ["b", "c"]])
         fig, ax = panels["a"].figure, panels["a"]
     else:
         fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
@@ -290,14 +295,18 @@ def _estimator_means_panel(ax, summary: dict) -> None:
     for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
         m = means[name]
         ax.errorbar([x - 0.08], [m["mean"]], yerr=[[m["mean"] - m["low"]], [m["high"] - m["mean"]]], fmt="o",
-                    color=colour, lw=3, capsize=4, label="bootstrap over problems" if x == 0 else None)
+                    color=colour, lw=3, capsize=4,
+                    label="bootstrap over problems (which were drawn)" if x == 0 else None)
         if name in exact_se:
             half = 1.96 * exact_se[name]
             ax.errorbar([x + 0.08], [m["mean"]], yerr=[[half], [half]], fmt="s", color=colour, lw=1, capsize=4,
                         mfc="white", label="+-1.96 exact standard error" if name == "k1" else None)
     ax.axhline(means["exact"]["mean"], color="black", ls="--", lw=1)
     ax.set_xticks(range(3), ["exact KL", "k1", "k3"])
-    ax.set(title="(b) mean per token, 95% intervals", ylabel="nats / token")
+    better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
+    ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else float("inf")
+    ax.set(title=f"(b) open bars: {better}'s own error {ratio:.{0 if ratio >= 10 else 1}f}x smaller",
+           ylabel="nats / token")
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3, axis="y")
 
@@ -309,9 +318,11 @@ def _regimes_panel(ax, regimes: list[dict]) -> None:
         ax.plot(x, [r[f"sd_{name}"] for r in regimes], "-o", color=colour, label=f"{name}: exact sd per token")
         ax.plot(x, [r[f"rmse_{name}"] for r in regimes], "s", color=colour, mfc="white",
                 label=f"{name}: observed rms error")
+    lowest = min(min(r["sd_k1"], r["sd_k3"], r["rmse_k1"], r["rmse_k3"]) for r in regimes)
+    ax.set_ylim(bottom=lowest / 6)  # a free band under the data for each bin's token count
+    at = blended_transform_factory(ax.transData, ax.transAxes)
     for r in regimes:
-        ax.annotate(f"{r['tokens']:,}", (r["mean_kl"], min(r["sd_k1"], r["sd_k3"], r["rmse_k1"], r["rmse_k3"])),
-                    textcoords="offset points", xytext=(0, -12), ha="center", fontsize=7, color="dimgrey")
+        ax.text(r["mean_kl"], 0.03, f"{r['tokens']:,}", transform=at, ha="center", fontsize=7, color="dimgrey")
     ax.set(xscale="log", yscale="log", xlabel="exact KL at the token's position (bin mean; tokens per bin)",
            ylabel="error of one token's estimate", title="(c) who wins, by divergence regime")
     ax.legend(fontsize=7, loc="best")
@@ -342,15 +353,14 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
     higher, red where lower) and written at k = 1 and k = n: "polish, not create" is a gap that closes as k grows."""
     k = np.arange(1, min(len(before), len(after)) + 1)
     b, a = np.asarray(before, float)[: len(k)], np.asarray(after, float)[: len(k)]
-    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(7, 2.9), layout="constrained")
     ax.fill_between(k, b, a, where=a >= b, interpolate=True, color=POSITIVE, alpha=0.25, lw=0)
     ax.fill_between(k, b, a, where=a < b, interpolate=True, color=NEGATIVE, alpha=0.25, lw=0)
     ax.plot(k, b, color="black", ls="--", marker="o", label=labels[0])
     ax.plot(k, a, color="#1f77b4", marker="o", label=labels[1])
-    for i in sorted({0, len(k) - 1}):  # the gap's size under both curves, at the first and the last k
-        ax.annotate(f"{100 * (a[i] - b[i]):+.1f} points", (k[i], min(a[i], b[i])), xytext=(0, -10),
-                    textcoords="offset points", ha="left" if i == 0 else "right", va="top", fontsize=10)
-    ax.set(title=f"Held-out pass@k: {labels[0]} vs {labels[1]}", xlabel="k", ylabel="pass@k", ylim=(-0.02, 1.02))
+    gaps = f"gap {100 * (a[0] - b[0]):+.1f} points at k = 1, {100 * (a[-1] - b[-1]):+.1f} at k = {k[-1]}"
+    ax.set(title=f"Held-out pass@k: {labels[0]} vs {labels[1]}\n{gaps}", xlabel="k", ylabel="pass@k",
+           ylim=(-0.02, 1.02))
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
@@ -359,23 +369,19 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
 
 def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
                             seed: int = 0) -> dict[str, int]:
-    """Per-problem solve rate c_i / n before vs after training (jittered); writes and returns its transitions."""
+    """Per-problem solve rate c_i / n before vs after training (jittered); writes it and returns its transitions (the
+    report's table beside it, not a box over the points)."""
     b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
     counts = solve_rate_transitions(before_counts, after_counts)
     rng = np.random.default_rng(seed)
     jitter = min(0.25 / n, 0.03)
     colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
-    fig, ax = plt.subplots(figsize=(5.5, 5), layout="constrained")
+    fig, ax = plt.subplots(figsize=(4.6, 3.4), layout="constrained")
     ax.scatter(b + rng.uniform(-jitter, jitter, b.size), a + rng.uniform(-jitter, jitter, a.size),
                c=list(colour), alpha=0.6, s=22, edgecolors="none")
     ax.plot([0, 1], [0, 1], color="black", lw=0.8, ls="--")
     ax.set(xlim=(-0.07, 1.07), ylim=(-0.07, 1.07), xlabel=f"solve rate, {labels[0]}",
            ylabel=f"solve rate, {labels[1]}", title="Per-problem solve rate (c / n)")
-    text = (f"moved up: {counts['moved_up']} (newly solved {counts['newly_solved']})\n"
-            f"got worse: {counts['got_worse']}\nunchanged: {counts['unchanged']}\n"
-            f"p = 0 in both (no signal ever): {counts['no_signal_ever']}")
-    ax.text(0.98, 0.03, text, transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
-            bbox=dict(fc="white", ec="#ced4da"))
     ax.grid(alpha=0.3)
     save_figure(fig, path)
     return counts

@@ -27,25 +27,26 @@ from thai_grpo.report.verdicts import (health_verdict, kl_takeaway, narrowing_nu
 
 DEFAULT_TEMPLATE_DIR = Path(__file__).resolve().parents[2] / "report"
 TEMPLATE_NAME = "template.html.j2"
-SECTIONS = [  # the chapter's lessons in its order, then the appendix (the proofs a reader opens on purpose)
+SECTIONS = [  # the chapter's lessons in its order and its pitfalls; then the appendix, the proofs opened on purpose
     ("advantages", "1. Figure 5.1: group-relative advantages, and a calculator"),
-    ("groups", "2. Real groups from training"),
-    ("training", "3. Training curves"),
+    ("groups", "2. Real groups from training, under GRPO and Dr.GRPO"),
+    ("training", "3. Training curves and the health of the run"),
     ("grpo-vs-ppo", "4. Figure 5.2: what GRPO removes from PPO"),
     ("kl", "5. Figure 5.3: k1 vs k3 KL estimators"),
     ("polish", "6. Polish versus create"),
     ("methods", "7. Comparison across methods"),
     ("samples", "8. Samples side by side"),
+    ("pitfalls", "9. Pitfalls, measured on this run"),
 ]
 APPENDIX = [
-    ("pitfalls", "9. Pitfalls"),
-    ("headline", "10. What happened, method by method"),
-    ("statistics", "11. Statistics note"),
-    ("run-card", "12. Run card"),
-    ("heldout", "13. Held-out results in full"),
-    ("comparison", "14. Comparison across methods in full"),
-    ("kl-detail", "15. The KL estimators in detail"),
-    ("samples-full", "16. Samples in full"),
+    ("headline", "A.1 What happened, method by method"),
+    ("statistics", "A.2 Statistics note"),
+    ("run-card", "A.3 Run card: settings, departures, time, tokens"),
+    ("heldout", "A.4 Held-out results in full"),
+    ("comparison", "A.5 Comparison across methods in full"),
+    ("kl-detail", "A.6 The KL estimators in detail"),
+    ("samples-full", "A.7 Samples in full"),
+    ("experiments", "A.8 The optional experiments: pitfall variants, reward hacking, loss family"),
 ]
 PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling temperature",
                   "reward_hacking": "Reward hacking: the lenient format regex",
@@ -313,6 +314,15 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
         "ppo_lesson": lessons.ppo_lesson(results),
         "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
+        "kl_lesson": lessons.kl_lesson(results, kl_takeaway(kl_summary) if kl_summary else None),
+        "dr_grpo_lesson": lessons.dr_grpo_lesson(results, next(iter(lessons.same_group_pairs(groups_stored)), None)),
+        "reward_floor": lessons.reward_floor(train.get("steps") or [], groups_stored),
+        "length_lesson": lessons.length_lesson(results),
+        "clip_lesson": lessons.clip_lesson(results),
+        "cost_lesson": lessons.cost_lesson(results, _method_rows(results)),
+        "health_numbers": lessons.health_numbers(train.get("steps") or [], health),
+        "pitfall_numbers": train.get("pitfalls"),
+        "grpo_config": (results.get("config") or {}).get("grpo") or {},
         "config_json": json.dumps(results.get("config") or {}, indent=2, ensure_ascii=False, sort_keys=True),
         "run": run,
         "benchmarks": benchmarks,

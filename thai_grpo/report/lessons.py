@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 
+from thai_grpo.core.rewards import FORMAT_REWARD, THAI_REWARD
+from thai_grpo.evaluation.plan import VERDICTS
+from thai_grpo.methods import kl
 from thai_grpo.methods.health import first_and_last
+from thai_grpo.report import glance
+from thai_grpo.report.verdicts import pair_test, versus_verdict
 
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
+SIDE_BY_SIDE_PROBLEMS = 2  # the body's side-by-side rows (the appendix has every SAMPLE_PROBLEMS)
 
 
 PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
@@ -127,7 +134,7 @@ def side_by_side(samples: dict[str, list[dict]]) -> dict:
         return {"models": [], "rows": []}
     by_id = {model: {p.get("id"): p for p in problems} for model, problems in samples.items()}
     rows = []
-    for problem in samples[models[0]]:
+    for problem in samples[models[0]][:SIDE_BY_SIDE_PROBLEMS]:
         cells = {}
         for model in models:
             p = by_id[model].get(problem.get("id"))
@@ -138,3 +145,118 @@ def side_by_side(samples: dict[str, list[dict]]) -> dict:
                             "solved": sum(c.get("correct", 0) > 0 for c in completions)}
         rows.append({**problem, "cells": cells})
     return {"models": models, "rows": rows}
+
+
+# --------------------------------------------------------------------------- where the run departs, and why
+def departure(run: dict, key: str) -> dict | None:
+    """The run card's departure from the chapter at ``key`` (``grpo.learning_rate``), or None where it has none."""
+    return next((d for d in run.get("chapter_departures") or [] if d["key"] == key), None)
+
+
+def kl_lesson(results: dict, takeaway: dict | None) -> dict | None:
+    """Why this run's tokens favour the estimator they do: its learning rate against the chapter's (``lr``), the KL
+    its training reached (k3, mean of the last third of its steps), the share of token positions where k3 has the lower
+    variance, and how often a single k1 is negative (what a k1 penalty would pay the policy for moving away)."""
+    kl_real = results.get("kl_real") or {}
+    summary = kl_real.get("summary")
+    if not summary or not takeaway:
+        return None
+    lr = departure(results.get("run") or {}, "grpo.learning_rate")
+    logp, logq = np.asarray(kl_real.get("logp_policy") or [], float), np.asarray(kl_real.get("logp_ref") or [], float)
+    return {"better": takeaway["better"], "ratio": takeaway["ratio"], "agrees": takeaway["agrees"],
+            "lr": {**lr, "factor": lr["value"] / lr["chapter"]} if lr else None,
+            "train_kl": step_means((results.get("train") or {}).get("steps") or [], "kl")[1],
+            "exact_kl": summary["means"]["exact"]["mean"], "share_k3": summary["share_k3_lower_variance"],
+            "k1_negative": float(np.mean(kl.k1(logp, logq) < 0)) if logp.size else None}
+
+
+def unanimity(rewards: list[float]) -> dict:
+    """How alike a group is: the commonest reward, how many of the G share it, the lone other one's index when all
+    but one agree (the chapter's near-unanimous group, which dividing by the std over-weights)."""
+    values, counts = np.unique(rewards, return_counts=True)
+    common = int(np.argmax(counts))
+    near = int(counts[common]) == len(rewards) - 1
+    lone = next(i for i, r in enumerate(rewards) if r != values[common]) if near else None
+    return {"reward": float(values[common]), "count": int(counts[common]), "size": len(rewards),
+            "near_unanimous": near, "lone": lone}
+
+
+def dr_grpo_lesson(results: dict, pair: tuple[dict, dict] | None) -> dict | None:
+    """The GRPO/Dr.GRPO pair of one group: how unanimous it is and the lone answer's advantage under each rule; and
+    what Dr.GRPO's training gave against GRPO's (held-out pass@1, the plan's paired test) in a sentence."""
+    test = pair_test((results.get("comparison") or {}).get("pairwise") or [], "dr_grpo", "grpo")
+    names = glance.prose_names(results)
+    verdict = (versus_verdict(test, names.get("dr_grpo", "Dr.GRPO"), names.get("grpo", "GRPO"), trained_from=False)
+               if test and test.get("verdict") in VERDICTS else None)
+    verdict = {"verdict": verdict, "test_verdict": test.get("verdict")} if verdict else {"verdict": None}
+    if not pair:
+        return verdict if verdict["verdict"] else None
+    grpo, dr = pair if pair[0]["calculator"] == "grpo" else pair[::-1]
+    shape = unanimity([row["reward"] for row in grpo["rows"]])
+    lone = shape["lone"]
+    return {**shape, **verdict, "lone_reward": grpo["rows"][lone]["reward"] if shape["near_unanimous"] else None,
+            "grpo": grpo["rows"][lone]["advantage"] if shape["near_unanimous"] else None,
+            "dr": dr["rows"][lone]["advantage"] if shape["near_unanimous"] else None}
+
+
+def reward_floor(steps: list[dict], groups: list[dict]) -> dict | None:
+    """The share of step 1's completions already paid the format and the Thai reward (each reward's step-1 mean over
+    its value), and the distinct rewards of the main run's stored groups: with both paid from the start, a group's
+    rewards differ only by correctness."""
+    first = (steps[0].get("rewards") or {}) if steps else {}
+    if "format" not in first or "thai" not in first:
+        return None
+    values = sorted({row["reward"] for g in groups if g["run"] == groups[0]["run"] for row in g["rows"]})
+    return {"format": first["format"] / FORMAT_REWARD, "thai": first["thai"] / THAI_REWARD, "values": values}
+
+
+def length_lesson(results: dict) -> dict | None:
+    """Completion length over training (first and last third) against the run's budget and the chapter's, SFT's
+    held-out completion length and the truncated share: why the longer-reasoning moment does or does not come."""
+    steps, run = (results.get("train") or {}).get("steps") or [], results.get("run") or {}
+    length = step_means(steps, "completion_length_mean")
+    if None in length:
+        return None
+    budget = departure(run, "grpo.max_completion_length")
+    return {"first": length[0], "last": length[1], "grows": length[1] > 1.2 * length[0],  # health's 20%
+            "budget": ((results.get("config") or {}).get("grpo") or {}).get("max_completion_length"),
+            "chapter_budget": budget["chapter"] if budget else None,
+            "sft_length": ((results.get("eval") or {}).get("sft") or {}).get("mean_completion_length"),
+            "truncated": step_means(steps, "clipped_ratio")[1]}
+
+
+def clip_lesson(results: dict) -> dict | None:
+    """GRPO's clip fraction: zero at every step when each batch is used once (``num_iterations`` 1, on-policy: the
+    ratio to the sampling policy is exactly 1); None without clip records."""
+    steps = (results.get("train") or {}).get("steps") or []
+    clips = [s["clip_ratio"] for s in steps if s.get("clip_ratio") is not None]
+    if not clips:
+        return None
+    grpo = (results.get("config") or {}).get("grpo") or {}
+    return {"steps": len(clips), "never": max(clips) == 0, "mean": float(np.mean(clips)),
+            "num_iterations": grpo.get("num_iterations", 1), "epsilon": grpo.get("epsilon")}
+
+
+def cost_lesson(results: dict, methods: list[dict]) -> dict | None:
+    """What peak memory measures here: the base's own size in float32 against the smallest and largest peak of the
+    trained methods (the runtime dominates when the model is a small part), and whether SFT's row is a shipped
+    adapter (no training: its time and memory are a load)."""
+    peaks = {m["method"]: m["peak_memory_mb"] for m in methods if m.get("model") not in ("base", "sft")
+             and isinstance(m.get("peak_memory_mb"), (int, float))}
+    parameters = ((results.get("run") or {}).get("model") or {}).get("base_parameters")
+    if not peaks or not parameters:
+        return None
+    sft = next((m for m in methods if m.get("model") == "sft"), {})
+    return {"model_mb": 4 * parameters / 1e6, "parameters": parameters, "peaks": peaks,
+            "runtime_dominates": 4 * parameters / 1e6 < 0.1 * min(peaks.values()),
+            "sft_shipped": ((results.get("config") or {}).get("sft") or {}).get("source") == "shipped",
+            "sft_seconds": sft.get("train_seconds"), "sft_mb": sft.get("peak_memory_mb")}
+
+
+def health_numbers(steps: list[dict], health: dict) -> dict:
+    """The numbers behind each health badge: the truncated share of the last third of steps (flag at 90%), length and
+    accuracy first -> last third (flag: length +20% with accuracy up < 0.02), the hollow think blocks paid, the lost
+    updates."""
+    return {"truncated": step_means(steps, "clipped_ratio")[1], "length": step_means(steps, "completion_length_mean"),
+            "accuracy": step_means(steps, "accuracy"), "hollow": step_means(steps, "hollow_think_paid_share"),
+            "lost": sum((health.get("lost_updates") or {}).values())}

@@ -428,6 +428,7 @@ def assemble(config: dict, split_stats: dict, scores: dict, trains: dict, benchm
         },
         "train": {"variant": main, "steps": main_train.get("steps", []),
                   "example_groups": main_train.get("example_groups", {}),
+                  "pitfalls": main_train.get("pitfalls"),  # rollouts.pitfall_numbers, where it sampled rollouts
                   "health": training_health(main_train.get("steps", []))},
         "runs": {name: _run_summary(name, t, plans.get(name)) for name, t in trains.items()},
         "eval": scores,

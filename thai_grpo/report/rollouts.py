@@ -3,9 +3,11 @@ the G of a prompt side by side): groups to browse, and the completions whose thi
 
 from __future__ import annotations
 
+from math import comb
+
 import numpy as np
 
-from thai_grpo.core.rewards import hollow_think
+from thai_grpo.core.rewards import format_reward, hollow_think
 
 HOLLOW_THINKS_KEPT = 8  # a run's hollow-think completions shown: the first half seen, then the latest
 
@@ -57,3 +59,24 @@ def hollow_think_completions(rollouts: list[dict], kept: int = HOLLOW_THINKS_KEP
     ordered = [example for step in sorted(per_step) for example in per_step[step]]
     first = kept // 2
     return ordered if len(ordered) <= kept else ordered[:first] + ordered[first:][first - kept:]
+
+
+def signal_share(rewards: list[float], size: int) -> float:
+    """The share of a group's ``size``-subsets whose rewards differ (the only ones with a learning signal): 1 minus,
+    over each distinct reward v held by n_v completions, C(n_v, size) / C(G, size)."""
+    counts = np.unique(np.round(np.asarray(rewards, dtype=float), 6), return_counts=True)[1]
+    return 1.0 - sum(comb(int(n), size) for n in counts) / comb(len(rewards), size)
+
+
+def pitfall_numbers(rollouts: list[dict], group_size: int) -> dict:
+    """The chapter's pitfalls measured on a run's own rollouts: how many completions the strict format regex
+    (``<think>.+?</think>``) paid, how many the lenient one (``.*?``) would have, and the share of groups with a
+    learning signal had G been 2, 4, ... up to the run's own G (every subset of each group of G counted once)."""
+    texts = [line["completion"] for line in rollouts]
+    groups = [[line["reward"] for line in rollouts[i:i + group_size]] for i in range(0, len(rollouts), group_size)]
+    sizes = [g for g in (2, 4, 8, 16) if g < group_size] + [group_size]
+    return {"completions": len(texts), "groups": len(groups), "group_size": group_size,
+            "format_paid": {"strict": sum(format_reward(t) > 0 for t in texts),
+                            "lenient": sum(format_reward(t, lenient=True) > 0 for t in texts)},
+            "hollow_paid": sum(hollow_think(t) and format_reward(t) > 0 for t in texts),
+            "signal_by_group_size": {str(g): float(np.mean([signal_share(r, g) for r in groups])) for g in sizes}}
