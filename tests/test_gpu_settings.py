@@ -368,6 +368,6 @@ def test_ppos_16_bit_path_updates_float32_parameters(tiny_model_dir, tiny_adapte
                            temperature=1.0)
     stats, updates = _update(rollout, 1, settings, 42, models, torch.optim.AdamW(params, lr=1e-2), params)
     assert all(math.isfinite(value) for value in stats.values()) and stats["approx_kl"] == 0.0
-    assert updates == [{"step": 1, "optimizer_step_skipped": False, "nonfinite_grad": False}]
+    assert updates == [{"step": 1, "optimizer_step_skipped": False, "nonfinite_grad": False, "scaler_redos": 0}]
     assert any(not torch.equal(a, b) for a, b in zip(before, params))
     assert all(p.dtype == torch.float32 for p in params)
