@@ -128,7 +128,11 @@ def test_make_wheels_downloads_every_pin_but_torch_without_resolving(tmp_path):
 # ----------------------------------------------------------------------------------------- the rehearsal's pieces
 def test_presets_keep_the_real_config_but_its_sizes():
     cpu, chapter = rehearsal_config(REAL, "cpu"), rehearsal_config(REAL, "chapter")
-    assert (cpu["grpo"]["max_steps"], chapter["grpo"]["max_steps"]) == (1, 3)  # the chapter's: float16's scale calibrates
+    from thai_grpo.core.config import variant_settings
+
+    steps = {name: variant_settings(chapter, name)["grpo"]["max_steps"] for name in ("grpo", "grpo_fast", "rloo")}
+    assert steps == {"grpo": 3, "grpo_fast": 1, "rloo": 1}  # the grpo variant's three: float16's scale calibrates
+    assert variant_settings(cpu, "grpo")["grpo"]["max_steps"] == 1
     for config in (cpu, chapter):
         assert config["grpo"]["beta"] == REAL["grpo"]["beta"]
         assert config["base"]["name_or_path"] == "Qwen/Qwen3-0.6B" and config["variants"]["ppo"]["ppo"]["max_steps"] == 1
@@ -283,5 +287,5 @@ def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
     assert GPU_CHECK_PASSES["float16-t4"][:2] == ("float16", CARD_GIB)
     assert {"ppo", "sample", "decode_stops"} <= set(GPU_CHECK_PASSES["float16-t4"][2])
     assert "sample" not in GPU_CHECK_PASSES["bfloat16"][2]
-    assert PRESETS["chapter"]["grpo"]["max_steps"] == 3
+    assert PRESETS["chapter"]["variants"]["grpo"]["grpo"]["max_steps"] == 3
     assert "decode_stops" in rehearse_module().ORDER

@@ -156,6 +156,8 @@ def test_make_gpu_check_takes_about_twelve_minutes_on_an_h100_by_the_plan(checke
     """Its three passes on an 80 GB card (float16 every stage; the trainers in bfloat16; float16 within a T4's memory,
     where PPO's smaller chunks cost most) predicted by the fitted costs: about 12 minutes, the capped pass's PPO at the
     sizes a T4 chooses."""
+    from thai_grpo_tools.rehearsal_full import rehearsal_config
+
     passes = tp.gpu_check_seconds(REAL, checked["costs"], tm.H100, int(RECORDS[0]["prompt_tokens"]),
                                   ("float16", "bfloat16", "float16-t4"))
     minutes = sum(sum(stages.values()) for stages in passes.values()) / 60
@@ -163,3 +165,6 @@ def test_make_gpu_check_takes_about_twelve_minutes_on_an_h100_by_the_plan(checke
     assert minutes <= 12.5
     assert "token_logprobs" not in passes["bfloat16"] and "decode_stops" in passes["float16-t4"]
     assert passes["float16-t4"]["ppo"] > passes["float16"]["ppo"]  # a T4's chunks: more calls for the same work
+    config = rehearsal_config(REAL, "chapter", tm.H100.memory_gib)
+    assert (tp.trainer_steps("grpo", config), tp.trainer_steps("rloo", config), tp.trainer_steps("ppo", config)) == \
+        (3, 1, 1)  # the grpo variant's three steps counted, each one step's work

@@ -11,8 +11,8 @@ per problem), since a random policy yields none.
 
 Sizes (``PRESETS``) are overrides merged on top of the real config, as ``--configfile`` merges them: ``cpu`` shrinks
 rows and lengths so that every stage takes one or two optimizer steps in minutes on 2 cores; ``chapter`` keeps the
-chapter's batch sizes and lengths and only stops each trainer after one optimizer step (GRPO after three). The memory plan predicts at
-exactly the merged sizes (``plans``), so each stage's measured peak is compared with its own prediction.
+chapter's batch sizes and lengths and only stops each trainer after one optimizer step (the grpo variant after three).
+The memory plan predicts at exactly the merged sizes (``plans``), so each stage's measured peak is compared with its own prediction.
 """
 
 from __future__ import annotations
@@ -38,9 +38,10 @@ PRESETS = {
                                               "num_mini_batches": 1}}},
         "eval": {"num_samples": 2, "batch_size": 2, "max_new_tokens": 16, "ks": [1, 2]},
     },
-    "chapter": {  # GRPO three steps: float16's loss scale calibrates on its first ones (lost updates counted)
-        "grpo": {**STEP, "max_steps": 3}, "reward_model": {"args": STEP},
-        "variants": {"dpo": {"dpo": STEP}, "ppo": {"ppo": {"max_steps": 1}},
+    "chapter": {
+        "grpo": STEP, "reward_model": {"args": STEP},
+        "variants": {"grpo": {"grpo": {"max_steps": 3}},  # float16's loss scale calibrates on its first steps
+                     "dpo": {"dpo": STEP}, "ppo": {"ppo": {"max_steps": 1}},
                      "ppo_verifier": {"ppo": {"max_steps": 1}}},
     },
 }

@@ -151,6 +151,14 @@ def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, sha
     raise ValueError(f"no work model for the rehearsal's stage {stage!r}")
 
 
+def trainer_steps(stage: str, config: dict) -> int:
+    """The optimizer steps a GRPO-family stage of ``tools/rehearse_full.py`` makes under ``config`` (its variant's
+    ``max_steps``; ``rehearsal_stage_work`` counts one); 1 for any other stage."""
+    if stage not in ("grpo", "grpo_fast", "rloo"):
+        return 1
+    return int({**config["grpo"], **config["variants"].get(stage, {}).get("grpo", {})}["max_steps"])
+
+
 def card_of(machine: str) -> Card:
     for card in (H200, H100, A100, T4):
         if card.name.split()[0] in machine:
@@ -174,6 +182,8 @@ def measured_stages(records: list[dict], real: dict, shape: Shape) -> list[dict]
             compiles = stage["stage"] in FUSED_HEAD_STAGES and not compiled
             compiled = compiled or compiles
             work = rehearsal_stage_work(stage["stage"], config, int(record["prompt_tokens"]), sizes, shape)
+            if stage["stage"] in ("grpo", "grpo_fast", "rloo"):
+                work = work * int(stage.get("steps") or 1)  # the steps the record's stage made (one step's work above)
             rows.append({"stage": stage["stage"], "dtype": record["dtype"], "card": card_of(record["machine"]),
                          "position": position, "measured_s": float(stage["seconds"]),
                          "work": work + Work(fused_head_compiles=compiles)})
@@ -216,9 +226,9 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
                             dataclasses.replace(sft, lora_dropout=0.0), value)
         sizes = {"heldout_problems": int(config["eval"]["batch_size"]), "samples": int(config["eval"]["num_samples"]),
                  "ppo": chunks}
-        steps = {"grpo": int(config["grpo"]["max_steps"])}
         out[name] = {stage: seconds(rehearsal_stage_work("sample" if stage == "decode_stops" else stage, config,
-                                                         prompt, sizes, QWEN3_0_6B) * steps.get(stage, 1), card, costs)
+                                                         prompt, sizes, QWEN3_0_6B) * trainer_steps(stage, config),
+                                    card, costs)
                      for stage in stages}
     return out
 
