@@ -108,13 +108,18 @@ def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
             "phases_gib": {phase: gib(sum(pieces.values())) for phase, pieces in phases.items()}}
 
 
+def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
+    """One decoder layer's working set while ``prompts`` prompts of ``prompt`` tokens are prefilled: the MLP's gate, up
+    and SiLU outputs, the attention's queries and output, keys and values, and two hidden states."""
+    return prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim + 2 * shape.hidden_size)
+
+
 def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None) -> dict:
     """One ``generate`` call of TRL's rollouts on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them
     the prompt): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
     (x 3: scores, processed scores, probabilities); ``trained``: the trainer's parameters held meanwhile."""
-    working = sequences * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
-                                    2 * shape.hidden_size)
+    working = prefill_layer_floats(shape, sequences, prompt)
     kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
@@ -136,8 +141,7 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
       ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
       last step's logits."""
     prompts = -(-sequences // samples)
-    working = prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim +
-                                  2 * shape.hidden_size)
+    working = prefill_layer_floats(shape, prompts, prompt)
     kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
     row_logits = shape.vocab_size * 4  # float32 logits of one position
     step_logits = sequences * (row_logits + (shape.vocab_size * compute_bytes if compute_bytes < 4 else 0))

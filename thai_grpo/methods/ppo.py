@@ -435,15 +435,14 @@ def sized_for_card(settings: PPOSettings, base_dir: str | Path, adapter_dir: str
     free when the job started. ``value_adapter_dir``: the adapter the value model starts from."""
     if settings.chunk_floats != "auto":
         return settings
+    from thai_grpo.core.io import read_json
     from thai_grpo.jobs.devices import job_device
     from thai_grpo.jobs.memory_plan import Lora, Shape
     from thai_grpo.jobs.memory_stages import ppo_chunk_floats_for_card, sizing_gib
 
-    def read(folder, name: str) -> dict:
-        return json.loads((Path(folder) / name).read_text(encoding="utf-8"))
-
-    sft, value = (Lora.from_config(read(folder, "adapter_config.json")) for folder in (adapter_dir, value_adapter_dir))
-    floats = ppo_chunk_floats_for_card(Shape.from_config(read(base_dir, "config.json")), sft, value,
+    sft, value = (Lora.from_config(read_json(Path(folder) / "adapter_config.json"))
+                  for folder in (adapter_dir, value_adapter_dir))
+    floats = ppo_chunk_floats_for_card(Shape.from_config(read_json(Path(base_dir) / "config.json")), sft, value,
                                        dataclasses.asdict(settings), settings.max_completion_length,
                                        sizing_gib(job_device()))
     return dataclasses.replace(settings, chunk_floats=floats)
