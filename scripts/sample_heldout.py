@@ -36,7 +36,8 @@ with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line sto
         tokenizer = load_tokenizer(snakemake.input.base)
         records = sample_heldout(model, tokenizer, rows, snakemake.params.system_prompt, ev["num_samples"],
                                  ev["max_new_tokens"], ev["temperature"], sizes["batch_size"], ev["seed"],
-                                 ev.get("chat_template_kwargs"), progress=progress)
+                                 ev.get("chat_template_kwargs"), progress=progress,
+                                 cuda_graphs=ev.get("cuda_graphs", False) and model.device.type == "cuda")
         records = [{**record, "dtype": weights_dtype(model)} for record in records]  # for the scores and the run card
     write_jsonl(snakemake.output.samples, [{**record, **precision} for record in records])  # the scores copy them
     write_json(snakemake.output.sizes, {**sizes, **precision})

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.models.sampling import (encode_prompts, generation_config, row_seeds, sample_continuations,
+from thai_grpo.models.sampling import (CounterGumbel, encode_prompts, generation_config, row_seeds, sample_continuations,
                                        seeded_per_row, stop_token_ids)
 
 SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "tiny-base"
@@ -28,7 +28,7 @@ def todays_path(model, encoded, config, seeds):
     """What held-out sampling ran before the decode loop: ``generate`` with each prompt prefilled once."""
     from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
 
-    greedy, processors = seeded_per_row(config, seeds, model.device)
+    greedy, processors = seeded_per_row(config, seeds, model.device, encoded["input_ids"].shape[1])
     with torch.no_grad():
         return generate_sharing_prompts(model, encoded["input_ids"], encoded["attention_mask"], greedy,
                                         logits_processor=processors)
@@ -123,10 +123,11 @@ def test_the_qwen3_shaped_standin_samples_what_todays_path_samples(standin, kind
     assert len(set(steps)) > 1, steps
 
 
-def test_a_prompt_is_held_once_and_finished_rows_leave_the_batch(standin, monkeypatch):
-    """The prefill runs each prompt once; decode step t runs exactly the rows that have not stopped by token t; the
-    completion buffers are allocated once, as long as the budget, and moved only when the buffers are compacted
-    (here: once two of the six prompts have all their samples stopped); the prompts' keys have one row per prompt."""
+def test_a_prompt_is_held_once_and_a_steps_shape_changes_only_when_its_bucket_does(standin, monkeypatch):
+    """The prefill runs each prompt once; every decode step runs all rows of its bucket (finished rows masked, not
+    removed), so its row count is a bucket of ``row_buckets`` x samples and changes only at a stop check; the
+    completion buffers are allocated once, as long as the budget, and moved only when the bucket shrinks (here: at
+    least once, as prompts finish); the prompts' keys have one row per prompt."""
     import thai_grpo.models.decoding as decoding
 
     models, tokenizer, encoded = standin
@@ -137,30 +138,72 @@ def test_a_prompt_is_held_once_and_finished_rows_leave_the_batch(standin, monkey
     today = todays_path(model, encoded, config, seeds)
     forwards, buffers = [], []
     hook = model.get_input_embeddings().register_forward_pre_hook(lambda _, args: forwards.append(args[0].shape))
-    step = decoding.decode_step
 
-    def recorded_step(*args):
-        logits = step(*args)
-        cache = args[-1]
+    def recorded_step(model, tokens, cache):
         buffers.append((cache.keys[0].data_ptr(), cache.keys[0].shape[2], cache.prompt_keys[0].shape[0]))
-        return logits
+        return decoding.decode_step(model, tokens, cache)
 
-    monkeypatch.setattr(decoding, "decode_step", recorded_step)
     try:
-        ours = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"], config, seeds)
+        with torch.no_grad():
+            new_tokens = decoding.decode(model, encoded["input_ids"], encoded["attention_mask"], SAMPLED[0], budget,
+                                         stop_ids, tokenizer.pad_token_id,
+                                         CounterGumbel(SAMPLED[1], seeds, model.device).choose, step=recorded_step)
     finally:
         hook.remove()
-    assert torch.equal(today, ours)
+    assert torch.equal(today[:, prompt_width:], new_tokens)
     assert forwards[0] == (len(QUESTIONS), prompt_width)
-    stops = stop_steps(ours, prompt_width, stop_ids)
-    unfinished = [sum(stop is None or stop > t for stop in stops) for t in range(ours.shape[1] - prompt_width - 1)]
-    assert [shape[0] for shape in forwards[1:]] == unfinished and all(shape[1] == 1 for shape in forwards[1:])
-    assert min(unfinished) < len(stops)  # some rows did leave
+    steps = [shape[0] for shape in forwards[1:]]
+    allowed = {prompts * SAMPLED[0] for prompts in decoding.row_buckets(len(QUESTIONS))}
+    assert set(steps) <= allowed and all(shape[1] == 1 for shape in forwards[1:])
+    for column in range(1, len(steps)):  # a bucket shrinks only before a step that follows a stop check
+        shrunk = steps[column] < steps[column - 1]
+        assert steps[column] == steps[column - 1] or (shrunk and (column + 1) % decoding.STOP_CHECK_EVERY == 0), steps
     assert all(length == budget for _, length, _ in buffers)
     prompts_held = [held for _, _, held in buffers]
     assert prompts_held[0] == len(QUESTIONS) and min(prompts_held) < len(QUESTIONS)  # compacted on the way
     for (pointer, _, held), (next_pointer, _, next_held) in zip(buffers, buffers[1:]):
         assert (pointer == next_pointer) == (held == next_held)  # moved when compacted, and only then
+
+
+def test_a_greedy_row_beside_the_samples_gives_the_greedy_calls_tokens(standin):
+    """One call with each prompt's greedy answer as one more row of its group (seed None: no noise, sharing the
+    prompt's cache) gives, row for row, the samples of a call without it and the tokens of a separate greedy call."""
+    models, tokenizer, encoded = standin
+    model, samples, budget = models["peft"], SAMPLED[0], 40
+    stop_ids = stop_token_ids(model, tokenizer)
+    seeds = row_seeds(7, range(len(QUESTIONS)), samples)
+    with_greedy = [seed for start in range(0, len(seeds), samples) for seed in (*seeds[start:start + samples], None)]
+    together = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"],
+                                    generation_config(tokenizer, stop_ids, samples + 1, budget, 1.0), with_greedy)
+    sampled = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"],
+                                   generation_config(tokenizer, stop_ids, samples, budget, 1.0), seeds)
+    greedy = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"],
+                                  generation_config(tokenizer, stop_ids, 1, budget, None), [None] * len(QUESTIONS))
+    width = min(together.shape[1], sampled.shape[1], greedy.shape[1])
+    grouped = together.view(len(QUESTIONS), samples + 1, -1)
+    assert torch.equal(grouped[:, :samples].reshape(-1, together.shape[1])[:, :width], sampled[:, :width])
+    assert torch.equal(grouped[:, samples, :width], greedy[:, :width])
+    assert not torch.equal(grouped[:, 0, :width], greedy[:, :width])  # the samples are not the greedy answers
+
+
+def test_one_bucket_step_compiles_whole_and_gives_the_eager_steps_tokens(shipped):
+    """``graphed_step`` (``torch.compile(decode_step, fullgraph=True)``, CUDA graphs where there is CUDA) on one
+    bucket: no graph break (fullgraph raises on one), and the compiled steps give the eager steps' tokens over a
+    whole call."""
+    import thai_grpo.models.decoding as decoding
+
+    models, tokenizer, encoded = shipped
+    model = models["merged"]
+    stop_ids = stop_token_ids(model, tokenizer)
+    seeds = row_seeds(3, range(len(QUESTIONS)), 2)
+
+    def run(step):
+        with torch.no_grad():
+            return decoding.decode(model, encoded["input_ids"], encoded["attention_mask"], 2, 16, stop_ids,
+                                   tokenizer.pad_token_id, CounterGumbel(1.0, seeds, model.device).choose,
+                                   check_every=16, step=step)
+
+    assert torch.equal(run(decoding.graphed_step()), run(decoding.decode_step))
 
 
 def test_ppos_rollouts_are_what_policy_generate_gave():
@@ -174,7 +217,7 @@ def test_ppos_rollouts_are_what_policy_generate_gave():
     encoded = encode_prompts(tokenizer, QUESTIONS, SYSTEM_PROMPT, {})
     config = generation_config(tokenizer, stop_token_ids(policy, tokenizer), 1, 20, 0.7)
     seeds = row_seeds(3, range(len(QUESTIONS)), 1)
-    greedy, processors = seeded_per_row(config, seeds, policy.device)
+    greedy, processors = seeded_per_row(config, seeds, policy.device, encoded["input_ids"].shape[1])
     with torch.no_grad():
         before = policy.generate(**encoded, generation_config=greedy, logits_processor=processors)
     for per_chunk in (1, 4, len(QUESTIONS)):
@@ -219,3 +262,15 @@ def test_in_16_bits_a_row_parts_from_todays_only_at_a_near_tie(dtype, run):
             best, taken = scores[today.sequences[row, step]], scores[ours[row, step]]
             assert best - taken <= NEAR_TIE_UNITS * unit * best.abs(), (row, step - width, float(best - taken))
     assert sum(step is None for step in parted) > len(parted) // 2, parted
+
+
+def test_a_decode_steps_host_work_does_not_grow_with_the_rows():
+    """Counted by torch's profiler on the Qwen3-shaped stand-in (a smaller vocabulary: the counts do not depend on
+    it; ``make bench-sampling`` counts at full size): a decode step dispatches the same operators within 5% at 160 and
+    at 1,024 rows, and reads the device from the host once per ``STOP_CHECK_EVERY`` steps, not more."""
+    from thai_grpo.models.decoding import STOP_CHECK_EVERY
+    from thai_grpo_tools.decode_profile import compare_rows, standin
+
+    low, high = compare_rows(standin(vocab_size=512), steps=2 * STOP_CHECK_EVERY)
+    assert abs(high["ops_per_step"] / low["ops_per_step"] - 1) <= 0.05, (low, high)
+    assert low["syncs_per_step"] == high["syncs_per_step"] == 1 / STOP_CHECK_EVERY, (low, high)

@@ -67,43 +67,43 @@ def test_the_measurement_sees_a_known_allocation():
 def cache_with_a_third_finished(layers: int = 6, prompts: int = 12, samples: int = 8, kv_heads: int = 2,
                                 prompt: int = 32, budget: int = 48, head_dim: int = 64):
     """(a float32 ``SharedPromptCache`` of ``layers`` layers, ``prompts`` x ``samples`` rows, every buffer allocated;
-    its bytes; ``going``: every row of a third of the prompts stopping, the others going on)."""
+    its bytes; the prompts to keep: two thirds of them)."""
     from thai_grpo.models.decoding import SharedPromptCache
 
-    rows = torch.arange(prompts * samples)
-    cache = SharedPromptCache([torch.randn(prompts, kv_heads, prompt, head_dim) for _ in range(layers)],
-                              [torch.randn(prompts, kv_heads, prompt, head_dim) for _ in range(layers)],
-                              torch.ones(prompts, prompt, dtype=torch.bool), samples, budget, rows, rows)
-    cache.keys = [torch.randn(prompts * samples, kv_heads, budget, head_dim) for _ in range(layers)]
-    cache.values = [torch.randn(prompts * samples, kv_heads, budget, head_dim) for _ in range(layers)]
+    cache = SharedPromptCache.allocate([torch.randn(prompts, kv_heads, prompt, head_dim) for _ in range(layers)],
+                                       [torch.randn(prompts, kv_heads, prompt, head_dim) for _ in range(layers)],
+                                       torch.ones(prompts, prompt, dtype=torch.bool), samples, budget)
+    for buffer in cache.keys + cache.values:
+        buffer.normal_()
     size = storage_bytes(cache.prompt_keys, cache.prompt_values, cache.keys, cache.values)
-    return cache, size, (rows // samples) % 3 != 0
+    return cache, size, torch.tensor([index for index in range(prompts) if index % 3 != 0])
 
 
 def test_compaction_holds_at_most_one_layers_kept_rows_beside_the_cache():
-    """The issue's setting: a 6-layer float32 cache of 12 prompts x 8 samples, a third of the prompts finished. The
-    cache is built inside the measured call (the profiler sees the frees of what it saw allocated), so the peak above
-    the cache's own bytes is what compacting it holds at once: at most a quarter of the cache (it was two thirds of
-    the keys, all copied while the old list was held), and no more than the plan's compaction term."""
+    """A 6-layer float32 cache of 12 prompts x 8 samples, a third of the prompts finished. The cache is built inside
+    the measured call (the profiler sees the frees of what it saw allocated), so the peak above the cache's own bytes
+    is what compacting it holds at once: at most a quarter of the cache (two thirds of the keys, were they all copied
+    while the old list was held), and no more than the plan's compaction term."""
     from thai_grpo.jobs.memory_plan import sampling_kv_floats
     from thai_grpo.models.decoding import COMPACT_WHEN_DONE
 
     def build_and_compact():
-        cache, size, going = cache_with_a_third_finished()
-        cache.leave(going)
+        cache, size, kept = cache_with_a_third_finished()
+        cache.compact(kept)
         return cache, size
 
     peak = measure_peak(build_and_compact)
     cache, size = peak.result
     extra = peak.above - size
-    assert cache.prompts == 8 and len(cache.active) == 64  # compacted: the finished prompts' rows are gone
+    assert cache.prompts == 8 and len(cache.origin) == 64  # compacted: the finished prompts' rows are gone
     assert peak.end == storage_bytes(cache.prompt_keys, cache.prompt_values, cache.keys, cache.values) + \
-        storage_bytes(cache.prompt_mask, cache.origin, cache.active)  # the old buffers freed
+        storage_bytes(cache.prompt_mask, cache.origin, cache.finished, cache.first_position, cache.column)
     one_layer = sampling_kv_floats(Shape(151936, 128, 384, 6, 4, 2, 64), 12, 8, 32, 48) // 12 * 4  # keys, bytes
     assert 0 < extra <= min(size / 4, one_layer * (1 - COMPACT_WHEN_DONE)), (extra / size, extra / one_layer)
 
 
-def decoded(model, prompts: int, samples: int, prompt: int, budget: int, temperature, monkeypatch):
+def decoded(model, prompts: int, samples: int, prompt: int, budget: int, temperature, monkeypatch,
+            seeds: list | None = None):
     """(``sample_continuations``' peak on ``prompts`` left-padded prompts of ``prompt`` tokens x ``samples``, up to
     ``budget`` new tokens; how many times the cache was compacted). A random model never writes its EOS: every 8th id
     stops a row here, so rows end early as a real model's do."""
@@ -116,13 +116,14 @@ def decoded(model, prompts: int, samples: int, prompt: int, budget: int, tempera
     compactions = []
     compact = decoding.SharedPromptCache.compact
     monkeypatch.setattr(decoding.SharedPromptCache, "compact",
-                        lambda cache, live: (compactions.append(int(live.sum())), compact(cache, live)))
+                        lambda cache, kept: (compactions.append(len(kept)), compact(cache, kept)))
     config = generation_config(Tokenizer, list(range(0, 151936, 8)), samples, budget, temperature)
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(0, 151643, (prompts, prompt), generator=generator)
     mask = torch.ones_like(ids)
     mask[0, :prompt // 3] = 0  # left padding: the buffers are as wide as the widest prompt
-    peak = measure_peak(lambda: sample_continuations(model, ids, mask, config, row_seeds(0, range(prompts), samples)),
+    peak = measure_peak(lambda: sample_continuations(model, ids, mask, config,
+                                                      seeds or row_seeds(0, range(prompts), samples)),
                         model)
     return peak, compactions
 
@@ -137,19 +138,17 @@ def test_a_held_out_sampling_call_with_a_compaction_is_within_its_plan(standin, 
     within_plan(peak.peak, plan)
 
 
-def test_a_greedy_call_is_within_its_plan_and_the_sampling_calls(standin, monkeypatch):
-    """Held-out sampling's greedy answers, as many problems per call as ``greedy_problems_per_call`` gives a sampling
-    call of 4 x 8 (one row each): within the greedy call's own plan, and within the sampling call's."""
-    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
+def test_a_held_out_call_with_its_greedy_rows_is_within_its_plan(standin, monkeypatch):
+    """Held-out sampling as it runs: 6 problems x (8 samples and the greedy answer, one more row of each group)."""
+    from thai_grpo.models import decoding
+    from thai_grpo.models.sampling import row_seeds
 
-    shape = Shape.from_config(standin.config)
-    problems = greedy_problems_per_call(shape, 4, 8, 48, prompt=32)
-    assert problems > 4
-    peak, _ = decoded(standin, problems, 1, 32, 48, None, monkeypatch)
-    within_plan(peak.peak, sampling_stage("greedy", shape, problems, 32 + 48, 32, FLOAT32_EVALUATION, "",
-                                          sampled=False))
-    assert peak.peak <= sampling_stage("", shape, 4 * 8, 32 + 48, 32, FLOAT32_EVALUATION, "",
-                                       samples=8)["peak_bytes"]
+    seeds = row_seeds(0, range(6), 8)
+    with_greedy = [seed for start in range(0, 48, 8) for seed in (*seeds[start:start + 8], None)]
+    peak, _ = decoded(standin, 6, 9, 32, 48, 1.0, monkeypatch, with_greedy)
+    assert decoding.STOP_CHECK_EVERY < 48
+    within_plan(peak.peak, sampling_stage("held-out sampling and greedy", Shape.from_config(standin.config), 6 * 9,
+                                          32 + 48, 32, FLOAT32_EVALUATION, "", samples=9))
 
 
 def standin_adapter(folder, seed: int, moved: bool):

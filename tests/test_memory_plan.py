@@ -153,37 +153,14 @@ def test_the_sampling_plan_counts_the_decode_loops_buffers(tiny_model_dir):
     mask = torch.ones_like(ids)
     mask[0, :4] = 0  # left padding counts: the buffers are as wide as the batch's widest prompt
     held = []
-    step = decoding.decode_step
 
-    def counted(model, tokens, positions, cache):
-        logits = step(model, tokens, positions, cache)
+    def counted(model, tokens, cache):
         held.append(sum(t.numel() for t in (*cache.prompt_keys, *cache.prompt_values, *cache.keys, *cache.values)))
-        return logits
+        return decoding.decode_step(model, tokens, cache)
 
-    decoding.decode_step = counted
-    try:
-        decoding.decode(model, ids, mask, samples, budget, stop_ids=[-1], pad_id=0, choose=lambda s, rows: s.argmax(-1))
-    finally:
-        decoding.decode_step = step
+    decoding.decode(model, ids, mask, samples, budget, stop_ids=[-1], pad_id=0,
+                    choose=lambda scores, rows, column: scores.argmax(-1), step=counted)
     assert held and set(held) == {sampling_kv_floats(Shape.from_config(model.config), prompts, samples, width, budget)}
-
-
-def test_a_greedy_call_fits_in_the_memory_of_a_sampling_call():
-    """Held-out sampling's greedy answers hold a prompt each and no sampler's copy of the logits:
-    ``greedy_problems_per_call`` takes as many problems as fit in a sampling call's plan, one more would not; more
-    than the sampled call's problems, fewer than its sequences."""
-    from thai_grpo.jobs.memory_stages import FLOAT32_EVALUATION, PROMPT_TOKENS, greedy_problems_per_call, sampling_stage
-
-    for problems, samples in ((20, 8), (2, 64)):
-        greedy = greedy_problems_per_call(QWEN3_0_6B, problems, samples, 256)
-
-        def peak(sequences: int, each: int, sampled: bool = True) -> int:
-            return sampling_stage("", QWEN3_0_6B, sequences, PROMPT_TOKENS + 256, PROMPT_TOKENS, FLOAT32_EVALUATION,
-                                  "", samples=each, sampled=sampled)["peak_bytes"]
-
-        sampling = peak(problems * samples, samples)
-        assert peak(greedy, 1, sampled=False) <= sampling < peak(greedy + 1, 1, sampled=False)
-        assert problems < greedy < problems * samples
 
 
 def decode_steps(plans_config: dict, sizes: dict) -> dict:

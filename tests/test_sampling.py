@@ -70,34 +70,55 @@ def heldout_rows(synthetic_rows):
 
 
 def test_gumbel_max_draws_from_the_tempered_softmax():
-    """Each row's argmax of scores / T + its own Gumbel noise, over 10,000 rows of one logits vector, against
-    softmax(logits / T): a chi-square test that passes at T and fails at the wrong temperature (the test can fail)."""
+    """Each row's argmax of scores / T + its own counter-based Gumbel noise, over 10,000 rows of one logits vector
+    (and again at another column), against softmax(logits / T): a chi-square test that passes at T and fails at the
+    wrong temperature (the test can fail)."""
     import torch
     from scipy.stats import chisquare
 
-    from thai_grpo.models.sampling import PerRowGumbel
+    from thai_grpo.models.sampling import CounterGumbel
 
     logits, temperature, draws = torch.tensor([2.0, 1.0, 0.0, -1.0, 0.5]), 0.7, 10000
-    picks = PerRowGumbel(temperature, list(range(draws)), "cpu")(None, logits.repeat(draws, 1)).argmax(-1)
-    counts = torch.bincount(picks, minlength=len(logits)).numpy()
-    for tried, should_pass in ((temperature, True), (1.0, False)):
-        expected = torch.softmax(logits.double() / tried, -1).numpy() * draws
-        assert (chisquare(counts, expected).pvalue > 1e-3) == should_pass, (tried, counts, expected)
+    sampler, rows = CounterGumbel(temperature, list(range(draws)), "cpu"), torch.arange(draws)
+    for column in (0, 37):
+        counts = torch.bincount(sampler.choose(logits.repeat(draws, 1), rows, column), minlength=len(logits)).numpy()
+        for tried, should_pass in ((temperature, True), (1.0, False)):
+            expected = torch.softmax(logits.double() / tried, -1).numpy() * draws
+            assert (chisquare(counts, expected).pvalue > 1e-3) == should_pass, (tried, counts, expected)
+
+
+def test_counter_uniforms_are_uniform_and_unrelated_across_rows_columns_and_tokens():
+    """The hashed uniforms of 2,000 seeds x 3 columns x 64 tokens: in (0, 1), evenly spread over 20 bins, and no
+    correlation above noise between neighbouring seeds, columns or token ids."""
+    import numpy as np
+    import torch
+    from scipy.stats import chisquare
+
+    from thai_grpo.models.sampling import counter_uniforms, row_seeds
+
+    seeds = torch.tensor(row_seeds(5, range(2000), 1))
+    draws = torch.stack([counter_uniforms(seeds, column, 64) for column in range(3)]).double().numpy()
+    assert draws.min() > 0 and draws.max() < 1
+    assert chisquare(np.histogram(draws, bins=20, range=(0, 1))[0]).pvalue > 1e-3
+    for a, b in ((draws[0], draws[1]), (draws[0, :-1], draws[0, 1:]), (draws[0, :, :-1], draws[0, :, 1:])):
+        assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.02
 
 
 def test_a_row_draws_the_same_noise_whatever_its_batch_mates():
     import torch
 
-    from thai_grpo.models.sampling import PerRowGumbel, row_seeds
+    from thai_grpo.models.sampling import CounterGumbel, row_seeds
 
     seeds = row_seeds(1234, ["a", "b", "c"], 2)
     assert len(set(seeds)) == 6 and seeds == row_seeds(1234, ["a", "b", "c"], 2)
     scores = torch.zeros(6, 11)
-    together = PerRowGumbel(1.0, seeds, "cpu")(None, scores)
-    alone = torch.cat([PerRowGumbel(1.0, [seed], "cpu")(None, scores[:1]) for seed in seeds])
+    together = CounterGumbel(1.0, seeds, "cpu").perturbed(scores, torch.arange(6), torch.tensor(3))
+    alone = torch.cat([CounterGumbel(1.0, [seed], "cpu").perturbed(scores[:1], torch.tensor([0]), 3)
+                       for seed in seeds])
     assert torch.equal(together, alone)
+    assert not torch.equal(together, CounterGumbel(1.0, seeds, "cpu").perturbed(scores, torch.arange(6), 4))
     with pytest.raises(ValueError, match="one seed per generated row"):
-        PerRowGumbel(1.0, seeds[:2], "cpu")(None, scores)
+        CounterGumbel(1.0, seeds[:2], "cpu")(torch.zeros(6, 1, dtype=torch.long), scores)
 
 
 def test_the_batch_size_changes_no_sample(shipped_policy, heldout_rows):

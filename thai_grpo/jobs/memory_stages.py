@@ -127,6 +127,9 @@ def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
+NOISE_WORDS = 4  # the sampler's noise hash holds two int64 per logit at once: four float32 logits' bytes
+
+
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
                   sampled: bool = True) -> dict[str, dict]:
     """What one call of the decode loop (``decoding.decode``) holds beside the weights in each of its phases, on
@@ -134,9 +137,9 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
 
     - prefill: the prompts' keys and values, one layer's working set, the last position's logits;
     - decode: the whole cache (completions pre-allocated to the budget), a step's float32 logits for every sequence
-      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's
-      Gumbel-perturbed copy of them (``PerRowGumbel.perturbed``), and the prefill's logits, which the first step still
-      holds (the first choice holds as much: the prefill's logits, repeated per sample, and their perturbed copy);
+      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's hash of
+      its noise (``sampling.counter_uniforms``: two int64 words per logit, the float32 noise made in place of one),
+      and the prefill's logits, which the first choice still holds; one layer's attention scores and weights;
     - compaction: the whole cache and a copy of one layer's keys (or values) of the rows kept, at most
       ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
       last step's logits."""
@@ -149,7 +152,9 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
         "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
                     "prefill_layer": working * compute_bytes, "logits": prompts * row_logits},
         "decode": {"kv_cache": kv * compute_bytes,
-                   "logits": step_logits + (sampled * sequences + prompts) * row_logits},
+                   "logits": step_logits + (NOISE_WORDS * sampled * sequences + prompts) * row_logits
+                   + sampled * shape.vocab_size * 8,  # and the token ids' hash, int64
+                   "attention": 2 * sequences * shape.num_heads * width * 4},  # one layer's float32 scores, weights
         "compaction": {"kv_cache": kv * compute_bytes,
                        "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
                        "logits": max(sequences, prompts) * row_logits}}
@@ -162,26 +167,6 @@ def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
     held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
     phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples, sampled)
     return phased_stage(name, {phase: {**held, **pieces} for phase, pieces in phases.items()}, note)
-
-
-def greedy_problems_per_call(shape: Shape, problems: int, samples: int, completion: int,
-                             precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per greedy call of held-out sampling: the most whose greedy call (one row each, no sampler's copy of
-    the logits) fits the memory of a sampling call of ``problems`` x ``samples``, and at least ``problems``."""
-    def greedy(count: int) -> int:
-        return sampling_stage("", shape, count, prompt + completion, prompt, precision, "", sampled=False)["peak_bytes"]
-
-    budget = sampling_stage("", shape, problems * samples, prompt + completion, prompt, precision, "",
-                            samples=samples)["peak_bytes"]
-    fits, over = problems, 2 * max(1, problems)
-    if greedy(fits) > budget:
-        return problems
-    while greedy(over) <= budget:  # the greedy peak grows with the problems: double, then bisect
-        fits, over = over, 2 * over
-    while over - fits > 1:
-        middle = (fits + over) // 2
-        fits, over = (middle, over) if greedy(middle) <= budget else (fits, middle)
-    return fits
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:

@@ -1,86 +1,92 @@
 """The decode loop behind held-out sampling and PPO's rollouts: ``generate``'s tokens, with only the work they need.
 
 Machinery a reader of the algorithm can skip. Unlike ``model.generate``, ``decode`` pre-allocates each layer's
-completion keys and values (no copy per step), prefills each prompt once for all its samples (shared-prefix or
-"cascade" attention, as in Hydragen: one softmax over the prompt's scores and the row's own, an ``AttentionInterface``
-function), and runs the layers on unfinished rows only. The caller's ``choose`` picks each token from the float32
-logits ``generate``'s processors see, so the tokens are ``generate``'s. Not transformers' continuous batching: it draws
-every row from the global generator, so a row's sample would depend on its batch mates.
+completion keys and values (no copy per step), prefills each prompt once for all its rows (shared-prefix or "cascade"
+attention, as in Hydragen: one softmax over the prompt's scores and the row's own, an ``AttentionInterface``
+function), and keeps the host out of the steps: a step's shapes stay fixed between compactions (finished rows are
+masked, not removed; the column written is a tensor on the device; the completion keys attended grow in blocks of
+``SEEN_BLOCK``), the loop asks whether rows are left only every ``STOP_CHECK_EVERY`` steps, and it compacts the
+buffers to the next of a fixed ladder of row buckets once ``COMPACT_WHEN_DONE`` of the prompts are done. A step can
+thus be compiled whole (``torch.compile(fullgraph=True)``) and, on a GPU, replayed as a CUDA graph per bucket. The
+caller's ``choose`` picks each token from the float32 logits ``generate``'s processors see, so the tokens are
+``generate``'s. Not transformers' continuous batching: it draws every row from the global generator, so a row's sample
+would depend on its batch mates.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 
 from thai_grpo.jobs.memory_plan import COMPACT_WHEN_DONE  # the plan's compaction term depends on it
 from thai_grpo.models.positions import generation_positions
 
 ATTENTION = "shared_prompt"  # the name the decode steps' attention is registered under (AttentionInterface)
+STOP_CHECK_EVERY = 8  # steps between the loop's questions to the device (have all rows stopped? compact?)
+SEEN_BLOCK = 32  # completion columns attended are rounded up to a multiple of this (fewer distinct step shapes)
 
 
 @dataclasses.dataclass
 class SharedPromptCache:
-    """Keys and values of ``prompts`` prompts held once, and of their ``samples`` completions each, pre-allocated.
+    """Keys and values of a bucket of prompts held once, and of their ``samples`` completions each, pre-allocated.
 
     ``prompt_keys[layer]``: [prompts, kv heads, prompt width, head dim]; ``prompt_mask``: [prompts, prompt width], True
     on real tokens; ``keys[layer]``: [prompts x samples, kv heads, budget, head dim], sample s of prompt p in row
-    ``p * samples + s``. ``origin``: each buffer row's output row; ``active``: the rows still decoding."""
+    ``p * samples + s``. Per buffer row: ``origin``, its output row; ``finished``, whether it has stopped;
+    ``first_position``, its first new token's position id. ``column``: a 0-d tensor, the completion column the next
+    step writes; ``seen``: the completion columns a step attends (a multiple of ``SEEN_BLOCK`` beyond ``column``)."""
     prompt_keys: list
     prompt_values: list
     prompt_mask: object
     samples: int
-    budget: int
     origin: object
-    active: object
-    keys: list = dataclasses.field(default_factory=list)
-    values: list = dataclasses.field(default_factory=list)
-    written: int = 0
+    finished: object
+    first_position: object
+    keys: list
+    values: list
+    column: object
+    seen: int = 0
+
+    @classmethod
+    def allocate(cls, prompt_keys: list, prompt_values: list, prompt_mask, samples: int, budget: int):
+        """The cache of freshly prefilled prompts: every row going, every completion buffer as long as ``budget``."""
+        import torch
+
+        prompts, (_, kv_heads, _, head_dim) = prompt_mask.shape[0], prompt_keys[0].shape
+        device, rows = prompt_mask.device, prompt_mask.shape[0] * samples
+
+        def buffers():
+            return [torch.zeros((rows, kv_heads, budget, head_dim), dtype=keys.dtype, device=device)
+                    for keys in prompt_keys]
+
+        return cls(prompt_keys, prompt_values, prompt_mask, samples, origin=torch.arange(rows, device=device),
+                   finished=torch.zeros(rows, dtype=torch.bool, device=device),
+                   first_position=prompt_mask.long().sum(-1).repeat_interleave(samples), keys=buffers(),
+                   values=buffers(), column=torch.zeros((), dtype=torch.long, device=device))
 
     @property
     def prompts(self) -> int:
         return self.prompt_mask.shape[0]
 
-    def active_rows(self):
-        """The output rows still decoding, in the buffers' order."""
-        return self.origin[self.active]
-
     def write(self, layer: int, key, value) -> None:
-        """This step's key and value ([active rows, kv heads, 1, head dim]) into the active rows' next column."""
+        """This step's key and value ([rows, kv heads, 1, head dim]) into every row's column ``column``."""
+        self.keys[layer].index_copy_(2, self.column.view(1), key)
+        self.values[layer].index_copy_(2, self.column.view(1), value)
+
+    def compact(self, kept) -> None:
+        """Only the prompts ``kept`` (buffer indices, in order) and all their rows. One tensor at a time, each list
+        entry replaced before the next is copied: the old tensor is freed as its copy is made, so the compaction holds
+        at most one layer's kept rows beside the cache, never a second cache."""
         import torch
 
-        if len(self.keys) <= layer:
-            rows, shape = self.prompts * self.samples, (key.shape[1], self.budget, key.shape[-1])
-            self.keys.append(torch.zeros((rows, *shape), dtype=key.dtype, device=key.device))
-            self.values.append(torch.zeros((rows, *shape), dtype=value.dtype, device=value.device))
-        self.keys[layer][self.active, :, self.written] = key[:, :, 0]
-        self.values[layer][self.active, :, self.written] = value[:, :, 0]
-
-    def leave(self, going) -> None:
-        """Keep the active rows where ``going`` is True; compact once ``COMPACT_WHEN_DONE`` of the prompts have none."""
-        import torch
-
-        self.active = self.active[going]
-        live = torch.zeros(self.prompts, dtype=torch.bool, device=going.device)
-        live[self.active // self.samples] = True
-        if not going.all() and 1 - live.float().mean() >= COMPACT_WHEN_DONE:
-            self.compact(live)
-
-    def compact(self, live) -> None:
-        """Only the prompts ``live`` (a mask) and all their buffer rows, copied in order; the rows renumbered. One
-        tensor at a time, each list entry replaced before the next is copied: the old tensor is freed as its copy is
-        made, so the compaction holds at most one layer's kept rows beside the cache, never a second cache."""
-        import torch
-
-        kept = torch.arange(self.prompts * self.samples, device=live.device).view(self.prompts, self.samples)[live]
-        kept = kept.reshape(-1)
-        renumbered = torch.full((self.prompts * self.samples,), -1, dtype=torch.long, device=live.device)
-        renumbered[kept] = torch.arange(len(kept), device=live.device)
-        for buffers, rows in ((self.prompt_keys, live), (self.prompt_values, live), (self.keys, kept),
-                              (self.values, kept)):
-            keep_rows(buffers, rows)
-        self.prompt_mask = self.prompt_mask[live]
-        self.origin, self.active = self.origin[kept], renumbered[self.active]
+        rows = (kept.unsqueeze(1) * self.samples + torch.arange(self.samples, device=kept.device)).reshape(-1)
+        for buffers, index in ((self.prompt_keys, kept), (self.prompt_values, kept), (self.keys, rows),
+                               (self.values, rows)):
+            keep_rows(buffers, index)
+        self.prompt_mask = self.prompt_mask[kept]
+        self.origin, self.finished, self.first_position = (self.origin[rows], self.finished[rows],
+                                                           self.first_position[rows])
 
 
 def keep_rows(buffers: list, rows) -> None:
@@ -89,10 +95,31 @@ def keep_rows(buffers: list, rows) -> None:
         buffers[index] = buffers[index][rows]
 
 
+def row_buckets(prompts: int) -> list[int]:
+    """The prompt counts a decode call's buffers may hold, largest first: each the previous less ``COMPACT_WHEN_DONE``
+    of it (rounded up, at least one fewer), down to one. Compacting only to these keeps the step shapes few."""
+    sizes = [prompts]
+    while sizes[-1] > 1:
+        sizes.append(min(sizes[-1] - 1, math.ceil(sizes[-1] * (1 - COMPACT_WHEN_DONE))))
+    return sizes
+
+
+def bucket_for(live: int, buckets: list[int]) -> int:
+    """The smallest bucket that holds ``live`` prompts."""
+    return min(size for size in buckets if size >= live)
+
+
+def prompts_to_keep(live: list[bool], size: int) -> list[int]:
+    """``size`` buffer prompts, in order: every live one, then as many finished ones as fill the bucket."""
+    alive = [index for index, going in enumerate(live) if going]
+    done = [index for index, going in enumerate(live) if not going]
+    return sorted(alive + done[:size - len(alive)])
+
+
 def shared_prompt_attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0,
                             shared_prompt: SharedPromptCache | None = None, **kwargs):
-    """One decode step's attention, ``query`` [active rows, heads, 1, head dim]: eager attention's arithmetic (softmax
-    in float32) over each row's prompt, then its completion, without joining their keys."""
+    """One decode step's attention, ``query`` [rows, heads, 1, head dim]: eager attention's arithmetic (softmax in
+    float32) over each row's prompt, then its completion up to ``column``, without joining their keys."""
     import torch
 
     cache = shared_prompt
@@ -101,11 +128,9 @@ def shared_prompt_attention(module, query, key, value, attention_mask, scaling: 
                          "dropout, no sliding window)")
     layer, groups = module.layer_idx, module.num_key_value_groups
     cache.write(layer, key, value)
-    prompts, samples, kv_heads = cache.prompts, cache.samples, key.shape[1]
-    heads, dim, seen = query.shape[1], query.shape[-1], cache.written + 1
-    rows = query.new_zeros((prompts * samples, heads, dim))  # every buffer row: those that have stopped read zeros
-    rows[cache.active] = query[:, :, 0]
-    by_prompt = rows.view(prompts, samples, kv_heads, groups, dim)
+    prompts, samples, kv_heads, seen = cache.prompts, cache.samples, key.shape[1], cache.seen
+    heads, dim = query.shape[1], query.shape[-1]
+    by_prompt = query.view(prompts, samples, kv_heads, groups, dim)
     # against the prompt: one product per prompt, its samples' queries side by side; then against the row's completion
     grid = by_prompt.permute(0, 2, 1, 3, 4).reshape(prompts, kv_heads, samples * groups, dim)
     prompt_scores = torch.matmul(grid, cache.prompt_keys[layer].transpose(2, 3))
@@ -113,16 +138,18 @@ def shared_prompt_attention(module, query, key, value, attention_mask, scaling: 
     own_keys = cache.keys[layer][:, :, :seen].view(prompts, samples, kv_heads, seen, dim)
     own_scores = torch.matmul(by_prompt, own_keys.transpose(3, 4)).permute(0, 2, 1, 3, 4)
     scores = torch.cat([prompt_scores, own_scores], dim=-1) * scaling
-    padding = ~cache.prompt_mask[:, None, None, None, :]
-    scores[..., :padding.shape[-1]].masked_fill_(padding, torch.finfo(scores.dtype).min)
+    width, lowest = cache.prompt_mask.shape[-1], torch.finfo(scores.dtype).min
+    scores[..., :width].masked_fill_(~cache.prompt_mask[:, None, None, None, :], lowest)
+    ahead = torch.arange(seen, device=scores.device) > cache.column  # columns not written yet
+    scores[..., width:].masked_fill_(ahead, lowest)
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
-    prompt_weights, own_weights = weights.split([padding.shape[-1], seen], dim=-1)
+    prompt_weights, own_weights = weights.split([width, seen], dim=-1)
     from_prompt = torch.matmul(prompt_weights.reshape(prompts, kv_heads, samples * groups, -1),
                                cache.prompt_values[layer])
     from_prompt = from_prompt.view(prompts, kv_heads, samples, groups, dim).permute(0, 2, 1, 3, 4)
     own_values = cache.values[layer][:, :, :seen].view(prompts, samples, kv_heads, seen, dim)
     output = from_prompt + torch.matmul(own_weights.permute(0, 2, 1, 3, 4), own_values)
-    return output.reshape(prompts * samples, heads, dim)[cache.active].unsqueeze(1), None
+    return output.reshape(prompts * samples, heads, dim).unsqueeze(1), None
 
 
 @contextlib.contextmanager
@@ -149,20 +176,58 @@ def prefill(model, input_ids, attention_mask):
     return (output.logits[:, -1].float(), [layer.keys for layer in layers], [layer.values for layer in layers])
 
 
-def decode_step(model, tokens, positions, cache: SharedPromptCache):
-    """The float32 logits after ``tokens`` (one per active row, at ``positions``), their keys and values written."""
+def decode_step(model, tokens, cache: SharedPromptCache):
+    """The float32 logits after ``tokens`` (one per buffer row, at column ``cache.column``), their keys and values
+    written. Nothing in it reads the device from the host: its shapes are fixed by the bucket and ``cache.seen``."""
     masks = {layer_type: None for layer_type in set(model.config.layer_types)}  # the attention masks itself
-    output = model(input_ids=tokens[:, None], position_ids=positions[:, None], attention_mask=masks, use_cache=False,
+    positions = (cache.first_position + cache.column).unsqueeze(1)
+    output = model(input_ids=tokens.unsqueeze(1), position_ids=positions, attention_mask=masks, use_cache=False,
                    shared_prompt=cache)
-    cache.written += 1
     return output.logits[:, -1].float()
 
 
+def graphed_step():
+    """``decode_step`` compiled whole (no graph break) and, on CUDA, replayed as a captured graph per step shape
+    (torch.compile's ``reduce-overhead`` mode: one capture per row bucket and ``seen``; a launch per step, not one per
+    operator). The buffers a step writes are marked static, so the graphs write them in place. Off unless
+    ``eval.cuda_graphs``; on a CPU it compiles without graphs."""
+    import torch
+
+    compiled = torch.compile(decode_step, fullgraph=True, mode="reduce-overhead")
+
+    def step(model, tokens, cache: SharedPromptCache):
+        for tensor in (*cache.keys, *cache.values):
+            torch._dynamo.mark_static_address(tensor)
+        return compiled(model, tokens, cache)
+
+    return step
+
+
+def record(tokens, cache: SharedPromptCache, chosen, stops, pad_id: int) -> None:
+    """``chosen`` (one per buffer row) into the output ``tokens`` at column ``cache.column`` (``pad_id`` for rows
+    already stopped); the rows that chose a stop token marked finished."""
+    import torch
+
+    columns = cache.column.expand_as(cache.origin)
+    tokens.index_put_((cache.origin, columns), torch.where(cache.finished, pad_id, chosen))
+    cache.finished = cache.finished | torch.isin(chosen, stops)
+
+
+def generated_width(tokens, stops) -> int:
+    """The columns ``generate`` returns: up to the latest row's first stop token, or all when a row never stopped."""
+    import torch
+
+    stopped = torch.isin(tokens, stops)
+    ends = torch.where(stopped.any(1), stopped.int().argmax(1) + 1, tokens.shape[1])
+    return int(ends.max())
+
+
 def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, stop_ids: list[int], pad_id: int,
-           choose):
+           choose, check_every: int = STOP_CHECK_EVERY, step=decode_step):
     """The new tokens of ``samples`` continuations of each left-padded prompt, as ``generate`` returns them: [rows,
-    steps], row ``prompt * samples + sample``, ``pad_id`` after its stop token. ``choose(scores, rows)``: the next token
-    of output rows ``rows`` from their float32 scores [len(rows), vocabulary]."""
+    columns], row ``prompt * samples + sample``, ``pad_id`` after its stop token. ``choose(scores, rows, column)``:
+    the next token of output rows ``rows`` (a tensor) from their float32 scores [len(rows), vocabulary], at
+    completion column ``column`` (a 0-d tensor). ``step``: ``decode_step`` or a compiled one."""
     import torch
 
     if max_new_tokens < 1:
@@ -170,22 +235,27 @@ def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, 
     rows = input_ids.shape[0] * samples
     tokens = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=input_ids.device)
     stops = torch.tensor(stop_ids, device=input_ids.device)
-    everyone = torch.arange(rows, device=input_ids.device)
-    next_position = attention_mask.long().sum(-1).repeat_interleave(samples)  # per row: its first new token's
+    buckets = row_buckets(input_ids.shape[0])
     with torch.no_grad():
         logits, prompt_keys, prompt_values = prefill(model, input_ids, attention_mask)
-        cache = SharedPromptCache(prompt_keys, prompt_values, attention_mask.bool(), samples, max_new_tokens,
-                                  origin=everyone, active=everyone)
-        chosen = choose(logits.repeat_interleave(samples, 0), everyone)  # a prompt's samples start from its logits
+        cache = SharedPromptCache.allocate(prompt_keys, prompt_values, attention_mask.bool(), samples, max_new_tokens)
+        chosen = choose(logits.repeat_interleave(samples, 0), cache.origin, cache.column)  # samples share its logits
+        del logits
         with decode_attention(model):
-            for step in range(max_new_tokens):
-                tokens[cache.active_rows(), step] = chosen
-                going = ~torch.isin(chosen, stops)
-                if step + 1 == max_new_tokens or not going.any():
+            for column in range(max_new_tokens):
+                record(tokens, cache, chosen, stops, pad_id)
+                if column + 1 == max_new_tokens:
                     break
-                cache.leave(going)
-                rows_now = cache.active_rows()
-                logits = decode_step(model, chosen[going], next_position[rows_now] + step, cache)
-                chosen = choose(logits, rows_now)
-    return tokens[:, :step + 1]
-
+                if (column + 1) % check_every == 0:  # the loop's one question to the device in check_every steps
+                    live = (~cache.finished.view(cache.prompts, samples).all(1)).tolist()
+                    if not any(live):
+                        break
+                    if (size := bucket_for(sum(live), buckets)) < cache.prompts:
+                        kept = torch.tensor(prompts_to_keep(live, size), device=input_ids.device)
+                        chosen = chosen.view(cache.prompts, samples)[kept].reshape(-1)
+                        cache.compact(kept)
+                cache.seen = min(max_new_tokens, -(-(column + 1) // SEEN_BLOCK) * SEEN_BLOCK)
+                logits = step(model, chosen, cache)
+                cache.column.add_(1)
+                chosen = choose(logits, cache.origin, cache.column)
+    return tokens[:, :generated_width(tokens, stops)]

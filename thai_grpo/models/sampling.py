@@ -1,9 +1,9 @@
 """Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
 
 Sampling follows GRPO's rollouts (no top-k/top-p, the same chat template, stop tokens and completion budget). Each
-sample draws its noise from its own generator seeded from (seed, problem id, sample index), so a config gives the same
-samples whatever the batch size or the batch mates, on the same machine and card (another card, or a CPU, rounds and
-draws differently: CUDA maps its random stream onto the card's cores).
+sample's noise is a hash of (its seed from (seed, problem id, sample index), its column, the token), so a config gives
+the same samples whatever the batch size or the batch mates, on the same machine and card (another card, or a CPU,
+rounds the logits differently).
 """
 
 from __future__ import annotations
@@ -98,88 +98,128 @@ def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
     return [int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little") >> 1 for name in names]
 
 
-class PerRowGumbel:
-    """A logits processor that makes greedy decoding sample: scores / temperature plus Gumbel noise -log(-log U) from
-    each row's own generator, so the argmax is an exact draw from softmax(scores / temperature) (Gumbel-max) that
-    depends only on the row's seed. With a float32 U, a token ~19 nats below the best (p < 4e-9) is never drawn."""
+MASK32 = 0xFFFFFFFF
+MIX = 0x45D9F3B  # the multiplier of a 32-bit xorshift-multiply hash; x * MIX < 2**59 for any 32-bit x: no overflow
 
-    def __init__(self, temperature: float, seeds: list[int], device):
+
+def mix32(x):
+    """A 32-bit integer hash (two xorshift-multiply rounds and a final xorshift) of the 32-bit values held in int64
+    ``x`` (a tensor or an int), each bit of the input flipping about half the output's bits."""
+    for _ in range(2):
+        x = ((x >> 16) ^ x) * MIX & MASK32
+    return (x >> 16) ^ x
+
+
+def counter_uniforms(seeds, column, vocabulary: int):
+    """[rows, vocabulary] float32 uniforms in (0, 1), each a hash of (its row's 63-bit seed, the completion ``column``
+    it is drawn for (an int, or a 0-d tensor on the device), its token id): one row's draws depend on nothing else,
+    and the same few launches serve any number of rows (a counter-based generator, like Philox, but the same on
+    every device). 23 random bits each: the least is 2**-24, the largest 1 - 2**-24, both exact in float32."""
+    import torch
+
+    key = mix32(mix32(mix32(column + 0x9E3779B9 & MASK32) ^ (seeds >> 32)) ^ (seeds & MASK32))
+    bits = mix32(torch.arange(vocabulary, device=seeds.device)).unsqueeze(0) ^ key.unsqueeze(1)
+    spare = torch.empty_like(bits)  # the hash in place: two int64 tensors of [rows, vocabulary] at most
+    for _ in range(2):
+        bits.bitwise_xor_(torch.bitwise_right_shift(bits, 16, out=spare)).mul_(MIX).bitwise_and_(MASK32)
+    bits.bitwise_xor_(torch.bitwise_right_shift(bits, 16, out=spare)).bitwise_right_shift_(9)
+    del spare
+    return bits.float().add_(0.5).mul_(2.0 ** -23)
+
+
+class CounterGumbel:
+    """Each row's next token: for a sampled row, the argmax of scores / temperature plus Gumbel noise
+    -log(-log U), U from ``counter_uniforms`` (an exact draw from softmax(scores / temperature), Gumbel-max); for a
+    greedy row (seed None), the argmax of the scores. A draw depends only on (the row's seed, its column, its scores):
+    not on its batch mates, the batch size or the order of the problems. No token more than ~19.4 nats below the best
+    (p < 4e-9) is ever drawn: U's extremes bound the noise to [-2.8, 16.6].
+
+    ``choose(scores, rows, column)`` serves ``decoding.decode``; called as a logits processor (``scores`` of every row
+    of a ``generate`` call whose prompts are ``prompt_width`` wide) it gives the perturbed scores, so that greedy
+    decoding over them samples."""
+
+    def __init__(self, temperature: float | None, seeds: list, device, prompt_width: int | None = None):
         import torch
 
-        self.temperature = float(temperature)
-        self.generators = [torch.Generator(device=device).manual_seed(int(seed)) for seed in seeds]
+        self.temperature, self.prompt_width = temperature, prompt_width
+        self.seeds = torch.tensor([seed or 0 for seed in seeds], dtype=torch.long, device=device)
+        self.greedy = torch.tensor([seed is None or temperature is None for seed in seeds], device=device)
+
+    def perturbed(self, scores, rows, column):
+        """The float32 ``scores`` of rows ``rows`` (a tensor of row indices), tempered and perturbed where sampled."""
+        import torch
+
+        noise = counter_uniforms(self.seeds[rows], column, scores.shape[-1]).log_().neg_().log_().neg_()
+        sampled = noise.add_(scores, alpha=1 / (self.temperature or 1.0))
+        return torch.where(self.greedy[rows].unsqueeze(1), scores, sampled)
+
+    def choose(self, scores, rows, column):
+        import torch
+
+        if self.temperature is None:
+            return scores.argmax(-1)
+        noise = counter_uniforms(self.seeds[rows], column, scores.shape[-1]).log_().neg_().log_().neg_()
+        sampled = noise.add_(scores, alpha=1 / self.temperature).argmax(-1)
+        return torch.where(self.greedy[rows], scores.argmax(-1), sampled)
 
     def __call__(self, input_ids, scores):
-        if scores.shape[0] != len(self.generators):
-            raise ValueError(f"PerRowGumbel got {scores.shape[0]} rows for {len(self.generators)} seeds: give one "
-                             "seed per generated row (problems x samples)")
-        return self.perturbed(scores, range(len(self.generators)))
-
-    def perturbed(self, scores, rows):
-        """``scores`` of the generated rows ``rows`` (one per score row), tempered and perturbed by their noise."""
         import torch
 
-        noise = torch.empty(scores.shape, dtype=torch.float32, device=scores.device)
-        for noise_row, row in zip(noise, rows):
-            noise_row.uniform_(generator=self.generators[row])
-        noise.clamp_(min=torch.finfo(torch.float32).tiny).log_().neg_().log_().neg_()
-        return noise.add_(scores, alpha=1 / self.temperature)
+        if scores.shape[0] != len(self.seeds):
+            raise ValueError(f"CounterGumbel got {scores.shape[0]} rows for {len(self.seeds)} seeds: give one seed "
+                             "per generated row (problems x samples)")
+        rows = torch.arange(len(self.seeds), device=scores.device)
+        return self.perturbed(scores.float(), rows, input_ids.shape[1] - (self.prompt_width or 0))
 
 
-def seeded_per_row(config, seeds: list[int], device):
-    """(generation config, logits processors) that sample as ``config`` does, each row from its own seed: greedy
-    decoding over ``PerRowGumbel``'s perturbed scores; ``config`` itself when it is greedy."""
+def seeded_per_row(config, seeds: list, device, prompt_width: int):
+    """(generation config, logits processors) with which ``generate`` on prompts ``prompt_width`` wide samples what
+    ``sample_continuations`` samples: greedy decoding over ``CounterGumbel``'s perturbed scores; ``config`` itself
+    when it is greedy."""
     from transformers import LogitsProcessorList
 
     if not config.do_sample:
         return config, LogitsProcessorList()
     greedy = copy.deepcopy(config)
     greedy.do_sample, greedy.temperature, greedy.top_k, greedy.top_p = False, None, None, None
-    return greedy, LogitsProcessorList([PerRowGumbel(config.temperature, seeds, device)])
+    return greedy, LogitsProcessorList([CounterGumbel(config.temperature, seeds, device, prompt_width)])
 
 
-def seeded_choice(config, seeds: list[int], device):
-    """``choose(scores, rows)`` for ``decoding.decode``: the argmax of the float32 scores, Gumbel-perturbed from each
-    row's own generator when ``config`` samples (``rows``: indices into ``seeds``)."""
-    if not config.do_sample:
-        return lambda scores, rows: scores.argmax(-1)
-    gumbel = PerRowGumbel(config.temperature, seeds, device)
-    return lambda scores, rows: gumbel.perturbed(scores, rows.tolist()).argmax(-1)
-
-
-def sample_continuations(model, input_ids, attention_mask, config, seeds: list[int]):
+def sample_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
     """What ``model.generate(input_ids, attention_mask, generation_config=config)`` returns under ``seeded_per_row``
-    (prompts, then new tokens), row i drawn from ``seeds[i]``, computed by ``decoding.decode``."""
+    (prompts, then new tokens), row i drawn from ``seeds[i]`` (None: greedy), computed by ``decoding.decode``, its
+    steps replayed as CUDA graphs when ``cuda_graphs`` (``decoding.graphed_step``)."""
     import torch
 
-    from thai_grpo.models.decoding import decode
+    from thai_grpo.models.decoding import decode, decode_step, graphed_step
 
-    stops = config.eos_token_id
-    new_tokens = decode(model, input_ids, attention_mask, config.num_return_sequences or 1, config.max_new_tokens,
-                        [stops] if isinstance(stops, int) else list(stops), config.pad_token_id,
-                        seeded_choice(config, seeds, input_ids.device))
-    prompts = input_ids.repeat_interleave(config.num_return_sequences or 1, dim=0)
-    return torch.cat([prompts, new_tokens], dim=1)
+    stops, samples = config.eos_token_id, config.num_return_sequences or 1
+    sampler = CounterGumbel(config.temperature if config.do_sample else None, seeds, input_ids.device)
+    new_tokens = decode(model, input_ids, attention_mask, samples, config.max_new_tokens,
+                        [stops] if isinstance(stops, int) else list(stops), config.pad_token_id, sampler.choose,
+                        step=graphed_step() if cuda_graphs else decode_step)
+    return torch.cat([input_ids.repeat_interleave(samples, dim=0), new_tokens], dim=1)
 
 
 def generate(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int, max_new_tokens: int,
              temperature: float | None, seed: int, chat_template_kwargs: dict | None = None,
-             problem_keys: list | None = None) -> list[list[dict]]:
-    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}``; greedy when temperature
-    is None. Sample j of question i is drawn from the seed of (seed, ``problem_keys[i]``, j) (``problem_keys``:
-    the problems' ids; default their positions in ``questions``), whatever else is in the batch."""
-    import torch
-
+             problem_keys: list | None = None, with_greedy: bool = False, cuda_graphs: bool = False
+             ) -> list[list[dict]]:
+    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}`` (greedy when temperature
+    is None), then its greedy answer when ``with_greedy``: one more row of its group, in the same pass. Sample j of
+    question i is drawn from the seed of (seed, ``problem_keys[i]``, j) (``problem_keys``: the problems' ids; default
+    their positions in ``questions``), whatever else is in the batch. ``cuda_graphs``: see ``sample_continuations``."""
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {}).to(model.device)
     stop_ids = stop_token_ids(model, tokenizer)
-    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
+    rows = num_samples + with_greedy
+    config = generation_config(tokenizer, stop_ids, rows, max_new_tokens, temperature)
     keys = list(range(len(questions))) if problem_keys is None else list(problem_keys)
-    torch.manual_seed(seed)
-    output = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"], config,
-                                  row_seeds(seed, keys, num_samples))
+    seeds = row_seeds(seed, keys, num_samples)
+    seeds = [s for i in range(len(keys)) for s in (*seeds[i * num_samples:(i + 1) * num_samples], *[None] * with_greedy)]
+    output = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"], config, seeds, cuda_graphs)
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
-    return [completions[i * num_samples:(i + 1) * num_samples] for i in range(len(questions))]
+    return [completions[i * rows:(i + 1) * rows] for i in range(len(questions))]
 
 
 def score_completion(completion: dict, gold: int) -> dict:
@@ -198,27 +238,16 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
 
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
                    temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
-                   progress=None) -> list[dict]:
-    """One record per held-out problem: its sampled completions and greedy answer, each with rewards. ``batch_size``
-    problems per sampling call changes the work, never a sample; the greedy calls take as many problems as fit the
-    memory of a sampling call (``greedy_problems_per_call``)."""
-    from thai_grpo.jobs.memory_plan import Shape
-    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
-
-    questions = [r["question"] for r in rows]
+                   progress=None, cuda_graphs: bool = False) -> list[dict]:
+    """One record per held-out problem: its sampled completions and greedy answer, each with rewards, ``batch_size``
+    problems per call, each problem's greedy answer a noise-free row beside its samples. The batch size changes the
+    work, never a sample."""
     sampled: list[list[dict]] = []
     for start in range(0, len(rows), batch_size):
-        sampled += generate(model, tokenizer, questions[start:start + batch_size], system_prompt, num_samples,
+        batch = rows[start:start + batch_size]
+        sampled += generate(model, tokenizer, [row["question"] for row in batch], system_prompt, num_samples,
                             max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
-                            problem_keys=[row["id"] for row in rows[start:start + batch_size]])
+                            problem_keys=[row["id"] for row in batch], with_greedy=True, cuda_graphs=cuda_graphs)
         if progress:
-            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}")
-    greedy_batch = greedy_problems_per_call(Shape.from_config(model.config), batch_size, num_samples, max_new_tokens)
-    greedy: list[dict] = []
-    for start in range(0, len(rows), greedy_batch):
-        greedy += [best[0] for best in generate(model, tokenizer, questions[start:start + greedy_batch], system_prompt,
-                                                1, max_new_tokens, None, seed=seed,
-                                                chat_template_kwargs=chat_template_kwargs)]
-    if progress:
-        progress(f"greedy answers for {len(greedy)} problems")
-    return records_from_completions(rows, sampled, greedy)
+            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}, and their greedy answers")
+    return records_from_completions(rows, [group[:-1] for group in sampled], [group[-1] for group in sampled])
