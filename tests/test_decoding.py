@@ -1,10 +1,11 @@
 """The decode loop (thai_grpo.models.decoding) gives the samples today's path gives: ``generate`` over the rows with
-each prompt prefilled once (``shared_prefix.generate_sharing_prompts``), greedy over ``PerRowGumbel``'s scores.
+each prompt prefilled once (``shared_prefix.generate_sharing_prompts``), greedy over ``CounterSampler``'s choices.
 
 On the shipped tiny model and on a Qwen3-0.6B-shaped stand-in (its config but for depth and width, the 151,936-token
 vocabulary, Qwen3's special tokens: thai_grpo_tools.rehearsal), merged and as a PeftModel, sampled and greedy, with
 rows that stop at different steps: the same token ids in float32. In 16 bits the two paths add in other orders, so a
-row may part from today's where today's own two best scores are within rounding of each other, and nowhere else."""
+row may part from today's where its uniform falls within rounding of a boundary of today's distribution, and nowhere
+else."""
 
 from __future__ import annotations
 
@@ -14,14 +15,14 @@ import pytest
 import torch
 
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.models.sampling import (CounterGumbel, encode_prompts, generation_config, row_seeds, sample_continuations,
+from thai_grpo.models.sampling import (CounterSampler, encode_prompts, generation_config, row_seeds, sample_continuations,
                                        seeded_per_row, stop_token_ids)
 
 SHIPPED = Path(__file__).resolve().parents[1] / "assets" / "tiny-base"
 QUESTIONS = ["มีแอปเปิล 3 ผล ได้อีก 4 ผล มีกี่ผล", "2 บวก 2", "ร้านขายส้ม 12 ผล ขายไป 5 ผล เหลือกี่ผล แล้วซื้อเพิ่ม 7",
              "10 ลบ 4", "5 คูณ 2 แล้วบวก 1", "มีนก 9 ตัว บินไป 3 ตัว"]
 SAMPLED, GREEDY = (4, 1.0), (1, None)  # (samples per prompt, temperature)
-NEAR_TIE_UNITS = 8  # 16 bits: units in the last place (of the larger score) two paths' roundings may part by
+NEAR_TIE_UNITS = 8  # 16 bits: units in the last place (of a probability) two paths' roundings may part by
 
 
 def todays_path(model, encoded, config, seeds):
@@ -147,7 +148,7 @@ def test_a_prompt_is_held_once_and_a_steps_shape_changes_only_when_its_bucket_do
         with torch.no_grad():
             new_tokens = decoding.decode(model, encoded["input_ids"], encoded["attention_mask"], SAMPLED[0], budget,
                                          stop_ids, tokenizer.pad_token_id,
-                                         CounterGumbel(SAMPLED[1], seeds, model.device).choose, step=recorded_step)
+                                         CounterSampler(SAMPLED[1], seeds, model.device).choose, step=recorded_step)
     finally:
         hook.remove()
     assert torch.equal(today[:, prompt_width:], new_tokens)
@@ -200,7 +201,7 @@ def test_one_bucket_step_compiles_whole_and_gives_the_eager_steps_tokens(shipped
     def run(step):
         with torch.no_grad():
             return decoding.decode(model, encoded["input_ids"], encoded["attention_mask"], 2, 16, stop_ids,
-                                   tokenizer.pad_token_id, CounterGumbel(1.0, seeds, model.device).choose,
+                                   tokenizer.pad_token_id, CounterSampler(1.0, seeds, model.device).choose,
                                    check_every=16, step=step)
 
     assert torch.equal(run(decoding.graphed_step()), run(decoding.decode_step))
@@ -238,10 +239,12 @@ def test_in_16_bits_a_row_parts_from_todays_only_at_a_near_tie(dtype, run):
     """16-bit frozen weights under the LoRA adapter (float32): under autocast as PPO's rollouts on a GPU run, or without
     as a 16-bit evaluation (eval.dtype) runs. Today's path attends with SDPA over each row's joined keys, the decode
     loop over the prompt's and the completion's keys apart, so their 16-bit roundings differ: a row may take another
-    token where today's own perturbed scores of the two were within a few units in the last place of the dtype.
-    Everywhere else the rows agree, token for token; most rows never part."""
+    token where its uniform fell within a few units in the last place of the dtype of a boundary of today's
+    cumulative distribution (its two candidates' probabilities split there). Everywhere else the rows agree, token for
+    token; most rows never part."""
     from thai_grpo.methods.ppo import autocast_like
     from thai_grpo.models.loading import load_policy, load_tokenizer
+    from thai_grpo.models.sampling import counter_uniforms
 
     policy = load_policy(SHIPPED / "base", SHIPPED / "sft_adapter", dtype=dtype).eval()
     tokenizer = load_tokenizer(SHIPPED / "base")
@@ -249,7 +252,7 @@ def test_in_16_bits_a_row_parts_from_todays_only_at_a_near_tie(dtype, run):
     samples, budget, width = 4, 40, encoded["input_ids"].shape[1]
     config = generation_config(tokenizer, stop_token_ids(policy, tokenizer), samples, budget, 1.0)
     seeds = row_seeds(11, range(len(QUESTIONS)), samples)
-    config.return_dict_in_generate, config.output_scores = True, True  # today's perturbed scores, step by step
+    config.return_dict_in_generate, config.output_logits = True, True  # today's logits, step by step
     context = autocast_like(policy) if run == "ppo_autocast" else torch.autocast("cpu", enabled=False)
     with context:
         today = todays_path(policy, encoded, config, seeds)
@@ -257,10 +260,12 @@ def test_in_16_bits_a_row_parts_from_todays_only_at_a_near_tie(dtype, run):
     parted = first_parting(today.sequences, ours, tokenizer.pad_token_id)
     unit = torch.finfo(getattr(torch, dtype)).eps
     for row, step in enumerate(parted):
-        if step is not None:  # today's best score there, and its score of the token the decode loop took
-            scores = today.scores[step - width][row]
-            best, taken = scores[today.sequences[row, step]], scores[ours[row, step]]
-            assert best - taken <= NEAR_TIE_UNITS * unit * best.abs(), (row, step - width, float(best - taken))
+        if step is not None:  # where today's uniform fell in today's distribution, and the nearest boundary
+            cumulative = torch.softmax(today.logits[step - width][row].double(), -1).cumsum(-1)
+            drawn = float(counter_uniforms(torch.tensor([seeds[row]]), step - width)[0])
+            taken = int(today.sequences[row, step])
+            edges = (float(cumulative[taken - 1]) if taken else 0.0, float(cumulative[taken]))
+            assert min(abs(drawn - edge) for edge in edges) <= NEAR_TIE_UNITS * unit, (row, step - width, edges, drawn)
     assert sum(step is None for step in parted) > len(parted) // 2, parted
 
 

@@ -69,56 +69,60 @@ def heldout_rows(synthetic_rows):
             for i, r in enumerate(synthetic_rows[:6])]
 
 
-def test_gumbel_max_draws_from_the_tempered_softmax():
-    """Each row's argmax of scores / T + its own counter-based Gumbel noise, over 10,000 rows of one logits vector
-    (and again at another column), against softmax(logits / T): a chi-square test that passes at T and fails at the
-    wrong temperature (the test can fail)."""
+def test_a_row_draws_from_the_tempered_softmax():
+    """Each row's inverse-CDF draw at its counter-based uniform, over 10,000 rows of one logits vector (and again at
+    another column), against softmax(logits / T): a chi-square test that passes at T and fails at the wrong
+    temperature (the test can fail); a token of probability 0 is never drawn."""
     import torch
     from scipy.stats import chisquare
 
-    from thai_grpo.models.sampling import CounterGumbel
+    from thai_grpo.models.sampling import CounterSampler
 
-    logits, temperature, draws = torch.tensor([2.0, 1.0, 0.0, -1.0, 0.5]), 0.7, 10000
-    sampler, rows = CounterGumbel(temperature, list(range(draws)), "cpu"), torch.arange(draws)
+    logits, temperature, draws = torch.tensor([2.0, 1.0, -float("inf"), 0.0, -1.0, 0.5]), 0.7, 10000
+    sampler, rows = CounterSampler(temperature, list(range(draws)), "cpu"), torch.arange(draws)
     for column in (0, 37):
-        counts = torch.bincount(sampler.choose(logits.repeat(draws, 1), rows, column), minlength=len(logits)).numpy()
+        counts = torch.bincount(sampler.choose(logits.repeat(draws, 1), rows, column), minlength=len(logits))
+        assert counts[2] == 0
+        counts = counts[torch.arange(len(logits)) != 2].numpy()
         for tried, should_pass in ((temperature, True), (1.0, False)):
-            expected = torch.softmax(logits.double() / tried, -1).numpy() * draws
+            expected = torch.softmax(logits.double() / tried, -1).numpy()
+            expected = expected[[0, 1, 3, 4, 5]] * draws
             assert (chisquare(counts, expected).pvalue > 1e-3) == should_pass, (tried, counts, expected)
 
 
-def test_counter_uniforms_are_uniform_and_unrelated_across_rows_columns_and_tokens():
-    """The hashed uniforms of 2,000 seeds x 3 columns x 64 tokens: in (0, 1), evenly spread over 20 bins, and no
-    correlation above noise between neighbouring seeds, columns or token ids."""
+def test_counter_uniforms_are_uniform_and_unrelated_across_rows_and_columns():
+    """The hashed uniforms of 20,000 seeds x 3 columns: in [0, 1), evenly spread over 50 bins, and no correlation
+    above noise between neighbouring seeds or columns."""
     import numpy as np
     import torch
     from scipy.stats import chisquare
 
     from thai_grpo.models.sampling import counter_uniforms, row_seeds
 
-    seeds = torch.tensor(row_seeds(5, range(2000), 1))
-    draws = torch.stack([counter_uniforms(seeds, column, 64) for column in range(3)]).double().numpy()
-    assert draws.min() > 0 and draws.max() < 1
-    assert chisquare(np.histogram(draws, bins=20, range=(0, 1))[0]).pvalue > 1e-3
-    for a, b in ((draws[0], draws[1]), (draws[0, :-1], draws[0, 1:]), (draws[0, :, :-1], draws[0, :, 1:])):
-        assert abs(np.corrcoef(a.ravel(), b.ravel())[0, 1]) < 0.02
+    seeds = torch.tensor(row_seeds(5, range(20000), 1))
+    draws = torch.stack([counter_uniforms(seeds, column) for column in range(3)]).numpy()
+    assert draws.min() >= 0 and draws.max() < 1
+    assert chisquare(np.histogram(draws, bins=50, range=(0, 1))[0]).pvalue > 1e-3
+    for a, b in ((draws[0], draws[1]), (draws[1], draws[2]), (draws[0, :-1], draws[0, 1:])):
+        assert abs(np.corrcoef(a, b)[0, 1]) < 0.03
+    assert torch.equal(counter_uniforms(seeds, torch.tensor(2)), counter_uniforms(seeds, 2))  # on the device or not
 
 
-def test_a_row_draws_the_same_noise_whatever_its_batch_mates():
+def test_a_row_draws_the_same_token_whatever_its_batch_mates():
     import torch
 
-    from thai_grpo.models.sampling import CounterGumbel, row_seeds
+    from thai_grpo.models.sampling import CounterSampler, row_seeds
 
     seeds = row_seeds(1234, ["a", "b", "c"], 2)
     assert len(set(seeds)) == 6 and seeds == row_seeds(1234, ["a", "b", "c"], 2)
-    scores = torch.zeros(6, 11)
-    together = CounterGumbel(1.0, seeds, "cpu").perturbed(scores, torch.arange(6), torch.tensor(3))
-    alone = torch.cat([CounterGumbel(1.0, [seed], "cpu").perturbed(scores[:1], torch.tensor([0]), 3)
+    scores = torch.zeros(6, 1000)
+    together = CounterSampler(1.0, seeds, "cpu").choose(scores, torch.arange(6), torch.tensor(3))
+    alone = torch.cat([CounterSampler(1.0, [seed], "cpu").choose(scores[:1], torch.tensor([0]), 3)
                        for seed in seeds])
     assert torch.equal(together, alone)
-    assert not torch.equal(together, CounterGumbel(1.0, seeds, "cpu").perturbed(scores, torch.arange(6), 4))
+    assert not torch.equal(together, CounterSampler(1.0, seeds, "cpu").choose(scores, torch.arange(6), 4))
     with pytest.raises(ValueError, match="one seed per generated row"):
-        CounterGumbel(1.0, seeds[:2], "cpu")(torch.zeros(6, 1, dtype=torch.long), scores)
+        CounterSampler(1.0, seeds[:2], "cpu")(torch.zeros(6, 1, dtype=torch.long), scores)
 
 
 def test_the_batch_size_changes_no_sample(shipped_policy, heldout_rows):

@@ -127,7 +127,7 @@ def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
-NOISE_WORDS = 4  # the sampler's noise hash holds two int64 per logit at once: four float32 logits' bytes
+SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumulative sums: three float32 logits' bytes
 
 
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
@@ -137,9 +137,9 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
 
     - prefill: the prompts' keys and values, one layer's working set, the last position's logits;
     - decode: the whole cache (completions pre-allocated to the budget), a step's float32 logits for every sequence
-      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's hash of
-      its noise (``sampling.counter_uniforms``: two int64 words per logit, the float32 noise made in place of one),
-      and the prefill's logits, which the first choice still holds; one layer's attention scores and weights;
+      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's
+      probabilities and their float64 cumulative sums (``sampling.CounterSampler.choose``), and the prefill's logits,
+      which the first choice still holds; one layer's attention scores and weights;
     - compaction: the whole cache and a copy of one layer's keys (or values) of the rows kept, at most
       ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
       last step's logits."""
@@ -152,9 +152,9 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
         "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
                     "prefill_layer": working * compute_bytes, "logits": prompts * row_logits},
         "decode": {"kv_cache": kv * compute_bytes,
-                   "logits": step_logits + (NOISE_WORDS * sampled * sequences + prompts) * row_logits
-                   + sampled * shape.vocab_size * 8,  # and the token ids' hash, int64
-                   "attention": 2 * sequences * shape.num_heads * width * 4},  # one layer's float32 scores, weights
+                   "logits": step_logits + (SAMPLER_WORDS * sampled * sequences + prompts) * row_logits,
+                   # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
+                   "attention": 4 * sequences * shape.num_heads * width * 4},
         "compaction": {"kv_cache": kv * compute_bytes,
                        "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
                        "logits": max(sequences, prompts) * row_logits}}

@@ -110,33 +110,26 @@ def mix32(x):
     return (x >> 16) ^ x
 
 
-def counter_uniforms(seeds, column, vocabulary: int):
-    """[rows, vocabulary] float32 uniforms in (0, 1), each a hash of (its row's 63-bit seed, the completion ``column``
-    it is drawn for (an int, or a 0-d tensor on the device), its token id): one row's draws depend on nothing else,
-    and the same few launches serve any number of rows (a counter-based generator, like Philox, but the same on
-    every device). 23 random bits each: the least is 2**-24, the largest 1 - 2**-24, both exact in float32."""
-    import torch
-
-    key = mix32(mix32(mix32(column + 0x9E3779B9 & MASK32) ^ (seeds >> 32)) ^ (seeds & MASK32))
-    bits = mix32(torch.arange(vocabulary, device=seeds.device)).unsqueeze(0) ^ key.unsqueeze(1)
-    spare = torch.empty_like(bits)  # the hash in place: two int64 tensors of [rows, vocabulary] at most
-    for _ in range(2):
-        bits.bitwise_xor_(torch.bitwise_right_shift(bits, 16, out=spare)).mul_(MIX).bitwise_and_(MASK32)
-    bits.bitwise_xor_(torch.bitwise_right_shift(bits, 16, out=spare)).bitwise_right_shift_(9)
-    del spare
-    return bits.float().add_(0.5).mul_(2.0 ** -23)
+def counter_uniforms(seeds, column):
+    """One float64 uniform in [0, 1) per row, 53 random bits from a hash of (the row's 63-bit seed, the completion
+    ``column`` it is drawn for: an int, or a 0-d tensor on the device): one row's draw depends on nothing else, and
+    one computation serves any number of rows (a counter-based generator, like Philox, with the same bits on every
+    device)."""
+    key = mix32(mix32(column + 0x9E3779B9 & MASK32) ^ (seeds >> 32)) ^ (seeds & MASK32)
+    high, low = mix32(key), mix32(key ^ 0x85EBCA6B)
+    return ((high >> 5) * 2 ** 26 + (low >> 6)).double() * 2.0 ** -53
 
 
-class CounterGumbel:
-    """Each row's next token: for a sampled row, the argmax of scores / temperature plus Gumbel noise
-    -log(-log U), U from ``counter_uniforms`` (an exact draw from softmax(scores / temperature), Gumbel-max); for a
-    greedy row (seed None), the argmax of the scores. A draw depends only on (the row's seed, its column, its scores):
-    not on its batch mates, the batch size or the order of the problems. No token more than ~19.4 nats below the best
-    (p < 4e-9) is ever drawn: U's extremes bound the noise to [-2.8, 16.6].
+class CounterSampler:
+    """Each row's next token: for a sampled row, a draw from softmax(scores / temperature) by the inverse of its
+    distribution function at the row's ``counter_uniforms`` (the first token whose cumulative probability, summed in
+    float64, passes it); for a greedy row (seed None), the argmax of the scores. A draw depends only on (the row's
+    seed, its column, its scores): not on its batch mates, the batch size or the order of the problems, and a step
+    draws for all rows at once, reading each logit a few times (no per-token noise).
 
     ``choose(scores, rows, column)`` serves ``decoding.decode``; called as a logits processor (``scores`` of every row
-    of a ``generate`` call whose prompts are ``prompt_width`` wide) it gives the perturbed scores, so that greedy
-    decoding over them samples."""
+    of a ``generate`` call whose prompts are ``prompt_width`` wide) it leaves 0 on the chosen token and -inf elsewhere,
+    so that greedy decoding over them samples what ``decode`` samples."""
 
     def __init__(self, temperature: float | None, seeds: list, device, prompt_width: int | None = None):
         import torch
@@ -145,44 +138,40 @@ class CounterGumbel:
         self.seeds = torch.tensor([seed or 0 for seed in seeds], dtype=torch.long, device=device)
         self.greedy = torch.tensor([seed is None or temperature is None for seed in seeds], device=device)
 
-    def perturbed(self, scores, rows, column):
-        """The float32 ``scores`` of rows ``rows`` (a tensor of row indices), tempered and perturbed where sampled."""
-        import torch
-
-        noise = counter_uniforms(self.seeds[rows], column, scores.shape[-1]).log_().neg_().log_().neg_()
-        sampled = noise.add_(scores, alpha=1 / (self.temperature or 1.0))
-        return torch.where(self.greedy[rows].unsqueeze(1), scores, sampled)
-
     def choose(self, scores, rows, column):
+        """The next token of rows ``rows`` (a tensor of row indices) from their float32 ``scores``."""
         import torch
 
         if self.temperature is None:
             return scores.argmax(-1)
-        noise = counter_uniforms(self.seeds[rows], column, scores.shape[-1]).log_().neg_().log_().neg_()
-        sampled = noise.add_(scores, alpha=1 / self.temperature).argmax(-1)
+        tempered = scores if self.temperature == 1 else scores / self.temperature
+        cumulative = torch.softmax(tempered, -1).double().cumsum_(-1)  # float64 sums, no third copy held
+        drawn = cumulative[:, -1:] * counter_uniforms(self.seeds[rows], column).unsqueeze(1)
+        sampled = torch.searchsorted(cumulative, drawn, right=True).squeeze(1).clamp_(max=scores.shape[-1] - 1)
         return torch.where(self.greedy[rows], scores.argmax(-1), sampled)
 
     def __call__(self, input_ids, scores):
         import torch
 
         if scores.shape[0] != len(self.seeds):
-            raise ValueError(f"CounterGumbel got {scores.shape[0]} rows for {len(self.seeds)} seeds: give one seed "
+            raise ValueError(f"CounterSampler got {scores.shape[0]} rows for {len(self.seeds)} seeds: give one seed "
                              "per generated row (problems x samples)")
         rows = torch.arange(len(self.seeds), device=scores.device)
-        return self.perturbed(scores.float(), rows, input_ids.shape[1] - (self.prompt_width or 0))
+        chosen = self.choose(scores.float(), rows, input_ids.shape[1] - (self.prompt_width or 0))
+        return torch.full_like(scores, float("-inf")).scatter_(1, chosen.unsqueeze(1), 0.0)
 
 
 def seeded_per_row(config, seeds: list, device, prompt_width: int):
     """(generation config, logits processors) with which ``generate`` on prompts ``prompt_width`` wide samples what
-    ``sample_continuations`` samples: greedy decoding over ``CounterGumbel``'s perturbed scores; ``config`` itself
-    when it is greedy."""
+    ``sample_continuations`` samples: greedy decoding over ``CounterSampler``'s choices; ``config`` itself when it is
+    greedy."""
     from transformers import LogitsProcessorList
 
     if not config.do_sample:
         return config, LogitsProcessorList()
     greedy = copy.deepcopy(config)
     greedy.do_sample, greedy.temperature, greedy.top_k, greedy.top_p = False, None, None, None
-    return greedy, LogitsProcessorList([CounterGumbel(config.temperature, seeds, device, prompt_width)])
+    return greedy, LogitsProcessorList([CounterSampler(config.temperature, seeds, device, prompt_width)])
 
 
 def sample_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
@@ -194,7 +183,7 @@ def sample_continuations(model, input_ids, attention_mask, config, seeds: list, 
     from thai_grpo.models.decoding import decode, decode_step, graphed_step
 
     stops, samples = config.eos_token_id, config.num_return_sequences or 1
-    sampler = CounterGumbel(config.temperature if config.do_sample else None, seeds, input_ids.device)
+    sampler = CounterSampler(config.temperature if config.do_sample else None, seeds, input_ids.device)
     new_tokens = decode(model, input_ids, attention_mask, samples, config.max_new_tokens,
                         [stops] if isinstance(stops, int) else list(stops), config.pad_token_id, sampler.choose,
                         step=graphed_step() if cuda_graphs else decode_step)
