@@ -1,17 +1,9 @@
-"""`make bench`: where the time goes on this machine, printed and written to results/bench/bench.json (figures, not
-pass/fail tests; the CPU's model name is recorded beside them). Needs the config's base model, SFT adapter, data and
-reward model (make bench builds them first).
-
-- Sampler bound: ``generate`` makes T new tokens one forward at a time; one forward pass over the same final
-  sequences does the same arithmetic at once. ratio = bound seconds / generate seconds (1: as fast as the model's
-  arithmetic allows here).
-- One step of GRPO, Dr.GRPO, PPO and DPO, and held-out sampling, split into parts by timing the trainers' methods in
-  place (``PartTimer``): for GRPO generation (``_generate``), rewards, reference/old log-probs
-  (``_get_per_token_logps_and_entropies`` without grad), forward (``compute_loss``), backward, optimizer (between the
-  Trainer's pre- and post-optimizer-step events); other = the step's wall time minus its parts.
-- The last run: each stage's share (results/benchmarks/*.tsv; jobs at once = the most intervals [end - s, end] that
-  overlap), its critical path and wall time extrapolated to 1-16 cores and projected onto other CPUs
-  (``thai_grpo_tools.speedup``); and the smoke DAG timed at 1 and 2 cores.
+"""`make bench`: where the time goes on this machine (figures, not tests), printed and written to
+results/bench/bench.json: the sampler against its forward-pass bound (one forward over the final sequences does
+generate's arithmetic at once); one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into parts by
+timing their methods in place (``PartTimer``; other = the step's wall time minus its parts); each stage's share of
+the last run, its critical path and wall time on 1-16 cores and on other CPUs (``thai_grpo_tools.speedup``); the smoke
+DAG timed at 1 and 2 cores. Needs the config's base, SFT adapter, data and reward model (make bench builds them).
 """
 
 from __future__ import annotations
@@ -65,12 +57,9 @@ def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: st
 
 
 class PartTimer:
-    """Times named parts of each step by wrapping functions in place (undone on leaving the ``with`` block).
-
-    ``wrap(owner, name, part, before)``: ``owner.name`` adds its wall time to ``part`` of the current step; ``part``
-    may be a function of the call's arguments giving the part's name (None: not timed, e.g. a call nested in another
-    timed one); ``before`` is called with the arguments first. ``split(parts)``: ``step_split`` of the steps, with
-    ``other`` = a step's wall time minus its timed parts."""
+    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block.
+    ``wrap``: ``owner.name`` adds its wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed),
+    after calling ``before(*args)``."""
 
     def __init__(self):
         self.steps: list[dict] = []

@@ -1,19 +1,11 @@
-"""`make rehearse-full` and `make gpu-check`: Qwen3-0.6B at full size through every stage of the real config, one
-optimizer step each, each stage's peak memory beside the memory plan's prediction at exactly its sizes, and its
-seconds per step. A benchmark, not a test.
+"""`make rehearse-full` (CPU, preset cpu: small rows and lengths) and `make gpu-check` (CUDA, preset chapter, one of
+``GPU_CHECK_PASSES``): Qwen3-0.6B at full size through every stage of the real config, one optimizer step each, each
+stage's peak memory beside the memory plan's prediction at exactly its sizes, and its seconds per step (a benchmark).
 
-    python -m thai_grpo_tools.rehearse_full        make rehearse-full: CPU, small rows and lengths (preset cpu)
-    python -m thai_grpo_tools.rehearse_full --device cuda --preset chapter --pass float16
-                                                   make gpu-check: the chapter's sizes on CUDA (GPU_CHECK_PASSES)
-
-The model: the real base and SFT adapter where the hub cache holds them, else random weights built here
-(``rehearsal.full_size_standin``); DPO's and the reward model's pairs are written here (``answer_pairs``). Presets
-are overrides merged on top of the real config, as ``--configfile`` merges them; ``auto`` sizes as the card chooses.
-Peak memory: on a CPU each stage runs in a fresh process, its peak RSS above its level after the imports, reset
-(/proc/self/clear_refs) when the stage's own run begins; on CUDA one process, torch.cuda.max_memory_reserved
-(expandable segments on) with max_memory_allocated beside it. The run begins where the stage's own code does (a TRL
-trainer's train(), PPO's first rollout, the first sampling or log-prob pass). Seconds per step: the run's wall time
-/ its optimizer steps (sampling and log-probs: / their batches). Writes OUT/rehearse.json and OUT/rehearse.md.
+The real base and SFT adapter where the hub cache holds them, else random weights (``rehearsal.full_size_standin``).
+Peak memory: on a CPU each stage in a fresh process, its peak RSS above its level after the imports, reset when the
+stage's own run begins (a TRL trainer's train(), PPO's first rollout, the first sampling or log-prob pass); on CUDA
+one process, torch.cuda.max_memory_reserved (expandable segments on). Writes OUT/rehearse.json and OUT/rehearse.md.
 """
 
 from __future__ import annotations
