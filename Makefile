@@ -59,17 +59,17 @@ run: setup  ## the whole pipeline on the offline default config -> results/repor
 # the base, SFT adapter, preference pairs and reward model first if needed.
 bench: setup  ## where the time goes: one step of each method split into its parts, per-CPU projection
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
-	$(BIN)/python tools/bench.py
+	$(BIN)/python -m thai_grpo_tools.bench
 
 bench-sampling: setup  ## held-out sampling timed before and after the decode loop, on the real config's stand-ins
-	$(BIN)/python tools/sampling_bench.py
+	$(BIN)/python -m thai_grpo_tools.sampling_bench
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:
 # FROM=results/model after a run with base.source: scratch and sft.source: train; FROM=results/model/scratch after
 # `snakemake --cores 2 base` under base.source: shipped. Records the config, data hashes and COMMIT (default HEAD).
 FROM ?= results/model
 ship-base: setup  ## recreate the shipped tiny base and SFT adapter from a scratch build (FROM=...)
-	$(BIN)/python tools/ship_base.py --from $(FROM) $(if $(COMMIT),--commit $(COMMIT))
+	$(BIN)/python -m thai_grpo_tools.ship_base --from $(FROM) $(if $(COMMIT),--commit $(COMMIT))
 
 # Headless Chromium for the report's browser tests, and a Thai font (TLWG) so their screenshots show Thai glyphs,
 # not boxes; the tests skip, or the Thai-glyph test fails naming the package, where these cannot be installed.
@@ -123,23 +123,23 @@ wheels:  ## every pin but torch as wheels, for a GPU machine without network
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) -r $(WHEELS)/requirements.txt
 	$(PIP_DOWNLOAD) --no-deps --prefer-binary --dest $(WHEELS) $(WHEEL_ARGS) setuptools wheel  # builds a source-only pin offline
 
-# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo_tools.stage_plans), not
-# measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
+# The real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed (thai_grpo_tools.memory_plan),
+# not measured: results/memory_plan/plan.json and plan.md; then the formula against peaks measured on CPU stand-ins.
 memory-plan: setup  ## the real config's planned GPU memory per stage
-	$(BIN)/python tools/memory_plan.py results/memory_plan
-	$(BIN)/python tools/memory_plan.py --check
+	$(BIN)/python -m thai_grpo_tools.memory_plan results/memory_plan
+	$(BIN)/python -m thai_grpo_tools.memory_plan --check
 
 # A benchmark, not a test (~20 min on 2 cores): Qwen3-0.6B at full width and depth (random weights, no download)
 # through every stage on the CPU, one optimizer step each at small rows and lengths; each stage's peak RSS beside the
 # memory plan's CPU prediction at exactly those sizes, and its s/step (results/rehearse_full/rehearse.json and .md).
 # THREADS=1 on a machine others share (threads waiting on each other are slower than one).
 rehearse-full: setup  ## the real config end to end on full-size stand-ins (CPU, slow)
-	$(BIN)/python tools/rehearse_full.py --out results/rehearse_full $(if $(THREADS),--threads $(THREADS))
+	$(BIN)/python -m thai_grpo_tools.rehearse_full --out results/rehearse_full $(if $(THREADS),--threads $(THREADS))
 
 clean:  ## delete results/ and .snakemake/
 	rm -rf results .snakemake
 
-# The README's and docs' generated tables (thai_grpo_tools.reference, tools/docs.py): `make docs` rewrites them from the
+# The README's and docs' generated tables (thai_grpo_tools.reference): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
 # `make compare BEFORE=DIR` compares two of your own runs instead (scripts/compare_runs.py): DIR (a `cp -r results`
@@ -148,12 +148,12 @@ clean:  ## delete results/ and .snakemake/
 .PHONY: docs docs-reference compare
 
 docs: setup  ## rewrite the generated tables of README.md and docs/ from docs/reference/
-	$(BIN)/python tools/docs.py render
+	$(BIN)/python -m thai_grpo_tools.reference render
 
 docs-reference: setup  ## summarise results/ into docs/reference/ (TIME=file: time make run's output), then make docs
-	$(BIN)/python tools/docs.py summarise $(if $(TIME),--time-file $(TIME))
-	$(BIN)/python tools/docs.py render
+	$(BIN)/python -m thai_grpo_tools.reference summarise $(if $(TIME),--time-file $(TIME))
+	$(BIN)/python -m thai_grpo_tools.reference render
 
 compare: setup  ## your results/ against the reference run, within its spread (BEFORE=DIR: against your own run)
 	$(if $(BEFORE),$(BIN)/python scripts/compare_runs.py --before $(BEFORE) $(if $(AFTER),--after $(AFTER)),\
-	$(BIN)/python tools/docs.py compare)
+	$(BIN)/python -m thai_grpo_tools.reference compare)

@@ -6,7 +6,7 @@
 #      says which torch is measured (version, CUDA build), and that it is not .venv's where it fell back;
 #   2. torch's view of the GPU and the settings the pipeline picks there (thai_grpo.jobs.devices);
 #   3. Qwen3-0.6B at full size through every stage of the chapter's comparison at the chapter's batch sizes and lengths,
-#      `auto` sizes as this card chooses them, one optimizer step each (tools/rehearse_full.py --preset chapter):
+#      `auto` sizes as this card chooses them, one optimizer step each (thai_grpo_tools.rehearse_full --preset chapter):
 #      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
 #      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
 #      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out
@@ -84,7 +84,7 @@ print(f"{capability[0]}.{capability[1]}")
 PYEOF
 )"
 
-# 3. Every stage at the chapter's sizes, per pass (thai_grpo_tools.rehearsal_full.GPU_CHECK_PASSES); vLLM where it
+# 3. Every stage at the chapter's sizes, per pass (thai_grpo_tools.rehearse_full.GPU_CHECK_PASSES); vLLM where it
 #    imports. float16 on every card from a T4 on; the trainers in bfloat16 from 8.0; on a card larger than a T4,
 #    float16 again within a T4's 14.75 GiB, `auto` sized for that as the jobs size it, so a plan that undercounts a
 #    T4 fails here.
@@ -101,7 +101,7 @@ for pass in $PASSES; do
   echo "gpu_check: the chapter's sizes, pass $pass"
   extra=()
   [ "$pass" = float16 ] && extra=(${VLLM[@]+"${VLLM[@]}"})
-  "$PY" tools/rehearse_full.py --device cuda --preset chapter --pass "$pass" --out "$OUT/$pass" \
+  "$PY" -m thai_grpo_tools.rehearse_full --device cuda --preset chapter --pass "$pass" --out "$OUT/$pass" \
     --work "$OUT/work-$pass" --timeout "$STAGE_TIMEOUT" ${extra[@]+"${extra[@]}"} || status=1
 done
 echo "gpu_check: done; tables in $OUT/*/rehearse.md"

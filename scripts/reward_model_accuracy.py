@@ -11,7 +11,7 @@ from thai_grpo.methods.reward_model import pairwise_accuracy
 from thai_grpo.models.loading import load_tokenizer, merge_keeps_update, weights_dtype
 
 with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
-    dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by default (tools/precision_probe.py)
+    dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by default (thai_grpo_tools/precision_probe.py)
     model = load_value_model(snakemake.input.base, snakemake.input.model, trainable=False,
                              merged=merge_keeps_update(dtype), dtype=dtype)
     model = model.to(job_device()).eval()

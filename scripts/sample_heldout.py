@@ -29,7 +29,7 @@ with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line sto
         from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
         from thai_grpo.models.sampling import sample_heldout
 
-        # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, tools/precision_probe.py)
+        # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, thai_grpo_tools/precision_probe.py)
         model = load_for_evaluation(snakemake.input.base, snakemake.input.get("adapter"), snakemake.params.dtype)
         model = model.to(job_device())  # load_policy leaves the model on the CPU; generate follows model.device
         precision = evaluation_precision(weights_dtype(model), model.device)  # float32: TF32 off, or a one-line stop

@@ -166,7 +166,7 @@ def test_make_compare_runs_the_new_script_with_before_and_the_reference_comparis
     assert "scripts/compare_runs.py --before results-before" in recipe("BEFORE=results-before")
     assert "scripts/compare_runs.py --before x --after y" in recipe("BEFORE=x", "AFTER=y")
     without = recipe()
-    assert "tools/docs.py compare" in without and "compare_runs" not in without
+    assert "thai_grpo_tools.reference compare" in without and "compare_runs" not in without
 
 
 def test_the_guide_ends_change_a_knob_with_the_comparison_of_two_runs():

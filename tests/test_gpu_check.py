@@ -1,9 +1,8 @@
 """`make gpu-check` and `make rehearse-full` without a GPU: the check's one-line exits, the wheels it installs from,
-and the rehearsal's sizes, pairs and comparison with the memory plan (thai_grpo_tools.rehearsal_full)."""
+and the rehearsal's sizes, pairs and comparison with the memory plan (thai_grpo_tools.rehearse_full)."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,9 +15,10 @@ from snakemake_dry_run import fake_nvidia_smi
 from thai_grpo.methods.dpo import token_rows
 from thai_grpo.methods.preferences import prompt_token_ids
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU
-from thai_grpo_tools.stage_plans import merged_configs, sizes_for_card
-from thai_grpo_tools.rehearsal_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
-                                             predicted_bytes, problem_count, rehearsal_config, table, training_rows)
+from thai_grpo_tools.memory_plan import merged_configs, sizes_for_card
+from thai_grpo_tools.rehearse_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
+                                            predicted_bytes, problem_count, rehearsal_config, table)
+from thai_grpo_tools.rehearsal import synthetic_rows
 
 REPO = Path(__file__).resolve().parents[1]
 REAL = merged_configs([REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"])
@@ -150,7 +150,7 @@ def test_presets_keep_the_real_config_but_its_sizes():
 
 
 def test_pairs_are_as_long_as_the_completion_budget(tiny_tokenizer):
-    rows = training_rows(3)
+    rows = synthetic_rows(3)
     tokenizer, system = tiny_tokenizer, REAL["data"]["system_prompt"]
     pairs = answer_pairs(tokenizer, rows, system, completion_tokens=24)
     for pair, row in zip(pairs, rows):
@@ -180,9 +180,7 @@ def test_each_stage_is_compared_with_its_own_prediction_at_the_rehearsals_sizes(
 
 
 def test_a_forced_float16_stage_acts_as_a_t4():
-    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = rehearse_module()
     assert module.stage_env("cuda", "float16", None)["THAI_GRPO_CAPABILITY"] == "7.5"
     assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cuda", "bfloat16", None)
     assert "THAI_GRPO_CAPABILITY" not in module.stage_env("cpu", "auto", 1)
@@ -201,7 +199,7 @@ def test_the_check_sizes_auto_for_the_card_it_runs_on():
 
 def test_the_check_takes_the_real_weights_when_the_hub_cache_holds_them(tmp_path, tiny_model_dir, tiny_adapter_dir):
     from thai_grpo_tools.rehearsal import hub_snapshot
-    from thai_grpo_tools.rehearsal_full import cached_real_weights
+    from thai_grpo_tools.rehearse_full import cached_real_weights
 
     cache = tmp_path / "hub"
     assert cached_real_weights(REAL, cache) is None  # an empty cache: random weights
@@ -216,7 +214,7 @@ def test_the_check_takes_the_real_weights_when_the_hub_cache_holds_them(tmp_path
 
 
 def test_each_training_stage_says_whether_its_loss_was_finite_and_its_updates_counted():
-    from thai_grpo_tools.rehearsal_full import update_record
+    from thai_grpo_tools.rehearse_full import update_record
 
     result = {"steps": [{"loss": 0.5}, {"loss": float("nan")}], "optimizer_steps_skipped": 1, "nonfinite_grad_steps": 1}
     assert update_record(result) == {"loss_finite": False, "optimizer_steps_skipped": 1, "nonfinite_grad_steps": 1}
@@ -232,16 +230,13 @@ def test_each_training_stage_says_whether_its_loss_was_finite_and_its_updates_co
 
 
 def test_the_checks_allocator_uses_expandable_segments():
-    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = rehearse_module()
     assert module.stage_env("cuda", "bfloat16", None)["PYTORCH_CUDA_ALLOC_CONF"] == "expandable_segments:True"
 
 
 def rehearse_module():
-    spec = importlib.util.spec_from_file_location("rehearse_full", REPO / "tools/rehearse_full.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    import thai_grpo_tools.rehearse_full as module
+
     return module
 
 
@@ -280,7 +275,7 @@ def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
     capped, its sizes chosen for the cap) with the stages a T4's memory decides; the bfloat16 pass trains only (the
     evaluation stages compute in float32 whatever it is); GRPO makes three steps, where float16's loss scale
     calibrates."""
-    from thai_grpo_tools.rehearsal_full import GPU_CHECK_PASSES
+    from thai_grpo_tools.rehearse_full import GPU_CHECK_PASSES
 
     script = (REPO / "scripts/gpu_check.sh").read_text()
     assert "--pass \"$pass\"" in script and "float16-t4" in script

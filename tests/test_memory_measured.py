@@ -177,7 +177,7 @@ def test_the_token_logprobs_stage_is_within_its_plan(tmp_path, tiny_model_dir, m
     from thai_grpo.evaluation.token_logprobs import policy_and_reference_logprobs, sampled_token_pairs
     from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
-    from thai_grpo_tools.stage_plans import token_logprobs_stage
+    from thai_grpo_tools.memory_plan import token_logprobs_stage
 
     torch.manual_seed(2)
     base = Qwen3ForCausalLM(Qwen3Config(**standin_config())).eval()
@@ -295,7 +295,7 @@ def test_a_grpo_step_is_within_its_plan(standin_dirs, tmp_path, monkeypatch):
     from thai_grpo.methods.grpo import rollout_trainer
     from thai_grpo.models.sampling import encode_prompts
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
-    from thai_grpo_tools.stage_plans import grpo_stages
+    from thai_grpo_tools.memory_plan import grpo_stages
     from workflow import REPO
 
     monkeypatch.setattr(cpu, "shares_prompts_on", lambda *args, **kwargs: False)
@@ -342,7 +342,7 @@ def preference_pairs(base_dir, count: int, completion: int) -> tuple[list[dict],
     from thai_grpo.data.problems import normalize_rows
     from thai_grpo.data.synthetic import generate_problems
     from thai_grpo.models.loading import load_tokenizer
-    from thai_grpo_tools.rehearsal_full import answer_pairs
+    from thai_grpo_tools.rehearse_full import answer_pairs
 
     rows, _ = normalize_rows(generate_problems(count, seed=5, max_operand=8), "translated_question",
                              "translated_answer")
@@ -359,7 +359,7 @@ def test_a_dpo_step_is_within_its_plan(standin_dirs, tmp_path, measured_train):
     from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo.jobs.memory_stages import CPU
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
-    from thai_grpo_tools.stage_plans import trl_training_stage
+    from thai_grpo_tools.memory_plan import trl_training_stage
 
     pairs, width = preference_pairs(standin_dirs[0], 2, 16)
     settings = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1, "max_steps": 1}
@@ -378,7 +378,7 @@ def test_a_reward_model_step_is_within_its_plan(standin_dirs, tmp_path, measured
     from thai_grpo.jobs.memory_stages import CPU
     from thai_grpo.methods.reward_model import pair_ids, reward_lora, train_reward_model
     from thai_grpo.models.loading import load_tokenizer
-    from thai_grpo_tools.stage_plans import trl_training_stage
+    from thai_grpo_tools.memory_plan import trl_training_stage
 
     pairs, _ = preference_pairs(standin_dirs[0], 2, 16)
     tokenizer = load_tokenizer(standin_dirs[0])

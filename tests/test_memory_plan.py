@@ -10,7 +10,7 @@ from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Sh
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
                                           rows_per_chunk, sampling_kv_floats)
 from thai_grpo.jobs.memory_stages import CPU, T4
-from thai_grpo_tools.stage_plans import QWEN3_0_6B, activation_floats, merged_configs, stage_plans
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, activation_floats, merged_configs, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
 SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -179,7 +179,7 @@ def decode_steps(plans_config: dict, sizes: dict) -> dict:
 
 def test_each_card_gets_its_own_sizes_and_each_fits_its_card():
     from thai_grpo.jobs.memory_stages import fits_card
-    from thai_grpo_tools.stage_plans import CARDS_GIB, sizes_for_card
+    from thai_grpo_tools.memory_plan import CARDS_GIB, sizes_for_card
 
     config = real_config()
     assert config["eval"]["batch_size"] == config["passk"]["batch_size"] == "auto"
@@ -198,7 +198,7 @@ def test_each_card_gets_its_own_sizes_and_each_fits_its_card():
 
 
 def test_numbers_set_in_the_config_are_kept_on_every_card():
-    from thai_grpo_tools.stage_plans import CARDS_GIB, sizes_for_card
+    from thai_grpo_tools.memory_plan import CARDS_GIB, sizes_for_card
 
     offline = merged_configs([__import__("workflow").REPO / "config" / "config.yaml"])
     for gib in CARDS_GIB.values():

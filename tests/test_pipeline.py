@@ -322,10 +322,10 @@ def test_killed_grpo_resumes_from_last_checkpoint(smoke_run, tmp_path):
 
 
 def test_shipped_base_gives_the_same_numbers_and_is_refused_for_other_settings(smoke_run, tmp_path):
-    """The smoke run's base and adapter shipped (tools/ship_base.py), then loaded by base.source: shipped: the
+    """The smoke run's base and adapter shipped (thai_grpo_tools.ship_base), then loaded by base.source: shipped: the
     headline's scores are those of the run that trained them; another pretraining length is refused before training."""
     second = copy_workflow(tmp_path)
-    made = subprocess.run([sys.executable, str(REPO / "tools/ship_base.py"), "--from", str(smoke_run / "results/model"),
+    made = subprocess.run([sys.executable, "-m", "thai_grpo_tools.ship_base", "--from", str(smoke_run / "results/model"),
                            "--data", str(smoke_run / "results/data"), "--configfile", "config/config.yaml",
                            "config/smoke.yaml", "--commit", "test", "--out", "assets/tiny-base"],
                           cwd=second, capture_output=True, text=True)

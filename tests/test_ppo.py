@@ -269,7 +269,7 @@ def test_ppo_on_a_t4_sizes_from_the_memory_free_before_its_weights_load(tmp_path
     from thai_grpo.jobs.memory_plan import GIB, base_parameters
     from thai_grpo.methods.ppo import sized_for_card
     from thai_grpo.methods.settings import ppo_settings
-    from thai_grpo_tools.stage_plans import sizes_for_card
+    from thai_grpo_tools.memory_plan import sizes_for_card
 
     config = real_config()
     (tmp_path / "config.json").write_text(json.dumps({

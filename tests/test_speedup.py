@@ -12,8 +12,31 @@ from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
 from thai_grpo.jobs import scheduling
-from thai_grpo_tools.speedup import (chains_brute_force, critical_path, extrapolate, job_name, pick_jobs,
+from thai_grpo_tools.speedup import (critical_path, extrapolate, job_name, pick_jobs,
                                       projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
+
+
+def all_chains(deps: dict[str, list[str]]) -> list[list[str]]:
+    """Every chain of dependent jobs from a job with no dependencies to any job (for checking critical_path)."""
+    jobs = set(deps) | {d for ds in deps.values() for d in ds}
+    chains = []
+
+    def walk(chain):
+        chains.append(chain)
+        for job in sorted(jobs):
+            if chain[-1] in deps.get(job, []):
+                walk(chain + [job])
+
+    for job in sorted(jobs):
+        if not deps.get(job):
+            walk([job])
+    return chains
+
+
+def chains_brute_force(seconds: dict[str, float], deps: dict[str, list[str]]) -> float:
+    """The longest chain's seconds by trying every chain (exponential: for tests on small DAGs)."""
+    return max((sum(seconds.get(job, 0.0) for job in chain) for chain in all_chains(deps)), default=0.0)
+
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],

@@ -12,7 +12,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from thai_grpo.jobs.memory_plan import Shape, layer_parameters
 from thai_grpo_tools import time_model as tm
-from thai_grpo_tools.stage_plans import QWEN3_0_6B
+from thai_grpo_tools.memory_plan import QWEN3_0_6B
 
 # 2 layers, hidden 4, intermediate 8, 2 heads of 2, 1 KV head: a layer's projections 16 + 8 + 8 + 16 + 3 x 32 = 144
 # parameters, its norms 2 x 2 + 2 x 4: 156 a layer, 312 in the body; the head 10 x 4 = 40.

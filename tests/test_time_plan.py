@@ -16,7 +16,7 @@ from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, greedy_problem
 from thai_grpo_tools import time_model as tm
 from thai_grpo_tools import time_plan as tp
 from thai_grpo_tools.reference_tables import table_blocks
-from thai_grpo_tools.stage_plans import QWEN3_0_6B, real_config, sft_shape
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, real_config, sft_shape
 
 REAL = real_config(REPO)
 RECORDS = [json.loads(path.read_text(encoding="utf-8"))
@@ -156,7 +156,7 @@ def test_make_gpu_check_takes_about_twelve_minutes_on_an_h100_by_the_plan(checke
     """Its three passes on an 80 GB card (float16 every stage; the trainers in bfloat16; float16 within a T4's memory,
     where PPO's smaller chunks cost most) predicted by the fitted costs: about 12 minutes, the capped pass's PPO at the
     sizes a T4 chooses."""
-    from thai_grpo_tools.rehearsal_full import rehearsal_config
+    from thai_grpo_tools.rehearse_full import rehearsal_config
 
     passes = tp.gpu_check_seconds(REAL, checked["costs"], tm.H100, int(RECORDS[0]["prompt_tokens"]),
                                   ("float16", "bfloat16", "float16-t4"))

@@ -1,3 +1,3 @@
-"""Tools around the pipeline, for its maintainers: benchmarks, rehearsals, the memory and time plans, documentation
-tables, run comparisons. Their command lines are in ``tools/`` (``make bench``, ``make docs``, ``make rehearse-full``,
-``make memory-plan``, ``make ship-base``); the pipeline never imports them."""
+"""The maintainers' tools, one module per tool, each run as ``python -m thai_grpo_tools.X`` (``make bench``, ``make
+docs``, ``make rehearse-full``, ``make memory-plan``, ``make ship-base``, ...): benchmarks, rehearsals, the memory and
+time plans, the documents' tables, run comparisons. The pipeline never imports them."""

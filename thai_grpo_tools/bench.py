@@ -1,20 +1,22 @@
-"""Where the time goes: the sampler against its forward-pass bound, one GRPO step split into its parts, and each
-stage's share of the last run (``make bench`` -> results/bench/bench.json; figures, not pass/fail tests).
-
-- Sampler bound: ``generate`` produces T new tokens one forward at a time (with a KV cache); one forward pass over
-  the same final sequences does the same arithmetic at once. ratio = bound seconds / generate seconds (1 = the
-  sampler is as fast as the model's arithmetic allows on this machine).
-- GRPO step: TRL's GRPOTrainer methods timed in place (``StepTimer``): generation (``_generate``), rewards
-  (``_calculate_rewards``), reference/old log-probs (``_get_per_token_logps_and_entropies`` without grad),
-  forward (``compute_loss``, the policy's log-probs with grad and the loss), backward (``accelerator.backward``), optimizer (between the Trainer's pre- and
-  post-optimizer-step events), other = step wall time minus those.
-- Stages: ``results/benchmarks/*.tsv`` (Snakemake's benchmark directive); jobs at once = the most stage intervals
-  [end - s, end] that overlap (end = the file's modification time).
+"""`make bench`: where the time goes on this machine (figures, not tests), printed and written to
+results/bench/bench.json: the sampler against its forward-pass bound (one forward over the final sequences does
+generate's arithmetic at once); one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into parts by
+timing their methods in place (``PartTimer``; other = the step's wall time minus its parts); each stage's share of
+the last run, its critical path and wall time on 1-16 cores and on other CPUs (``thai_grpo_tools.speedup``); the smoke
+DAG timed at 1 and 2 cores. Needs the config's base, SFT adapter, data and reward model (make bench builds them).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import platform
 import re
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -23,16 +25,10 @@ PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward p
              "backward and optimizer")
 DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
 SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)", "greedy answers")
+WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 
 
-def _timed(seconds: list[float], function):
-    """``function`` that adds its wall time to ``seconds``."""
-    start = time.perf_counter()
-    result = function()
-    seconds.append(time.perf_counter() - start)
-    return result
-
-
+# ----------------------------------------------------------------------------------------- bookkeeping
 def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int,
                        max_new_tokens: int, temperature: float, seed: int, chat_template_kwargs: dict | None = None):
     """Generated tokens per second of one ``generate`` call (len(questions) x num_samples sequences) and of one
@@ -45,93 +41,39 @@ def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: st
     stop_ids = stop_token_ids(model, tokenizer)
     config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
     torch.manual_seed(seed)
-    generate_s, forward_s = [], []
     with torch.no_grad():
-        output = _timed(generate_s, lambda: model.generate(**encoded, generation_config=config))
+        start = time.perf_counter()
+        output = model.generate(**encoded, generation_config=config)
+        generate_s = time.perf_counter() - start
         new = output[:, encoded["input_ids"].shape[1]:]
         generated = sum(completion_length(row.tolist(), stop_ids)[0] for row in new)
-        mask = torch.cat([encoded["attention_mask"].repeat_interleave(num_samples, 0),
-                          torch.ones_like(new)], dim=1)
-        _timed(forward_s, lambda: model(input_ids=output, attention_mask=mask))
+        mask = torch.cat([encoded["attention_mask"].repeat_interleave(num_samples, 0), torch.ones_like(new)], dim=1)
+        start = time.perf_counter()
+        model(input_ids=output, attention_mask=mask)
+        bound_s = time.perf_counter() - start
     return {"sequences": int(output.shape[0]), "prompt_tokens": int(encoded["input_ids"].shape[1]),
-            "generated_tokens": generated, "generate_s": generate_s[0], "tokens_per_s": generated / generate_s[0],
-            "bound_s": forward_s[0], "bound_tokens_per_s": generated / forward_s[0],
-            "ratio_to_bound": forward_s[0] / generate_s[0]}
-
-
-class StepTimer:
-    """Times the parts of each GRPO step by wrapping the trainer's methods; ``steps`` holds one dict per step."""
-
-    def __init__(self):
-        self.steps: list[dict] = []
-        self.current: dict = {}
-
-    def _add(self, part: str, seconds: float) -> None:
-        self.current[part] = self.current.get(part, 0.0) + seconds
-
-    def wrap(self, owner, name: str, part):
-        """Replace ``owner.name`` with a timed call; ``part`` is a part name, or a function of the call's arguments
-        giving the part's name (None: not timed, it is inside another timed call)."""
-        original = getattr(owner, name)
-
-        def timed(*args, **kwargs):
-            start = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                name_of_part = part(*args, **kwargs) if callable(part) else part
-                if name_of_part:
-                    self._add(name_of_part, time.perf_counter() - start)
-
-        setattr(owner, name, timed)
-
-    def attach(self, trainer) -> None:
-        import torch
-
-        self.wrap(trainer, "_generate", "generation")
-        self.wrap(trainer, "_calculate_rewards", "rewards")
-        self.wrap(trainer, "_get_per_token_logps_and_entropies",
-                  lambda *a, **k: None if torch.is_grad_enabled() else "reference/old log-probs")
-        self.wrap(trainer, "compute_loss", "forward")
-        self.wrap(trainer.accelerator, "backward", "backward")
-        trainer.add_callback(self.callback())
-
-    def callback(self):
-        from transformers import TrainerCallback
-
-        timer = self
-
-        class Events(TrainerCallback):
-            def on_step_begin(self, args, state, control, **kwargs):
-                timer.current = {"_start": time.perf_counter()}
-
-            def on_pre_optimizer_step(self, args, state, control, **kwargs):
-                timer.current["_optimizer"] = time.perf_counter()
-
-            def on_optimizer_step(self, args, state, control, **kwargs):
-                timer._add("optimizer", time.perf_counter() - timer.current.pop("_optimizer"))
-
-            def on_step_end(self, args, state, control, **kwargs):
-                total = time.perf_counter() - timer.current.pop("_start")
-                parts = {part: timer.current.get(part, 0.0) for part in PARTS}
-                timer.steps.append({**parts, "other": total - sum(parts.values()), "total": total})
-
-        return Events()
+            "generated_tokens": generated, "generate_s": generate_s, "tokens_per_s": generated / generate_s,
+            "bound_s": bound_s, "bound_tokens_per_s": generated / bound_s, "ratio_to_bound": bound_s / generate_s}
 
 
 class PartTimer:
-    """Times named parts of a loop by wrapping functions in place; ``begin_step`` starts a new step record.
-
-    ``wrap(owner, name, part)``: ``owner.name`` (a module's function or an object's method) adds its wall time to
-    ``part`` of the current step; ``part`` may be a function of the call's arguments giving the part's name (None:
-    not timed, e.g. a call nested in another timed one). ``split(parts)`` gives the steps' means as ``step_split``
-    does, with ``other`` = the step's wall time minus its timed parts (Python, bookkeeping, what is not wrapped)."""
+    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block.
+    ``wrap``: ``owner.name`` adds its wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed),
+    after calling ``before(*args)``."""
 
     def __init__(self):
         self.steps: list[dict] = []
         self._start: float | None = None
+        self._originals: list[tuple] = []
 
-    def begin_step(self) -> None:
+    def __enter__(self) -> "PartTimer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, original in reversed(self._originals):
+            setattr(owner, name, original)
+
+    def begin_step(self, *_, **__) -> None:
         now = time.perf_counter()
         self.end_step(now)
         self.steps.append({})
@@ -142,26 +84,35 @@ class PartTimer:
             self.steps[-1]["total"] = (now or time.perf_counter()) - self._start
             self._start = None
 
-    def wrap(self, owner, name: str, part) -> None:
+    def add(self, part: str, seconds: float) -> None:
+        if self.steps:
+            self.steps[-1][part] = self.steps[-1].get(part, 0.0) + seconds
+
+    def patch(self, owner, name: str, function) -> None:
+        self._originals.append((owner, name, getattr(owner, name)))
+        setattr(owner, name, function)
+
+    def wrap(self, owner, name: str, part, before=None) -> None:
         original = getattr(owner, name)
-        timer = self
 
         def timed(*args, **kwargs):
+            if before:
+                before(*args, **kwargs)
             start = time.perf_counter()
             try:
                 return original(*args, **kwargs)
             finally:
                 label = part(*args, **kwargs) if callable(part) else part
-                if label and timer.steps:
-                    timer.steps[-1][label] = timer.steps[-1].get(label, 0.0) + time.perf_counter() - start
+                if label:
+                    self.add(label, time.perf_counter() - start)
 
-        setattr(owner, name, timed)
+        self.patch(owner, name, timed)
 
     def split(self, parts: tuple[str, ...], skip_first: int = 1) -> dict:
         self.end_step()
         steps = [{**{p: s.get(p, 0.0) for p in parts}, "total": s["total"],
                   "other": s["total"] - sum(s.get(p, 0.0) for p in parts)} for s in self.steps if "total" in s]
-        return step_split(steps, skip_first, parts)
+        return {**step_split(steps, skip_first, parts), "per_step": steps}
 
 
 def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = PARTS) -> dict:
@@ -174,8 +125,7 @@ def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = 
 
 def max_concurrent(intervals: list[tuple[float, float]]) -> int:
     """The most intervals (start, end) that overlap at one moment (touching ends do not overlap)."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals],
-                    key=lambda event: (event[0], event[1]))
+    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
     running = best = 0
     for _, change in events:
         running += change
@@ -183,28 +133,348 @@ def max_concurrent(intervals: list[tuple[float, float]]) -> int:
     return best
 
 
-def seed_study_stage(stage: str) -> bool:
-    """A stage `snakemake seeds` adds: the seed study's collection, or a run trained at another seed
-    (``train-grpo-seed1``, ``sample-grpo-seed1``, ``score-grpo-seed1``; thai_grpo.core.seeds names the runs)."""
-    from thai_grpo.core.seeds import SEED_MARK
-
-    return stage == "seed_results" or re.search(rf"{re.escape(SEED_MARK)}\d+$", stage) is not None
-
-
 def stage_shares(benchmark_dir: str | Path) -> dict:
-    """Each stage's wall seconds (``results.benchmark_seconds``), share of their sum and whether the seed study
-    added it, the sum, the seed study's part of it, and how many stages ran at once at most."""
+    """Each stage's wall seconds, share of their sum and whether the seed study added it (``train-grpo-seed1``,
+    ``seed_results``), the sum, the seed study's part of it, and how many stages ran at once at most."""
+    from thai_grpo.core.seeds import SEED_MARK
     from thai_grpo.report.results import benchmark_seconds
 
     stages = benchmark_seconds(benchmark_dir)
-    intervals = []
-    for path in Path(benchmark_dir).glob("*.tsv"):
-        if path.stem in stages:  # a job's interval ends when its benchmark file was written
-            end = path.stat().st_mtime
-            intervals.append((end - stages[path.stem], end))
+    intervals = [(path.stat().st_mtime - stages[path.stem], path.stat().st_mtime)  # a job ends as its file is written
+                 for path in Path(benchmark_dir).glob("*.tsv") if path.stem in stages]
     total = sum(stages.values())
-    seeds = {name: s for name, s in stages.items() if seed_study_stage(name)}
+    seeds = {name: s for name, s in stages.items()
+             if name == "seed_results" or re.search(rf"{re.escape(SEED_MARK)}\d+$", name)}
     return {"stages": {name: {"seconds": s, "share": s / total, "seed_study": name in seeds} for name, s in
                        sorted(stages.items(), key=lambda item: -item[1])},
             "sum_seconds": total, "seed_study": {"stages": len(seeds), "seconds": sum(seeds.values())},
             "max_jobs_at_once": max_concurrent(intervals) if intervals else 0}
+
+
+# ----------------------------------------------------------------------------------------- the measurements
+def print_split(title: str, split: dict) -> None:
+    print(f"{title}, mean of {split['steps_timed']} after a warm-up: {split['seconds']['total']:.2f} s", flush=True)
+    for part, share in split["share"].items():
+        print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
+
+
+def threads_text(threads: int) -> str:
+    return f"{threads} thread{'s' if threads > 1 else ''}"
+
+
+def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]:
+    """Merged SFT policy at the eval generate call and at GRPO's generation batch; unmerged (as GRPO samples) too."""
+    import torch
+
+    from thai_grpo.core.config import eval_settings
+    from thai_grpo.core.io import read_jsonl
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.methods import variant_plan
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo_args"]
+    system = config["data"].get("system_prompt", SYSTEM_PROMPT)
+    tokenizer = load_tokenizer(results / "model/base")
+    questions = [r["question"] for r in read_jsonl(results / "data/heldout.jsonl")]
+    prompts_per_step = grpo["per_device_train_batch_size"] // grpo["num_generations"]
+    calls = [("eval call", True, ev["batch_size"], ev["num_samples"]),
+             ("GRPO generation batch", True, prompts_per_step, grpo["num_generations"]),
+             ("GRPO generation batch, LoRA unmerged", False, prompts_per_step, grpo["num_generations"])]
+    rows = []
+    for thread_count in threads:
+        torch.set_num_threads(thread_count)
+        for label, merged, problems, samples in calls:
+            model = load_policy(results / "model/base", results / "model/sft_adapter", merged=merged).eval()
+            sampler_throughput(model, tokenizer, questions[:2], system, 2, 8, 1.0, 0)  # warm-up
+            row = sampler_throughput(model, tokenizer, questions[:problems], system, samples, ev["max_new_tokens"],
+                                     ev["temperature"], ev["seed"], ev.get("chat_template_kwargs"))
+            rows.append({"call": label, "threads": thread_count, "merged": merged, **row})
+            print(f"sampler  {label:38s} threads {thread_count}  {row['sequences']:4d} seqs  "
+                  f"{row['tokens_per_s']:8.0f} tok/s  bound {row['bound_tokens_per_s']:8.0f} tok/s  "
+                  f"ratio {row['ratio_to_bound']:.2f}", flush=True)
+    return rows
+
+
+def train_bench(config: dict, results: Path, variant: str, section: str, steps: int, threads: int, train,
+                **extra) -> None:
+    """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps (its plan's ``section``), from the last
+    run's base and SFT adapter, in a scratch folder."""
+    import torch
+
+    from thai_grpo.core.io import read_jsonl
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.methods import RunSpec, variant_plan
+
+    torch.set_num_threads(threads)
+    plan = variant_plan(config, variant)
+    plan = {**plan, section: {**plan[section], "max_steps": steps, "save_steps": steps + 1}}
+    with tempfile.TemporaryDirectory() as work:
+        train(RunSpec(run=f"bench-{variant}", plan=plan, base_dir=results / "model/base",
+                      adapter_dir=results / "model/sft_adapter", train_rows=read_jsonl(results / "data/train.jsonl"),
+                      system_prompt=config["data"].get("system_prompt", SYSTEM_PROMPT), out_dir=Path(work) / "out",
+                      checkpoint_dir=Path(work) / f"bench-{variant}", seed=config["seed"],
+                      training={"max_lost_update_share": 1.0, "report_to": "none"}, **extra))
+
+
+def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
+    """``steps`` steps of a GRPO-family variant, each split into its parts."""
+    import torch
+    from transformers import TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from thai_grpo.methods.grpo import rollout_trainer
+
+    def train(spec):
+        trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, spec.plan["grpo_args"], spec)
+        timer.wrap(trainer, "_generate", "generation")
+        timer.wrap(trainer, "_calculate_rewards", "rewards")
+        timer.wrap(trainer, "_get_per_token_logps_and_entropies",
+                   lambda *a, **k: None if torch.is_grad_enabled() else "reference/old log-probs")
+        timer.wrap(trainer, "compute_loss", "forward")
+        timer.wrap(trainer.accelerator, "backward", "backward")
+        trainer.add_callback(Events())
+        trainer.train()
+
+    class Events(TrainerCallback):
+        def on_step_begin(self, *args, **kwargs):
+            timer.begin_step()
+
+        def on_pre_optimizer_step(self, *args, **kwargs):
+            self.optimizer_start = time.perf_counter()
+
+        def on_optimizer_step(self, *args, **kwargs):
+            timer.add("optimizer", time.perf_counter() - self.optimizer_start)
+
+        def on_step_end(self, *args, **kwargs):
+            timer.end_step()
+
+    with PartTimer() as timer:
+        train_bench(config, results, variant, "grpo_args", steps, threads, train)
+    split = {**timer.split(PARTS), "variant": variant, "threads": threads}
+    print_split(f"{variant} step ({threads} threads)", split)
+    return split
+
+
+def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
+    """``steps`` PPO steps (the config's ppo variant, with its reward model) split into their parts."""
+    import torch
+
+    import thai_grpo.methods.ppo as ppo
+
+    def no_grad(name):
+        return lambda *a, **k: None if torch.is_grad_enabled() else name
+
+    with PartTimer() as timer:
+        timer.wrap(ppo, "_rollout", None, before=timer.begin_step)
+        timer.wrap(ppo, "generate_by_chunks", "generation")
+        timer.wrap(ppo, "sequence_logprobs", no_grad("policy and reference log-probs"))
+        timer.wrap(ppo, "token_scores", no_grad("value and reward passes"))
+        timer.wrap(ppo, "last_token_scores", "value and reward passes")
+        timer.wrap(ppo, "_chunk_losses", "forward (policy, value)")
+        update = ppo._update
+
+        def timed_update(*args, **kwargs):  # backward and optimizer: the update but its forward passes
+            start, before = time.perf_counter(), timer.steps[-1].get("forward (policy, value)", 0.0)
+            try:
+                return update(*args, **kwargs)
+            finally:
+                forward = timer.steps[-1].get("forward (policy, value)", 0.0) - before
+                timer.add("backward and optimizer", time.perf_counter() - start - forward)
+
+        timer.patch(ppo, "_update", timed_update)
+        train_bench(config, results, "ppo", "ppo", steps, threads, ppo.train, reward_dir=results / "model/reward_model")
+    split = {**timer.split(PPO_PARTS), "threads": threads}
+    print_split(f"ppo step ({threads_text(threads)})", split)
+    return split
+
+
+def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
+    """``steps`` DPO steps on the preference pairs (the config's dpo variant), split into their parts."""
+    import accelerate
+    import torch
+    from trl import DPOTrainer
+
+    from thai_grpo.core.io import read_jsonl
+    from thai_grpo.methods import dpo
+
+    with PartTimer() as timer:
+        timer.wrap(DPOTrainer, "training_step", None, before=timer.begin_step)
+        timer.wrap(DPOTrainer, "compute_loss", "forward (policy and reference)")
+        timer.wrap(accelerate.Accelerator, "backward", "backward")
+        timer.wrap(torch.optim.AdamW, "step", "optimizer")
+        train_bench(config, results, "dpo", "dpo", steps, threads, dpo.train,
+                    pairs=read_jsonl(results / "data/preference_pairs.jsonl"))
+    split = {**timer.split(DPO_PARTS), "threads": threads}
+    print_split(f"dpo step ({threads_text(threads)})", split)
+    return split
+
+
+def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
+    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings) on the first
+    ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
+    import torch
+
+    import thai_grpo.models.decoding as decoding
+    import thai_grpo.models.sampling as sampling
+    from thai_grpo.core.config import eval_settings
+    from thai_grpo.core.io import read_jsonl
+    from thai_grpo.data.prompts import SYSTEM_PROMPT
+    from thai_grpo.models.loading import load_policy, load_tokenizer
+
+    torch.set_num_threads(threads)
+    ev = eval_settings(config)
+    model = load_policy(results / "model/base", results / "model/sft_adapter", merged=True).eval()
+    tokenizer = load_tokenizer(results / "model/base")
+    rows = read_jsonl(results / "data/heldout.jsonl")[:problems]
+    greedy = [False]  # whether the generate call running now is a greedy one (its prefill is not split off)
+
+    def note_greedy(*args, **kwargs):
+        greedy[0] = args[6] is None if len(args) > 6 else kwargs.get("temperature") is None
+
+    with PartTimer() as timer:
+        timer.wrap(sampling, "generate", lambda *a, **k: "greedy answers" if greedy[0] else "sampling (decode)",
+                   before=note_greedy)
+        timer.wrap(decoding, "prefill", lambda *args: None if greedy[0] else "prefill (once per problem)")
+        for _ in range(2):  # a warm-up pass, then the timed one
+            timer.begin_step()
+            sampling.sample_heldout(model, tokenizer, rows, config["data"].get("system_prompt", SYSTEM_PROMPT),
+                                    ev["num_samples"], ev["max_new_tokens"], ev["temperature"], ev["batch_size"],
+                                    ev["seed"], ev.get("chat_template_kwargs"))
+    split = timer.split(SAMPLING_PARTS)
+    seconds = split["seconds"]  # the prefill ran inside the sampling calls: count it once
+    seconds["sampling (decode)"] -= seconds["prefill (once per problem)"]
+    seconds["other"] = seconds["total"] - sum(seconds[part] for part in SAMPLING_PARTS)
+    split["share"] = {part: seconds[part] / seconds["total"] for part in (*SAMPLING_PARTS, "other")}
+    split.update(threads=threads, problems=len(rows))
+    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']} ({threads_text(threads)})", split)
+    return split
+
+
+def bench_cores(jobs: dict, measured: dict, cores: list[int]) -> dict:
+    """The last run's critical path and its wall time extrapolated to ``cores`` (thai_grpo_tools.speedup)."""
+    from thai_grpo_tools.speedup import extrapolate, simulate
+
+    seconds = {name: measured[name] for name in jobs if name in measured}
+    missing = sorted(name for name, job in jobs.items() if name not in measured and job["rule"] not in
+                     ("all", "results", "report", "headline"))
+    estimate = extrapolate(seconds, {n: j["deps"] for n, j in jobs.items()},
+                           {n: j["threads"] for n, j in jobs.items()}, cores)
+    print(f"last run's DAG (rule all): {len(jobs)} jobs, {estimate['core_seconds']:.0f} core-seconds, critical path "
+          f"{estimate['critical_path_s']:.0f} s: {' -> '.join(estimate['critical_path'])}")
+    for n, row in estimate["cores"].items():
+        times = simulate(seconds, jobs, int(n))  # Snakemake's own choice of jobs, replayed at the measured seconds
+        row["simulated_wall_s"] = max(end for _, end in times.values())
+        row["simulated_headline_s"] = times["headline"][1] if "headline" in times else None
+        headline = f", headline at {row['simulated_headline_s']:.0f} s" if "headline" in times else ""
+        print(f"  {n:>2} cores: >= {row['wall_s']:6.0f} s of jobs  (x{row['speedup']:.2f}; bound: {row['bound']}); "
+              f"scheduled as Snakemake does: {row['simulated_wall_s']:.0f} s{headline}")
+    if missing:
+        print(f"  (no benchmark for {len(missing)} jobs, counted 0 s: {', '.join(missing[:6])}"
+              f"{' ...' if len(missing) > 6 else ''})")
+    return {**estimate, "jobs_without_benchmark": missing}
+
+
+def bench_other_cpus(jobs: dict, measured: dict, elsewhere: Path, this_cpu: str) -> list[dict]:
+    """The last run on the other CPUs of ``elsewhere`` (``stage_seconds``): each stage's seconds here times its ratio
+    between the two CPUs (both measured at one commit), replayed on 2 cores as Snakemake schedules it; and, for
+    comparison, every stage at 2x."""
+    from thai_grpo.core.io import read_json
+    from thai_grpo_tools.speedup import projected_seconds, simulate, stage_ratios
+
+    records = read_json(elsewhere).get("stage_seconds", []) if elsewhere.exists() else []
+    seconds = {name: measured.get(name, 0.0) for name in jobs}
+    kind = this_cpu.split(",")[0]
+    base = next((r for r in records if r["cpu"].split(",")[0] == kind), None)
+    if base is None:
+        print(f"other CPUs: no stage times of this CPU kind ({kind}) in {elsewhere} to take ratios from")
+        return []
+    rows = []
+    for record in (r for r in records if r is not base and r["commit"] == base["commit"]):
+        ratios = stage_ratios(base["seconds"], record["seconds"], record.get("rule_ranges"))
+        for label, there in ((f"by the stage ratios measured at {record['commit']}", projected_seconds(seconds, ratios)),
+                             ("every stage at 2x", {n: 2 * s for n, s in seconds.items()})):
+            times = simulate(there, jobs, 2)
+            rows.append({"cpu": record["cpu"], "model": label, "median_ratio": ratios["median"],
+                         "jobs_s": max(end for _, end in times.values()),
+                         "headline_s": times["headline"][1] if "headline" in times else None})
+            print(f"{record['cpu']}: the last run's jobs {rows[-1]['jobs_s']:.0f} s, headline at "
+                  f"{rows[-1]['headline_s']:.0f} s ({label}; median ratio {ratios['median']:.2f}); add the venv build",
+                  flush=True)
+    return rows
+
+
+def bench_smoke(cores: list[int]) -> list[dict]:
+    """Measured wall seconds of the smoke config's whole DAG (toy sizes) at each core count, each from scratch."""
+    rows = []
+    for n in cores:
+        with tempfile.TemporaryDirectory() as tmp:
+            for name in (name for name in WORKFLOW_FILES if Path(name).exists()):
+                (shutil.copytree if Path(name).is_dir() else shutil.copy)(name, Path(tmp) / name)
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(n), "--configfile",
+                                   "config/smoke.yaml", "-q"], cwd=tmp, capture_output=True, text=True,
+                                  env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"})
+            wall = time.perf_counter() - start
+        if done.returncode:
+            raise SystemExit(f"smoke run at --cores {n} failed:\n{(done.stdout + done.stderr)[-2000:]}")
+        rows.append({"cores": n, "wall_s": wall})
+        print(f"smoke DAG (config/smoke.yaml) at --cores {n}: {wall:.0f} s", flush=True)
+    if len(rows) > 1:
+        print(f"  speed-up {rows[0]['cores']} -> {rows[-1]['cores']} cores: x{rows[0]['wall_s'] / rows[-1]['wall_s']:.2f}")
+    return rows
+
+
+def main() -> None:
+    import torch
+
+    from thai_grpo.core.io import write_json
+    from thai_grpo.jobs.machine import lscpu_fields, this_cpu
+    from thai_grpo_tools.memory_plan import merged_configs
+    from thai_grpo_tools.speedup import read_benchmarks, workflow_jobs
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--configfile", nargs="+", default=["config/config.yaml"])
+    parser.add_argument("--results", default="results")
+    parser.add_argument("--grpo-steps", type=int, default=3)
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--sampling-problems", type=int, default=64, help="held-out problems in the sampling split")
+    parser.add_argument("--elsewhere", default="docs/reference/elsewhere.json",
+                        help="other CPUs' stage times (stage_seconds), for the last run's projection onto them")
+    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
+                        help="core counts of the last run's critical-path extrapolation")
+    parser.add_argument("--smoke-cores", type=int, nargs="*", default=[1, 2],
+                        help="core counts at which to time the smoke DAG (none: skip)")
+    options = parser.parse_args()
+    config, results = merged_configs(options.configfile), Path(options.results)
+    steps, threads = options.grpo_steps, options.threads
+    jobs = workflow_jobs(".", options.configfile, ("all",), cores=2)
+    measured = read_benchmarks(results / "benchmarks")
+    report = {"cpu": lscpu_fields().get("Model name") or platform.processor() or "unknown",
+              "cores": torch.get_num_threads(), "torch": torch.__version__,
+              "sampler": bench_sampler(config, results, threads),
+              "grpo_step": [bench_grpo_step(config, results, steps, t) for t in threads],
+              # each as the pipeline runs it: Dr.GRPO, PPO and DPO with 1 thread, held-out sampling with both
+              "dr_grpo_step": bench_grpo_step(config, results, steps, 1, "dr_grpo"),
+              "ppo_step": bench_ppo_step(config, results, steps, 1),
+              "dpo_step": bench_dpo_step(config, results, steps + 2, 1),
+              "heldout_sampling": [bench_heldout_sampling(config, results, t, options.sampling_problems)
+                                   for t in threads],
+              "last_run": stage_shares(results / "benchmarks"),
+              "cores": bench_cores(jobs, measured, options.cores),
+              "other_cpus": bench_other_cpus(jobs, measured, Path(options.elsewhere), this_cpu()),
+              "smoke": bench_smoke(options.smoke_cores)}
+    last = report["last_run"]
+    print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "
+          f"at most {last['max_jobs_at_once']} at once")
+    for name, stage in last["stages"].items():
+        print(f"  {name:28s} {stage['seconds']:8.1f} s  {100 * stage['share']:5.1f}%"
+              f"{'  (snakemake seeds)' if stage['seed_study'] else ''}")
+    if last["seed_study"]["stages"]:
+        print(f"  of which the seed study (snakemake seeds): {last['seed_study']['stages']} stages, "
+              f"{last['seed_study']['seconds']:.0f} s")
+    write_json(results / "bench/bench.json", report)
+    print(json.dumps({"cpu": report["cpu"], "written": str(results / "bench/bench.json")}))
+
+
+if __name__ == "__main__":
+    main()

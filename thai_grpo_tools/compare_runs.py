@@ -1,21 +1,8 @@
-"""Two of your own runs side by side (`make compare BEFORE=DIR`): each model's held-out pass@1 before and after a
-change, on the same problems, the paired difference with its interval, and the config keys that differ.
-
-A run is a results folder as `make run` leaves it (or a `cp -r` of one): ``results.json`` (the run's config, its run
-card, and per model the per-problem correct counts c of n samples), ``data/heldout.jsonl`` (the held-out problems'
-ids, in the order every model was sampled) and, where kept, ``eval/<model>/samples.jsonl`` (the ids each model was
-scored on, in the order of its counts). Problems are paired by id, not by position.
-
-Per model, with P problems and c_j correct of n samples on problem j:
-
-    pass@1 = (1/P) sum_j c_j / n,    difference = (1/P) sum_j (c_j^after / n^after - c_j^before / n^before)
-
-and the interval of the difference is the paired percentile bootstrap over problems (``scoring.paired_test``: the
-n samples of one problem are correlated, so problems are the unit resampled). Its two-sided p-values are
-Holm-adjusted over the models compared (one family: did any model move?); a model "moved" where its adjusted p is
-below the after run's ``analysis.alpha``. A p above alpha is never read as "the same": it says only that resampling
-the problems explains the difference; runs that solved every problem equally often are said to, from the counts.
-"""
+"""`make compare BEFORE=DIR` (scripts/compare_runs.py): two of your own runs, each model's held-out pass@1 before and
+after on the same problems (paired by id), the paired difference with its percentile bootstrap interval over problems
+(``scoring.paired_test``: a problem's samples are correlated, so problems are resampled), p Holm-adjusted over the
+models (one family: did any model move?, below the after run's ``analysis.alpha``), and the config keys that differ.
+A p above alpha never reads as "the same": resampling the problems explains the difference."""
 
 from __future__ import annotations
 
@@ -35,16 +22,14 @@ class RunMismatch(ValueError):
 
 
 def recorded_commit(results: dict) -> str | None:
-    """The commit the run card records (``run.commit``), or None: the pipeline may not record one, and the checkout's
-    HEAD today is not the commit a copied run was made at."""
+    """The commit the run card records (``run.commit``), or None (a copied run's checkout is not its commit)."""
     commit = (results.get("run") or {}).get("commit")
     return str(commit) if commit else None
 
 
 def load_run(path: str | Path) -> dict:
-    """A finished run's comparable parts: its path, recorded commit, config, held-out ids, and per model its held-out
-    ids, per-problem correct counts and samples per problem. RunMismatch if ``path`` is not one. (No date: `cp -r`
-    gives the copy the time of copying.)"""
+    """A finished run's path, recorded commit, config, held-out ids, and per model its held-out ids, per-problem
+    correct counts and samples per problem; RunMismatch if ``path`` is not one."""
     path = Path(path).resolve()
     if (path / "results" / "results.json").is_file() and not (path / "results.json").is_file():
         raise RunMismatch(f"{path} holds a run in results/ (`cp -r results DIR` into an existing DIR copies inside "
@@ -84,8 +69,7 @@ def flatten_config(tree: dict, prefix: str = "") -> dict:
 
 
 def config_differences(before: dict, after: dict) -> list[dict]:
-    """Every dotted config key whose value differs, sorted: {"key", "before", "after"}; ``ABSENT`` where a run lacks
-    the key."""
+    """Every dotted config key whose value differs, sorted: {"key", "before", "after"} (``ABSENT``: not in a run)."""
     flat_before, flat_after = flatten_config(before), flatten_config(after)
     keys = sorted(set(flat_before) | set(flat_after))
     return [{"key": key, "before": flat_before.get(key, ABSENT), "after": flat_after.get(key, ABSENT)}
@@ -115,9 +99,9 @@ def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
 
 
 def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """``load_run``'s two runs compared: per model in both, pass@1 before and after and the paired bootstrap of
-    after - before (B = ``n_boot``, default the after run's ``eval.bootstrap_samples``; ``seed`` its ``eval.seed``),
-    p Holm-adjusted over the models; the models in one run only; the config keys that differ; a computed verdict."""
+    """``load_run``'s two runs: per model in both, pass@1 before and after and the paired bootstrap of after - before
+    (B and seed by default the after run's eval settings), p Holm-adjusted; the models in one run only; the config
+    keys that differ; a verdict."""
     differences = config_differences(before["config"], after["config"])
     check_same_problems(before, after, differences)
     evaluation = after["config"].get("eval") or {}
@@ -139,20 +123,17 @@ def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int
     for row, adjusted in zip(rows, holm_adjust([row["p_value"] for row in rows])):
         row["p_holm"] = adjusted
         row["moved"] = adjusted < alpha
-    return {"before": _run_name(before), "after": _run_name(after), "problems": len(before["heldout"]),
+    runs = {"before": before, "after": after}
+    return {**{name: {"path": run["path"], "commit": run["commit"]} for name, run in runs.items()},
+            "problems": len(before["heldout"]),
             "n_resamples": n_boot, "seed": seed, "alpha": alpha, "models": rows,
             "only_before": [m for m in before["models"] if m not in after["models"]],
             "only_after": [m for m in after["models"] if m not in before["models"]],
             "config_differences": differences, "verdict": verdict(rows, alpha)}
 
 
-def _run_name(run: dict) -> dict:
-    return {"path": run["path"], "commit": run["commit"]}
-
-
 def verdict(rows: list[dict], alpha: float) -> str:
-    """One sentence from the rows: which models' pass@1 moved (Holm-adjusted p < alpha), and which did not; or that
-    every model's per-problem counts are the same in both runs."""
+    """Which models' pass@1 moved (Holm-adjusted p < alpha) and which did not, or that every count is the same."""
     moved = [f"{r['model']} {r['mean_diff']:+.4f} (Holm p {_p(r)})" for r in rows if r["moved"]]
     still = len(rows) - len(moved)
     if all(r["identical"] for r in rows):

@@ -1,17 +1,10 @@
 """The peak of live tensor memory during a call, as an allocator sees it: what the memory plan's stages are checked
-against on this CPU (tests/test_memory_measured.py) without a GPU.
-
-torch's profiler with ``profile_memory=True`` records every allocation and free of a tensor's storage made while it
-runs, each with the allocator's running total of live bytes (``total_allocated``, computed under the allocator's lock,
-so exact whatever order the events are read in). The peak of that total above its value at the start is the most the
-call held at once beyond what it found; adding the bytes of the tensors already live (weights, buffers, a cache built
-before) gives the peak of live tensor memory. That is what a CUDA caching allocator's ``max_memory_allocated`` counts,
-without its rounding of blocks to 512 bytes (and without the reserved-but-free blocks ``max_memory_reserved`` adds).
-Unlike the process's RSS it sees no allocator slack, no freed pages malloc keeps, no Python objects or libraries.
-
-One blind spot: the CPU allocator reports the free of a tensor allocated before the profiler started as nothing
-(torch warns "Memory block of unknown size"), so a call that frees tensors it found reads as holding them to its end:
-an upper bound. A measurement that must see such frees (the cache compaction) builds those tensors inside the call.
+against on a CPU (tests/test_memory_measured.py). torch's profiler (``profile_memory``) records every allocation and
+free with the allocator's running total of live bytes; its peak above the total at the start, plus the tensors already
+live, is what CUDA's ``max_memory_allocated`` counts (without its 512-byte rounding), with no allocator slack, freed
+pages or Python objects. Blind spot: a free of a tensor allocated before the profiler started reads as nothing, so a
+call that frees tensors it found reads as holding them (an upper bound): a measurement that must see such frees
+builds those tensors inside the call.
 """
 
 from __future__ import annotations
@@ -21,8 +14,8 @@ import dataclasses
 
 @dataclasses.dataclass(frozen=True)
 class Peak:
-    """``found``: bytes of the tensors live at the start (as given); ``above``: the most the call held beyond them at
-    once; ``end``: what it still held beyond them when it returned; ``result``: the call's return value."""
+    """``found``: bytes live at the start; ``above``: the most the call held beyond them; ``end``: what it still held
+    beyond them at its return; ``result``: its return value."""
     found: int
     above: int
     end: int
@@ -35,8 +28,8 @@ class Peak:
 
 
 def storage_bytes(*things) -> int:
-    """Bytes of the distinct tensor storages in ``things`` (tensors, modules' parameters and buffers, lists, tuples and
-    dicts of them), each storage counted once however many tensors view it (tied embeddings, shared bases)."""
+    """Bytes of the distinct tensor storages in ``things`` (tensors, modules, and lists, tuples and dicts of them), each
+    storage counted once however many tensors view it (tied embeddings, shared bases)."""
     import torch
 
     seen: dict[int, int] = {}
@@ -48,11 +41,8 @@ def storage_bytes(*things) -> int:
         elif isinstance(thing, torch.nn.Module):
             for tensor in (*thing.parameters(), *thing.buffers()):
                 visit(tensor)
-        elif isinstance(thing, dict):
-            for value in thing.values():
-                visit(value)
-        elif isinstance(thing, (list, tuple)):
-            for value in thing:
+        elif isinstance(thing, (dict, list, tuple)):
+            for value in thing.values() if isinstance(thing, dict) else thing:
                 visit(value)
 
     for thing in things:
@@ -61,8 +51,8 @@ def storage_bytes(*things) -> int:
 
 
 def allocation_events(profiler) -> list[tuple[int, int, int]]:
-    """(start time in ns, bytes allocated (negative: freed), the allocator's total live bytes after it) of every
-    allocation event a finished ``torch.profiler.profile(profile_memory=True)`` recorded, in time order."""
+    """(start ns, bytes allocated (negative: freed), the allocator's live total after it) of every allocation event a
+    finished ``torch.profiler.profile(profile_memory=True)`` recorded, in time order."""
     events = []
     pending = list(profiler.profiler.kineto_results.experimental_event_tree())
     while pending:
@@ -75,8 +65,7 @@ def allocation_events(profiler) -> list[tuple[int, int, int]]:
 
 
 def peak_above(events: list[tuple[int, int, int]]) -> tuple[int, int]:
-    """(the most live bytes above the total before the first event, the bytes above it after the last event). The
-    allocator's totals are exact; only which event came first is read from the timestamps."""
+    """(the most live bytes above the total before the first event, the bytes above it after the last event)."""
     if not events:
         return 0, 0
     _, size, total = events[0]
@@ -85,8 +74,7 @@ def peak_above(events: list[tuple[int, int, int]]) -> tuple[int, int]:
 
 
 def measure_peak(call, *found) -> Peak:
-    """Runs ``call()`` under torch's profiler (CPU activity, ``profile_memory``) and returns its ``Peak``: ``found``
-    (the tensors, modules, or containers of them already live that the call uses) counted by ``storage_bytes``."""
+    """``call()`` run under torch's profiler, its ``Peak``; ``found``: what it uses that is already live."""
     import warnings
 
     from torch.profiler import ProfilerActivity, profile

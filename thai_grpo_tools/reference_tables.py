@@ -1,20 +1,21 @@
-"""The tables of README.md and docs/ (``make docs``), rendered from the reference summaries of
-``thai_grpo_tools.reference``, and the markers they live between (``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``).
-
-Every test carries its verdict under the declared plan (``plan_words``' vocabulary) and its family.
-
-``render_tables`` gives every table by name; ``replace_tables`` writes them into a text; ``stale_tables`` names the
-ones a text holds that differ (a number edited by hand, or summaries newer than the docs)."""
+"""The tables of README.md and docs/ (``make docs``) between ``<!-- table:NAME -->`` and ``<!-- /table:NAME -->``,
+rendered from ``thai_grpo_tools.reference``'s summaries (``render_tables``); every test with its verdict under the
+declared plan and its family. ``replace_tables`` writes them into a text, ``stale_tables`` names those that differ."""
 
 from __future__ import annotations
 
+import functools
+import json
 import re
 import statistics
 from pathlib import Path
 
 from thai_grpo.evaluation.plan import VERDICTS
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, fmt_p
-from thai_grpo_tools.reference import PARTS, chain_rows, provenance, spread
+from thai_grpo_tools.memory_plan import markdown_table, real_config, stage_plans
+from thai_grpo_tools.reference import PARTS, REPO, chain_rows, provenance, spread
+from thai_grpo_tools.rehearse_full import table as gpu_check_table
+from thai_grpo_tools.time_plan import tables as time_plan_tables
 
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
           "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
@@ -71,6 +72,17 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def _missing(part: str) -> str:
     return f"*Not in the reference run yet: `{PARTS[part][1]}`, then `make docs-reference`, puts it here.*"
+
+
+def needs(*parts: str):
+    """A table that, where the reference run lacks one of ``parts``, says how to make the first such."""
+    def decorate(table):
+        @functools.wraps(table)
+        def checked(ref: dict, *args):
+            missing = next((part for part in parts if not ref.get(part)), None)
+            return _missing(missing) if missing else table(ref, *args)
+        return checked
+    return decorate
 
 
 def table_headline(ref: dict) -> str:
@@ -200,8 +212,7 @@ def _cell(text: str) -> str:
 
 def table_example(ref: dict) -> str:
     """One held-out problem of the reference run with SFT's and GRPO's greedy answers and their reward breakdown."""
-    main = ref["main"]
-    example = main.get("example")
+    main, example = ref["main"], ref["main"].get("example")
     if not example:
         return _missing("main")
     names = list(example["greedy"])
@@ -229,10 +240,9 @@ def table_run_times(ref: dict, elsewhere: dict) -> str:
                    "commit", "how"], rows)
 
 
+@needs("bench")
 def table_bench_steps(ref: dict) -> str:
     """`make bench`'s split of one step of each method (and of held-out sampling) into its parts, in seconds."""
-    if "bench" not in ref:
-        return _missing("bench")
     bench = ref["bench"]
     rows = []
     for name, step in bench["steps"].items():
@@ -242,32 +252,21 @@ def table_bench_steps(ref: dict) -> str:
     return f"{provenance(bench['source'])}:\n\n" + _table(["step", "seconds", "parts (seconds)"], rows)
 
 
+@needs("bench")
 def table_projection(ref: dict) -> str:
     """`make bench`'s projection of the reference run onto other CPUs (2 cores, Snakemake's schedule replayed)."""
-    if "bench" not in ref or not ref["bench"].get("other_cpus"):
-        return _missing("bench")
     bench = ref["bench"]
+    if not bench.get("other_cpus"):
+        return _missing("bench")
     rows = [[row["cpu"], row["model"], fmt_seconds(row["headline_s"]), fmt_seconds(row["jobs_s"])]
             for row in bench["other_cpus"]]
     return (f"{provenance(bench['source'])}, from the last run's stage times:\n\n"
             + _table(["CPU", "stage model", "headline ready", "all jobs (add the venv build)"], rows))
 
 
-def table_departures(ref: dict) -> str:
-    """Where the reference run (the offline default) departs from the chapter's experiment, and why: the run card's
-    table (thai_grpo.core.chapter), as the trainers received each setting."""
-    main = ref["main"]
-    departures = main.get("chapter_departures")
-    if departures is None:
-        return _missing("main")
-    rows = [[f"`{d['key']}`", f"`{d['chapter']}`", f"`{d['value']}`", d.get("reason") or ""] for d in departures]
-    return f"{provenance(main['source'])}:\n\n" + _table(["setting", "the chapter", "offline default", "why"], rows)
-
-
+@needs("passk")
 def table_passk(ref: dict) -> str:
-    passk = ref.get("passk")
-    if not passk:
-        return _missing("passk")
+    passk = ref["passk"]
     n = passk["n"]
     rows = [[label(m), *(fmt_interval(v[f"k={k}"]) for k in (1, 8, n))] for m, v in passk["models"].items()]
     for name, c in passk["comparisons"].items():
@@ -285,10 +284,9 @@ def table_passk(ref: dict) -> str:
     return f"{provenance(passk['source'])}, {passk['problems']} problems x {n} samples:\n\n" + out
 
 
+@needs("seeds")
 def table_seeds(ref: dict) -> str:
-    seeds = ref.get("seeds")
-    if not seeds:
-        return _missing("seeds")
+    seeds = ref["seeds"]
     order = [str(s) for s in seeds["seeds"]]
     rows = [[label(m), *(fmt(v["per_seed"].get(s)) for s in order), f"{fmt(v['mean'])} [{fmt(v['t_low'])}, "
              f"{fmt(v['t_high'])}]", f"[{fmt(v['crossed_low'])}, {fmt(v['crossed_high'])}]", fmt(100 * v["sd"], 1),
@@ -302,10 +300,9 @@ def table_seeds(ref: dict) -> str:
     return f"{provenance(seeds['source'])}:\n\n{table}\n\n{pairs}" + (f"\n\nFamily: {family}." if family else "")
 
 
+@needs("hacking")
 def table_hacking(ref: dict) -> str:
-    hacking = ref.get("hacking")
-    if not hacking:
-        return _missing("hacking")
+    hacking = ref["hacking"]
 
     def move(run, key, share=False):
         start, last = run[key]["start"], run[key]["last_third"]
@@ -321,10 +318,9 @@ def table_hacking(ref: dict) -> str:
                       "cut at budget", "detector (sliding window)"], rows))
 
 
+@needs("chain_study")
 def table_chain_study(ref: dict) -> str:
-    study = ref.get("chain_study")
-    if not study:
-        return _missing("chain_study")
+    study = ref["chain_study"]
     order = [str(s) for s in study["seeds"]]
     rows = [[label(m), *(f"{fmt(v['pass1'].get(s))}" + (f" ({fmt(v['gain'].get(s), signed=True)})" if "gain" in v else "")
                          for s in order),
@@ -351,13 +347,12 @@ def _change(field: str, values: list) -> str:
     return f"`{field}` {values[0]} -> {values[1]}"
 
 
+@needs("losses")
 def table_losses(ref: dict) -> str:
     """Per loss variant: what it changes, its confirmatory metric per training seed and its mean with the crossed
     interval, its difference from the baseline with Dunnett's simultaneous interval, p and verdict; its other metrics'
     differences and verdicts (secondary families); the runs the health detector flagged."""
-    losses = ref.get("losses")
-    if not losses:
-        return _missing("losses")
+    losses = ref["losses"]
     metric, baseline, order = losses["metric"], losses["baseline"], [str(s) for s in losses["seeds"]]
     rows = []
     for name, v in losses["variants"].items():
@@ -393,12 +388,11 @@ def _crossed(v: dict) -> str:
     return f"{fmt_interval(v, 'diff', True)}, {fmt(v['df'], 1)} df, p {test_p(v)}: **{VERDICT_WORDS[v['verdict']]}**"
 
 
+@needs("chain_study")
 def table_chain_verdicts(ref: dict) -> str:
     """What the chain study decides under the declared plan, family by family, in the order the plan tests them: the
     primary comparison, the pairs against SFT, the pairs between methods (how many resolve, and which)."""
-    study = ref.get("chain_study")
-    if not study:
-        return _missing("chain_study")
+    study = ref["chain_study"]
     pairs = study["pairs"]
     by_family = {family: {p: v for p, v in pairs.items() if v["family"] == family}
                  for family in ("primary", "vs_sft", "methods")}
@@ -427,12 +421,11 @@ def table_chain_verdicts(ref: dict) -> str:
     return "\n".join(lines)
 
 
+@needs("chain_study", "seeds")
 def table_variance_sources(ref: dict) -> str:
     """Per method, how far pass@1 moves with the whole chain (chain study: SD over chains), with the training seed on
     one chain (seed study: SD over seeds) and with a new draw of samples from one model (re-sampling SD)."""
-    study, seeds = ref.get("chain_study"), ref.get("seeds")
-    if not study or not seeds:
-        return _missing("chain_study" if not study else "seeds")
+    study, seeds = ref["chain_study"], ref["seeds"]
     rows, ratios = [], {}
     for model, entry in study["models"].items():
         chain_sd = statistics.stdev(entry["pass1"].values())
@@ -494,12 +487,11 @@ def table_kl_finding(ref: dict) -> str:
             f"variance at {kl['share_k3_lower_variance']:.0%} of the positions.")
 
 
+@needs("pitfalls")
 def table_ppo_scores(ref: dict) -> str:
     """The pitfalls run's PPO with the learned reward model, PPO scored by the verifier and GRPO: pass@1 and the
     difference from SFT with its verdict."""
-    pitfalls = ref.get("pitfalls")
-    if not pitfalls:
-        return _missing("pitfalls")
+    pitfalls = ref["pitfalls"]
     rows = [[label(m), fmt_interval(pitfalls["models"][m]["pass@1"]),
              f"{fmt_interval(t, 'diff', True)}, p {test_p(t)}, {verdict_cell(t)}"]
             for m in ("ppo", "ppo_verifier", "grpo") if m in pitfalls["models"]
@@ -519,67 +511,43 @@ def table_tokenizer(elsewhere: dict) -> str:
                       "SFT greedy accuracy, unseen skeletons"], rows))
 
 
+@needs("pitfalls")
 def table_pitfalls(ref: dict) -> str:
-    pitfalls = ref.get("pitfalls")
-    if not pitfalls:
-        return _missing("pitfalls")
+    pitfalls = ref["pitfalls"]
     rows = [[label(m), fmt_interval(v["pass@1"]), fmt(v["greedy"]["estimate"]),
              fmt_interval(pitfalls["vs_sft"][m]["pass@1"], "diff", True) if m in pitfalls["vs_sft"] else ""]
             for m, v in pitfalls["models"].items()]
     return f"{provenance(pitfalls['source'])}:\n\n" + _table(["model", "pass@1", "greedy", "pass@1 - SFT"], rows)
 
 
-def table_memory_plan(root: Path) -> str:
-    """`make memory-plan`'s table: each stage of the real config's run planned on a 16 GB T4, computed from the
-    config files under ``root`` (thai_grpo_tools.stage_plans), not measured."""
-    from thai_grpo_tools.stage_plans import markdown_table, real_config, stage_plans
-
-    return markdown_table(stage_plans(real_config(root)))
-
-
-def time_tables(root: Path) -> dict[str, str]:
-    """docs/real-run.md's time check (the cost model against the `make gpu-check` records in
-    docs/reference/gpu_check*.json and the chapter's T4 times) and time plan (the real run per card), from the config
-    files under ``root`` (thai_grpo_tools.time_plan)."""
-    import json
-
-    from thai_grpo_tools.stage_plans import real_config
-    from thai_grpo_tools.time_plan import tables
-
-    records = [json.loads(path.read_text(encoding="utf-8"))
-               for path in sorted((root / "docs" / "reference").glob("gpu_check*.json"))]
-    return tables(real_config(root), records)
-
-
 def table_gpu_check(root: Path) -> str:
-    """The `make gpu-check` records kept in docs/reference/gpu_check*.json (they calibrate the time plan): for
-    each, where it ran, then each stage's peak memory beside the plan and its seconds per step, as the check printed
-    them (thai_grpo_tools.rehearsal_full.table)."""
-    import json
-
-    from thai_grpo_tools.rehearsal_full import table
-
+    """The `make gpu-check` records kept in docs/reference/gpu_check*.json (they calibrate the time plan): where each
+    ran, then each stage's peak memory beside the plan and its seconds per step, as the check printed them."""
     blocks = []
     for path in sorted((root / "docs" / "reference").glob("gpu_check*.json")):
         record = json.loads(path.read_text(encoding="utf-8"))
         weights = f", {record['weights']}" if record.get("weights") else ""
         blocks.append(f"`{path.name}`: {record['machine']}, preset {record['preset']}, {record['precision']}{weights}, "
                       f"{record['wall_s']:.0f} s in all:\n\n"
-                      + table(record["stages"], record.get("memory", "torch.cuda.max_memory_allocated")))
+                      + gpu_check_table(record["stages"], record.get("memory", "torch.cuda.max_memory_allocated")))
     return "\n\n".join(blocks) or "No `make gpu-check` record is kept here yet."
 
 
-def render_tables(ref: dict, elsewhere: dict, root: Path = Path(__file__).resolve().parents[1]) -> dict[str, str]:
-    """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``."""
+def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, str]:
+    """Every generated table by name, from the reference summaries ``ref`` ({part: summary}) and ``elsewhere``; the
+    memory plan, time plan and gpu-check tables from the config and records under ``root``."""
+    records = [json.loads(path.read_text(encoding="utf-8"))
+               for path in sorted((root / "docs" / "reference").glob("gpu_check*.json"))]
     return {"headline": table_headline(ref), "costs": table_costs(ref, elsewhere), "pairs": table_pairs(ref),
             "kl": table_kl(ref), "ppo": table_ppo(ref), "chains": table_chains(ref, elsewhere),
             "spread": table_spread(ref, elsewhere), "stages": table_stages(ref),
             "passk": table_passk(ref), "seeds": table_seeds(ref), "hacking": table_hacking(ref),
             "pitfalls": table_pitfalls(ref), "losses": table_losses(ref), "chain-study": table_chain_study(ref),
-            "departures": table_departures(ref), "example": table_example(ref),
+            "example": table_example(ref),
             "run-times": table_run_times(ref, elsewhere), "bench-steps": table_bench_steps(ref),
-            "projection": table_projection(ref), "memory-plan": table_memory_plan(root),
-            **time_tables(root), "gpu-check": table_gpu_check(root),
+            "projection": table_projection(ref),
+            "memory-plan": markdown_table(stage_plans(real_config(root))), **time_plan_tables(real_config(root), records),
+            "gpu-check": table_gpu_check(root),
             "chain-verdicts": table_chain_verdicts(ref), "variance-sources": table_variance_sources(ref),
             "headline-detail": table_headline_detail(ref), "kl-finding": table_kl_finding(ref),
             "ppo-scores": table_ppo_scores(ref), "tokenizer": table_tokenizer(elsewhere)}

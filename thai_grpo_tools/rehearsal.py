@@ -1,28 +1,15 @@
-"""The real run, rehearsed offline: a Hugging Face cache filled with Qwen3-shaped stand-ins for what
-``config/qwen3-0.6b.yaml`` downloads, and a config of tiny sizes to merge on top of it.
+"""Qwen3-shaped stand-ins for what ``config/qwen3-0.6b.yaml`` downloads, so that the real config runs offline.
 
-What the real config names, and what stands in for it here (same repo ids, same revisions, same file layout):
-- the base model (``Qwen/Qwen3-0.6B`` at its pinned commit): a Qwen3 shaped like it in everything but depth and width.
-  Its ``config.json`` is Qwen3-0.6B's own, field for field (``QWEN3_0_6B_CONFIG``), with only the layers, hidden and
-  intermediate sizes and head counts shrunk (head_dim / hidden and KV-head ratios kept): no ``pad_token_id``, bos
-  151643, eos 151645, the 151,936-row tied embedding, bfloat16 weights. Its tokenizer holds Qwen3's added tokens at
-  their real ids (``<|endoftext|>`` 151643 = pad, ``<|im_start|>`` 151644, ``<|im_end|>`` 151645 = eos, ``<think>``
-  151667 and ``</think>`` 151668 as ordinary added tokens), Qwen3's own chat template (TRL ships it,
-  ``trl/chat_templates/qwen3.jinja``: ``enable_thinking`` and all) and TRL's Qwen3 response template, so
-  GRPOTrainer decodes completions with ``parse_response`` as it would for a hub tokenizer that ships one; its
-  ``generation_config.json`` is Qwen3-0.6B's (eos [151645, 151643], pad 151643, its sampling defaults). Only the
-  ordinary vocabulary is small (a byte-level BPE learned on the problems, ids 0..~1000; the ids up to 151,642 are
-  unused fillers no text encodes to). The model is taught, in a few seconds, to open its answer with a think block
-  when the prompt leaves thinking on and to answer bare when ``enable_thinking: false`` closed the block in the
-  prompt: what it writes shows which prompt it saw;
-- the SFT adapter (``kobkrit/qwen3-0.6b-th-sft-lora``): a LoRA adapter on that model, r 16 on the attention
-  projections with ``lora_dropout`` 0.05 (dropout on, as hub adapters often have it);
-- the dataset (``VISAI-AI/gsm8k-thai``): synthetic problems in its columns, cached as ``datasets`` caches a
-  downloaded parquet;
-- MGSM Thai (``eval.extra_sets.mgsm_th``, the original TSV in data/mgsm/): its first problems, same format.
+- The base (``Qwen/Qwen3-0.6B``): Qwen3-0.6B's own config.json (``QWEN3_0_6B_CONFIG``) with only depth and width shrunk
+  (``STANDIN_SIZES``); a tokenizer with Qwen3's added tokens at their real ids, its chat template (TRL's
+  ``qwen3.jinja``) and TRL's response schema, and a small learned BPE below them (the ids up to 151,642 unused
+  fillers); Qwen3-0.6B's generation_config.json. It is taught in seconds to open with a think block when thinking is
+  on and to answer bare when ``enable_thinking: false`` closed it, so what it writes shows which prompt it saw.
+- The SFT adapter: r 16 on the attention projections, ``lora_dropout`` 0.05 (``STANDIN_ADAPTER``).
+- The dataset (``VISAI-AI/gsm8k-thai``) as ``datasets`` caches a downloaded parquet; MGSM Thai's first problems.
 
-``python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes the tiny config;
-tests/test_real_config_rehearsal.py uses it. At full size, without the weights: ``thai_grpo_tools.rehearsal_full``.
+``python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes a config of tiny
+sizes to merge on top (tests/test_real_config_rehearsal.py). At full size: ``thai_grpo_tools.rehearse_full``.
 """
 
 from __future__ import annotations
@@ -41,11 +28,10 @@ from thai_grpo.data.prompts import build_prompt
 REPO = Path(__file__).resolve().parents[1]
 REAL_CONFIG = REPO / "config" / "qwen3-0.6b.yaml"
 FAKE_COMMIT = "0" * 39 + "1"  # what refs/<branch> points at for a revision that is not a commit hash
-# What the stand-in writes before its number: with thinking on, a think block with more Thai letters than the
-# ten Latin ones of its tags (so the Thai-script reward can pay); with thinking off, nothing.
+# With thinking on, a think block with more Thai letters than the ten Latin ones of its tags (so the Thai-script
+# reward can pay); with thinking off, nothing.
 THINKING_ON, THINKING_OFF = "<think>\nคิดทีละขั้นตอนแล้วตอบเป็นตัวเลข\n</think>\n\n", ""
-# Qwen/Qwen3-0.6B's config.json (public, at the pinned revision), every field as published; the stand-in changes
-# only the sizes in STANDIN_SIZES. transformers reads the legacy names (torch_dtype, rope_theta) as it reads the hub's.
+# Qwen/Qwen3-0.6B's config.json at the pinned revision, every field as published.
 QWEN3_0_6B_CONFIG = {
     "architectures": ["Qwen3ForCausalLM"], "attention_bias": False, "attention_dropout": 0.0,
     "bos_token_id": 151643, "eos_token_id": 151645, "head_dim": 128, "hidden_act": "silu", "hidden_size": 1024,
@@ -55,12 +41,12 @@ QWEN3_0_6B_CONFIG = {
     "tie_word_embeddings": True, "torch_dtype": "bfloat16", "transformers_version": "4.51.0", "use_cache": True,
     "use_sliding_window": False, "vocab_size": 151936,
 }
-# Depth and width only: head_dim = 2 x hidden / heads and KV heads = heads / 2, as in Qwen3-0.6B (128 = 2 x 1024 /
-# 16, 8 = 16 / 2); intermediate = 3 x hidden, as there. Hidden 32 keeps the 151,936-row embedding at 4.9M parameters.
+# Depth and width only, Qwen3-0.6B's ratios kept (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate =
+# 3 x hidden). Hidden 32 keeps the 151,936-row embedding at 4.9M parameters.
 STANDIN_SIZES = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
                  "head_dim": 16, "intermediate_size": 96}
-# Qwen3's added tokens from id 151643 on, in order, with their "special" flag (tokenizer_config.json's
-# added_tokens_decoder): <think> and </think> are NOT special, so they survive skip_special_tokens=True.
+# Qwen3's added tokens from id 151643 on, in order, with their "special" flag: <think> and </think> are not special,
+# so they survive skip_special_tokens=True.
 QWEN3_ADDED_TOKENS = (
     [(name, True) for name in ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>",
                                "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
@@ -70,43 +56,33 @@ QWEN3_ADDED_TOKENS = (
                                   "<|fim_pad|>", "<|repo_name|>", "<|file_sep|>", "<tool_response>",
                                   "</tool_response>", "<think>", "</think>")])
 QWEN3_FIRST_ADDED_ID = 151643
-# generation_config.json of Qwen/Qwen3-0.6B (public): the pipeline overrides the sampling fields.
 QWEN3_GENERATION_CONFIG = {"bos_token_id": 151643, "do_sample": True, "eos_token_id": [151645, 151643],
                            "pad_token_id": 151643, "temperature": 0.6, "top_k": 20, "top_p": 0.95}
-# The hub adapter's adapter_config.json fields that matter here: the real config's LoRA shape, dropout on.
 STANDIN_ADAPTER = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
                    "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"]}
-# Tiny sizes merged on top of the real config: every stage of the chapter's comparison runs (SFT, GRPO, Dr.GRPO,
-# RLOO, DPO, PPO with the reward model and with the verifier). PPO's chunk budget is cut so that its passes over the
-# stand-ins' 151,936-wide logits are split into chunks (as Qwen3-0.6B's are on a T4), not done in one.
+# Tiny sizes on top of the real config: every stage of the chapter's comparison runs. PPO's chunk budget is cut so
+# that its passes over the 151,936-wide logits are split into chunks, as Qwen3-0.6B's are on a T4.
 PPO_TINY = {"batch_size": 4, "max_steps": 2, "num_ppo_epochs": 1, "num_mini_batches": 2, "save_steps": 1,
             "chunk_floats": 40_000_000}
 TINY_CONFIG = {
-    "device": "cpu",  # the real config stops without a CUDA GPU; the stand-ins run on the CPU (config `device`)
+    "device": "cpu",  # the real config stops without a CUDA GPU; the stand-ins run on the CPU
     "data": {"train_size": 4, "heldout_size": 4},
     "grpo": {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1, "max_completion_length": 24,
              "max_steps": 2, "save_steps": 1},
     "reward_model": {"args": {"per_device_train_batch_size": 4, "max_length": 256}},
-    "variants": {"dr_grpo": {"grpo": {"max_steps": 1}}, "rloo": {"grpo": {"max_steps": 1}},  # one step: it runs
+    "variants": {"dr_grpo": {"grpo": {"max_steps": 1}}, "rloo": {"grpo": {"max_steps": 1}},
                  "dpo": {"dpo": {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 1,
                                  "max_length": 256}},
                  "ppo": {"ppo": PPO_TINY}, "ppo_verifier": {"ppo": PPO_TINY}},
     "eval": {"num_samples": 2, "ks": [1, 2], "max_new_tokens": 24, "batch_size": 8, "bootstrap_samples": 100},
 }
-MGSM_PROBLEMS = 8  # the first problems of the real MGSM Thai file, as the second held-out set
-
-
-def qwen3_chat_template() -> str:
-    """Qwen3's own chat template, as TRL ships it."""
-    import trl
-
-    return (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text(encoding="utf-8")
+MGSM_PROBLEMS = 8
 
 
 def standin_tokenizer(texts: list[str], vocab_size: int = 1000):
     """Qwen3's tokenizer in miniature: a byte-level BPE learned on ``texts`` (digits split one by one, as Qwen's),
-    unused filler ids up to 151,642, then Qwen3's added tokens at their real ids, its pad and eos tokens, Qwen3's chat
-    template and TRL's response template."""
+    filler ids up to 151,642, Qwen3's added tokens at their ids, its pad and eos, chat template and response schema."""
+    import trl
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
     from trl.chat_template_utils import add_response_schema
@@ -128,7 +104,7 @@ def standin_tokenizer(texts: list[str], vocab_size: int = 1000):
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=core, eos_token="<|im_end|>", pad_token="<|endoftext|>",
                                         additional_special_tokens=special[1:], clean_up_tokenization_spaces=False,
                                         split_special_tokens=False)
-    tokenizer.chat_template = qwen3_chat_template()
+    tokenizer.chat_template = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").read_text(encoding="utf-8")
     return add_response_schema(tokenizer)
 
 
@@ -140,9 +116,17 @@ def standin_problems(count: int, seed: int = 3) -> list[dict]:
             for row in generate_problems(count, seed=seed, max_operand=9)]
 
 
+def synthetic_rows(count: int, seed: int = 3) -> list[dict]:
+    """Rows as the split writes them (``id``, ``question``, integer ``answer``): synthetic Thai problems."""
+    from thai_grpo.data.synthetic import generate_problems
+
+    return [{"id": f"p{i}", "question": row["translated_question"], "answer": int(row["answer"])}
+            for i, row in enumerate(generate_problems(count, seed=seed, max_operand=9))]
+
+
 def teaching_examples(tokenizer, questions: list[str], system_prompt: str) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, completion ids) pairs: each question with thinking on (a think block, then a number) and off
-    (the number alone), rendered by the tokenizer's chat template as the pipeline renders them."""
+    """(prompt ids, completion ids): each question with thinking on (a think block, then a number) and off (the
+    number alone), rendered by the chat template as the pipeline renders them."""
     examples = []
     for index, question in enumerate(questions):
         for thinking, opening in ((True, THINKING_ON), (False, THINKING_OFF)):
@@ -193,8 +177,8 @@ def qwen3_shaped_config(**sizes) -> dict:
 
 def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eos_id: int, samples: int = 8,
                           seed: int = 0):
-    """The final (normed) hidden states the compact model passes through: (at every position of the taught examples,
-    at every position of ``samples`` completions per prompt sampled at temperature 1, where sampling strays)."""
+    """The compact model's final hidden states (at every position of the taught examples, at every position of
+    ``samples`` completions per prompt sampled at temperature 1, where sampling strays)."""
     import torch
 
     torch.manual_seed(seed)
@@ -210,11 +194,9 @@ def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eo
 
 
 def unused_row(model, taught, strayed, margin: float = 30.0):
-    """One embedding row for every unused id: against the direction the final hidden states share, scaled so that
-    at every position its logit is ``margin`` below that position's best (151,936 - ~650 such rows then hold at most
-    ~150,000 x e^-30 ~ 1e-8 of the probability there), at the positions whose states lean that way: nearly all taught
-    ones and most where sampling strayed (the count is printed). Elsewhere a sample can reach an unused id, decoded
-    as its filler text, as a real model can sample a rare token."""
+    """One embedding row for every unused id: against the direction the final hidden states share, scaled so that its
+    logit is ``margin`` below each covered position's best (~650 x 1e-13 of the probability there). Positions whose
+    states do not lean that way (the count is printed) can sample an unused id, as a real model a rare token."""
     import torch
 
     states = torch.cat([taught, strayed])
@@ -236,17 +218,15 @@ def unused_row(model, taught, strayed, margin: float = 30.0):
 
 
 def widen_vocabulary(compact, learned: int, config: dict, filler_row):
-    """The taught compact model in Qwen3's 151,936-row vocabulary: every weight copied, the ordinary tokens' rows at
-    their ids, the added tokens' rows at 151,643 on, ``filler_row`` at every unused id."""
+    """The compact model in Qwen3's 151,936-row vocabulary: ordinary tokens' rows at their ids, the added tokens' at
+    151,643 on, ``filler_row`` at every unused id."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     model = Qwen3ForCausalLM(Qwen3Config(**{**config, "torch_dtype": "float32"}))
-    state = {name: tensor for name, tensor in compact.state_dict().items() if "embed_tokens" not in name
-             and "lm_head" not in name}
-    model.load_state_dict(state, strict=False)
-    small = compact.get_input_embeddings().weight.detach()
-    added = len(QWEN3_ADDED_TOKENS)
+    model.load_state_dict({name: tensor for name, tensor in compact.state_dict().items()
+                           if "embed_tokens" not in name and "lm_head" not in name}, strict=False)
+    small, added = compact.get_input_embeddings().weight.detach(), len(QWEN3_ADDED_TOKENS)
     with torch.no_grad():
         rows = model.get_input_embeddings().weight
         rows.copy_(filler_row.expand_as(rows))
@@ -256,15 +236,27 @@ def widen_vocabulary(compact, learned: int, config: dict, filler_row):
     return model
 
 
+def learned_size(tokenizer) -> int:
+    """How many ordinary (learned) tokens the stand-in tokenizer has: ids below it; fillers follow."""
+    return sum(1 for token, i in tokenizer.get_vocab().items()
+               if i < QWEN3_FIRST_ADDED_ID and not token.startswith("<|filler_"))
+
+
+def save_base(model, tokenizer, target: Path, config: dict) -> None:
+    """A base model folder as the hub's: weights, ``config`` as its config.json, Qwen3's generation config, tokenizer."""
+    model.save_pretrained(target, safe_serialization=True)
+    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    (target / "generation_config.json").write_text(json.dumps(QWEN3_GENERATION_CONFIG, indent=2) + "\n",
+                                                   encoding="utf-8")
+    tokenizer.save_pretrained(target)
+
+
 def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[str], system_prompt: str,
                        seed: int = 0) -> float:
-    """The base model folder: Qwen3-shaped tokenizer and model (``QWEN3_0_6B_CONFIG`` at ``STANDIN_SIZES``), taught
-    the think-block habit; returns its teaching loss.
-
-    Taught in a compact vocabulary (the learned tokens and the added ones: seconds, where 151,936 logits per position
-    would take minutes), then widened to Qwen3's (``widen_vocabulary``), saved in bfloat16 as Qwen3-0.6B is."""
+    """The stand-in base in ``target``, taught the think-block habit in a compact vocabulary (seconds, where 151,936
+    logits per position would take minutes), then widened to Qwen3's; returns its teaching loss."""
     import torch
-    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     questions = [p["translated_question"] for p in problems]
     texts = [system_prompt] + questions + mgsm_questions + [p["translated_answer"] for p in problems] + [THINKING_ON] * 20
@@ -277,26 +269,15 @@ def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[
                                               "bos_token_id": None, "eos_token_id": None}))
     examples = [(compact_ids(p, learned), compact_ids(c, learned))
                 for p, c in teaching_examples(tokenizer, questions, system_prompt)]
-    # Taught on the short synthetic prompts only (seconds); the habit carries over to MGSM's longer ones.
-    # 6e-3: at hidden 32, 3e-3 left P(<think> | thinking off) at ~0.5% per sample (one stray in 8 held-out samples);
-    # 6e-3 takes it below 0.05% and the habit with thinking on to 0.99, in the same 120 steps
+    # Taught on the short synthetic prompts only; the habit carries over to MGSM's longer ones. At hidden 32, 3e-3
+    # left P(<think> | thinking off) at ~0.5% per sample; 6e-3 takes it below 0.05% in the same 120 steps.
     loss = teach(compact, examples, compact_ids([tokenizer.pad_token_id], learned)[0], seed=seed,
                  learning_rate=6e-3)
     eos = compact_ids([tokenizer.eos_token_id], learned)[0]
     filler = unused_row(compact, *visited_hidden_states(compact, examples[::4], eos, seed=seed))
-    model = widen_vocabulary(compact, learned, config, filler)
-    model.save_pretrained(target, safe_serialization=True)  # float32: bf16 rounding would undo the tiny model's habit
-    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    (target / "generation_config.json").write_text(json.dumps(QWEN3_GENERATION_CONFIG, indent=2) + "\n",
-                                                   encoding="utf-8")
-    tokenizer.save_pretrained(target)
+    # float32: bfloat16 rounding would undo the tiny model's habit
+    save_base(widen_vocabulary(compact, learned, config, filler), tokenizer, target, config)
     return loss
-
-
-def learned_size(tokenizer) -> int:
-    """How many ordinary (learned) tokens the stand-in tokenizer has: ids below it; fillers follow."""
-    return sum(1 for token, i in tokenizer.get_vocab().items()
-               if i < QWEN3_FIRST_ADDED_ID and not token.startswith("<|filler_"))
 
 
 def build_standin_adapter(base_dir: Path, target: Path) -> None:
@@ -309,9 +290,40 @@ def build_standin_adapter(base_dir: Path, target: Path) -> None:
     get_peft_model(load_base_model(base_dir), config).save_pretrained(target, safe_serialization=True)
 
 
+def standin_models(folder: Path, system_prompt: str) -> tuple[Path, Path]:
+    """(base, adapter): the taught stand-ins, built in ``folder`` the first time (a minute or two), reused after."""
+    base, adapter = folder / "base", folder / "adapter"
+    if not (base / "config.json").exists():
+        base.mkdir(parents=True, exist_ok=True)
+        build_standin_base(base, standin_problems(24), [], system_prompt)
+    if not (adapter / "adapter_config.json").exists():
+        build_standin_adapter(base, adapter)
+    return base, adapter
+
+
+def full_size_standin(folder: Path, rows: list[dict], system_prompt: str, seed: int = 0) -> dict:
+    """``folder/base`` (Qwen3-0.6B's config.json, random weights in bfloat16, the stand-in tokenizer) and
+    ``folder/sft_adapter``, built the first time; their paths. Random weights sample near-uniformly over the
+    vocabulary, so completions run to the full budget (the most memory)."""
+    import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
+
+    base, adapter = folder / "base", folder / "sft_adapter"
+    if not (base / "config.json").is_file():
+        tokenizer = standin_tokenizer([system_prompt] + [r["question"] for r in rows] + ["<think>คิด</think> 42"])
+        torch.manual_seed(seed)
+        model = Qwen3ForCausalLM(Qwen3Config(**{**QWEN3_0_6B_CONFIG, "torch_dtype": "float32"}))
+        save_base(model.to(torch.bfloat16), tokenizer, base, QWEN3_0_6B_CONFIG)
+        del model
+    if not (adapter / "adapter_config.json").is_file():
+        build_standin_adapter(base, adapter)
+    return {"base": str(base), "adapter": str(adapter),
+            "weights": "random weights (the hub cache holds no real base and adapter): completions run to the budget"}
+
+
 def hub_snapshot(hub_cache: Path, repo_id: str, revision: str, repo_type: str = "model") -> Path:
-    """The snapshot folder huggingface_hub reads offline for ``repo_id`` at ``revision`` (created, with a ref
-    from the branch name to a commit when ``revision`` is not a commit hash)."""
+    """The snapshot folder huggingface_hub reads offline for ``repo_id`` at ``revision`` (created, with a ref from the
+    branch name to a commit when ``revision`` is not a commit hash)."""
     folder = hub_cache / f"{repo_type}s--{repo_id.replace('/', '--')}"
     commit = revision if len(revision) == 40 and all(c in "0123456789abcdef" for c in revision) else FAKE_COMMIT
     if commit != revision:
@@ -324,7 +336,7 @@ def hub_snapshot(hub_cache: Path, repo_id: str, revision: str, repo_type: str = 
 
 def cache_hub_dataset(datasets_cache: Path, repo_id: str, rows: list[dict], scratch: Path) -> None:
     """``rows`` as ``datasets`` caches a hub dataset's parquet after a download, so that ``load_dataset(repo_id)``
-    finds it offline (its fallback reads ``<namespace>___<name>/<config>/<version>/<commit>/`` in the cache)."""
+    finds it offline (``<namespace>___<name>/<config>/<version>/<commit>/`` in the cache)."""
     import datasets
     from datasets.packaged_modules.parquet.parquet import Parquet
 
@@ -334,31 +346,25 @@ def cache_hub_dataset(datasets_cache: Path, repo_id: str, rows: list[dict], scra
     builder = Parquet(cache_dir=str(scratch / "prepare"), dataset_name=name, data_files={"train": str(parquet)},
                       hash=FAKE_COMMIT)
     builder.download_and_prepare()
-    target = datasets_cache / repo_id.replace("/", "___") / "default" / "0.0.0" / FAKE_COMMIT
-    shutil.copytree(builder.cache_dir, target)
-
-
-def write_mgsm_head(source: Path, target: Path, count: int = MGSM_PROBLEMS) -> list[str]:
-    """The first ``count`` lines of the MGSM Thai TSV, in its own format; returns their questions."""
-    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)[:count]
-    target.write_text("".join(lines), encoding="utf-8")
-    return read_question_answer_tsv(target)["question"]
+    shutil.copytree(builder.cache_dir, datasets_cache / repo_id.replace("/", "___") / "default" / "0.0.0" / FAKE_COMMIT)
 
 
 def fill_hub_cache(hf_home: str | Path, config_out: str | Path, real_config: str | Path = REAL_CONFIG,
                    num_problems: int = 24) -> dict:
-    """Fill ``hf_home`` with stand-ins for everything ``real_config`` downloads and write the tiny config merged
-    on top of it (``config_out``; its MGSM file beside it). Returns the tiny config."""
+    """Fill ``hf_home`` with stand-ins for everything ``real_config`` downloads and write the tiny config to merge on
+    top of it (``config_out``; the head of the MGSM file beside it). Returns the tiny config."""
     real = yaml.safe_load(Path(real_config).read_text(encoding="utf-8"))
     hf_home, config_out = Path(hf_home), Path(config_out)
     scratch = hf_home / "scratch"
     scratch.mkdir(parents=True, exist_ok=True)
     extra_name, extra_spec = next(iter(real["eval"]["extra_sets"].items()))
     mgsm = config_out.with_name(f"{extra_name}_head.tsv")
-    mgsm_questions = write_mgsm_head(REPO / extra_spec["path"], mgsm)
+    lines = (REPO / extra_spec["path"]).read_text(encoding="utf-8").splitlines(keepends=True)[:MGSM_PROBLEMS]
+    mgsm.write_text("".join(lines), encoding="utf-8")
     problems = standin_problems(num_problems)
     base = hub_snapshot(hf_home / "hub", real["base"]["name_or_path"], real["base"]["revision"])
-    loss = build_standin_base(base, problems, mgsm_questions, real["data"]["system_prompt"])
+    loss = build_standin_base(base, problems, read_question_answer_tsv(mgsm)["question"],
+                              real["data"]["system_prompt"])
     print(f"stand-in base: {base} (teaching loss {loss:.3f})")
     build_standin_adapter(base, hub_snapshot(hf_home / "hub", real["sft"]["name_or_path"], real["sft"]["revision"]))
     cache_hub_dataset(hf_home / "datasets", real["data"]["hub"]["path"], problems, scratch)
@@ -368,13 +374,13 @@ def fill_hub_cache(hf_home: str | Path, config_out: str | Path, real_config: str
     return tiny
 
 
+def precision_overrides(dtype: str) -> dict:
+    """The config a 16-bit rehearsal adds on top of the tiny one: the training stages' frozen weights in ``dtype``
+    (``base.dtype``, honoured on a CPU too), evaluation in float32."""
+    return {"base": {"dtype": dtype}, "eval": {"dtype": "float32"}}
+
+
 if __name__ == "__main__":
     if len(sys.argv) not in (3, 4):
         sys.exit("usage: python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]")
     fill_hub_cache(*sys.argv[1:])
-
-
-def precision_overrides(dtype: str) -> dict:
-    """The config file a 16-bit rehearsal adds on top of the tiny one: every training stage's frozen weights in
-    ``dtype`` (``base.dtype``; honoured on a CPU too), evaluation in float32 (``eval.dtype``'s default)."""
-    return {"base": {"dtype": dtype}, "eval": {"dtype": "float32"}}

@@ -1,10 +1,6 @@
-"""`make bench`'s speed-up estimate: the last run's jobs (Snakemake's DAG) and their measured seconds
-(results/benchmarks/*.tsv) -> the critical path and the wall time to expect on n cores.
-
-With unlimited cores a run still takes its critical path (the longest chain of dependent jobs); with n cores it takes
-at least its CPU-seconds / n. The estimate is the larger of the two bounds (work and span, as in Brent's theorem), a
-floor that a real scheduler approaches when jobs are many and short beside the path.
-"""
+"""`make bench`'s speed-up estimate: the last run's jobs (Snakemake's DAG) and their measured seconds -> the critical
+path, and on n cores the larger of it and the core-seconds / n (work and span, as in Brent's theorem: a floor a real
+scheduler approaches when jobs are many and short), and Snakemake's own schedule replayed (``simulate``)."""
 
 from __future__ import annotations
 
@@ -33,23 +29,6 @@ def critical_path(seconds: dict[str, float], deps: dict[str, list[str]]) -> tupl
 
     jobs = set(seconds) | set(deps)
     return max((longest(job) for job in sorted(jobs)), key=lambda item: item[0], default=(0.0, []))
-
-
-def all_chains(deps: dict[str, list[str]]) -> list[list[str]]:
-    """Every chain of dependent jobs from a job with no dependencies to any job (for checking critical_path)."""
-    jobs = set(deps) | {d for ds in deps.values() for d in ds}
-    chains = []
-
-    def walk(chain):
-        chains.append(chain)
-        for job in sorted(jobs):
-            if chain[-1] in deps.get(job, []):
-                walk(chain + [job])
-
-    for job in sorted(jobs):
-        if not deps.get(job):
-            walk([job])
-    return chains
 
 
 def cpu_seconds(seconds: dict[str, float], threads: dict[str, int]) -> float:
@@ -178,10 +157,3 @@ def workflow_jobs(workdir: str | Path, configfiles: list[str] = (), targets: tup
                              "priority": dag.priority(job),
                              "deps": sorted({names[d] for d in dag.dependencies[job] if d in names})}
                 for job in dag.needrun_jobs()}
-
-
-def chains_brute_force(seconds: dict[str, float], deps: dict[str, list[str]]) -> float:
-    """The longest chain's seconds by trying every chain (exponential: for tests on small DAGs)."""
-    return max((sum(seconds.get(job, 0.0) for job in chain) for chain in all_chains(deps)), default=0.0)
-
-

@@ -1,34 +1,19 @@
-"""What a GPU pass costs: the time plan's cost model (thai_grpo_tools.time_plan applies it to the measured records and
-to the real run; maintainer tooling, never imported by a pipeline job).
-
-A stage is a list of GPU passes (the decode steps of ``generate`` calls, forward and forward-backward passes over rows
-of tokens). Its time is
+"""What a GPU pass costs: the time plan's cost model (``thai_grpo_tools.time_plan`` applies it). A stage is a list of
+GPU passes (decode steps of ``generate`` calls, forward and forward-backward passes), counted as ``Work``:
 
     seconds = memory x bytes / bandwidth + compute x (FLOPs16 / peak16 + FLOPs32 / peak32)
               + launch[host] x host ops + launch_train[host] x host ops of training passes
               + trainer_run x trainer runs + fused_head_compile x compiles + JOB_START_S x jobs
 
-with the card's datasheet bandwidth and dense peaks, and these counts of the stage's work (``Work``):
-- bytes: the weights once per pass, in the stage's dtype (float32 in every evaluation stage, 16 bits in the training
-  stages on a GPU; a backward pass and a recomputed forward read them again); the activations every kernel of a layer
-  reads and writes per token (``ACTIVATION_BYTES``); per decode step the KV cache each row attends over (its prompt
-  and its tokens so far: the context-length term) and, with transformers' ``DynamicCache``, a copy of the whole cache
-  (read and write: ``torch.cat`` grows it every step); the vocabulary-wide tensors of each scored position.
-- FLOPs: 2 x parameters per token through the layers, and per scored position through the LM head; 4 x heads x
-  head_dim x context per token and layer for attention; a backward pass one forward more (LoRA trains, so the frozen
-  base gets no weight gradient: x2, not x3), activation checkpointing one more.
-- host ops: the operators a pass dispatches, each a kernel launch (``HOST_OPS``, counted at Qwen3-0.6B's 28 layers:
-  a decode step dispatches ~1,400, through a LoRA policy ~2,300); per-row seeded sampling one more per row and step.
-  Those of a training pass are counted apart: autograd records each and runs its backward.
-- one-offs: a trainer run's set-up inside ``train()`` and the checkpoint it saves at the end; the compile of TRL's
-  fused log-prob head (Triton) by the first stage of a process that runs it; a job's start (``JOB_START_S``).
-The terms are added, as if the host never ran ahead of the GPU: where they overlap the sum is an upper bound.
-
-``Sampler`` names how a ``generate`` call works: as the code that made the records did (``HF_GENERATE``:
-transformers' ``generate`` with per-row noise, and TRL's own ``TRL_GENERATE`` for GRPO's rollouts) or as
-``thai_grpo.models.decoding``'s decode loop does now (``DECODE_LOOP``: a pre-allocated cache, each problem's prompt KV
-held once and read once per step for all its samples, finished rows no longer computed; its host ops per step taken
-as ``generate``'s). ``fit`` finds the factors (``Costs``) by least squares on relative errors.
+with the card's datasheet bandwidth and peaks (``Card``) and the factors ``fit`` finds by least squares on relative
+errors (``Costs``). Bytes: the weights once per pass (a backward and a recomputed forward read them again), the
+activations per token and layer (``ACTIVATION_BYTES``), per decode step the KV cache each row attends over (and with
+transformers' DynamicCache a copy of the whole cache), the vocabulary-wide tensors of each scored position. FLOPs:
+2 x parameters per token, 4 x heads x head_dim x context per token and layer for attention, a backward one forward
+more (the frozen base gets no weight gradient). Host ops: the operators a pass dispatches (``HOST_OPS``), each a
+kernel launch; those of training passes apart, as autograd records each. The terms are added as if the host never
+ran ahead of the GPU: where they overlap the sum is an upper bound. ``Sampler`` says how a ``generate`` call works:
+the records' code (``HF_GENERATE``, TRL's ``TRL_GENERATE``) or the decode loop (``DECODE_LOOP``).
 """
 
 from __future__ import annotations
@@ -43,8 +28,8 @@ BYTES = {"float32": 4, "16-bit": 2}
 
 @dataclasses.dataclass(frozen=True)
 class Card:
-    """A GPU from its datasheet: memory as torch reports it (GiB), bandwidth (bytes/s), dense FLOP/s in 16 bits
-    (tensor cores) and in float32 (TF32 off), and the host that launches its kernels."""
+    """A GPU's datasheet: memory as torch reports it (GiB), bandwidth (bytes/s), dense FLOP/s in 16 bits and in
+    float32 (TF32 off), and the host that launches its kernels."""
     name: str
     memory_gib: float
     bandwidth: float
@@ -90,11 +75,10 @@ SAMPLING_BYTES = {"plain": 16, "noise": 16 + 4 + 5 * 8 + 12}
 
 @dataclasses.dataclass(frozen=True)
 class Sampler:
-    """How a ``generate`` call does its work: (a) ``preallocated_cache`` (else transformers' DynamicCache copies the
-    whole cache by ``torch.cat`` every step), (b) ``shared_prompt_kv`` (each problem's prompt KV held once and read
-    once per step for its samples; else every sample holds and reads its own copy), (c) ``finished_rows_stop`` (else
-    every row decodes to the call's last step); ``prefill_per_problem``: each distinct prompt's forward pass once;
-    ``noise_per_row``: per-row seeded sampling."""
+    """How a ``generate`` call works: ``preallocated_cache`` (else DynamicCache copies the whole cache every step),
+    ``shared_prompt_kv`` (each prompt's KV held and read once per step for its samples), ``finished_rows_stop`` (else
+    every row decodes to the call's last step), ``prefill_per_problem`` (each distinct prompt's forward pass once),
+    ``noise_per_row`` (per-row seeded sampling)."""
     preallocated_cache: bool
     shared_prompt_kv: bool
     finished_rows_stop: bool
@@ -109,8 +93,8 @@ DECODE_LOOP = Sampler(True, True, True, True, True)  # the same stages now (thai
 
 @dataclasses.dataclass(frozen=True)
 class Work:
-    """A stage's counts: bytes moved, FLOPs in 16 bits and in float32, host ops outside and inside training passes,
-    decode steps, trainer runs, compiles of TRL's fused head, jobs."""
+    """A stage's counts: bytes, FLOPs in 16 and 32 bits, host ops outside and inside training passes, decode steps,
+    trainer runs, compiles of TRL's fused head, jobs."""
     bytes: float = 0.0
     flops_16: float = 0.0
     flops_32: float = 0.0
@@ -157,9 +141,8 @@ def attention_flops(shape: Shape, context_sum: float) -> float:
 
 def forward_pass(shape: Shape, dtype: str, rows: int, width: int, scored: int, ops: str, logits: str = "fused",
                  head: str = "lm", train: bool = False, checkpointing: bool = False) -> Work:
-    """One pass over ``rows`` x ``width`` tokens (causal attention) whose last ``scored`` positions go through the LM
-    head (``head="score"``: a one-output head, nothing vocabulary-wide); ``train``: forward and backward;
-    ``checkpointing``: the forward recomputed in the backward pass."""
+    """One pass over ``rows`` x ``width`` tokens whose last ``scored`` positions go through the LM head (``score``: a
+    one-output head); ``train``: forward and backward; ``checkpointing``: the forward recomputed in the backward."""
     forwards = 1 + train + (train and checkpointing)
     traffic = (TRAIN_TRAFFIC + checkpointing * RECOMPUTE_TRAFFIC) if train else 1
     tokens = rows * width
@@ -196,9 +179,8 @@ def generate_call(shape: Shape, dtype: str, sampler: Sampler, problems: int, sam
 
 def sampling_job(shape: Shape, dtype: str, sampler: Sampler, problems: int, samples: int, batch: int, prompt: int,
                  length: int, greedy_batch: int = 0) -> Work:
-    """``sampling.sample_heldout`` (``greedy_batch``: and one greedy answer per problem, that many problems per call)
-    or ``preferences.sample_training_problems``: ``batch`` problems x ``samples`` per call, each completion ``length``
-    tokens long."""
+    """Held-out sampling (``greedy_batch``: and one greedy answer per problem, that many problems per call) or the
+    preference pairs' sampling: ``batch`` problems x ``samples`` per call, each completion ``length`` tokens."""
     work = total(generate_call(shape, dtype, sampler, size, samples, prompt, [length] * size * samples, "decode")
                  for size in chunk_sizes(problems, batch))
     if greedy_batch:
@@ -212,8 +194,7 @@ def sampling_job(shape: Shape, dtype: str, sampler: Sampler, problems: int, samp
 @dataclasses.dataclass(frozen=True)
 class Costs:
     """The fitted factors: ``memory`` and ``compute`` (1 / the share reached of the datasheet's bandwidth and peak),
-    seconds per host op (``launch``) and per host op of a training pass (``launch_train``) for each host, seconds per
-    trainer run and per compile of TRL's fused head."""
+    seconds per host op and per host op of a training pass for each host, per trainer run and per fused-head compile."""
     memory: float
     compute: float
     launch: dict
@@ -243,10 +224,9 @@ def seconds(work: Work, card: Card, costs: Costs) -> float:
 
 
 def fit(measured: list[dict], other_host: list[dict]) -> Costs:
-    """Least squares on relative errors, in two steps. ``measured`` (rows with ``work``, ``card``, ``measured_s``, all
-    on one host) fix ``memory`` and ``compute`` (bounded at the datasheet: >= 1), that host's two launch costs, the
-    trainer run and the compile; ``other_host`` (one other host's rows) then fixes that host's launch cost, its
-    training passes' ops costing as many times more as on the first host."""
+    """Least squares on relative errors: ``measured`` (rows with ``work``, ``card``, ``measured_s``, one host) fix
+    ``memory`` and ``compute`` (>= 1: no faster than the datasheet), that host's launch costs, the trainer run and the
+    compile; then ``other_host``'s rows fix its launch cost, training ops costing as many times more as on the first."""
     import numpy as np
     from scipy.optimize import lsq_linear
 

@@ -1,16 +1,13 @@
-"""The real run's time plan, checked against measurements (docs/real-run.md's generated tables; maintainer tooling for
-`make docs`, never imported by a pipeline job). The cost model is ``thai_grpo_tools.time_model``'s.
+"""The real run's time plan, checked against measurements (docs/real-run.md's generated tables, `make docs`); the
+cost model is ``thai_grpo_tools.time_model``'s.
 
-- What each stage does, in the model's counts: a GRPO or RLOO step, a DPO or reward-model step, a PPO step, the
-  k1-vs-k3 passes, sampling jobs (``time_model.sampling_job``), every completion at its full budget (random weights
-  run to it; for the real model it is an upper bound: no measured completion-length distribution is at hand).
-- ``calibration``: the work each `make gpu-check` stage did (``tools/rehearse_full.py``: one optimizer step of each
-  trainer, one held-out batch and its greedy answers, the k1-vs-k3 passes over those samples; the chapter preset at
-  the sizes a T4 chooses, the record's prompt length), with the code that made the records (``generate``); the
-  chapter's two T4 times of GRPO's whole stage; ``time_model.fit`` on them, and each stage's predicted time beside its measured one.
-- ``plan``: the real comparison at the sizes each card chooses (``stage_plans.sizes_for_card``), prompts counted at
-  the memory plan's 256 tokens, with the records' ``generate`` and with the decode loop the code runs now (at the
-  same sizes); its total (pass@k apart) against the goals.
+- Each stage's work in the model's counts (``grpo_step``, ``pair_step``, ``ppo_step``, ``token_logprobs_work``,
+  ``time_model.sampling_job``), every completion at its full budget (an upper bound for a real model).
+- ``calibration``: the work each `make gpu-check` stage did (``rehearse_full``: one optimizer step of each trainer,
+  one held-out batch, the k1-vs-k3 passes; the record's sizes and prompt length) with the code that made the records
+  (``generate``), and the chapter's two T4 times of GRPO's stage; ``time_model.fit`` on them.
+- ``plan``: the real comparison at the sizes each card chooses, prompts at the memory plan's 256 tokens, with the
+  decode loop the code runs now; its total (pass@k apart) against the goals.
 """
 
 from __future__ import annotations
@@ -19,12 +16,15 @@ import dataclasses
 import math
 import re
 
+from thai_grpo.core.config import eval_settings, passk_settings
 from thai_grpo.jobs.memory_plan import (CHUNK_FLOATS, Lora, Shape, generation_floats, logprob_pass_floats,
                                         ppo_update_floats, rows_per_chunk)
-from thai_grpo_tools.time_model import (A100, DECODE_LOOP, H100, H200, HF_GENERATE, T4, TRL_GENERATE,
-                                        KL_BYTES,
-                                        KL_OPS_PER_COMPLETION, Card, Sampler, Work, breakdown, chunk_sizes, fit,
-                                        forward_pass, generate_call, sampling_job, seconds, total)
+from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, greedy_problems_per_call, sampling_batch_for_card
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, sft_shape, sizes_for_card
+from thai_grpo_tools.rehearse_full import GPU_CHECK_PASSES, rehearsal_config
+from thai_grpo_tools.time_model import (A100, DECODE_LOOP, H100, H200, HF_GENERATE, KL_BYTES, KL_OPS_PER_COMPLETION, T4,
+                                        TRL_GENERATE, Card, Sampler, Work, breakdown, chunk_sizes, fit, forward_pass,
+                                        generate_call, sampling_job, seconds, total)
 
 CHAPTER_T4_MINUTES = {"full": 18.0, "fast": 10.0}  # the chapter's own T4 times of GRPO's whole stage
 GOALS_MIN = {"T4": 120, "H100-class": 30}  # the whole comparison, pass@k apart
@@ -129,7 +129,7 @@ def record_sizes(record: dict) -> dict:
 
 
 def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, shape: Shape) -> Work:
-    """What one stage of ``tools/rehearse_full.py`` ran between its meter's start and stop, with the code
+    """What one stage of ``rehearse_full`` ran between its meter's start and stop, with the code
     that made the records (``generate``)."""
     grpo, variants, length = config["grpo"], config["variants"], int(config["grpo"]["max_completion_length"])
     if stage in ("grpo", "grpo_fast", "rloo"):
@@ -152,7 +152,7 @@ def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, sha
 
 
 def trainer_steps(stage: str, config: dict) -> int:
-    """The optimizer steps a GRPO-family stage of ``tools/rehearse_full.py`` makes under ``config`` (its variant's
+    """The optimizer steps a GRPO-family stage of ``rehearse_full`` makes under ``config`` (its variant's
     ``max_steps``; ``rehearsal_stage_work`` counts one); 1 for any other stage."""
     if stage not in ("grpo", "grpo_fast", "rloo"):
         return 1
@@ -169,9 +169,6 @@ def card_of(machine: str) -> Card:
 def measured_stages(records: list[dict], real: dict, shape: Shape) -> list[dict]:
     """Every timed stage of the `make gpu-check` records with its work and its position in its process (the stages
     of a record ran in one process, in its order); the first stage there that runs TRL's fused head compiles it."""
-    from thai_grpo.jobs.memory_stages import CARD_GIB
-    from thai_grpo_tools.rehearsal_full import rehearsal_config
-
     rows = []
     for record in records:
         config = rehearsal_config(real, record.get("preset", "chapter"), record.get("card_gib", CARD_GIB))
@@ -213,9 +210,6 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
     (``rehearsal_full.GPU_CHECK_PASSES``) with its stages at the sizes its card (or memory cap) chooses, GRPO's steps
     counted; decode_stops counted as one held-out batch (its rows stop early, so less). Stand-in building, process
     start-up and vLLM are left out."""
-    from thai_grpo_tools.rehearsal_full import GPU_CHECK_PASSES, rehearsal_config
-    from thai_grpo_tools.stage_plans import QWEN3_0_6B, sft_shape
-
     out = {}
     for name in passes:
         _, cap, stages = GPU_CHECK_PASSES[name]
@@ -237,9 +231,6 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
 def card_sizes(config: dict, card: Card) -> dict:
     """The sizes a card chooses for ``auto`` (``stage_plans.sizes_for_card``), with the preference pairs' batch
     (sampled as the held-out sets are, G samples per training problem)."""
-    from thai_grpo.jobs.memory_stages import sampling_batch_for_card
-    from thai_grpo_tools.stage_plans import QWEN3_0_6B, sizes_for_card
-
     grpo, requested = config["grpo"], config["eval"].get("batch_size", "auto")
     pairs = int(requested) if requested != "auto" else sampling_batch_for_card(
         QWEN3_0_6B, int(grpo["num_generations"]), int(grpo["max_completion_length"]), int(config["data"]["train_size"]),
@@ -250,8 +241,6 @@ def card_sizes(config: dict, card: Card) -> dict:
 def greedy_batch(sampler: Sampler, shape: Shape, batch: int, samples: int, length: int, prompt: int) -> int:
     """Problems per greedy call: batch x samples with ``generate`` (as recorded); with the decode loop as many as fit
     in a sampling call's memory (``memory_stages.greedy_problems_per_call``)."""
-    from thai_grpo.jobs.memory_stages import greedy_problems_per_call
-
     if sampler == HF_GENERATE:
         return batch * samples
     return greedy_problems_per_call(shape, batch, samples, length, prompt=prompt)
@@ -260,9 +249,6 @@ def greedy_batch(sampler: Sampler, shape: Shape, batch: int, samples: int, lengt
 def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int) -> list[tuple[str, Work]]:
     """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target), each with
     its jobs. ``sampler``: the held-out, pass@k and preference-pair sampler and PPO's rollouts (GRPO's are TRL's)."""
-    from thai_grpo.core.config import eval_settings, passk_settings
-    from thai_grpo_tools.stage_plans import sft_shape
-
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)
     models, problems, length = config["eval"]["models"], int(config["data"]["train_size"]), int(ev["max_new_tokens"])
     method = {name: variants.get(name, {}).get("method", "grpo") for name in models}
@@ -397,9 +383,6 @@ def plan_table(result: dict) -> str:
 
 def tables(real: dict, records: list[dict]) -> dict[str, str]:
     """The two generated tables of docs/real-run.md: ``time-check`` (the calibration) and ``time-plan``."""
-    from thai_grpo.jobs.memory_stages import PROMPT_TOKENS
-    from thai_grpo_tools.stage_plans import QWEN3_0_6B
-
     checked = calibration(records, real, QWEN3_0_6B, PROMPT_TOKENS)
     return {"time-check": calibration_table(checked),
             "time-plan": plan_table(plan(real, checked["costs"], QWEN3_0_6B, PROMPT_TOKENS))}

@@ -1,53 +1,71 @@
-"""The memory plan of a whole real-config run, for the documents and the GPU checks: every stage's peak on a card
-(``stage_plans``), the sizes a card chooses for ``auto`` (``sizes_for_card``), the plan as a markdown table, and the
-plan's prediction for a pipeline job (``predicted_for_job``). Built from ``thai_grpo.jobs.memory_plan``'s pieces and
-``thai_grpo.jobs.memory_stages``' stages, the ones a pipeline job sizes itself by.
+"""`make memory-plan`: the real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed, not
+measured (results/memory_plan/plan.json and plan.md); ``--check``: the formula against peaks measured on CPU stand-ins.
 
-What runs on a GPU (``thai_grpo.models.loading``, ``thai_grpo.methods.ppo``): every frozen weight in 16 bits (float16
-on a T4), the trained ones (LoRA, score heads) in float32 with their gradients and AdamW states; TRL's trainers and
-PPO under 16-bit autocast, which keeps 16-bit copies of the float32 LoRA matrices for the backward pass; the rollouts
-(``generate``, which accelerate's autocast does not reach) through the 16-bit weights, so their KV cache is 16-bit
-too; the token log-probs stage in float32 (``thai_grpo.evaluation.token_logprobs``). On a CPU everything is float32
-without autocast (``CPU``): ``make rehearse-full`` measures that at Qwen3-0.6B's shape.
+``stage_plans`` builds every stage of a real-config run from ``thai_grpo.jobs.memory_plan``'s pieces and
+``thai_grpo.jobs.memory_stages``' stages (the ones a pipeline job sizes itself by); ``sizes_for_card`` gives the
+sizes a card chooses for ``auto``. On a GPU every frozen weight is 16-bit, the trained ones (LoRA, score heads)
+float32 with their gradients and AdamW states, TRL's trainers and PPO under 16-bit autocast, the rollouts' KV cache
+16-bit, the evaluation stages float32 (``eval.dtype``); on a CPU everything is float32 (``CPU``).
+
+    python -m thai_grpo_tools.memory_plan [OUT_DIR]   the plan of config/config.yaml + config/qwen3-0.6b.yaml
+    python -m thai_grpo_tools.memory_plan --check     PPO's forward-backward of one chunk on stand-ins (real
+                                                      vocabulary, 3 sizes), each in a fresh process: predicted
+                                                      against the peak RSS above the level before the step
+At Qwen3-0.6B's own shape, stage by stage: ``thai_grpo_tools.rehearse_full`` (make rehearse-full, make gpu-check).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+import yaml
+
+from thai_grpo.core.config import deep_merge, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk, saved_per_token_layer,
 )
 from thai_grpo.jobs.memory_stages import (
-    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, T4, Precision, activation_bytes, attention_bias_bytes,
-    backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages, sampling_batch_for_card,
-    sampling_stage, stage, trained_bytes,
+    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision, activation_bytes,
+    attention_bias_bytes, backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
+    sampling_batch_for_card, sampling_stage, stage, trained_bytes,
 )
 
+REPO = Path(__file__).resolve().parents[1]
 # Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
 # 128, vocabulary 151,936, tied embeddings.
 QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
                    num_kv_heads=8, head_dim=128)
-
 #: The cards the documents size for, by the total memory CUDA reports (GiB): a 16 GB T4 and an 80 GB A100 or H100.
 CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
-
-# TRL 1.16's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
+# TRL's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
 # (trl.kernels.chunked_logprob) projects at most 4,096 tokens x 32,768 vocabulary entries at a time.
 TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
-
 #: The real run's config files, in the order Snakemake merges them (`--configfile` on top of the default).
 REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
+# glibc maps every block of 64 KiB or more on its own and returns it when freed: RSS follows the live tensors.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
+# Stand-in sizes for --check: Qwen3-0.6B's vocabulary and ratios, depth and width shrunk; rows x tokens of one chunk.
+CHECK_SIZES = [{"hidden_size": 32, "num_hidden_layers": 2, "rows": 2, "width": 192},
+               {"hidden_size": 64, "num_hidden_layers": 4, "rows": 2, "width": 256},
+               {"hidden_size": 128, "num_hidden_layers": 4, "rows": 4, "width": 256}]
+TOLERANCE = 0.20  # measured peak within 20% of the prediction
 
-# Which plan stages each job of the pipeline runs (the plan's prediction for a job is the largest of them); Dr.GRPO
-# and RLOO train with GRPO's sizes, the preference pairs are sampled as the held-out sets are (eval.batch_size x G).
-JOB_STAGES = {"train-grpo": ("GRPO full",), "train-grpo_fast": ("GRPO fast",), "train-dr_grpo": ("GRPO full",),
-              "train-rloo": ("GRPO full",), "sample-": ("held-out sampling",), "sample_extra-": ("held-out sampling",),
-              "sample_own_temperature-": ("held-out sampling",), "sample_passk-": ("pass@k sampling",),
-              "preference_pairs": ("held-out sampling",), "token_logprobs": ("token log-probs",),
-              "reward_model": ("reward model",), "train-dpo": ("DPO (dpo)",), "train-ppo": ("PPO (ppo)",),
-              "train-ppo_verifier": ("PPO (ppo_verifier)",)}
+
+def merged_configs(paths) -> dict:
+    """YAML config files merged in order, key by key, as Snakemake merges them."""
+    return functools.reduce(deep_merge, (yaml.safe_load(Path(path).read_text(encoding="utf-8")) for path in paths), {})
+
+
+def real_config(root, *extra) -> dict:
+    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
+    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
 
 
 def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
@@ -60,16 +78,14 @@ def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointin
 
 
 def evaluation_precision(config: dict, training: Precision) -> Precision:
-    """The precision the evaluation stages hold tensors in: float32 where ``eval.dtype`` is float32 (the default),
-    else the training stages' own (a 16-bit ``eval.dtype`` on a GPU)."""
+    """float32 where ``eval.dtype`` is float32 (the default), else the training stages' precision."""
     return FLOAT32_EVALUATION if config.get("eval", {}).get("dtype", "float32") == "float32" else training
 
 
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
     """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
-    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` positions per
-    row (``Precision.head_tile_bytes`` per entry)."""
+    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` per row."""
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
@@ -84,16 +100,10 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
 
 def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int, completion: int,
                          chunk_floats: int = CHUNK_FLOATS, shortest_prompt: int = 1) -> dict:
-    """The token log-probs stage (``token_logprobs.policy_and_reference_logprobs``), float32 on every device: the base
-    with two adapters, then the larger of its two phases per chunk of rows (``phased_stage``):
-
-    - log-softmax: the LM head's logits over the positions from the shortest prompt's last to the widest row's end,
-      their log-softmax, and the policy's log-softmax held while the reference's is made: three such tensors;
-    - exact KL: both log-softmax batches, and ``position_kl`` of one completion at a time, nine float64 tensors of its
-      positions x vocabulary and one boolean mask (measured: tests/test_memory_measured.py).
-
-    ``shortest_prompt``: the shortest prompt of a chunk in tokens (1, the default, counts every position: an upper bound
-    whatever the prompts)."""
+    """The token log-probs stage, float32 on every device: the base with two adapters, then per chunk of rows the
+    larger of two phases: three logits-sized tensors over the positions from the shortest prompt's last on (the
+    logits' log-softmax, the policy's held while the reference's is made); or both log-softmax batches and the exact
+    KL of one completion (nine float64 tensors of its positions x vocabulary and a mask)."""
     rows = rows_per_chunk(logprob_pass_floats(shape, width), completions, chunk_floats)
     batch = rows * (width - shortest_prompt + 1) * shape.vocab_size * 4  # one chunk's logits, float32
     weights = {"weights": (base_parameters(shape) + 2 * lora_parameters(shape, lora)) * 4}
@@ -105,9 +115,8 @@ def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int,
 
 
 def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
-    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when the adapter is at hand; else the hub adapter's
-    shape is not in the config, so the reward model's (r 16 on the attention projections) with dropout 0.05, as many
-    hub adapters have it."""
+    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when at hand, else the reward model's shape with
+    dropout 0.05, as many hub adapters have it."""
     reward_lora = config.get("reward_model", {}).get("lora") or {}
     reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
         "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
@@ -115,8 +124,7 @@ def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
 
 
 def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Precision, prompt: int) -> list[dict]:
-    """A GRPO/RLOO run: its forward-backward and its rollouts (TRL generates batch x accumulation completions at once,
-    through the policy's weights, beside the trainer's states)."""
+    """A GRPO/RLOO run: its forward-backward and its rollouts (batch x accumulation completions at once)."""
     rows, length = int(args["per_device_train_batch_size"]), int(args["max_completion_length"])
     generation = rows * int(args.get("gradient_accumulation_steps", 1))
     checkpointing = bool(args.get("activation_checkpointing", False))
@@ -134,11 +142,8 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
 
 def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                    precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
-    """The sizes a card of ``card_gib`` GiB runs the config with: ``eval.batch_size`` (for the held-out set of
-    ``data.heldout_size`` problems), ``passk.batch_size`` (``passk.problems``) and each PPO variant's
-    ``ppo.chunk_floats``, as the jobs choose them for ``auto``; a number set in the config is kept."""
-    from thai_grpo.core.config import passk_settings
-
+    """``eval.batch_size``, ``passk.batch_size`` and each PPO variant's ``ppo.chunk_floats`` as the jobs choose them
+    for ``auto`` on a card of ``card_gib`` GiB; a number set in the config is kept."""
     grpo, ev = config["grpo"], config["eval"]
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
     passk = passk_settings(config)
@@ -176,13 +181,9 @@ def sized_config(config: dict, sizes: dict) -> dict:
 def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                 chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
                 logprob_rows: int = 32, card_gib: float = CARD_GIB) -> list[dict]:
-    """Every stage of a real-config run (its ``grpo``, ``eval``, ``passk``, ``reward_model`` and PPO/DPO variant
-    sections), for ``shape`` on one device that holds tensors as ``precision`` says (a T4 by default), with prompts of
-    up to ``prompt`` tokens, at the sizes a card of ``card_gib`` GiB chooses where the config says ``auto``.
-    ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions the token log-probs stage
-    scores at once (at most 32, fewer when there are fewer)."""
-    from thai_grpo.core.config import passk_settings
-
+    """Every stage of a real-config run for ``shape`` on one device holding tensors as ``precision`` says, prompts of
+    up to ``prompt`` tokens, ``auto`` as a card of ``card_gib`` GiB chooses; ``logprob_rows``: the completions the
+    token log-probs stage scores at once."""
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)
@@ -239,32 +240,104 @@ def markdown_table(plans: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def predicted_for_job(job: str, plans: list[dict]) -> float | None:
-    """The plan's peak (GiB) for a pipeline job (its log name), the largest of the stages it runs; None if unplanned."""
-    stages = JOB_STAGES.get(job) or next((names for prefix, names in JOB_STAGES.items()
-                                          if prefix.endswith("-") and job.startswith(prefix)), None)
-    peaks = [plan["peak_gib"] for plan in plans if stages and plan["stage"].startswith(stages)]
-    return max(peaks) if peaks else None
+def write_plan(out_dir: Path) -> list[dict]:
+    """The real config's plan and its sizes per card into ``out_dir`` (plan.json, plan.md), printed."""
+    from thai_grpo.core.io import write_json
+
+    config = real_config(REPO)
+    plans = stage_plans(config)
+    sizes = {card: sizes_for_card(config, gib) for card, gib in CARDS_GIB.items()}
+    write_json(out_dir / "plan.json", {"model": "Qwen/Qwen3-0.6B", "card": "16 GB T4", "card_gib": CARD_GIB,
+                                       "reserve_gib": RESERVE_GIB, "measured": False, "stages": plans,
+                                       "sizes_per_card": sizes})
+    (out_dir / "plan.md").write_text(markdown_table(plans) + "\n", encoding="utf-8")
+    print(markdown_table(plans))
+    for card, chosen in sizes.items():
+        print(f"{card}: {chosen}")
+    return plans
 
 
-def real_config(root, *extra) -> dict:
-    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
-    from pathlib import Path
+def rss(field: str) -> int:
+    """A field of /proc/self/status in bytes: VmRSS (resident now), VmHWM (its peak since the last reset)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"/proc/self/status has no {field}")
 
-    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
+
+def measure_chunk(size: dict) -> dict:
+    """One PPO chunk's forward-backward (policy and value model) on a stand-in of ``size``: the predicted peak and
+    the peak RSS above the level before it (after a warm-up step), in MiB."""
+    import gc
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification
+
+    from thai_grpo.jobs.memory_plan import ppo_logit_floats
+    from thai_grpo.methods.ppo import _chunk_losses
+    from thai_grpo.methods.settings import PPOSettings
+    from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
+
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    h, rows, width = size["hidden_size"], size["rows"], size["width"]
+    config = {**QWEN3_0_6B_CONFIG, "hidden_size": h, "num_hidden_layers": size["num_hidden_layers"],
+              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": h // 2, "intermediate_size": 3 * h,
+              "torch_dtype": "float32"}
+    policy = get_peft_model(Qwen3ForCausalLM(Qwen3Config(**config)),
+                            LoraConfig(r=16, lora_alpha=32, target_modules=list(ATTENTION_TARGETS)))
+    value = get_peft_model(Qwen3ForSequenceClassification(Qwen3Config(**config, num_labels=1, pad_token_id=151643)),
+                           LoraConfig(task_type="SEQ_CLS", r=16, lora_alpha=32, target_modules=list(ATTENTION_TARGETS),
+                                      modules_to_save=["score"]))
+    prompt = width // 2
+    rollout = {"width": prompt, "mask": torch.ones(rows, width - prompt, dtype=torch.bool),
+               "ids": torch.randint(0, 1000, (rows, width)), "attention": torch.ones(rows, width, dtype=torch.long),
+               "logprobs": torch.zeros(rows, width - prompt), "advantages": torch.ones(rows, width - prompt),
+               "values": torch.zeros(rows, width - prompt), "returns": torch.ones(rows, width - prompt)}
+    models, index, settings = {"policy": policy, "value": value}, torch.arange(rows), PPOSettings(temperature=1.0)
+    _chunk_losses(rollout, index, settings, models)["loss"].backward()  # warm-up: kernels, workspaces
+    for parameter in list(policy.parameters()) + list(value.parameters()):
+        parameter.grad = None
+    gc.collect()
+    before = rss("VmRSS")
+    Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS (VmHWM) to the current RSS
+    _chunk_losses(rollout, index, settings, models)["loss"].backward()
+    peak = rss("VmHWM")
+    shape, lora = Shape.from_config(config), Lora(r=16, target_modules=tuple(sorted(ATTENTION_TARGETS)))
+    predicted = 4 * (activation_floats(shape, lora, rows * width) * 2  # policy and value model
+                     + rows * ppo_logit_floats(shape, width, width - prompt)  # full-vocabulary tensors
+                     + 2 * lora_parameters(shape, lora))  # LoRA gradients
+    return {**size, "predicted_mib": predicted / 2 ** 20, "measured_mib": (peak - before) / 2 ** 20}
 
 
-def merged_configs(paths) -> dict:
-    """YAML config files merged in order, each key by key on top of the ones before, as Snakemake merges them."""
-    from pathlib import Path
+def check() -> bool:
+    """Each stand-in size in a fresh process: predicted vs measured peak of one PPO chunk's forward-backward."""
+    ok = True
+    print(f"{'hidden':>6} {'layers':>6} {'rows x tokens':>14} {'predicted MiB':>14} {'measured MiB':>13} {'ratio':>6}")
+    for size in CHECK_SIZES:
+        done = subprocess.run([sys.executable, "-m", "thai_grpo_tools.memory_plan", "--measure", json.dumps(size)],
+                              capture_output=True, text=True, cwd=REPO, check=True, env={**os.environ, **MALLOC_ENV})
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        ratio = result["measured_mib"] / result["predicted_mib"]
+        ok &= abs(ratio - 1) <= TOLERANCE
+        print(f"{size['hidden_size']:>6} {size['num_hidden_layers']:>6} {size['rows']:>5} x {size['width']:<7}"
+              f"{result['predicted_mib']:>14.0f} {result['measured_mib']:>13.0f} {ratio:>6.2f}")
+    print(f"within {TOLERANCE:.0%} at every size: {ok}")
+    return ok
 
-    import yaml
 
-    def merge(base: dict, top: dict) -> dict:
-        return {**base, **{key: merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict)
-                           else value for key, value in top.items()}}
+def main() -> int:
+    if sys.argv[1:] == ["--check"]:
+        return 0 if check() else 1
+    if sys.argv[1:2] == ["--measure"]:  # one size of --check, in this fresh process
+        print(json.dumps(measure_chunk(json.loads(sys.argv[2]))))
+        return 0
+    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_plan(out_dir)
+    return 0
 
-    config: dict = {}
-    for path in paths:
-        config = merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    return config
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,14 +1,11 @@
 """How far each evaluation path (dtype x merged or not) moves a small trained update, measured on a CPU.
 
-A maintainer's tool, not a pipeline stage. The real run's update is tiny (lr 1e-6 x 16 steps: each LoRA parameter
-moves by at most ~1.6e-5); the offline run's is far larger. So GRPO's adapter change over SFT is scaled down to
-``--scales`` of its size (adapter = SFT + s x (GRPO - SFT), parameter by parameter), and each path reads the change
-it makes in the summed log-probability of fixed completions (GRPO's own samples on held-out problems), against the
-same change read in float64 (the ground truth) and in float32 unmerged (the pipeline's old reference path).
+The real run's update is tiny (lr 1e-6 x 16 steps: a LoRA parameter moves by at most ~1.6e-5). So GRPO's adapter
+change over SFT is scaled to ``--scales`` of its size (SFT + s x (GRPO - SFT)), and each path reads the change it makes
+in the summed log-probability of fixed completions (GRPO's own samples on held-out problems), against the same change
+in float64 (the truth) and in float32 unmerged. ``--results``: a finished offline run.
 
-    PYTHONPATH=. python tools/precision_probe.py --results results --problems 8 --samples 2
-
-``--results`` is a finished offline run (model/base, model/sft_adapter, runs/grpo/adapter, data/heldout.jsonl).
+    .venv/bin/python -m thai_grpo_tools.precision_probe --results results --problems 8 --samples 2
 """
 
 from __future__ import annotations
@@ -43,7 +40,7 @@ def scaled_adapter(sft_dir: Path, grpo_dir: Path, scale: float, target: Path) ->
 
 
 def summed_logprob(model, pairs: list[tuple[list[int], list[int]]]) -> float:
-    """The sum over every completion token of log p(token | prefix), log-softmax taken in float64."""
+    """The sum over every completion token of log p(token | prefix), log-softmax in float64."""
     total = 0.0
     with torch.no_grad():
         for prompt, completion in pairs:
@@ -83,14 +80,12 @@ def main() -> None:
     base, sft, grpo = (options.results / p for p in ("model/base", "model/sft_adapter", "runs/grpo/adapter"))
     pairs = fixed_completions(options.results, options.problems, options.samples, options.seed)
     print(f"{len(pairs)} completions, {sum(len(c) for _, c in pairs)} tokens")
-    reading = {path: {"sft": None} for path in PATHS}
-    for path in PATHS:
-        reading[path]["sft"] = path_logprob(base, sft, *path, pairs)
+    reading = {path: path_logprob(base, sft, *path, pairs) for path in PATHS}
     rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for scale in options.scales:
             adapter = scaled_adapter(sft, grpo, scale, Path(scratch) / f"scale-{scale}")
-            shifts = {path: path_logprob(base, adapter, *path, pairs) - reading[path]["sft"] for path in PATHS}
+            shifts = {path: path_logprob(base, adapter, *path, pairs) - reading[path] for path in PATHS}
             truth, old = shifts[("float64", False)], shifts[("float32", False)]
             for (dtype, merged), shift in shifts.items():
                 rows.append({"scale": scale, "dtype": dtype, "merged": merged, "shift": shift,
