@@ -35,7 +35,8 @@ class SharedPromptCache:
     on real tokens; ``keys[layer]``: [prompts x samples, kv heads, budget, head dim], sample s of prompt p in row
     ``p * samples + s``. Per buffer row: ``origin``, its output row; ``finished``, whether it has stopped;
     ``first_position``, its first new token's position id. ``column``: a 0-d tensor, the completion column the next
-    step writes; ``seen``: the completion columns a step attends (a multiple of ``SEEN_BLOCK`` beyond ``column``)."""
+    step writes; ``seen``: the completion columns a step attends (a multiple of ``SEEN_BLOCK`` beyond ``column``);
+    ``blocked``: the step's additive mask over [prompt, seen] columns, per prompt."""
     prompt_keys: list
     prompt_values: list
     prompt_mask: object
@@ -47,6 +48,7 @@ class SharedPromptCache:
     values: list
     column: object
     seen: int = 0
+    blocked: object = None
 
     @classmethod
     def allocate(cls, prompt_keys: list, prompt_values: list, prompt_mask, samples: int, budget: int):
@@ -137,11 +139,8 @@ def shared_prompt_attention(module, query, key, value, attention_mask, scaling: 
     prompt_scores = prompt_scores.view(prompts, kv_heads, samples, groups, -1)
     own_keys = cache.keys[layer][:, :, :seen].view(prompts, samples, kv_heads, seen, dim)
     own_scores = torch.matmul(by_prompt, own_keys.transpose(3, 4)).permute(0, 2, 1, 3, 4)
-    scores = torch.cat([prompt_scores, own_scores], dim=-1) * scaling
-    width, lowest = cache.prompt_mask.shape[-1], torch.finfo(scores.dtype).min
-    scores[..., :width].masked_fill_(~cache.prompt_mask[:, None, None, None, :], lowest)
-    ahead = torch.arange(seen, device=scores.device) > cache.column  # columns not written yet
-    scores[..., width:].masked_fill_(ahead, lowest)
+    scores = torch.cat([prompt_scores, own_scores], dim=-1).mul_(scaling).add_(cache.blocked)
+    width = cache.prompt_mask.shape[-1]
     weights = torch.softmax(scores, dim=-1, dtype=torch.float32).to(query.dtype)
     prompt_weights, own_weights = weights.split([width, seen], dim=-1)
     from_prompt = torch.matmul(prompt_weights.reshape(prompts, kv_heads, samples * groups, -1),
@@ -179,7 +178,13 @@ def prefill(model, input_ids, attention_mask):
 def decode_step(model, tokens, cache: SharedPromptCache):
     """The float32 logits after ``tokens`` (one per buffer row, at column ``cache.column``), their keys and values
     written. Nothing in it reads the device from the host: its shapes are fixed by the bucket and ``cache.seen``."""
+    import torch
+
     masks = {layer_type: None for layer_type in set(model.config.layer_types)}  # the attention masks itself
+    ahead = torch.arange(cache.seen, device=cache.column.device) > cache.column  # completion columns not written yet
+    hidden = torch.cat([~cache.prompt_mask, ahead.expand(cache.prompts, -1)], dim=-1)
+    cache.blocked = torch.zeros(hidden.shape, dtype=cache.prompt_keys[0].dtype, device=hidden.device).masked_fill_(
+        hidden, float("-inf"))[:, None, None, None, :]  # added to every layer's scores: -inf where a row may not look
     positions = (cache.first_position + cache.column).unsqueeze(1)
     output = model(input_ids=tokens.unsqueeze(1), position_ids=positions, attention_mask=masks, use_cache=False,
                    shared_prompt=cache)
