@@ -147,24 +147,56 @@ def standin(layers: int, widths: bool = False, dtype=torch.float32, lora: bool =
     return model
 
 
-def decode_step_ops(model, rows: int = 4, noise: bool = False) -> float:
-    """Operators per decode step: two generate calls' difference over their extra steps."""
-    from transformers import GenerationConfig
+class PerRowNoise:
+    """The records' sampler: greedy over scores plus Gumbel noise drawn by each row's own generator (one uniform_ per
+    row and step), as the code that made the `make gpu-check` records sampled."""
 
-    from thai_grpo.models.sampling import PerRowGumbel
+    def __init__(self, rows: int):
+        self.generators = [torch.Generator().manual_seed(row) for row in range(rows)]
+
+    def __call__(self, input_ids, scores):
+        noise = torch.empty(scores.shape)
+        for row, generator in zip(noise, self.generators):
+            row.uniform_(generator=generator)
+        return noise.clamp_(min=1e-38).log_().neg_().log_().neg_().add_(scores)
+
+
+def decode_step_ops(model, rows: int = 4, noise: bool = False) -> float:
+    """Operators per decode step of ``generate``: two calls' difference over their extra steps."""
+    from transformers import GenerationConfig
 
     ids = torch.randint(1, 1000, (rows, 12))
 
     def generate(steps: int) -> int:
         config = GenerationConfig(do_sample=False, max_new_tokens=steps, min_new_tokens=steps, pad_token_id=0,
                                   eos_token_id=999)
-        processors = [PerRowGumbel(1.0, list(range(rows)), "cpu")] if noise else []
         with Dispatched() as counted, torch.no_grad():
             model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=config,
-                           logits_processor=processors)
+                           logits_processor=[PerRowNoise(rows)] if noise else [])
         return counted.ops
 
     return (generate(6) - generate(2)) / 4
+
+
+def loop_step_ops(model, prompts: int = 2, samples: int = 4, outside_only: bool = False) -> float:
+    """Operators per step of the decode loop (``decoding.decode``, sampled at temperature 1, no row stopping): two
+    calls' difference over their extra steps; ``outside_only``: those outside its ``decode_step`` (the step replaced
+    by one that dispatches nothing), what a CUDA graph of the step leaves to the host."""
+    from thai_grpo.models.decoding import decode, decode_step
+    from thai_grpo.models.sampling import CounterSampler, row_seeds
+
+    ids = torch.randint(1, 1000, (prompts, 12))
+    logits = torch.zeros(prompts * samples, 1000)
+    step = (lambda model, tokens, cache: logits) if outside_only else decode_step
+
+    def run(budget: int) -> int:
+        sampler = CounterSampler(1.0, row_seeds(0, range(prompts), samples), "cpu")
+        with Dispatched() as counted, torch.no_grad():
+            decode(model, ids, torch.ones_like(ids), samples, budget, [-1], 0, sampler.choose, step=step)
+        return counted.ops
+
+    run(2)  # warm
+    return (run(17) - run(1)) / 16
 
 
 def one_pass(model, train: bool = False, checkpointing: bool = False, autocast: bool = False) -> Dispatched:
@@ -191,9 +223,13 @@ def test_host_ops_are_what_a_28_layer_stand_in_dispatches():
                "train_lora": one_pass(standin(28, dtype=bf16, lora=True), train=True, autocast=True).ops,
                "train_lora_checkpointed": one_pass(standin(28, dtype=bf16, lora=True), train=True, checkpointing=True,
                                                    autocast=True).ops}
+    counted.update({"decode_loop": loop_step_ops(standin(28)),
+                    "decode_lora_loop": loop_step_ops(standin(28, dtype=bf16, lora=True)),
+                    "outside_graph": loop_step_ops(standin(28), outside_only=True)})
     assert counted == pytest.approx(tm.HOST_OPS, rel=0.05)
     per_row = (decode_step_ops(standin(28), rows=8, noise=True) - decode_step_ops(standin(28), rows=4, noise=True)) / 4
     assert per_row == tm.NOISE_OPS_PER_ROW
+    assert loop_step_ops(standin(28), prompts=8) == counted["decode_loop"]  # the loop's step: whatever the rows
 
 
 def test_activation_traffic_is_what_a_layer_of_qwen3_0_6b_moves():

@@ -13,7 +13,8 @@ transformers' DynamicCache a copy of the whole cache), the vocabulary-wide tenso
 more (the frozen base gets no weight gradient). Host ops: the operators a pass dispatches (``HOST_OPS``), each a
 kernel launch; those of training passes apart, as autograd records each. The terms are added as if the host never
 ran ahead of the GPU: where they overlap the sum is an upper bound. ``Sampler`` says how a ``generate`` call works:
-the records' code (``HF_GENERATE``, TRL's ``TRL_GENERATE``) or the decode loop (``DECODE_LOOP``).
+the records' code (``HF_GENERATE``, TRL's ``TRL_GENERATE``), the decode loop (``DECODE_LOOP``: its step's operators
+counted, whatever the rows) or its steps replayed as CUDA graphs (``GRAPHED_LOOP``, ``eval.cuda_graphs``).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ H100 = Card("H100-class", 79.1, 3.35e12, 989e12, 67e12)
 H200 = Card("H200", 139.8, 4.8e12, 989e12, 67e12)
 
 # Non-view aten operators one pass dispatches at Qwen3-0.6B's 28 layers, each a kernel launch on a GPU; counted with a
-# TorchDispatchMode on a 28-layer stand-in (tests/test_time_plan.py counts them again). LoRA: on the attention
+# TorchDispatchMode on a 28-layer stand-in (tests/test_time_model.py counts them again). LoRA: on the attention
 # projections, float32 on 16-bit frozen weights, as a GPU holds them.
 HOST_OPS = {
     "decode": 1393,  # a decode step of the merged model (held-out sampling, pass@k, preference pairs)
@@ -53,8 +54,11 @@ HOST_OPS = {
     "forward_lora": 2435,  # a forward pass through LoRA under autocast (log-prob passes, values, reward scores)
     "train_lora": 6007,  # a forward-backward through LoRA under autocast
     "train_lora_checkpointed": 8391,  # the same with activation checkpointing (the forward recomputed)
+    "decode_loop": 1743,  # a step of the decode loop on the merged model, its draw and output included
+    "decode_lora_loop": 2701,  # the same through the LoRA policy (PPO's rollouts)
+    "outside_graph": 69,  # the decode loop's operators outside a step replayed as a CUDA graph (the draw, the output)
 }
-NOISE_OPS_PER_ROW = 1  # per-row seeded sampling (sampling.PerRowGumbel): one uniform draw per row and step
+NOISE_OPS_PER_ROW = 1  # the records' per-row seeded sampling (a generator per row): one uniform draw per row and step
 KL_OPS_PER_COMPLETION = 60  # the k1-vs-k3 stage's exact KL of one completion (position_kl) and its gathers
 
 # Bytes all kernels of a decoder layer read and write per token in a forward pass, the weights apart (counted like
@@ -68,9 +72,10 @@ TRAIN_TRAFFIC, RECOMPUTE_TRAFFIC = 3.9, 1.4
 # much again); the k1-vs-k3 stage's float32 log-softmax, then per completion its exact KL in float64 (~25 passes).
 LOGIT_BYTES = {"fused": 8, "fused_train": 8 + 16, "full": 28, "full_train": 52 + 30, "full32": 16, "none": 0}
 KL_BYTES = 25 * 2 * 8
-# Per decode step, row and vocabulary entry: the last position's logits processed and sampled in float32; per-row
-# Gumbel noise adds its draw, its five in-place passes and its sum with the scores.
-SAMPLING_BYTES = {"plain": 16, "noise": 16 + 4 + 5 * 8 + 12}
+# Per decode step, row and vocabulary entry: the last position's logits processed and sampled in float32; the records'
+# per-row Gumbel noise adds its draw, its five in-place passes and its sum with the scores; the decode loop's
+# inverse-CDF draw its softmax (three reads, a write), a float64 copy, its in-place cumulative sum, the greedy argmax.
+SAMPLING_BYTES = {"plain": 16, "noise": 16 + 4 + 5 * 8 + 12, "inverse_cdf": 16 + 16 + 12 + 16 + 4}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,17 +83,22 @@ class Sampler:
     """How a ``generate`` call works: ``preallocated_cache`` (else DynamicCache copies the whole cache every step),
     ``shared_prompt_kv`` (each prompt's KV held and read once per step for its samples), ``finished_rows_stop`` (else
     every row decodes to the call's last step), ``prefill_per_problem`` (each distinct prompt's forward pass once),
-    ``noise_per_row`` (per-row seeded sampling)."""
+    ``noise_per_row`` (per-row seeded sampling), ``step_ops`` (a step's ``HOST_OPS``: ``generate``'s, the decode
+    loop's, or ``graphed``: one replay and what runs outside it), ``greedy_in_pass`` (a problem's greedy answer one
+    more row of its sampling call; else greedy calls of their own, batch x samples problems each)."""
     preallocated_cache: bool
     shared_prompt_kv: bool
     finished_rows_stop: bool
     prefill_per_problem: bool
     noise_per_row: bool
+    step_ops: str = "generate"
+    greedy_in_pass: bool = False
 
 
 TRL_GENERATE = Sampler(False, False, False, False, False)  # GRPO's and RLOO's rollouts: TRL's model.generate
 HF_GENERATE = Sampler(False, False, False, True, True)  # held-out, pass@k, pairs and PPO's rollouts in the records
-DECODE_LOOP = Sampler(True, True, True, True, True)  # the same stages now (thai_grpo.models.decoding)
+DECODE_LOOP = Sampler(True, True, False, True, False, "loop", True)  # the same stages now (thai_grpo.models.decoding)
+GRAPHED_LOOP = dataclasses.replace(DECODE_LOOP, step_ops="graphed")  # with eval.cuda_graphs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,26 +177,31 @@ def generate_call(shape: Shape, dtype: str, sampler: Sampler, problems: int, sam
     kv_token = kv_cache_floats(shape, 1, 1) * BYTES[dtype]
     prompt_reads = problems * prompt * steps if sampler.shared_prompt_kv else prompt_context
     cache_copies = 0 if sampler.preallocated_cache else 2 * (prompt_context + completion_context)
-    sampling = SAMPLING_BYTES["noise" if sampler.noise_per_row else "plain"]
+    sampling = SAMPLING_BYTES["noise" if sampler.noise_per_row else "plain" if sampler.step_ops == "generate" else
+                              "inverse_cdf"]
     moved = steps * base_parameters(shape) * BYTES[dtype] + row_steps * shape.num_layers * ACTIVATION_BYTES[dtype] \
         + (prompt_reads + completion_context + cache_copies) * kv_token + row_steps * shape.vocab_size * sampling
     amount = 2 * (body_parameters(shape) + head_parameters(shape)) * row_steps + \
         attention_flops(shape, prompt_context + completion_context)
-    launched = steps * HOST_OPS[ops] + (row_steps * NOISE_OPS_PER_ROW if sampler.noise_per_row else 0)
+    per_step = {"generate": HOST_OPS[ops], "loop": HOST_OPS.get(f"{ops}_loop"),
+                "graphed": 1 + HOST_OPS["outside_graph"]}[sampler.step_ops]
+    launched = steps * per_step + (row_steps * NOISE_OPS_PER_ROW if sampler.noise_per_row else 0)
     prefill = forward_pass(shape, dtype, problems if sampler.prefill_per_problem else rows, prompt, 1, "forward")
     return prefill + Work(bytes=moved, ops=launched, decode_steps=steps) + flops(amount, dtype)
 
 
 def sampling_job(shape: Shape, dtype: str, sampler: Sampler, problems: int, samples: int, batch: int, prompt: int,
-                 length: int, greedy_batch: int = 0) -> Work:
-    """Held-out sampling (``greedy_batch``: and one greedy answer per problem, that many problems per call) or the
-    preference pairs' sampling: ``batch`` problems x ``samples`` per call, each completion ``length`` tokens."""
-    work = total(generate_call(shape, dtype, sampler, size, samples, prompt, [length] * size * samples, "decode")
+                 length: int, greedy: bool = False) -> Work:
+    """``sampling.sample_heldout`` (``greedy``: with a greedy answer per problem) or the preference pairs' sampling:
+    ``batch`` problems x ``samples`` per call, each completion ``length`` tokens; the greedy answers rows of those
+    calls, or (as recorded) calls of their own of batch x samples problems."""
+    rows = samples + (greedy and sampler.greedy_in_pass)
+    work = total(generate_call(shape, dtype, sampler, size, rows, prompt, [length] * size * rows, "decode")
                  for size in chunk_sizes(problems, batch))
-    if greedy_batch:
+    if greedy and not sampler.greedy_in_pass:
         plain = dataclasses.replace(sampler, noise_per_row=False)  # greedy decoding draws no noise
         work += total(generate_call(shape, dtype, plain, size, 1, prompt, [length] * size, "decode")
-                      for size in chunk_sizes(problems, greedy_batch))
+                      for size in chunk_sizes(problems, batch * samples))
     return work
 
 

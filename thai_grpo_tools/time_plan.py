@@ -19,12 +19,12 @@ import re
 from thai_grpo.core.config import eval_settings, passk_settings
 from thai_grpo.jobs.memory_plan import (CHUNK_FLOATS, Lora, Shape, generation_floats, logprob_pass_floats,
                                         ppo_update_floats, rows_per_chunk)
-from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, greedy_problems_per_call, sampling_batch_for_card
+from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, sampling_batch_for_card
 from thai_grpo_tools.memory_plan import QWEN3_0_6B, sft_shape, sizes_for_card
 from thai_grpo_tools.rehearse_full import GPU_CHECK_PASSES, rehearsal_config
-from thai_grpo_tools.time_model import (A100, DECODE_LOOP, H100, H200, HF_GENERATE, KL_BYTES, KL_OPS_PER_COMPLETION, T4,
-                                        TRL_GENERATE, Card, Sampler, Work, breakdown, chunk_sizes, fit, forward_pass,
-                                        generate_call, sampling_job, seconds, total)
+from thai_grpo_tools.time_model import (A100, DECODE_LOOP, GRAPHED_LOOP, H100, H200, HF_GENERATE, KL_BYTES,
+                                        KL_OPS_PER_COMPLETION, T4, TRL_GENERATE, Card, Sampler, Work, breakdown,
+                                        chunk_sizes, fit, forward_pass, generate_call, sampling_job, seconds, total)
 
 CHAPTER_T4_MINUTES = {"full": 18.0, "fast": 10.0}  # the chapter's own T4 times of GRPO's whole stage
 GOALS_MIN = {"T4": 120, "H100-class": 30}  # the whole comparison, pass@k apart
@@ -144,8 +144,7 @@ def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, sha
         return ppo_step(shape, variants[stage]["ppo"], prompt, length, sizes["ppo"], HF_GENERATE) + Work(trainer_runs=1)
     problems, samples = sizes["heldout_problems"], sizes["samples"]
     if stage == "sample":
-        return sampling_job(shape, "float32", HF_GENERATE, problems, samples, problems, prompt, length,
-                            greedy_batch=problems * samples)  # greedy: batch x samples problems per call
+        return sampling_job(shape, "float32", HF_GENERATE, problems, samples, problems, prompt, length, greedy=True)
     if stage == "token_logprobs":
         return token_logprobs_work(shape, problems * samples, prompt, length)
     raise ValueError(f"no work model for the rehearsal's stage {stage!r}")
@@ -238,17 +237,12 @@ def card_sizes(config: dict, card: Card) -> dict:
     return {**sizes_for_card(config, card.memory_gib), "pairs.batch_size": pairs}
 
 
-def greedy_batch(sampler: Sampler, shape: Shape, batch: int, samples: int, length: int, prompt: int) -> int:
-    """Problems per greedy call: batch x samples with ``generate`` (as recorded); with the decode loop as many as fit
-    in a sampling call's memory (``memory_stages.greedy_problems_per_call``)."""
-    if sampler == HF_GENERATE:
-        return batch * samples
-    return greedy_problems_per_call(shape, batch, samples, length, prompt=prompt)
-
-
-def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int) -> list[tuple[str, Work]]:
+def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int,
+                heldout: Sampler | None = None) -> list[tuple[str, Work]]:
     """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target), each with
-    its jobs. ``sampler``: the held-out, pass@k and preference-pair sampler and PPO's rollouts (GRPO's are TRL's)."""
+    its jobs. ``sampler``: the held-out, pass@k and preference-pair sampler and PPO's rollouts (GRPO's are TRL's);
+    ``heldout``: another for held-out sampling and pass@k alone (``GRAPHED_LOOP``: ``eval.cuda_graphs``)."""
+    heldout = heldout or sampler
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)
     models, problems, length = config["eval"]["models"], int(config["data"]["train_size"]), int(ev["max_new_tokens"])
     method = {name: variants.get(name, {}).get("method", "grpo") for name in models}
@@ -281,32 +275,35 @@ def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, promp
            and float(variants[m]["ppo"].get("temperature", 0.7)) != float(ev["temperature"])]
     jobs = len(models) * (1 + extra) + len(own)  # each extra set (MGSM: 250 problems) counted at the main set's size
     stages.append(("held-out sampling", sampling_job(
-        shape, "float32", sampler, int(config["data"]["heldout_size"]), int(ev["num_samples"]),
-        sizes["eval.batch_size"], prompt, length, greedy_batch(sampler, shape, sizes["eval.batch_size"],
-                                                               int(ev["num_samples"]), length, prompt))
+        shape, "float32", heldout, int(config["data"]["heldout_size"]), int(ev["num_samples"]),
+        sizes["eval.batch_size"], prompt, length, greedy=True)
         * jobs + Work(jobs=jobs)))
     stages.append(("token log-probs (k1 vs k3)", token_logprobs_work(shape, 256, prompt, length) + Work(jobs=1)))
     passk = passk_settings(config)
     runs = len(passk.get("models", ["base", "sft", "grpo"]))
     stages.append(("pass@k (its own target)", sampling_job(
-        shape, "float32", sampler, int(passk["problems"]), int(passk["num_samples"]), sizes["passk.batch_size"],
-        prompt, length, greedy_batch(sampler, shape, sizes["passk.batch_size"], int(passk["num_samples"]), length,
-                                     prompt)) * runs + Work(jobs=runs)))
+        shape, "float32", heldout, int(passk["problems"]), int(passk["num_samples"]), sizes["passk.batch_size"],
+        prompt, length, greedy=True) * runs + Work(jobs=runs)))
     return stages
 
 
 def plan(config: dict, costs, shape: Shape, prompt: int) -> dict:
     """Per card, as the code runs now (the decode loop): its sizes, each stage's work, seconds and cost terms, the
-    comparison's total (pass@k apart) and the ratio of PPO's decode steps to GRPO's."""
+    comparison's total (pass@k apart), that total with ``eval.cuda_graphs`` (held-out sampling's steps replayed as
+    CUDA graphs, ``GRAPHED_LOOP``) and the ratio of PPO's decode steps to GRPO's."""
+    def comparison_s(stages: list) -> float:
+        return sum(seconds(work, card, costs) for name, work in stages if not name.startswith("pass@k"))
+
     out = {}
     for card in PLAN_CARDS:
         sizes = card_sizes(config, card)
+        planned = plan_stages(config, sizes, DECODE_LOOP, shape, prompt)
         stages = [{"stage": name, "work": work, "seconds": seconds(work, card, costs),
-                   "terms": breakdown(work, card, costs)}
-                  for name, work in plan_stages(config, sizes, DECODE_LOOP, shape, prompt)]
+                   "terms": breakdown(work, card, costs)} for name, work in planned]
         steps = {s["stage"]: s["work"].decode_steps for s in stages}
-        out[card.name] = {"card": card, "sizes": sizes, "stages": stages,
-                          "total_s": sum(s["seconds"] for s in stages if not s["stage"].startswith("pass@k")),
+        out[card.name] = {"card": card, "sizes": sizes, "stages": stages, "total_s": comparison_s(planned),
+                          "graphed_s": comparison_s(plan_stages(config, sizes, DECODE_LOOP, shape, prompt,
+                                                                GRAPHED_LOOP)),
                           "ppo_decode_ratio": steps.get("train ppo", 0) / steps["train grpo"]}
     return out
 
@@ -370,7 +367,7 @@ def plan_table(result: dict) -> str:
                 f"{card.flops_32 / 1e12:g} TFLOP/s in 16 / 32 bits): eval.batch_size {sizes['eval.batch_size']}, "
                 f"passk.batch_size {sizes['passk.batch_size']}, ppo.chunk_floats "
                 f"2^{math.log2(sizes['ppo.chunk_floats']['ppo']):.0f}; PPO's decode steps "
-                f"{c['ppo_decode_ratio']:.1f}x GRPO's")
+                f"{c['ppo_decode_ratio']:.1f}x GRPO's; with eval.cuda_graphs {minutes(c['graphed_s'])} min")
         if card.memory_gib >= 79:
             line += f" (at most {PPO_DECODE_GOAL:g}x: {'yes' if c['ppo_decode_ratio'] <= PPO_DECODE_GOAL else 'no'})"
         goal = GOALS_MIN.get(card.name)
