@@ -255,7 +255,7 @@ def table_projection(ref: dict) -> str:
 
 def table_departures(ref: dict) -> str:
     """Where the reference run (the offline default) departs from the chapter's experiment, and why: the run card's
-    table (thai_grpo.core.chapter), as the trainers received each setting."""
+    table (thai_grpo.analyses.chapter), as the trainers received each setting."""
     main = ref["main"]
     departures = main.get("chapter_departures")
     if departures is None:

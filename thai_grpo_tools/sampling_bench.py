@@ -98,7 +98,7 @@ def measure(folder: Path, problems: int, repeats: int, threads: int, settings: d
     ``settings``: eval settings over the real config's (num_samples, max_new_tokens, batch_size, ...)."""
     import torch
 
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
     from thai_grpo.jobs.memory_stages import sampling_sizes
     from thai_grpo.models.sampling import sample_heldout

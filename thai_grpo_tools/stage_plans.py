@@ -137,7 +137,7 @@ def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft
     """The sizes a card of ``card_gib`` GiB runs the config with: ``eval.batch_size`` (for the held-out set of
     ``data.heldout_size`` problems), ``passk.batch_size`` (``passk.problems``) and each PPO variant's
     ``ppo.chunk_floats``, as the jobs choose them for ``auto``; a number set in the config is kept."""
-    from thai_grpo.core.config import passk_settings
+    from thai_grpo.workflow import passk_settings
 
     grpo, ev = config["grpo"], config["eval"]
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
@@ -181,7 +181,7 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     up to ``prompt`` tokens, at the sizes a card of ``card_gib`` GiB chooses where the config says ``auto``.
     ``sft_lora``: the SFT adapter's shape (``sft_shape``); ``logprob_rows``: the completions the token log-probs stage
     scores at once (at most 32, fewer when there are fewer)."""
-    from thai_grpo.core.config import passk_settings
+    from thai_grpo.workflow import passk_settings
 
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})

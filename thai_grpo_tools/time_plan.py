@@ -260,7 +260,7 @@ def greedy_batch(sampler: Sampler, shape: Shape, batch: int, samples: int, lengt
 def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int) -> list[tuple[str, Work]]:
     """Every stage of the real comparison (rule all) at a card's ``sizes``, then pass@k (its own target), each with
     its jobs. ``sampler``: the held-out, pass@k and preference-pair sampler and PPO's rollouts (GRPO's are TRL's)."""
-    from thai_grpo.core.config import eval_settings, passk_settings
+    from thai_grpo.workflow import eval_settings, passk_settings
     from thai_grpo_tools.stage_plans import sft_shape
 
     grpo, variants, ev = config["grpo"], config.get("variants", {}), eval_settings(config)

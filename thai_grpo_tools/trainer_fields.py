@@ -7,7 +7,7 @@ import dataclasses
 import importlib
 import json
 
-from thai_grpo.core.trainer_fields import FIELDS_FILE
+from thai_grpo.workflow import FIELDS_FILE
 
 CLASSES = {"GRPOConfig": "trl", "RLOOConfig": "trl", "DPOConfig": "trl", "RewardConfig": "trl", "SFTConfig": "trl",
            "TrainingArguments": "transformers"}

@@ -18,10 +18,10 @@ from pathlib import Path
 import torch
 import yaml
 
-from thai_grpo.core.config import deep_merge, eval_settings
+from thai_grpo.workflow import deep_merge, eval_settings, variant_plan
 from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.methods import RunSpec, variant_plan
+from thai_grpo.methods import RunSpec
 from thai_grpo.models.loading import load_policy, load_tokenizer
 from thai_grpo.jobs.machine import cpu_label, lscpu_fields
 from thai_grpo_tools.bench import StepTimer, sampler_throughput, stage_shares, step_split

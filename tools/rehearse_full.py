@@ -146,9 +146,10 @@ def run_stage(name: str, work: Path, device: str) -> dict:
 
 def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
-    from thai_grpo.methods import RunSpec, train_variant, variant_plan
+    from thai_grpo.methods import RunSpec, train_variant
+    from thai_grpo.workflow import variant_plan
     from thai_grpo_tools.rehearsal_full import update_record
 
     spec = json.loads((work / "spec.json").read_text(encoding="utf-8"))
