@@ -8,7 +8,6 @@ from snakemake.utils import validate
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
 from thai_grpo.core.config import ConfigError
-from thai_grpo.core.shipped import recipe
 from thai_grpo.jobs.scheduling import (
     CHAIN_TRAINING,
     HEADLINE_SCORING,
@@ -34,6 +33,7 @@ from thai_grpo.workflow import (
     coerce_scalars,
     eval_settings,
     passk_settings,
+    recipe,
     settings_fingerprint,
     variant_plan,
 )

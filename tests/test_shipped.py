@@ -13,8 +13,7 @@ import yaml
 from thai_grpo.core import shipped
 from thai_grpo_tools import ship
 from thai_grpo.core.config import ConfigError
-from thai_grpo.workflow import check_config, load_config_files
-from thai_grpo.core.shipped import recipe
+from thai_grpo.workflow import check_config, load_config_files, recipe
 from thai_grpo.core.hub import fetch_model
 
 REPO = Path(__file__).resolve().parents[1]

@@ -1,5 +1,5 @@
 """The config's truth beside ``config/schema.yaml`` (its types, defaults and docs): the one loader, the checks the schema
-cannot express, and each variant's plan (what its training job is given). Snakemake's process reads this module as it
+cannot express, each variant's plan (what its training job is given) and the shipped base's recipe. Snakemake's process reads this module as it
 parses the workflow; no job imports it. It imports no torch and no TRL: TRL's field names come from a checked-in list
 (``trainer_fields.json``, rewritten after an upgrade by ``python -m thai_grpo_tools.trainer_fields``), so that
 ``snakemake -n`` refuses a misspelt key in one line.
@@ -16,6 +16,7 @@ from pathlib import Path
 
 from thai_grpo.core.config import OURS, ConfigError
 from thai_grpo.core.references import KL_REFERENCES
+from thai_grpo.core.io import plain_json
 from thai_grpo.methods import METHODS
 from thai_grpo.methods.settings import PPOSettings, ppo_settings
 
@@ -94,6 +95,20 @@ def passk_settings(config: dict) -> dict:
     """How the large-k experiment samples: the eval settings with the ``passk`` section's n, batch, ks, problems."""
     passk = config["passk"]
     return {**eval_settings(config), **{key: passk[key] for key in ("num_samples", "batch_size", "ks", "problems")}}
+
+
+# Keys that say where a model comes from, not how it was built: they differ between the shipped base's build and a run
+# that loads it.
+SOURCE_KEYS = ("source", "name_or_path", "revision")
+
+
+def recipe(config: dict, system_prompt: str) -> dict:
+    """The settings that build the base and the SFT adapter: seed, base:, corpus:, sft: and the system prompt."""
+    def section(name):
+        return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
+
+    return plain_json({"seed": config["seed"], "base": section("base"), "corpus": section("corpus"),
+                       "sft": section("sft"), "system_prompt": system_prompt})
 
 
 # ----------------------------------------------------------------------------------------- each variant's plan

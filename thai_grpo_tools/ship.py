@@ -7,7 +7,8 @@ from pathlib import Path
 
 from thai_grpo.core.hub import copy_allowed
 from thai_grpo.core.io import atomic_directory, require_model_dir, write_json
-from thai_grpo.core.shipped import ADAPTER_DIR, BASE_DIR, MANIFEST, data_record, file_sha256, recipe
+from thai_grpo.core.shipped import ADAPTER_DIR, BASE_DIR, MANIFEST, data_record, file_sha256
+from thai_grpo.workflow import recipe
 
 
 def build_manifest(config: dict, system_prompt: str, pretrain_rows: list[dict], sft_rows: list[dict],

@@ -11,30 +11,12 @@ import json
 from pathlib import Path
 
 from thai_grpo.core.config import ConfigError
+from thai_grpo.core.io import plain_json
 
 MANIFEST = "built_by.json"
 BASE_DIR, ADAPTER_DIR = "base", "sft_adapter"
 REBUILD_HINT = ("rebuild it with `snakemake --cores 2 base` then `make ship-base`, or build it inside the run with "
                 "base.source: scratch and sft.source: train")
-
-
-# Keys that say where a model comes from, not how it was built: they differ between the shipped base's build and a run
-# that loads it.
-SOURCE_KEYS = ("source", "name_or_path", "revision")
-
-
-def plain_json(value):
-    """The JSON form of a value (tuples -> lists, keys -> str), so a recipe compares equal to its stored copy."""
-    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
-
-
-def recipe(config: dict, system_prompt: str) -> dict:
-    """The settings that build the base and the SFT adapter: seed, base:, corpus:, sft: and the system prompt."""
-    def section(name):
-        return {k: v for k, v in config.get(name, {}).items() if k not in SOURCE_KEYS}
-
-    return plain_json({"seed": config["seed"], "base": section("base"), "corpus": section("corpus"),
-                   "sft": section("sft"), "system_prompt": system_prompt})
 
 
 def rows_sha256(rows: list[dict]) -> str:
