@@ -1,8 +1,8 @@
 """The config's truth beside ``config/schema.yaml`` (its types, defaults and docs): the one loader, the checks the schema
-cannot express, each variant's plan (what its training job is given) and the shipped base's recipe. Snakemake's process reads this module as it
-parses the workflow; no job imports it. It imports no torch and no TRL: TRL's field names come from a checked-in list
-(``trainer_fields.json``, rewritten after an upgrade by ``python -m thai_grpo_tools.trainer_fields``), so that
-``snakemake -n`` refuses a misspelt key in one line.
+cannot express, each variant's plan (what its training job is given) and the shipped base's recipe. Snakemake's
+process reads this module as it parses the workflow; no job imports it. It imports no torch and no TRL: TRL's field
+names come from a checked-in list (``trainer_fields.json``, rewritten after an upgrade by ``python -m
+thai_grpo_tools.trainer_fields``), so that ``snakemake -n`` refuses a misspelt key in one line.
 """
 
 from __future__ import annotations
