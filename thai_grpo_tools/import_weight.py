@@ -34,7 +34,7 @@ def _write_modules(*_):
     files = {name: getattr(module, "__file__", None) for name, module in list(sys.modules.items())}
     path = os.path.join(os.environ["IMPORT_WEIGHT_DIR"], f"{os.getpid()}.json")
     with open(path, "w", encoding="utf-8") as handle:
-        json.dump({"argv": sys.argv, "modules": files}, handle)
+        json.dump({"argv": sys.argv, "modules": files}, handle, default=str)
 
 _exit = os._exit
 
@@ -67,13 +67,13 @@ def process_role(argv: list[str]) -> str:
     return "job" if any(arg.endswith(JOB_SCRIPT) for arg in scripts) else "other"
 
 
-def weigh(records: list[dict]) -> dict[str, dict[str, int]]:
+def weigh(records: list[dict], package: str = PACKAGE) -> dict[str, dict[str, int]]:
     """{"snakemake": modules, "job": modules, "union": modules} from the processes' records (``HOOK``'s files)."""
     weights: dict[str, dict[str, int]] = {"snakemake": {}, "job": {}}
     for record in records:
         role = process_role(record["argv"])
         if role in weights:
-            weights[role].update(package_modules(record["modules"]))
+            weights[role].update(package_modules(record["modules"], package))
     weights["union"] = {**weights["snakemake"], **weights["job"]}
     return weights
 
