@@ -7,16 +7,7 @@ import sys
 from snakemake.utils import validate
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
-from thai_grpo.core.config import (
-    ConfigError,
-    check_config,
-    coerce_scalars,
-    check_trainer_fields,
-    eval_settings,
-    passk_settings,
-    recipe,
-    settings_fingerprint,
-)
+from thai_grpo.core.config import ConfigError
 from thai_grpo.jobs.scheduling import (
     CHAIN_TRAINING,
     HEADLINE_SCORING,
@@ -36,15 +27,21 @@ from thai_grpo.core.seeds import (
     seed_runs,
 )
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.methods import variant_plan
-from thai_grpo.methods.settings import check_method_fields, ppo_settings
+from thai_grpo.methods.settings import ppo_settings
+from thai_grpo.workflow import (
+    check_config,
+    coerce_scalars,
+    eval_settings,
+    passk_settings,
+    recipe,
+    settings_fingerprint,
+    variant_plan,
+)
 
 config.update(coerce_scalars(config))
 validate(config, "../config/schema.yaml")
 try:  # every key of every method section, by the checked-in TRL field names: no TRL import, `snakemake -n` too
     check_config(config)
-    check_trainer_fields(config)
-    check_method_fields(config)
     check_seeds(config)
 except ConfigError as error:
     sys.exit(f"config error: {error}")
@@ -81,7 +78,7 @@ PITFALL_VARIANTS = [v for v in VARIANTS if config["variants"][v].get("group", "m
 # The models each report covers: `snakemake` (rule all) eval.models; `snakemake pitfalls` those plus every
 # variant with group: pitfall or ablation. Each scope has its own results.json, figures and report.html.
 SCOPE_MODELS = {"main": EVAL_MODELS, "pitfalls": EVAL_MODELS + [v for v in PITFALL_VARIANTS if v not in EVAL_MODELS]}
-# Sampling and scoring settings (thai_grpo.core.config.eval_settings): adding a model to eval.models resamples no
+# Sampling and scoring settings (thai_grpo.workflow.eval_settings): adding a model to eval.models resamples no
 # other model, adding a second held-out set resamples nothing on the main one.
 EVAL_SETTINGS = eval_settings(config)
 # Every evaluation stage's precision (eval.dtype); every training stage loads its frozen weights in base.dtype.
@@ -182,7 +179,7 @@ def scope_inputs(scope):
         # every rollout of each run and the training problems: each stored group's rewards by name and gold answer
         "rollouts": expand(rules.train.output.rollouts, run=trained(models)),
         "train_rows": rules.split.output.train,
-        # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.methods.update_size)
+        # the update size of each run: ||adapter - SFT adapter|| (thai_grpo.analyses.update_size)
         "adapters": expand(rules.train.output.adapter, run=trained(models)),
         "sft_adapter": rules.sft_adapter.output.adapter,
     }
@@ -230,7 +227,7 @@ def optional_inputs(*names):
     }
 
 
-# The settings this config builds from (thai_grpo.core.config.settings_fingerprint): each study's results store it.
+# The settings this config builds from (thai_grpo.workflow.settings_fingerprint): each study's results store it.
 SETTINGS_FINGERPRINT = settings_fingerprint(config)
 
 

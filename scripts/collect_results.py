@@ -2,8 +2,8 @@
 
 from thai_grpo.core.io import read_json, read_jsonl, write_json
 from thai_grpo.jobs.job import end_job, log_to
-from thai_grpo.methods.contract import recorded_values, stage_records
-from thai_grpo.methods.update_size import adapter_displacements
+from thai_grpo.analyses.chapter import recorded_values, stage_records
+from thai_grpo.analyses.update_size import adapter_displacements
 from thai_grpo.jobs.machine import commit_of
 from thai_grpo.report.results import (assemble, benchmark_max_rss, benchmark_seconds, jobs_ran_on,
                                       safetensors_parameter_count, stage_logs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.core.config import load_config_files
+from thai_grpo.workflow import load_config_files
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
-from thai_grpo.core.config import load_config_files
+from thai_grpo.workflow import load_config_files, variant_plan
 from thai_grpo.evaluation.scoring import score_model
-from thai_grpo.methods import variant_plan
 from thai_grpo.report.results import assemble
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -7,7 +7,8 @@ from pathlib import Path
 import yaml
 
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.methods import RunSpec, method_grpo_args
+from thai_grpo.methods import RunSpec
+from thai_grpo.workflow import method_grpo_args
 
 REWARDS = ["correct", "format", "thai"]
 

@@ -1,4 +1,4 @@
-"""The chapter's experiment as a contract (thai_grpo.core.chapter): the real config, merged as Snakemake merges it,
+"""The chapter's experiment as a contract (thai_grpo.analyses.chapter): the real config, merged as Snakemake merges it,
 gives every stage's trainer the chapter's numbers; a leak from the offline default, another reference, another k3
 or other problems are caught; the offline default's departures are exactly the ones it explains."""
 
@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from thai_grpo.core.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures, optimizer_steps
-from thai_grpo.core.config import load_config_files, variant_settings
+from thai_grpo.analyses.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures, optimizer_steps
+from thai_grpo.workflow import load_config_files, variant_settings
 from thai_grpo_tools.trainer_arguments import resolved_values, rollout_steps, stage_arguments
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,8 +175,8 @@ def test_the_run_card_reads_the_same_values_from_what_the_trainers_recorded():
     trainers were built with."""
     import dataclasses
 
-    from thai_grpo.methods import variant_plan
-    from thai_grpo.methods.contract import recorded_values, stage_records
+    from thai_grpo.workflow import variant_plan
+    from thai_grpo.analyses.chapter import recorded_values, stage_records
 
     config = real_config()
     trains = {}
@@ -199,7 +199,8 @@ def test_the_run_card_reads_the_same_values_from_what_the_trainers_recorded():
 def test_vllm_is_refused_where_it_would_not_run_the_chapters_experiment(tmp_path, section):
     """The real config with TRL's colocated vLLM rollouts, or with vLLM sampling the held-out sets in 16 bits, is not
     the chapter's experiment: the config check refuses both before any job (thai_grpo.core.config)."""
-    from thai_grpo.core.config import ConfigError, check_config
+    from thai_grpo.core.config import ConfigError
+    from thai_grpo.workflow import check_config
 
     def turn_on(overlay):
         overlay[section]["use_vllm"] = True

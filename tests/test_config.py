@@ -10,8 +10,9 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-from thai_grpo.core.config import (TRL_LOSS_TYPES, ConfigError, check_config, check_trainer_fields, coerce_scalars,
-                                   deep_merge, variant_settings)
+from thai_grpo.workflow import (TRL_LOSS_TYPES, check_config, check_trainer_fields, coerce_scalars, deep_merge,
+                                variant_settings)
+from thai_grpo.core.config import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 SCHEMA = str(REPO / "config" / "schema.yaml")
@@ -219,7 +220,7 @@ def test_extra_sets_absent_offline_and_mgsm_thai_in_the_real_config():
 
 
 def test_evaluation_samples_with_the_training_budget_unless_told_otherwise():
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
 
     config = {"grpo": {"max_completion_length": 80}, "eval": {"models": ["sft"], "temperature": 1.0}}
     assert eval_settings(config) == {"temperature": 1.0, "max_new_tokens": 80}
@@ -229,7 +230,7 @@ def test_evaluation_samples_with_the_training_budget_unless_told_otherwise():
 
 
 def test_the_large_k_experiment_samples_like_the_evaluation_with_its_own_n():
-    from thai_grpo.core.config import eval_settings, passk_settings
+    from thai_grpo.workflow import eval_settings, passk_settings
 
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     del config["passk"]  # the schema's defaults

@@ -27,7 +27,7 @@ import yaml
 from snakemake_dry_run import dry_run, fake_nvidia_smi, install
 from workflow import OFFLINE_ENV, REPO, copy_workflow
 
-from thai_grpo.core.config import check_config, load_config_files
+from thai_grpo.workflow import check_config, load_config_files
 from thai_grpo.core.io import write_jsonl
 
 GUIDE = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "config/README.md", REPO / "CONTRIBUTING.md"]

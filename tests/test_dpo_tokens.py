@@ -11,7 +11,7 @@ from thai_grpo.core.config import ConfigError
 from thai_grpo.methods.dpo import TOKEN_COLUMNS, sampled_token_trainer, token_rows
 from thai_grpo.methods.preferences import build_pairs, prompt_token_ids
 from thai_grpo.methods.dpo import check_max_length
-from thai_grpo.methods.settings import check_max_length_in_config
+from thai_grpo.workflow import check_max_length_in_config
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 QUESTION = "มีแอปเปิล 3 ผล ได้มาอีก 4 ผล มีกี่ผล"
@@ -154,7 +154,7 @@ def test_train_dpo_refuses_a_short_max_length_before_loading_a_model(tmp_path, q
 def test_the_real_configs_dpo_max_length_holds_the_chapters_prompt_and_budget():
     from pathlib import Path
 
-    from thai_grpo.core.config import load_config_files
+    from thai_grpo.workflow import load_config_files
     from thai_grpo_tools.trainer_arguments import stage_arguments
 
     repo = Path(__file__).resolve().parents[1]

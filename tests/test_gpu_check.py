@@ -128,7 +128,7 @@ def test_make_wheels_downloads_every_pin_but_torch_without_resolving(tmp_path):
 # ----------------------------------------------------------------------------------------- the rehearsal's pieces
 def test_presets_keep_the_real_config_but_its_sizes():
     cpu, chapter = rehearsal_config(REAL, "cpu"), rehearsal_config(REAL, "chapter")
-    from thai_grpo.core.config import variant_settings
+    from thai_grpo.workflow import variant_settings
 
     steps = {name: variant_settings(chapter, name)["grpo"]["max_steps"] for name in ("grpo", "grpo_fast", "rloo")}
     assert steps == {"grpo": 3, "grpo_fast": 1, "rloo": 1}  # the grpo variant's three: float16's scale calibrates

@@ -15,7 +15,7 @@ from snakemake_dry_run import fake_nvidia_smi
 
 from thai_grpo.jobs.devices import choose_job_device, start_model_job
 from thai_grpo.jobs.gpus import claim_gpu_slot, pin_job_gpu, slot_device, visible_gpus
-from thai_grpo.core.config import load_config_files
+from thai_grpo.workflow import load_config_files
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_CONFIG = [REPO / "config/config.yaml", REPO / "config/qwen3-0.6b.yaml"]

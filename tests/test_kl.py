@@ -1,4 +1,4 @@
-"""Tests for thai_grpo.methods.kl: k1/k3 estimators against the exact KL of two categoricals."""
+"""Tests for thai_grpo.analyses.kl: k1/k3 estimators against the exact KL of two categoricals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from thai_grpo.methods.kl import k1, k3, running_mean, sample_kl_estimates, true_kl
+from thai_grpo.analyses.kl import k1, k3, running_mean, sample_kl_estimates, true_kl
 
 P = np.array([0.5, 0.3, 0.15, 0.05])
 Q = np.array([0.25, 0.25, 0.25, 0.25])
@@ -55,7 +55,7 @@ def test_k1_goes_negative_and_k3_has_lower_variance_when_close():
 
 def completion_bootstrap_means(columns, lengths, n_boot=10_000, seed=0, batch=1000):
     """``cluster_bootstrap_means`` with every completion its own cluster."""
-    from thai_grpo.methods.kl import cluster_bootstrap_means
+    from thai_grpo.analyses.kl import cluster_bootstrap_means
 
     return cluster_bootstrap_means(columns, lengths, list(range(len(lengths))), n_boot, seed, batch=batch)
 
@@ -80,7 +80,7 @@ def test_completion_bootstrap_resamples_whole_completions():
 
 
 def test_divergence_regimes_bin_by_exact_kl():
-    from thai_grpo.methods.kl import divergence_regimes
+    from thai_grpo.analyses.kl import divergence_regimes
 
     kl_exact = np.array([1e-4, 5e-4, 0.05, 0.2, 0.3, 5.0])
     var_k1, var_k3 = np.array([1, 1, 4, 9, 9, 16.0]), np.array([0.25, 0.25, 1, 100, 100, 400.0])
@@ -95,7 +95,7 @@ def test_divergence_regimes_bin_by_exact_kl():
 def test_cluster_bootstrap_draws_equal_a_plain_loop_over_problems():
     """Each resample draws the problems with replacement (same rng as the loop) and pools the tokens of every
     completion of every drawn problem."""
-    from thai_grpo.methods.kl import cluster_bootstrap_draws
+    from thai_grpo.analyses.kl import cluster_bootstrap_draws
 
     lengths = [3, 1, 4, 2, 5, 2]
     problems = ["b", "a", "b", "c", "a", "c"]  # labels in any order: the clusters are sorted by label
@@ -120,7 +120,7 @@ def test_cluster_bootstrap_draws_equal_a_plain_loop_over_problems():
 def test_bootstrap_over_problems_is_wider_than_over_completions_when_kl_varies_by_problem():
     """32 problems x 8 completions whose KL level is the problem's: the completions of one problem are nearly
     copies, so resampling them as if independent understates the spread of the mean (about sqrt(8) here)."""
-    from thai_grpo.methods.kl import cluster_bootstrap_means
+    from thai_grpo.analyses.kl import cluster_bootstrap_means
 
     rng = np.random.default_rng(1)
     problems = np.repeat(np.arange(32), 8)

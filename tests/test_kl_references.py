@@ -79,8 +79,8 @@ def test_an_unknown_reference_is_refused(tiny_model_dir, tiny_adapter_dir):
 
 @pytest.mark.parametrize("files, expected", [(OFFLINE, "sft"), (REAL, "base")])
 def test_every_ppo_variant_reads_grpos_reference(files, expected):
-    from thai_grpo.core.config import load_config_files
-    from thai_grpo.methods import variant_plan
+    from thai_grpo.workflow import load_config_files
+    from thai_grpo.workflow import variant_plan
     from thai_grpo.core.references import KL_REFERENCES
 
     config = load_config_files(files, str(REPO / "config/schema.yaml"))

@@ -10,11 +10,10 @@ import pytest
 import yaml
 from configs import config_of
 
-from thai_grpo.core.config import ConfigError, check_trainer_fields, deep_merge, inherited_args, settings_fingerprint
-from thai_grpo.core.trainer_fields import known_fields
+from thai_grpo.core.config import ConfigError, inherited_args
+from thai_grpo.workflow import (NOT_INHERITED, check_method_fields, check_trainer_fields, deep_merge, known_fields,
+                                settings_fingerprint, variant_plan)
 from thai_grpo_tools.trainer_fields import installed_fields
-from thai_grpo.methods import variant_plan
-from thai_grpo.methods.settings import NOT_INHERITED, check_method_fields
 from thai_grpo.report.results import add_studies
 from workflow import copy_workflow, placeholder_run, run_snakemake, scheduled_jobs
 
@@ -42,9 +41,9 @@ def test_the_checked_in_field_names_are_the_installed_trls():
     ({"variants": {"grpo": {"grpo": {"learning_rte": 1e-3}}}},
      "variants.grpo.grpo.learning_rte is not a field of TRL GRPOConfig: did you mean learning_rate?"),
     ({"variants": {"dpo": {"dpo": {"betta": 0.2}}}},
-     "variants.dpo.dpo.betta is not a field of TRL's DPOConfig: did you mean beta?"),
+     "variants.dpo.dpo.betta is not a field of TRL DPOConfig: did you mean beta?"),
     ({"variants": {"rloo": {"rloo": {"bta": 0.01}}}},
-     "variants.rloo.rloo.bta is not a field of TRL's RLOOConfig: did you mean beta?"),
+     "variants.rloo.rloo.bta is not a field of TRL RLOOConfig: did you mean beta?"),
     ({"variants": {"ppo": {"ppo": {"kl_coeff": 0.1}}}},
      "variants.ppo.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings: did you mean kl_coef?"),
     ({"reward_model": {"args": {"lerning_rate": 1e-3}}},
@@ -63,16 +62,16 @@ def test_a_misspelt_key_is_refused_in_one_line_naming_the_nearest_field(change, 
 # --------------------------------------------------------------------------- plans: what each trainer reads
 def unslimmed_plan(config, variant, monkeypatch):
     """The plan as it was before it held only what its method reads: the whole merged grpo section."""
-    import thai_grpo.methods as methods
+    import thai_grpo.workflow as workflow
 
     with monkeypatch.context() as patch:
-        patch.setattr(methods, "method_grpo_args", lambda method, grpo: dict(grpo))
-        plan = methods.variant_plan(config, variant)
+        patch.setattr(workflow, "method_grpo_args", lambda method, grpo: dict(grpo))
+        plan = workflow.variant_plan(config, variant)
     return {**plan, "rewards": list(config["variants"][variant].get("rewards", config["rewards"]))}
 
 
 def dpo_inherited(grpo: dict) -> dict:
-    """What DPO's trainer kept of a whole merged grpo section when it filtered the section itself: TRL's DPOConfig
+    """What DPO's trainer kept of a whole merged grpo section when it filtered the section itself: TRL DPOConfig
     fields (and ours), less ``NOT_INHERITED``. Now it takes its plan's grpo_args as they are."""
     from trl import DPOConfig
 
@@ -81,7 +80,7 @@ def dpo_inherited(grpo: dict) -> dict:
 
 @pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "qwen3-0.6b.yaml"])
 def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name, monkeypatch):
-    import thai_grpo.methods as methods
+    import thai_grpo.workflow as workflow
     from thai_grpo_tools.trainer_arguments import stage_arguments
 
     config = configs()[name]
@@ -91,7 +90,7 @@ def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name,
             full_plan = unslimmed_plan(config, variant, monkeypatch)
             if full_plan["method"] == "dpo":
                 full_plan = {**full_plan, "grpo_args": dpo_inherited(full_plan["grpo_args"])}
-            patch.setattr(methods, "variant_plan", lambda config, v: full_plan)
+            patch.setattr(workflow, "variant_plan", lambda config, v: full_plan)
             full = stage_arguments(config, variant)
         if config["variants"][variant].get("method") in ("dpo", "ppo"):
             assert full_plan["grpo_args"] != variant_plan(config, variant)["grpo_args"]  # the slimming is tested, not skipped
@@ -185,7 +184,7 @@ def test_snakemake_n_refuses_a_misspelt_key_without_importing_trl(finished_run, 
                             in_process=False)
     assert refused.returncode != 0
     errors = [line for line in refused.stderr.splitlines() if "error" in line.lower()]
-    assert errors == ["config error: variants.dpo.dpo.betta is not a field of TRL's DPOConfig: did you mean beta?"]
+    assert errors == ["config error: variants.dpo.dpo.betta is not a field of TRL DPOConfig: did you mean beta?"]
 
 
 def test_the_report_names_a_study_built_from_other_settings():

@@ -15,13 +15,13 @@ from run_specs import run_spec
 from workflow import copy_workflow, scheduled_jobs
 from workflow import run_snakemake as snakemake
 
-from thai_grpo.core.config import OURS, ConfigError, check_config, check_trainer_fields
+from thai_grpo.core.config import OURS, ConfigError
+from thai_grpo.workflow import check_config, check_method_fields, check_trainer_fields, variant_plan
 from thai_grpo.core.seeds import LOSS_BASELINE, loss_runs, loss_variants, seed_runs
 from thai_grpo_studies.loss_stats import loss_study, metric_names, per_problem
 from thai_grpo.evaluation.passk import pass_at_k
 from thai_grpo.evaluation.scoring import holm_adjust
-from thai_grpo.methods import train_variant, variant_plan
-from thai_grpo.methods.settings import check_method_fields
+from thai_grpo.methods import train_variant
 
 REPO = Path(__file__).resolve().parents[1]
 EXPECTED = ["trl_defaults", "dapo", "bnpo", "gspo", "clip_higher", "no_kl", "batch_scaling", "normalize_then_sum"]

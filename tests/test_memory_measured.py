@@ -285,13 +285,13 @@ def test_a_grpo_step_is_within_its_plan(standin_dirs, tmp_path, monkeypatch):
 
     import thai_grpo.models.cpu as cpu
     from run_specs import run_spec
-    from thai_grpo.core.config import load_config_files
+    from thai_grpo.workflow import load_config_files
     from thai_grpo.data.problems import normalize_rows
     from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.data.synthetic import generate_problems
     from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo.jobs.memory_stages import CPU
-    from thai_grpo.methods import variant_plan
+    from thai_grpo.workflow import variant_plan
     from thai_grpo.methods.grpo import rollout_trainer
     from thai_grpo.models.sampling import encode_prompts
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER

@@ -15,8 +15,7 @@ import torch
 from run_specs import run_spec
 
 import thai_grpo.methods.objective as objective
-from thai_grpo.core.config import load_config_files
-from thai_grpo.methods import variant_plan
+from thai_grpo.workflow import load_config_files, variant_plan
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = REPO / "assets/tiny-base"

@@ -11,7 +11,7 @@ import torch
 
 from thai_grpo.methods.ppo import (completion_mask, explained_variance, gae, masked_whiten, per_token_rewards,
                                    policy_loss, prompt_batch, scores_with_penalty, value_loss)
-from thai_grpo.methods.settings import PPOSettings, ppo_settings
+from thai_grpo.methods.settings import ppo_settings, PPOSettings
 from thai_grpo.methods.reward_model import check_pairs
 
 

@@ -17,7 +17,7 @@ from workflow import load_report_fixture
 from thai_grpo.evaluation.scoring import pairwise_tests
 from thai_grpo.report.plan_words import fmt_p
 
-from thai_grpo.methods.health import hacking_suspect, truncation_failed
+from thai_grpo.analyses.health import hacking_suspect, truncation_failed
 from thai_grpo.report.figures import draw_all, solve_rate_transitions
 from thai_grpo.report.glance import prose_names
 from thai_grpo_studies.pitfall_figures import draw_pitfalls
@@ -287,7 +287,7 @@ def test_whitespace_only_completion_is_labelled(fixture_data, figures):
 def with_pitfalls(results: dict) -> dict:
     """The small fixture plus the pitfall variants' runs, their held-out pass@1 and the run-health the
     pipeline computes for each (health.training_health)."""
-    from thai_grpo.methods.health import training_health
+    from thai_grpo.analyses.health import training_health
 
     extra = json.loads((FIXTURES / "pitfall_runs.json").read_text(encoding="utf-8"))
     results = copy.deepcopy(results)
@@ -335,7 +335,7 @@ def test_lenient_run_is_flagged_and_its_hacking_completions_escaped(pitfall_repo
 
 
 def test_a_run_that_did_not_hack_is_reported_honestly(fixture_data, figures):
-    from thai_grpo.methods.health import training_health
+    from thai_grpo.analyses.health import training_health
 
     results, samples = copy.deepcopy(fixture_data)
     results = with_pitfalls(results)

@@ -240,7 +240,8 @@ def test_reward_function_registry_and_names():
 def test_the_registry_is_the_one_list_of_rewards():
     """A reward is added by one entry of rewards.REWARDS: the config check (run as Snakemake parses the workflow,
     before any job), TRL's logged names and the report's words all follow it."""
-    from thai_grpo.core.config import ConfigError, _check_rewards
+    from thai_grpo.core.config import ConfigError
+    from thai_grpo.workflow import _check_rewards
     from thai_grpo.report import run_words
 
     _check_rewards(list(R.REWARDS), "rewards")

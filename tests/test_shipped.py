@@ -12,7 +12,8 @@ import yaml
 
 from thai_grpo.core import shipped
 from thai_grpo_tools import ship
-from thai_grpo.core.config import ConfigError, check_config, recipe
+from thai_grpo.core.config import ConfigError
+from thai_grpo.workflow import check_config, load_config_files, recipe
 from thai_grpo.core.hub import fetch_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def test_the_shipped_folder_matches_the_default_config_and_stays_small():
         pytest.skip("assets/tiny-base not made yet: `make ship-base` after a run with base.source: scratch")
     from thai_grpo.data.prompts import SYSTEM_PROMPT
 
-    config = ship.load_config([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
+    config = load_config_files([REPO / "config/config.yaml"], REPO / "config/schema.yaml")
     manifest = shipped.read_manifest(folder)
     shipped.check_recipe(manifest, recipe(config, config["data"].get("system_prompt", SYSTEM_PROMPT)))
     shipped.check_files(folder, manifest)

@@ -123,7 +123,7 @@ def test_k1_and_k3_of_tokens_sampled_from_the_policy_agree_with_the_exact_kl(tin
     within 4 of their exact standard errors, and the bootstrap over problems sees those standard errors."""
     import torch
 
-    from thai_grpo.methods.kl import real_kl_summary
+    from thai_grpo.analyses.kl import real_kl_summary
     from thai_grpo.models.loading import load_policy, load_tokenizer
     from thai_grpo.models.sampling import generate
 

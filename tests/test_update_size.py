@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from thai_grpo.methods.update_size import (adapter_displacements, lora_tensors, mean_grad_norm,
+from thai_grpo.analyses.update_size import (adapter_displacements, lora_tensors, mean_grad_norm,
                                            parameter_displacement)
 
 

@@ -17,18 +17,18 @@ from workflow import run_snakemake as snakemake
 from configs import config_of
 from run_specs import TRAINING, plan, run_spec
 
-from thai_grpo.core.config import ConfigError, deep_merge, variant_settings
+from thai_grpo.core.config import ConfigError
+from thai_grpo.workflow import (NOT_INHERITED, SCHEDULE, check_config, check_method_fields, deep_merge, method_grpo_args,
+                                variant_plan, variant_settings)
 from thai_grpo.core.config import inherited_args
-from thai_grpo.methods import RunSpec, method_grpo_args, train_variant, trainer_for, variant_plan
-from thai_grpo.methods.settings import check_method_fields
+from thai_grpo.methods import RunSpec, train_variant, trainer_for
 from thai_grpo.methods.dpo import dpo_step
-from thai_grpo.methods.health import format_hacking_suspect, training_health
+from thai_grpo.analyses.health import format_hacking_suspect, training_health
 from thai_grpo.methods.metrics import batch_metrics, empty_think, empty_think_share
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
 from thai_grpo.report.results import method_kind
 from thai_grpo.methods.rloo import leave_one_out_advantages
 from thai_grpo.methods.rloo import rloo_args
-from thai_grpo.methods.settings import NOT_INHERITED, SCHEDULE
 from thai_grpo.report.results import extra_set_results, method_rows, pitfall_sets, scope_benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
@@ -234,7 +234,7 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
 
 
 @pytest.mark.parametrize("variant, message", [
-    ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL's DPOConfig"),
+    ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL DPOConfig"),
     ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
     ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
     ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings"),
@@ -245,7 +245,7 @@ def test_method_sections_are_checked(variant, message):
     config["variants"]["v"] = variant
     validate(config, str(REPO / "config/schema.yaml"))  # the variant's method and group defaults, as Snakemake fills them
     with pytest.raises(ConfigError, match=message):
-        check_method_fields(config)
+        check_config(config)
 
 
 def test_shipped_configs_pass_the_method_checks():

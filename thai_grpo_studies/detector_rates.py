@@ -15,7 +15,7 @@ from dataclasses import asdict
 
 import numpy as np
 
-from thai_grpo.methods.health import DetectorSettings, flagged_windows
+from thai_grpo.analyses.health import DetectorSettings, flagged_windows
 
 
 def hack_path(n_steps: int, honest_share: float, plateau: float, start: int, duration: int, ramp: int = 2) -> np.ndarray:

@@ -3,7 +3,7 @@
 Three GRPO runs from one start, an SFT adapter that sometimes thinks briefly or not at all, under a completion
 budget shorter than most full solutions; they differ only in the format reward (lenient ``<think>.*?</think>``,
 strict ``<think>.+?</think>``, content-checked ``format_checked``). Per step: the total reward, accuracy, and the
-shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.methods.health``)
+shares of empty and of whitespace-or-one-character think blocks; the run-health detector (``thai_grpo.analyses.health``)
 judges each run from its own step records (episodes anywhere in the run, ``health.hacking_episodes``), with its
 error rates simulated at the run's size (``detector_rates``); the title and verdicts are sentences computed
 from those numbers.
@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.methods.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
+from thai_grpo.analyses.health import (DetectorSettings, first_and_last, format_hacking_suspect, format_reward_name,
                                       training_health)
 from thai_grpo.report.plotting import save_figure, step_series
 from thai_grpo_studies.detector_rates import detector_rates

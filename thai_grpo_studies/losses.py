@@ -17,7 +17,7 @@ import numpy as np
 from markupsafe import Markup
 from matplotlib.ticker import MaxNLocator
 
-from thai_grpo.methods.health import training_health
+from thai_grpo.analyses.health import training_health
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.report.plan_words import VERDICT_WORDS, verdict_word
 from thai_grpo.report.plotting import save_figure

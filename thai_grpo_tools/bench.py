@@ -166,10 +166,10 @@ def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]
     """Merged SFT policy at the eval generate call and at GRPO's generation batch; unmerged (as GRPO samples) too."""
     import torch
 
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl
     from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.methods import variant_plan
+    from thai_grpo.workflow import variant_plan
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
     ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo_args"]
@@ -203,7 +203,8 @@ def train_bench(config: dict, results: Path, variant: str, section: str, steps: 
 
     from thai_grpo.core.io import read_jsonl
     from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.methods import RunSpec, variant_plan
+    from thai_grpo.methods import RunSpec
+    from thai_grpo.workflow import variant_plan
 
     torch.set_num_threads(threads)
     plan = variant_plan(config, variant)
@@ -316,7 +317,7 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
 
     import thai_grpo.models.decoding as decoding
     import thai_grpo.models.sampling as sampling
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl
     from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.loading import load_policy, load_tokenizer

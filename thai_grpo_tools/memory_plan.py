@@ -26,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from thai_grpo.core.config import deep_merge, passk_settings
+from thai_grpo.workflow import deep_merge, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk, saved_per_token_layer,
@@ -144,6 +144,8 @@ def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft
                    precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
     """``eval.batch_size``, ``passk.batch_size`` and each PPO variant's ``ppo.chunk_floats`` as the jobs choose them
     for ``auto`` on a card of ``card_gib`` GiB; a number set in the config is kept."""
+    from thai_grpo.workflow import passk_settings
+
     grpo, ev = config["grpo"], config["eval"]
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
     passk = passk_settings(config)
@@ -184,6 +186,8 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     """Every stage of a real-config run for ``shape`` on one device holding tensors as ``precision`` says, prompts of
     up to ``prompt`` tokens, ``auto`` as a card of ``card_gib`` GiB chooses; ``logprob_rows``: the completions the
     token log-probs stage scores at once."""
+    from thai_grpo.workflow import passk_settings
+
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)

@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from thai_grpo.core.config import deep_merge
+from thai_grpo.workflow import deep_merge
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU, T4, Precision
 from thai_grpo_tools.memory_plan import MALLOC_ENV, QWEN3_0_6B, REPO, real_config, rss, sized_config, sizes_for_card, \
     stage_plans
@@ -327,10 +327,11 @@ def run_stages(names: list[str], work: Path, device: str) -> None:
 
 def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
     from thai_grpo.jobs.devices import job_device
-    from thai_grpo.methods import RunSpec, train_variant, variant_plan
+    from thai_grpo.methods import RunSpec, train_variant
+    from thai_grpo.workflow import variant_plan
 
     spec = json.loads((work / "spec.json").read_text(encoding="utf-8"))
     config, base, sft = spec["config"], spec["base"], spec["adapter"]

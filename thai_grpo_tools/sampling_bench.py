@@ -66,7 +66,7 @@ def measure(folder: Path, problems: int, repeats: int, threads: int, settings: d
     ``settings``: eval settings over the real config's (num_samples, max_new_tokens, ...)."""
     import torch
 
-    from thai_grpo.core.config import eval_settings
+    from thai_grpo.workflow import eval_settings
     from thai_grpo.jobs.machine import this_cpu
     from thai_grpo.jobs.memory_stages import sampling_sizes
     from thai_grpo.models.loading import load_for_evaluation, load_tokenizer

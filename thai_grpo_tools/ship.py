@@ -6,26 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.core.hub import copy_allowed
-from thai_grpo.core.io import require_model_dir
-from thai_grpo.core.io import atomic_directory, write_json
-from thai_grpo.core.config import recipe
+from thai_grpo.core.io import atomic_directory, require_model_dir, write_json
 from thai_grpo.core.shipped import ADAPTER_DIR, BASE_DIR, MANIFEST, data_record, file_sha256
-
-
-def load_config(paths: list[str | Path], schema: str | Path) -> dict:
-    """A config as the workflow sees it: the files merged in order, scalars coerced, the schema's defaults filled in
-    (the recipe compares settings with their defaults, so both sides need them)."""
-    import yaml
-    from snakemake.utils import validate
-
-    from thai_grpo.core.config import coerce_scalars, deep_merge
-
-    config: dict = {}
-    for path in paths:
-        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")))
-    config = coerce_scalars(config)
-    validate(config, str(Path(schema).resolve()))
-    return config
+from thai_grpo.workflow import recipe
 
 
 def build_manifest(config: dict, system_prompt: str, pretrain_rows: list[dict], sft_rows: list[dict],

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from thai_grpo.core.io import read_jsonl
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo_tools.ship import load_config, ship
+from thai_grpo.workflow import load_config_files as load_config
+from thai_grpo_tools.ship import ship
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,7 +16,7 @@ import dataclasses
 import math
 import re
 
-from thai_grpo.core.config import eval_settings, passk_settings
+from thai_grpo.workflow import eval_settings, passk_settings
 from thai_grpo.jobs.memory_plan import (CHUNK_FLOATS, Lora, Shape, generation_floats, logprob_pass_floats,
                                         ppo_update_floats, rows_per_chunk)
 from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, sampling_batch_for_card
@@ -206,7 +206,7 @@ def calibration(records: list[dict], real: dict, shape: Shape, prompt: int) -> d
 
 def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[str, ...]) -> dict:
     """What `make gpu-check` takes on ``card`` by the fitted costs: each pass of ``passes``
-    (``rehearsal_full.GPU_CHECK_PASSES``) with its stages at the sizes its card (or memory cap) chooses, GRPO's steps
+    (``rehearse_full.GPU_CHECK_PASSES``) with its stages at the sizes its card (or memory cap) chooses, GRPO's steps
     counted; decode_stops counted as one held-out batch (its rows stop early, so less). Stand-in building, process
     start-up and vLLM are left out."""
     out = {}

@@ -8,15 +8,14 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 
-from thai_grpo.core.chapter import optimizer_steps
-from thai_grpo.methods.contract import contract_values, stages_run
+from thai_grpo.analyses.chapter import contract_values, optimizer_steps, stages_run
 
 
 def stage_arguments(config: dict, stage: str):
     """The argument object the trainer of ``stage`` (a variant name, or ``reward_model``) is built with."""
     from trl import DPOConfig, GRPOConfig, RewardConfig, RLOOConfig
 
-    from thai_grpo.methods import variant_plan
+    from thai_grpo.workflow import variant_plan
     from thai_grpo.methods.rloo import rloo_args
     from thai_grpo.methods.settings import ppo_settings
     from thai_grpo.models.training import trainer_args
@@ -43,7 +42,7 @@ def rollout_steps(arguments, rows: int) -> int:
 
 def resolved_values(config: dict) -> dict[str, object]:
     """Every contract key ``config`` has a stage for, with the value its run would use (imports TRL)."""
-    from thai_grpo.methods import variant_plan
+    from thai_grpo.workflow import variant_plan
 
     built = {}
 

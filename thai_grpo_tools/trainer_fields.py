@@ -1,4 +1,4 @@
-"""Rewrite ``thai_grpo/core/trainer_fields.json`` from the installed TRL and transformers, after an upgrade:
+"""Rewrite ``thai_grpo/trainer_fields.json`` from the installed TRL and transformers, after an upgrade:
 ``python -m thai_grpo_tools.trainer_fields``."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 import importlib
 import json
 
-from thai_grpo.core.trainer_fields import FIELDS_FILE
+from thai_grpo.workflow import FIELDS_FILE
 
 CLASSES = {"GRPOConfig": "trl", "RLOOConfig": "trl", "DPOConfig": "trl", "RewardConfig": "trl", "SFTConfig": "trl",
            "TrainingArguments": "transformers"}

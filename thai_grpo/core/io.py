@@ -39,6 +39,11 @@ def write_json(path: str | Path, data: Any) -> None:
     atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
 
 
+def plain_json(value):
+    """The JSON form of a value (tuples -> lists, keys -> str), so a recipe compares equal to its stored copy."""
+    return json.loads(json.dumps(value, sort_keys=True, ensure_ascii=False))
+
+
 def read_json(path: str | Path) -> Any:
     return json.loads(Path(path).read_text(encoding="utf-8"))
 

@@ -1,4 +1,5 @@
-"""What each KL in the run is measured against (the config's ``grpo.reference``), and its words.
+"""What each KL in the run is measured against (the config's ``grpo.reference``), its words, and GRPO's per-token
+estimator of it (k3), which the loss and the KL study share.
 
 GRPO's and PPO's training KL is to ``grpo.reference``; the k1-vs-k3 stage always measures KL(GRPO || SFT).
 """
@@ -20,3 +21,16 @@ KL_REFERENCES = {
 }
 REFERENCE_NAMES = {key: reference["name"] for key, reference in KL_REFERENCES.items()}
 NO_KL = "none: beta = 0, no KL term and no reference pass"
+
+
+def k3(logp, ref_logp):
+    """Per-token k3 = (x - 1) - log x with x = pi_ref / pi_theta = exp(ref_logp - logp): >= 0, unbiased for
+    KL(pi_theta || pi_ref). Its gradient in log pi_theta is 1 - x, zero where the two policies agree. Torch tensors
+    give a tensor; arrays or lists are computed as float64 tensors (the loss's arithmetic) and come back as numpy."""
+    import torch
+
+    if not isinstance(logp, torch.Tensor):
+        as_tensor = [torch.as_tensor(values, dtype=torch.float64) for values in (logp, ref_logp)]
+        return k3(*as_tensor).numpy()
+    log_x = ref_logp - logp
+    return torch.expm1(log_x) - log_x

@@ -10,7 +10,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from thai_grpo.core.config import ConfigError, plain_json, recipe
+from thai_grpo.core.config import ConfigError
+from thai_grpo.core.io import plain_json
 
 MANIFEST = "built_by.json"
 BASE_DIR, ADAPTER_DIR = "base", "sft_adapter"

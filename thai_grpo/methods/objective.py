@@ -21,6 +21,8 @@ import functools
 import numpy as np
 import torch
 
+from thai_grpo.core.references import k3
+
 STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
 
 
@@ -62,14 +64,6 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale_by_std: bool 
     if scale_by_std:
         centered = centered / (groups.std(dim=1, keepdim=True) + eps)
     return centered.reshape(-1)
-
-
-@numpy_too
-def k3(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """Per-token k3 = (x - 1) - log x with x = pi_ref / pi_theta = exp(ref_logp - logp): >= 0, unbiased for
-    KL(pi_theta || pi_ref). Its gradient in log pi_theta is 1 - x, zero where the two policies agree."""
-    log_x = ref_logp - logp
-    return torch.expm1(log_x) - log_x
 
 
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,

@@ -11,6 +11,8 @@ import os
 import shutil
 from pathlib import Path
 
+from thai_grpo.core.config import OURS
+
 TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
 
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
@@ -52,7 +54,7 @@ def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str 
     """Our defaults, then the user's section (TRL field names), then ``precision_flags(dtype)``, the tracker of
     ``training.report_to``, paths and seed."""
     args = {**CPU_SAFE_DEFAULTS, **user_args, **precision_flags(dtype)}
-    for ours in ("num_processes", "reference"):  # ours, not TRL's: thai_grpo.core.config.OURS
+    for ours in OURS:  # ours, not TRL's
         args.pop(ours, None)
     report_to = training["report_to"] if training else "none"  # no training section (SFT, the base): none
     if report_to != "none":

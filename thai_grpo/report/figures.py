@@ -10,7 +10,7 @@ from matplotlib.patches import FancyBboxPatch
 from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 from matplotlib.transforms import blended_transform_factory
 
-from thai_grpo.methods import kl
+from thai_grpo.analyses import kl
 from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.figures_gains import plot_gains
 from thai_grpo.report.plotting import save_figure, step_series

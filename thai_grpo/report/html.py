@@ -14,7 +14,7 @@ from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
 from thai_grpo.core.io import atomic_write_text
-from thai_grpo.methods.health import training_health
+from thai_grpo.analyses.health import training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.lessons import PITFALL_FIGURES, step_means

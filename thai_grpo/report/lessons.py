@@ -6,8 +6,8 @@ import numpy as np
 
 from thai_grpo.core.rewards import FORMAT_REWARD, THAI_REWARD
 from thai_grpo.evaluation.plan import VERDICTS
-from thai_grpo.methods import kl
-from thai_grpo.methods.health import first_and_last
+from thai_grpo.analyses import kl
+from thai_grpo.analyses.health import first_and_last
 from thai_grpo.report import glance
 from thai_grpo.report.verdicts import pair_test, versus_verdict
 

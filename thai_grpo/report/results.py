@@ -9,14 +9,14 @@ import platform
 from collections import Counter
 from pathlib import Path
 
-from thai_grpo.core.chapter import FACTS, TRAIN_SIZE, run_card_departures
+from thai_grpo.analyses.chapter import FACTS, TRAIN_SIZE, run_card_departures
 from thai_grpo.evaluation.narrowing import narrowing_test
 from thai_grpo.jobs.machine import JOB_MACHINE
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo.evaluation.scoring import paired_test, pairwise_tests
-from thai_grpo.methods.health import training_health
-from thai_grpo.methods.kl import real_kl_summary
-from thai_grpo.methods.update_size import mean_grad_norm
+from thai_grpo.analyses.health import training_health
+from thai_grpo.analyses.kl import real_kl_summary
+from thai_grpo.analyses.update_size import mean_grad_norm
 
 VERIFIER = "none: a verifier (code) grades"
 SHARED_BASE = "2 (policy, reference; one shared base with LoRA)"

@@ -1,7 +1,7 @@
 """Per-token KL estimators (Schulman, "Approximating KL divergence") and the k1-vs-k3 study on real tokens.
 
 For y ~ pi, d = log pi_ref(y) - log pi(y), x = exp(d):  k1 = -d (can be < 0),  k3 = (x - 1) - log x = expm1(d) - d
-(>= 0, lower variance when close); both unbiased: E_{y~pi}[k] = KL(pi || pi_ref). k3 is GRPO's (``objective.k3``).
+(>= 0, lower variance when close); both unbiased: E_{y~pi}[k] = KL(pi || pi_ref). k3 is GRPO's (``core.references.k3``).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import rel_entr
 
-from thai_grpo.methods import objective
+from thai_grpo.core.references import k3 as k3_of_tensors
 
 
 def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
@@ -18,8 +18,9 @@ def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
 
 
 def k3(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
-    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy): ``objective.k3``, clipped at 0 against rounding."""
-    return np.maximum(objective.k3(np.asarray(logp_policy, dtype=float), np.asarray(logp_ref, dtype=float)), 0.0)
+    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy): ``core.references.k3``, clipped at 0 against
+    rounding."""
+    return np.maximum(k3_of_tensors(logp_policy, logp_ref), 0.0)
 
 
 def running_mean(values: np.ndarray) -> np.ndarray:
