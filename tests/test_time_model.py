@@ -42,16 +42,22 @@ def test_the_new_sampler_reads_each_prompt_once_and_copies_no_cache():
     """2 problems x 3 samples, prompts of 4 tokens, 3 decode steps; a KV token is 2 layers x (K, V) x 2 floats x 2
     bytes = 16 bytes. Today each of the 6 rows reads its prompt and its tokens so far at every step (6 x 3 x 4 +
     6 x (0 + 1 + 2) = 72 + 18 tokens) and DynamicCache's torch.cat reads and writes them again (2 x 90); the new
-    sampler reads each problem's prompt once a step (2 x 4 x 3 = 24) and the rows' 18 tokens, and copies nothing."""
+    sampler reads each problem's prompt once a step (2 x 4 x 3 = 24) and the rows' 18 tokens, and copies nothing. Its
+    draw moves ``inverse_cdf`` bytes per row, step and token instead of the per-row noise's, and its step dispatches
+    the decode loop's counted operators, whatever the rows, instead of ``generate``'s and one per row."""
     call = dict(shape=TINY, dtype="16-bit", problems=2, samples=3, prompt=4, lengths=[3] * 6, ops="decode")
     today, new = tm.generate_call(sampler=tm.HF_GENERATE, **call), tm.generate_call(sampler=tm.DECODE_LOOP, **call)
-    assert today.bytes - new.bytes == (90 + 180 - 42) * 16
-    assert (today.flops_16, today.ops, today.decode_steps) == (new.flops_16, new.ops, new.decode_steps)
+    drawn = 18 * 10 * (tm.SAMPLING_BYTES["noise"] - tm.SAMPLING_BYTES["inverse_cdf"])
+    assert today.bytes - new.bytes == (90 + 180 - 42) * 16 + drawn
+    assert (today.flops_16, today.decode_steps) == (new.flops_16, new.decode_steps)
     assert today.decode_steps == 3 and today.ops == tm.HOST_OPS["forward"] + 3 * tm.HOST_OPS["decode"] + 18
+    assert new.ops == tm.HOST_OPS["forward"] + 3 * tm.HOST_OPS["decode_loop"]
+    graphed = tm.generate_call(sampler=tm.GRAPHED_LOOP, **call)
+    assert graphed.ops == tm.HOST_OPS["forward"] + 3 * (1 + tm.HOST_OPS["outside_graph"])
 
 
 def test_finished_rows_stop_only_where_rows_are_shorter_than_the_call():
-    full, stopping = dataclasses.replace(tm.DECODE_LOOP, finished_rows_stop=False), tm.DECODE_LOOP
+    full, stopping = tm.DECODE_LOOP, dataclasses.replace(tm.DECODE_LOOP, finished_rows_stop=True)
     call = dict(shape=TINY, dtype="float32", problems=1, samples=2, prompt=4, ops="decode")
     assert tm.generate_call(sampler=full, lengths=[3, 3], **call) == tm.generate_call(sampler=stopping, lengths=[3, 3],
                                                                                        **call)
@@ -62,10 +68,16 @@ def test_finished_rows_stop_only_where_rows_are_shorter_than_the_call():
 
 
 def test_a_sampling_job_makes_the_calls_of_sample_heldout():
-    job = tm.sampling_job(TINY, "float32", tm.HF_GENERATE, problems=10, samples=3, batch=4, prompt=4, length=7,
-                          greedy_batch=12)
-    assert job.decode_steps == (3 + 1) * 7  # sampled 4 + 4 + 2 problems, then one greedy call of up to 12 problems
+    """10 problems x 3 samples, 4 problems a call, 7 tokens: the records' code sampled 4 + 4 + 2 problems, then made
+    one greedy call of up to 12; the decode loop's calls hold the greedy answers as one more row per problem."""
+    recorded = tm.sampling_job(TINY, "float32", tm.HF_GENERATE, problems=10, samples=3, batch=4, prompt=4, length=7,
+                               greedy=True)
+    assert recorded.decode_steps == (3 + 1) * 7
     assert tm.sampling_job(TINY, "float32", tm.HF_GENERATE, 10, 3, 4, 4, 7).decode_steps == 3 * 7
+    now = tm.sampling_job(TINY, "float32", tm.DECODE_LOOP, 10, 3, 4, 4, 7, greedy=True)
+    assert now.decode_steps == 3 * 7
+    assert now == tm.sampling_job(TINY, "float32", dataclasses.replace(tm.DECODE_LOOP, greedy_in_pass=False), 10, 4,
+                                  4, 4, 7)  # as if each problem had 4 samples
 
 
 def test_seconds_add_the_terms_at_the_cards_datasheet():

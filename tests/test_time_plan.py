@@ -12,7 +12,7 @@ import re
 import pytest
 from workflow import REPO
 
-from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, greedy_problems_per_call, ppo_chunk_floats_for_card
+from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, ppo_chunk_floats_for_card
 from thai_grpo_tools import time_model as tm
 from thai_grpo_tools import time_plan as tp
 from thai_grpo_tools.reference_tables import table_blocks
@@ -133,12 +133,21 @@ def test_the_goals_are_verdicts_of_the_totals(planned):
 
 
 def test_the_held_out_jobs_are_the_real_runs_sampling_jobs(planned):
+    """13 jobs, each its calls of batch problems x (8 samples and the greedy answer, one more row), 256 steps each."""
     heldout = next(s for s in planned["H100-class"]["stages"] if s["stage"] == "held-out sampling")
     batch = planned["H100-class"]["sizes"]["eval.batch_size"]
-    greedy = greedy_problems_per_call(QWEN3_0_6B, batch, 8, 256)  # as many as fit in a sampling call's memory
-    assert batch <= greedy
-    calls = math.ceil(256 / batch) + math.ceil(256 / greedy)  # sampled, then greedy
-    assert heldout["work"].jobs == 13 and heldout["work"].decode_steps == 13 * calls * 256
+    assert heldout["work"].jobs == 13 and heldout["work"].decode_steps == 13 * math.ceil(256 / batch) * 256
+    one_call = tm.generate_call(QWEN3_0_6B, "float32", tm.DECODE_LOOP, batch, 9, PROMPT_TOKENS, [256] * batch * 9,
+                                "decode")
+    assert heldout["work"].ops == 13 * math.ceil(256 / batch) * one_call.ops  # no greedy call of its own
+
+
+def test_cuda_graphs_leave_the_host_one_replay_and_the_draw_per_step(planned):
+    """With eval.cuda_graphs, held-out sampling's steps cost 1 + ``outside_graph`` host operators instead of the
+    loop's counted ones: the comparison is shorter on every card, by held-out sampling's host term at most."""
+    for card in planned.values():
+        heldout = next(s for s in card["stages"] if s["stage"] == "held-out sampling")
+        assert card["total_s"] - heldout["terms"]["host"] < card["graphed_s"] < card["total_s"]
 
 
 def test_the_documents_blocks_are_what_make_docs_renders():

@@ -107,7 +107,8 @@ def compare_rows(model, rows: tuple[int, ...] = (160, 1024), samples: int = 8, s
     return [per_step(model, count // samples, samples, steps=steps) for count in rows]
 
 
-def main() -> None:
+def report() -> list[dict]:
+    """``compare_rows`` on the full-size stand-in, printed."""
     import json
 
     import torch
@@ -117,10 +118,10 @@ def main() -> None:
     for line in counts:
         print(json.dumps(line))
     low, high = (line["ops_per_step"] for line in counts)
-    print(f"operators per step: {low:.0f} at {counts[0]['rows']} rows, {high:.0f} at {counts[1]['rows']} rows "
-          f"({high / low - 1:+.1%}); host synchronisations per step: "
-          + ", ".join(f"{line['syncs_per_step']:.3f}" for line in counts))
+    print(f"operators per decode step: {low:.0f} at {counts[0]['rows']} rows, {high:.0f} at {counts[1]['rows']} rows "
+          f"({high / low - 1:+.1%}); host reads per step: " + ", ".join(f"{line['syncs_per_step']:.3f}" for line in counts))
+    return counts
 
 
 if __name__ == "__main__":
-    main()
+    report()

@@ -1,11 +1,12 @@
 """`make bench-sampling`: held-out sampling before and after the decode loop, timed on this CPU (a measurement, not
 a test), printed and written to results/sampling_bench/bench.json.
 
-The held-out sampling stage (``sampling.sample_heldout``: the samples, then the greedy answers) runs at the real
+The held-out sampling stage (``sampling.sample_heldout``: the samples and the greedy answers) runs at the real
 config's settings on the rehearsal's Qwen3-shaped stand-ins (built in --standins the first time), once through the
-decode loop ("after") and once through the path it replaced ("before": ``generate`` with each prompt prefilled once,
-and greedy calls of batch x samples problems), on the same problems and seeds, interleaved so that a change in the
-machine's load falls on both alike. On a machine that other jobs share, the figures are indicative only.
+decode loop ("after") and once through the path it replaced ("before": ``generate`` with each prompt prefilled once),
+on the same problems and seeds, interleaved so that a change in the machine's load falls on both alike. Then a decode
+step's operators and host reads at 160 and 1,024 rows (``decode_profile``). On a machine that other jobs share, the
+figures are indicative only.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import os
 import statistics
 import time
 from pathlib import Path
+
+from thai_grpo_tools import decode_profile
 
 PATHS = ("before", "after")
 
@@ -32,33 +35,30 @@ def summary(seconds: dict[str, list[float]]) -> dict:
     return {"seconds": seconds, "median_s": medians, "speedup": medians["before"] / medians["after"]}
 
 
-def generate_sharing_continuations(model, input_ids, attention_mask, config, seeds: list[int]):
-    """The path before the decode loop: ``generate`` with each prompt prefilled once, greedy over each row's
-    Gumbel-perturbed scores (``sampling.seeded_per_row``)."""
+def generate_sharing_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
+    """The path before the decode loop: ``generate`` with each prompt prefilled once, greedy over
+    ``sampling.seeded_per_row``'s choices (the same draws)."""
     import torch
 
     from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
     from thai_grpo.models.sampling import seeded_per_row
 
-    greedy, processors = seeded_per_row(config, seeds, input_ids.device)
+    greedy, processors = seeded_per_row(config, seeds, input_ids.device, input_ids.shape[1])
     with torch.no_grad():
         return generate_sharing_prompts(model, input_ids, attention_mask, greedy, logits_processor=processors)
 
 
 @contextlib.contextmanager
 def path_before():
-    """Within the block, ``sample_heldout`` runs as before the decode loop: ``generate_sharing_continuations``, and
-    greedy calls of batch_size x num_samples problems."""
-    import thai_grpo.jobs.memory_stages as memory_stages
+    """Within the block, ``sample_heldout`` runs as before the decode loop: ``generate_sharing_continuations``."""
     import thai_grpo.models.sampling as sampling
 
-    saved = sampling.sample_continuations, memory_stages.greedy_problems_per_call
+    saved = sampling.sample_continuations
     sampling.sample_continuations = generate_sharing_continuations
-    memory_stages.greedy_problems_per_call = lambda shape, problems, samples, *args, **kwargs: problems * samples
     try:
         yield
     finally:
-        sampling.sample_continuations, memory_stages.greedy_problems_per_call = saved
+        sampling.sample_continuations = saved
 
 
 def measure(folder: Path, problems: int, repeats: int, threads: int, settings: dict | None = None) -> dict:
@@ -119,6 +119,7 @@ def main() -> None:
     settings = {key: value for key, value in (("max_new_tokens", args.max_new_tokens),
                                               ("num_samples", args.num_samples)) if value is not None}
     result = measure(args.standins, args.problems, args.repeats, args.threads, settings)
+    result["decode_step"] = decode_profile.report()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(f"written to {args.out}")
