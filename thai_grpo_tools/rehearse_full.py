@@ -416,7 +416,7 @@ def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system:
     stop, steps = tokenizer.eos_token_id, []
     stopping = (encoded["input_ids"].new_tensor(range(len(texts))) % 3 == 0).repeat_interleave(samples)
 
-    def choose(scores, rows):  # greedy, the stop token only where planned
+    def choose(scores, rows, column):  # greedy, the stop token only where planned
         steps.append(1)
         chosen = scores.argmax(-1)
         chosen = chosen.masked_fill(chosen == stop, stop + 1)
