@@ -56,13 +56,13 @@ def load_run(path: str | Path) -> dict:
             "heldout": heldout, "models": models}
 
 
-def flatten_config(tree: dict, prefix: str = "") -> dict:
+def flatten(tree: dict, prefix: str = "") -> dict:
     """{"a.b.c": value} for every leaf of nested dicts; a list or an empty dict is one leaf, compared whole."""
     out = {}
     for key, value in tree.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict) and value:
-            out.update(flatten_config(value, dotted))
+            out.update(flatten(value, dotted))
         else:
             out[dotted] = value
     return out
@@ -70,7 +70,7 @@ def flatten_config(tree: dict, prefix: str = "") -> dict:
 
 def config_differences(before: dict, after: dict) -> list[dict]:
     """Every dotted config key whose value differs, sorted: {"key", "before", "after"} (``ABSENT``: not in a run)."""
-    flat_before, flat_after = flatten_config(before), flatten_config(after)
+    flat_before, flat_after = flatten(before), flatten(after)
     keys = sorted(set(flat_before) | set(flat_after))
     return [{"key": key, "before": flat_before.get(key, ABSENT), "after": flat_after.get(key, ABSENT)}
             for key in keys if flat_before.get(key, ABSENT) != flat_after.get(key, ABSENT)]
