@@ -1,8 +1,5 @@
-"""`make compare BEFORE=DIR` (scripts/compare_runs.py): two of your own runs, each model's held-out pass@1 before and
-after on the same problems (paired by id), the paired difference with its percentile bootstrap interval over problems
-(``scoring.paired_test``: a problem's samples are correlated, so problems are resampled), p Holm-adjusted over the
-models (one family: did any model move?, below the after run's ``analysis.alpha``), and the config keys that differ.
-A p above alpha never reads as "the same": resampling the problems explains the difference."""
+"""`make compare BEFORE=DIR`: two of your own runs, each model's held-out pass@1 before and after (paired by problem),
+the paired bootstrap over problems with p Holm-adjusted over the models, and the config keys that differ."""
 
 from __future__ import annotations
 
@@ -21,15 +18,9 @@ class RunMismatch(ValueError):
     """A refusal in one line, naming the fix: a folder that is not a finished run, or two runs on other problems."""
 
 
-def recorded_commit(results: dict) -> str | None:
-    """The commit the run card records (``run.commit``), or None (a copied run's checkout is not its commit)."""
-    commit = (results.get("run") or {}).get("commit")
-    return str(commit) if commit else None
-
-
 def load_run(path: str | Path) -> dict:
-    """A finished run's path, recorded commit, config, held-out ids, and per model its held-out ids, per-problem
-    correct counts and samples per problem; RunMismatch if ``path`` is not one."""
+    """A finished run's path, recorded commit, config, held-out ids, and per model its ids, correct counts per problem
+    and samples per problem."""
     path = Path(path).resolve()
     if (path / "results" / "results.json").is_file() and not (path / "results.json").is_file():
         raise RunMismatch(f"{path} holds a run in results/ (`cp -r results DIR` into an existing DIR copies inside "
@@ -52,17 +43,18 @@ def load_run(path: str | Path) -> dict:
         models[name] = {"ids": ids, "per_problem_correct": counts, "n_samples": scores["n_samples"]}
     if not models:
         raise RunMismatch(f"{path}: results.json scores no model: rerun it with `make run`")
-    return {"path": str(path), "commit": recorded_commit(results), "config": results.get("config") or {},
+    commit = (results.get("run") or {}).get("commit")  # the run card's: a copied run's checkout is not its commit
+    return {"path": str(path), "commit": str(commit) if commit else None, "config": results.get("config") or {},
             "heldout": heldout, "models": models}
 
 
-def flatten_config(tree: dict, prefix: str = "") -> dict:
+def flatten(tree: dict, prefix: str = "") -> dict:
     """{"a.b.c": value} for every leaf of nested dicts; a list or an empty dict is one leaf, compared whole."""
     out = {}
     for key, value in tree.items():
         dotted = f"{prefix}.{key}" if prefix else str(key)
         if isinstance(value, dict) and value:
-            out.update(flatten_config(value, dotted))
+            out.update(flatten(value, dotted))
         else:
             out[dotted] = value
     return out
@@ -70,7 +62,7 @@ def flatten_config(tree: dict, prefix: str = "") -> dict:
 
 def config_differences(before: dict, after: dict) -> list[dict]:
     """Every dotted config key whose value differs, sorted: {"key", "before", "after"} (``ABSENT``: not in a run)."""
-    flat_before, flat_after = flatten_config(before), flatten_config(after)
+    flat_before, flat_after = flatten(before), flatten(after)
     keys = sorted(set(flat_before) | set(flat_after))
     return [{"key": key, "before": flat_before.get(key, ABSENT), "after": flat_after.get(key, ABSENT)}
             for key in keys if flat_before.get(key, ABSENT) != flat_after.get(key, ABSENT)]
@@ -99,9 +91,8 @@ def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
 
 
 def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """``load_run``'s two runs: per model in both, pass@1 before and after and the paired bootstrap of after - before
-    (B and seed by default the after run's eval settings), p Holm-adjusted; the models in one run only; the config
-    keys that differ; a verdict."""
+    """Per model in both runs pass@1 before and after, the paired bootstrap of after - before (B and seed by default
+    the after run's), p Holm-adjusted; the models in one run only; the config keys that differ; a verdict."""
     differences = config_differences(before["config"], after["config"])
     check_same_problems(before, after, differences)
     evaluation = after["config"].get("eval") or {}
@@ -123,8 +114,8 @@ def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int
     for row, adjusted in zip(rows, holm_adjust([row["p_value"] for row in rows])):
         row["p_holm"] = adjusted
         row["moved"] = adjusted < alpha
-    runs = {"before": before, "after": after}
-    return {**{name: {"path": run["path"], "commit": run["commit"]} for name, run in runs.items()},
+    return {"before": {key: before[key] for key in ("path", "commit")},
+            "after": {key: after[key] for key in ("path", "commit")},
             "problems": len(before["heldout"]),
             "n_resamples": n_boot, "seed": seed, "alpha": alpha, "models": rows,
             "only_before": [m for m in before["models"] if m not in after["models"]],
@@ -148,10 +139,6 @@ def verdict(rows: list[dict], alpha: float) -> str:
 def _p(row: dict) -> str:
     """The Holm-adjusted p; at the bootstrap's floor (no resample as extreme) as the upper bound it is."""
     return f"{'<=' if row['p_at_floor'] else ''}{row['p_holm']:.3g}"
-
-
-def _value(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def render_text(comparison: dict) -> str:
@@ -184,7 +171,8 @@ def render_text(comparison: dict) -> str:
     differences = comparison["config_differences"]
     if differences:
         lines.append(f"config keys that differ ({len(differences)}, before -> after):")
-        lines += [f"  {d['key']}: {_value(d['before'])} -> {_value(d['after'])}" for d in differences]
+        lines += [f"  {d['key']}: " + " -> ".join(v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+                                                  for v in (d["before"], d["after"])) for d in differences]
     else:
         lines.append("config: identical in both runs (a difference above comes from the code, the machine or the "
                      "libraries, not from a knob)")

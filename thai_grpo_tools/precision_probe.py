@@ -1,9 +1,6 @@
-"""How far each evaluation path (dtype x merged or not) moves a small trained update, measured on a CPU.
-
-The real run's update is tiny (lr 1e-6 x 16 steps: a LoRA parameter moves by at most ~1.6e-5). So GRPO's adapter
-change over SFT is scaled to ``--scales`` of its size (SFT + s x (GRPO - SFT)), and each path reads the change it makes
-in the summed log-probability of fixed completions (GRPO's own samples on held-out problems), against the same change
-in float64 (the truth) and in float32 unmerged. ``--results``: a finished offline run.
+"""How much of a small trained update each evaluation path (dtype x merged or not) keeps: GRPO's change over SFT,
+scaled to ``--scales`` of its size, read as the shift in the summed log-probability of fixed completions, against
+float64 (the truth) and float32 unmerged.
 
     .venv/bin/python -m thai_grpo_tools.precision_probe --results results --problems 8 --samples 2
 """
@@ -58,7 +55,7 @@ def path_logprob(base: Path, adapter: Path, dtype: str, merged: bool, pairs) -> 
 
 
 def fixed_completions(results: Path, problems: int, samples: int, seed: int):
-    """GRPO's own samples (float32, unmerged) on the first held-out problems: (prompt ids, completion ids)."""
+    """GRPO's own samples (float32, unmerged) on the first held-out problems, as (prompt ids, completion ids)."""
     tokenizer = load_tokenizer(results / "model/base")
     rows = [json.loads(line) for line in (results / "data/heldout.jsonl").read_text().splitlines()][:problems]
     model = load_policy(results / "model/base", results / "runs/grpo/adapter", dtype="float32").eval()

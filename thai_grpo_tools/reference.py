@@ -1,13 +1,10 @@
-"""`make docs`, `make docs-reference`, `make compare`: the numbers of README.md and docs/, generated so that they
-cannot go stale, each step a pure function of JSON documents.
+"""`make docs`, `make docs-reference`, `make compare`: the numbers of README.md and docs/, generated from small JSON
+summaries of the reference run (docs/reference/*.json).
 
-    python -m thai_grpo_tools.reference summarise   a run's results/ -> small summaries in docs/reference/*.json
-                                                     (4 decimals), with the commit, command and CPU (docs-reference)
-    python -m thai_grpo_tools.reference render      the tables between <!-- table:NAME --> markers of README.md and
-                                                     docs/*.md, from the summaries (thai_grpo_tools.reference_tables)
-    python -m thai_grpo_tools.reference check       exit 1 naming every table that differs from what render writes
-    python -m thai_grpo_tools.reference compare     your results/ against the summaries: which numbers differ, by how
-                                                     much, within the spread seen between whole runs (``spread``)?
+    python -m thai_grpo_tools.reference summarise   results/ -> docs/reference/*.json, with commit, command and CPU
+    python -m thai_grpo_tools.reference render      the documents' generated blocks (thai_grpo_tools.reference_tables)
+    python -m thai_grpo_tools.reference check       exit 1 naming every block that differs from what render writes
+    python -m thai_grpo_tools.reference compare     results/ against the summaries, within the spread between runs
 """
 
 from __future__ import annotations
@@ -26,6 +23,7 @@ from thai_grpo.jobs.machine import commit_of, this_cpu
 from thai_grpo.report.plan_words import family_text
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
+from thai_grpo_tools.compare_runs import flatten
 
 REPO = Path(__file__).resolve().parents[1]
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
@@ -43,119 +41,125 @@ TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_ad
                  "chain_study": ("chain_results",)}
 HACKING_CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
                   "clipped_ratio")
-REWARD_PARTS = ("correct", "format", "thai", "total")
+KL_NAMES = ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")
+KEEP = {"changes", "rates", "chapter_departures", "example"}  # kept as recorded: config values, not results
 DIGITS = 4
+SUMMARISERS = {}
 
 
-def _r(value):
-    """A number rounded to DIGITS decimals (ints and None unchanged)."""
-    return round(float(value), DIGITS) if isinstance(value, float) else value
+def rounded(tree, key: str = ""):
+    """Every float to DIGITS decimals, p-values (``p``, ``p_holm``) to two significant figures (a tiny p stays above
+    0); the subtrees under ``KEEP`` as they are."""
+    if isinstance(tree, dict):
+        return {k: v if k in KEEP else rounded(v, k) for k, v in tree.items()}
+    if isinstance(tree, list):
+        return [rounded(v, key) for v in tree]
+    if isinstance(tree, float):
+        return float(f"{tree:.2g}") if key in ("p", "p_holm") else round(tree, DIGITS)
+    return tree
 
 
-def _p(value):
-    """A p-value to two significant figures: a p far below 0.0001 stays above 0 (rounding decimals would make it 0)."""
-    return float(f"{value:.2g}") if isinstance(value, float) else value
+def summariser(part: str):
+    """Registers ``summarise(results) -> summary`` for ``part``, its numbers ``rounded``."""
+    def register(summarise):
+        def rounded_summary(data: dict) -> dict:
+            return rounded(summarise(data))
+        SUMMARISERS[part] = rounded_summary
+        return rounded_summary
+    return register
 
 
-def _interval(record: dict, estimate="estimate", low="bootstrap_low", high="bootstrap_high") -> dict:
-    return {"estimate": _r(record[estimate]), "low": _r(record[low]), "high": _r(record[high])}
+def interval(record: dict) -> dict:
+    return {"estimate": record["estimate"], "low": record["bootstrap_low"], "high": record["bootstrap_high"]}
 
 
-def _diff(test: dict) -> dict:
-    """A test's difference and its interval, in 4 decimals."""
-    return {"diff": _r(test["mean_diff"]), "low": _r(test["ci_low"]), "high": _r(test["ci_high"])}
-
-
-def _test(test: dict, flip: bool = False) -> dict:
-    """One pairwise test, read the other way round when ``flip`` (its verdict turned with the pair)."""
-    turned = oriented(test, test["b"]) if flip else test
-    return {**_diff(turned), "p": _p(test["p_value"]), "n_resamples": test.get("n_resamples"),
-            "p_holm": _p(test["p_holm"]), "p_at_floor": bool(test.get("p_at_floor")), "verdict": turned["verdict"],
-            "family": test["family"], "family_text": family_text(test)}
+def contrast(test: dict, fields: str, turned: dict | None = None) -> dict:
+    """A test's difference and interval (of ``turned``: the test read the other way round) and its ``fields``."""
+    turned = turned or test
+    read = {"p": lambda: test["p_value"], "n_resamples": lambda: test.get("n_resamples"),
+            "p_at_floor": lambda: bool(test.get("p_at_floor")), "verdict": lambda: turned["verdict"],
+            "family_text": lambda: family_text(test)}
+    return {"diff": turned["mean_diff"], "low": turned["ci_low"], "high": turned["ci_high"],
+            **{field: read.get(field, lambda: test[field])() for field in fields.split()}}
 
 
 def pair_test(pairwise: list[dict], a: str, b: str, metric: str) -> dict | None:
-    """The Holm-family test of ``a - b`` on ``metric`` from ``comparison.pairwise``, whichever way round it was stored."""
+    """The Holm-family test of ``a - b`` on ``metric``, whichever way round it was stored."""
     for test in pairwise:
         if test["metric"] == metric and {test["a"], test["b"]} == {a, b}:
-            return _test(test, flip=test["a"] != a)
+            return contrast(test, "p n_resamples p_holm p_at_floor verdict family family_text",
+                            oriented(test, test["b"]) if test["a"] != a else None)
     return None
 
 
-def _thirds(values: list) -> list:
-    values = np.array([np.nan if v is None else v for v in values], dtype=float)
+def _thirds(steps: list[dict], key: str) -> list:
+    values = np.array([np.nan if s.get(key) is None else s[key] for s in steps], dtype=float)
     window = max(1, values.size // 3)
-    return [_r(float(np.nanmean(p))) if np.isfinite(p).any() else None for p in (values[:window], values[-window:])]
+    return [float(np.nanmean(p)) if np.isfinite(p).any() else None for p in (values[:window], values[-window:])]
 
 
 def summarise_scores(results: dict) -> dict:
-    """Per model: pass@1 (bootstrap and Wilson intervals), pass@n and greedy accuracy; per trained model its pass@1
-    and greedy difference from SFT (``pair_test``); every other pair."""
-    pairwise = results["comparison"]["pairwise"]
+    """Per model pass@1, pass@n and greedy accuracy; each model against SFT (``pair_test``); every other pair."""
     models = {}
     for name, scores in results["eval"].items():
         largest = max((key for key in scores if re.fullmatch(r"pass@\d+", key)), key=lambda key: int(key[5:]))
-        models[name] = {"pass@1": {**_interval(scores["pass@1"]), "wilson_low": _r(scores["pass@1"]["wilson_low"]),
-                                   "wilson_high": _r(scores["pass@1"]["wilson_high"])},
-                        "pass@n": {**_interval(scores[largest]), "k": int(largest[5:])},
-                        "greedy": _interval(scores["greedy_accuracy"]),
+        models[name] = {"pass@1": {**interval(scores["pass@1"]), "wilson_low": scores["pass@1"]["wilson_low"],
+                                   "wilson_high": scores["pass@1"]["wilson_high"]},
+                        "pass@n": {**interval(scores[largest]), "k": int(largest[5:])},
+                        "greedy": interval(scores["greedy_accuracy"]),
                         "problems": scores["num_problems"], "samples": scores["n_samples"]}
     names = list(results["eval"])
-    vs_sft = {m: {metric: pair_test(pairwise, m, "sft", metric) for metric in ("pass@1", "greedy")}
-              for m in names if m != "sft" and "sft" in names}
-    pairs = {f"{a} - {b}": {metric: pair_test(pairwise, a, b, metric) for metric in ("pass@1", "greedy")}
-             for i, b in enumerate(names) for a in names[i + 1:] if "sft" not in (a, b)}
-    return {"models": models, "vs_sft": vs_sft, "pairs": pairs}
+
+    def tests(a, b):
+        return {metric: pair_test(results["comparison"]["pairwise"], a, b, metric) for metric in ("pass@1", "greedy")}
+
+    return {"models": models, "vs_sft": {m: tests(m, "sft") for m in names if m != "sft" and "sft" in names},
+            "pairs": {f"{a} - {b}": tests(a, b) for i, b in enumerate(names) for a in names[i + 1:]
+                      if "sft" not in (a, b)}}
 
 
+@summariser("main")
 def summarise_main(results: dict) -> dict:
-    """The main run: scores and tests, each trained run's rollout accuracy and KL (first -> last third of its steps)
-    and health flags, the k1/k3 study on real tokens, PPO's reward model, each method's training cost."""
-    runs = {name: {"accuracy": _thirds([s.get("accuracy") for s in run["steps"]]),
-                   "kl": _thirds([s.get("kl") for s in run["steps"]]),
-                   "steps": len(run["steps"]), "flagged": bool(run["health"]["hacking_suspect"]
-                                                               or run["health"]["truncation_failed"])}
+    """Scores and tests, each trained run's rollout accuracy and KL (first -> last third) and health flag, the k1/k3
+    study, PPO's reward model, each method's training cost and each stage's seconds."""
+    runs = {name: {"accuracy": _thirds(run["steps"], "accuracy"), "kl": _thirds(run["steps"], "kl"),
+                   "steps": len(run["steps"]),
+                   "flagged": bool(run["health"]["hacking_suspect"] or run["health"]["truncation_failed"])}
             for name, run in results.get("runs", {}).items()}
     kl = ((results.get("kl_real") or {}).get("summary")) or None
     if kl:
-        kl = {"tokens": kl["tokens"], "completions": kl["completions"], "problems": kl.get("problems"),
+        kl = {**{key: kl.get(key) for key in ("tokens", "completions", "problems")},
               "interval_unit": kl.get("interval_unit", "completions"),
-              **{name: {"mean": _r(kl["means"][name]["mean"]), "low": _r(kl["means"][name]["low"]),
-                        "high": _r(kl["means"][name]["high"]), "bootstrap_se": _r(kl["means"][name].get("se"))}
-                 for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")},
-              "exact_se_k1": _r(kl["exact_se"]["k1"]), "exact_se_k3": _r(kl["exact_se"]["k3"]),
-              "share_k3_lower_variance": _r(kl["share_k3_lower_variance"])}
-    reward_model = results.get("reward_model") or {}
-    rm = {part: {"accuracy": _r((reward_model.get(part) or {}).get("accuracy")),
-                 "pairs": (reward_model.get(part) or {}).get("pairs")} for part in ("train", "heldout")} \
-        if reward_model.get("train") else None
-    costs = {row["model"]: {"train_seconds": _r(row.get("train_seconds")), "peak_memory_mb": _r(row.get("peak_memory_mb")),
-                            "trainable_parameters": row.get("trainable_parameters")}
+              **{name: {**{k: kl["means"][name][k] for k in ("mean", "low", "high")},
+                        "bootstrap_se": kl["means"][name].get("se")} for name in KL_NAMES},
+              "exact_se_k1": kl["exact_se"]["k1"], "exact_se_k3": kl["exact_se"]["k3"],
+              "share_k3_lower_variance": kl["share_k3_lower_variance"]}
+    model = results.get("reward_model") or {}
+    rm = {part: {key: (model.get(part) or {}).get(key) for key in ("accuracy", "pairs")} for part in ("train", "heldout")}
+    costs = {row["model"]: {key: row.get(key) for key in ("train_seconds", "peak_memory_mb", "trainable_parameters")}
              for row in results["comparison"]["methods"] if row.get("model")}
-    return {**summarise_scores(results), "training": runs, "kl_real": kl, "reward_model": rm, "method_costs": costs,
-            "stage_seconds": {stage: _r(results["run"]["benchmarks"][stage]) for stage in main_stages(results)},
+    return {**summarise_scores(results), "training": runs, "kl_real": kl,
+            "reward_model": rm if model.get("train") else None, "method_costs": costs,
+            "stage_seconds": {stage: results["run"]["benchmarks"][stage] for stage in main_stages(results)},
             "chapter_departures": results["run"].get("chapter_departures")}
 
 
+@summariser("passk")
 def summarise_passk(passk: dict) -> dict:
-    """pass@k to k = n: each model at k = 1, 8 and n, and per pair the difference at those k, where its verdict
-    changes (``thai_grpo_studies.large_k.crossing``) and the problems created and lost."""
+    """pass@k at k = 1, 8 and n per model and per pair, where each pair's verdict changes, problems created and lost."""
     n = passk["n_samples"]
     ks = [k for k in (1, 8, n) if k <= n]
 
-    def at(band: dict, k: int) -> dict:
-        return {"estimate": _r(band["mean"][k - 1]), "low": _r(band["low"][k - 1]), "high": _r(band["high"][k - 1])}
+    def at(band: dict) -> dict:
+        return {f"k={k}": {"estimate": band["mean"][k - 1], "low": band["low"][k - 1], "high": band["high"][k - 1]}
+                for k in ks}
 
-    comparisons = {}
-    for name, c in passk["comparisons"].items():
-        crossing = c["crossing"]
-        comparisons[name] = {**{f"k={k}": at(c["difference"], k) for k in ks},
-                             **{key: crossing[key] for key in ("first_k_includes_zero", "first_k_reversed",
-                                                               "first_k_sign_flip", "includes_zero_at_n")},
-                             "k_reversed": _ranges(crossing["k_reversed"]),
-                             **{key: c[key] for key in ("created", "lost", "both", "neither")}}
-    return {"n": n, "problems": passk["num_problems"],
-            "models": {m: {f"k={k}": at(band, k) for k in ks} for m, band in passk["curves"].items()},
+    crossing = ("first_k_includes_zero", "first_k_reversed", "first_k_sign_flip", "includes_zero_at_n")
+    comparisons = {name: {**at(c["difference"]), **{key: c["crossing"][key] for key in crossing},
+                          "k_reversed": _ranges(c["crossing"]["k_reversed"]),
+                          **{key: c[key] for key in ("created", "lost", "both", "neither")}}
+                   for name, c in passk["comparisons"].items()}
+    return {"n": n, "problems": passk["num_problems"], "models": {m: at(band) for m, band in passk["curves"].items()},
             "comparisons": comparisons}
 
 
@@ -171,117 +175,91 @@ def _ranges(ks: list[int]) -> str:
 
 
 def _seed_power(power: dict) -> dict:
-    return {key: _r(power.get(key)) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}
+    return {key: power.get(key) for key in ("effect", "alpha", "power_now", "seeds_needed", "seeds")}
 
 
+@summariser("seeds")
 def summarise_seeds(seeds: dict) -> dict:
-    """The seed study: per method pass@1 per training seed, the between-seed mean, t interval and SD, the
-    re-sampling SD, the within-run SE and the crossed interval; per contrast against the baseline the difference, its
-    simultaneous interval, Dunnett p and verdict; the seeds the family needs."""
-    methods = {m: {"per_seed": {str(r["seed"]): _r(r["estimate"]) for r in s["runs"]},
-                   "mean": _r(s["between_seed"]["mean"]), "t_low": _r(s["between_seed"]["t_low"]),
-                   "t_high": _r(s["between_seed"]["t_high"]), "sd": _r(s["between_seed"]["sd"]),
-                   "crossed_low": _r(s["crossed"]["low"]), "crossed_high": _r(s["crossed"]["high"]),
-                   "resampling_sd": _r(s["resampling_sd"]), "within_run_se": _r(s["within_run_se"])}
+    """Per method pass@1 per training seed, between-seed mean, t interval, SD, re-sampling SD, within-run SE and the
+    crossed interval; each contrast against the baseline; the seeds the family needs."""
+    methods = {m: {"per_seed": {str(r["seed"]): r["estimate"] for r in s["runs"]},
+                   **{k: s["between_seed"][k] for k in ("mean", "t_low", "t_high", "sd")},
+                   "crossed_low": s["crossed"]["low"], "crossed_high": s["crossed"]["high"],
+                   "resampling_sd": s["resampling_sd"], "within_run_se": s["within_run_se"]}
                for m, s in seeds["methods"].items()}
-    pairs = {f"{p['a']} - {p['b']}": {**_diff(p), "p": _p(p["p_value"]), "p_holm": _p(p["p_holm"]), "df": _r(p["df"]),
-                                      "verdict": p["verdict"], "family_text": family_text(p)}
-             for p in seeds["pairs"]}
-    return {"seeds": seeds["training_seeds"], "methods": methods, "pairs": pairs,
+    return {"seeds": seeds["training_seeds"], "methods": methods,
+            "pairs": {f"{p['a']} - {p['b']}": contrast(p, "p p_holm df verdict family_text") for p in seeds["pairs"]},
             "power": _seed_power(seeds.get("power") or {})}
 
 
+@summariser("hacking")
 def summarise_hacking(hacking: dict) -> dict:
-    """The reward-hacking runs: per run each curve at step 1 and over the last third, the empty-think peak and its
-    step (an episode in mid-run shows there, not in the last third), and the flag."""
+    """Per reward-hacking run each curve at step 1 and over the last third, the empty-think peak and its step, and
+    the flag."""
     runs = {}
     for name, run in hacking["runs"].items():
         empty = [s.get("empty_think_share") for s in run["steps"]]
         peak = max(range(len(empty)), key=lambda i: -1 if empty[i] is None else empty[i]) if empty else None
         runs[name] = {"format_reward": run["format_reward"], "steps": len(run["steps"]),
-                      **{key: {"start": _r(run["means"][key]["start"]), "last_third": _r(run["means"][key]["last_third"])}
+                      **{key: {"start": run["means"][key]["start"], "last_third": run["means"][key]["last_third"]}
                          for key in HACKING_CURVES if key in run["means"]},
-                      "empty_peak": _r(empty[peak]) if peak is not None else None,
+                      "empty_peak": empty[peak] if peak is not None else None,
                       "empty_peak_step": run["steps"][peak]["step"] if peak is not None else None,
                       "flagged": bool(run["health"]["hacking_suspect"]),
                       "outcome": hacking_outcome(run), "rates": run.get("rates")}
     return {"runs": runs, "title": hacking.get("title")}
 
 
+@summariser("chain_study")
 def summarise_chain_study(study: dict) -> dict:
-    """The chain study: per model pass@1 per chain and, for the methods, the gain over the chain's SFT and its mean
-    with the crossed interval; per pair of pass@1 the difference, crossed interval, df, adjusted p, family and
-    verdict; per family the chains it needs; the sampling seeds and the hacking runs per variant."""
+    """Per model pass@1 per chain and the methods' gain over SFT with its crossed mean; each pair's test; the chains
+    each family needs; the sampling seeds and the hacking runs per variant."""
     models = {}
     for model, entry in study["models"].items():
-        row = {"pass1": {str(c["seed"]): _r(c["pass@1"]["estimate"]) for c in entry["chains"]}}
+        models[model] = {"pass1": {str(c["seed"]): c["pass@1"]["estimate"] for c in entry["chains"]}}
         if "gain_over_sft" in entry:
             gain = entry["gain_over_sft"]
-            row["gain"] = {str(c["seed"]): _r(c["gain_over_sft"]["estimate"]) for c in entry["chains"]}
-            row["gain_mean"] = {"diff": _r(gain["mean"]), "low": _r(gain["low"]), "high": _r(gain["high"]),
-                                "df": _r(gain["df"])}
-        models[model] = row
-    pairs = {f"{p['a']} - {p['b']}": {**_diff(p), "df": _r(p["df"]), "p": _p(p["p_value"]), "p_holm": _p(p["p_holm"]),
-                                      "p_at_floor": bool(p.get("p_at_floor")), "verdict": p["verdict"],
-                                      "family": p["family"], "family_text": family_text(p)}
-             for p in study["pairs"]["pass@1"]}
-    power = {family: {"effect": _r(f["effect"]), "alpha": _r(f["alpha"]), "chains_needed": f["chains_needed"]}
+            models[model]["gain"] = {str(c["seed"]): c["gain_over_sft"]["estimate"] for c in entry["chains"]}
+            models[model]["gain_mean"] = {"diff": gain["mean"], "low": gain["low"], "high": gain["high"], "df": gain["df"]}
+    power = {family: {k: f[k] for k in ("effect", "alpha", "chains_needed")}
              for family, f in ((study.get("power") or {}).get("families") or {}).items()}
-    hacking = {name: v["sentence"] for name, v in ((study.get("hacking") or {}).get("variants") or {}).items()}
     return {"seeds": study["seeds"], "default_seed": study.get("default_seed"), "n_resamples": study["n_resamples"],
-            "models": models, "pairs": pairs, "power": power, "sampling_seeds": study.get("sampling_seeds"),
-            "hacking": hacking}
+            "models": models, "pairs": {f"{p['a']} - {p['b']}": contrast(
+                p, "df p p_holm p_at_floor verdict family family_text") for p in study["pairs"]["pass@1"]},
+            "power": power, "sampling_seeds": study.get("sampling_seeds"),
+            "hacking": {name: v["sentence"] for name, v in ((study.get("hacking") or {}).get("variants") or {}).items()}}
 
 
+@summariser("losses")
 def summarise_losses(losses: dict) -> dict:
-    """The loss-family study: per variant what it changes, its first metric per training seed, the between-seed mean
-    with the crossed interval, its flagged runs and its jobs' seconds; per metric each variant against the baseline
-    (difference, simultaneous interval, Dunnett p, verdict); the seeds the confirmatory family needs."""
+    """Per loss variant what it changes, its first metric per seed and crossed mean, its flagged runs and seconds;
+    per metric each variant against the baseline; the seeds the family needs."""
     metric = losses["metrics"][0]
-    variants = {}
-    for name, variant in losses["variants"].items():
-        first = variant["metrics"][metric]
-        variants[name] = {"changes": variant.get("changes") or {},
-                          "per_seed": {str(run["seed"]): _r(value) for run, value in
-                                       zip(variant["runs"], first["per_seed"])},
-                          "mean": _r(first["between_seed"]["mean"]), "crossed_low": _r(first["crossed"]["low"]),
-                          "crossed_high": _r(first["crossed"]["high"]), "flagged": variant.get("flagged") or [],
-                          "seconds": _r(variant["cost"]["sum_seconds"])}
-    versus = {m: {t["variant"]: {**_diff(t), "p_holm": _p(t["p_holm"]), "verdict": t["verdict"],
-                                 "family_text": family_text(t)} for t in tests} for m, tests in losses["versus"].items()}
+    variants = {name: {"changes": v.get("changes") or {},
+                       "per_seed": {str(run["seed"]): value for run, value in zip(v["runs"],
+                                                                                  v["metrics"][metric]["per_seed"])},
+                       "mean": v["metrics"][metric]["between_seed"]["mean"],
+                       "crossed_low": v["metrics"][metric]["crossed"]["low"],
+                       "crossed_high": v["metrics"][metric]["crossed"]["high"], "flagged": v.get("flagged") or [],
+                       "seconds": v["cost"]["sum_seconds"]} for name, v in losses["variants"].items()}
+    versus = {m: {t["variant"]: contrast(t, "p_holm verdict family_text") for t in tests}
+              for m, tests in losses["versus"].items()}
     return {"baseline": losses["baseline"], "seeds": losses["training_seeds"], "metric": metric,
             "metrics": losses["metrics"], "problems": losses["num_problems"], "samples": losses["n_samples"],
             "variants": variants, "versus": versus, "power": _seed_power(losses.get("power") or {})}
 
 
+@summariser("pitfalls")
 def summarise_pitfalls(results: dict) -> dict:
-    """The pitfalls report's run: its models' scores and tests against SFT."""
     scores = summarise_scores(results)
     return {"models": scores["models"], "vs_sft": scores["vs_sft"]}
 
 
-def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: str = "grpo") -> dict | None:
-    """One held-out problem with each model's greedy answer and reward breakdown: the first that ``after`` answers
-    right and ``before`` wrong, else the first ``after`` answers right (``samples``: each model's samples.jsonl)."""
-    if before not in samples or after not in samples:
-        return None
-    pairs = list(zip(samples[before], samples[after]))
-    chosen = next((b for b, a in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]), None) or \
-        next((b for b, a in pairs if a["greedy"]["correct"]), None)
-    if chosen is None:
-        return None
-    index = [b["id"] for b, _ in pairs].index(chosen["id"])
-    return {"id": chosen["id"], "index": index, "question": chosen["question"], "gold": chosen["gold"],
-            "greedy": {model: {"text": records[index]["greedy"]["text"],
-                               **{part: records[index]["greedy"][part] for part in REWARD_PARTS}}
-                       for model, records in ((before, samples[before]), (after, samples[after]))}}
-
-
+@summariser("bench")
 def summarise_bench(bench: dict) -> dict:
-    """`make bench`: each method's step and held-out sampling split into parts (seconds, at the threads the pipeline
-    gives each), and the last run projected onto other CPUs."""
+    """`make bench`: each method's step and held-out sampling split into parts, and the last run on other CPUs."""
     def split(record: dict) -> dict:
-        return {"threads": record.get("threads"), "seconds": {k: _r(v) for k, v in record["seconds"].items()}}
+        return {"threads": record.get("threads"), "seconds": dict(record["seconds"])}
 
     def threads(record: dict) -> str:
         return f"{record['threads']} thread{'s' if record['threads'] > 1 else ''}"
@@ -291,27 +269,33 @@ def summarise_bench(bench: dict) -> dict:
                                                             ("dpo_step", "DPO")) if bench.get(key)})
     steps.update({f"held-out sampling, {record['problems']} problems ({threads(record)})": split(record)
                   for record in bench.get("heldout_sampling", [])})
-    return {"cpu": bench.get("cpu"), "steps": steps,
-            "other_cpus": [{k: _r(v) if isinstance(v, float) else v for k, v in row.items()}
-                           for row in bench.get("other_cpus", [])]}
+    return {"cpu": bench.get("cpu"), "steps": steps, "other_cpus": bench.get("other_cpus", [])}
 
 
-SUMMARISERS = {"main": summarise_main, "passk": summarise_passk, "seeds": summarise_seeds,
-               "hacking": summarise_hacking, "losses": summarise_losses, "pitfalls": summarise_pitfalls,
-               "chain_study": summarise_chain_study, "bench": summarise_bench}
+def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: str = "grpo") -> dict | None:
+    """One held-out problem with each model's greedy answer and reward breakdown: the first ``after`` answers right
+    and ``before`` wrong, else the first ``after`` answers right."""
+    if before not in samples or after not in samples:
+        return None
+    pairs = list(zip(samples[before], samples[after]))
+    chosen = next((b for b, a in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]), None) or \
+        next((b for b, a in pairs if a["greedy"]["correct"]), None)
+    if chosen is None:
+        return None
+    index = [b["id"] for b, _ in pairs].index(chosen["id"])
+    return {"id": chosen["id"], "index": index, "question": chosen["question"], "gold": chosen["gold"],
+            "greedy": {model: {key: samples[model][index]["greedy"][key]
+                               for key in ("text", "correct", "format", "thai", "total")} for model in (before, after)}}
 
 
 # ----------------------------------------------------------------------------------------- where a summary came from
 def stage_span(stages: dict[str, tuple[float, float]]) -> float | None:
     """Wall seconds from the first job's start to the last job's end; ``stages``: {stem: (end time, seconds)}."""
-    if not stages:
-        return None
-    return max(end for end, _ in stages.values()) - min(end - s for end, s in stages.values())
+    return max(end for end, _ in stages.values()) - min(end - s for end, s in stages.values()) if stages else None
 
 
 def target_stages(part: str, stems: list[str]) -> list[str]:
-    """The benchmark stems of an optional target's jobs (``TARGET_STAGES``); for seeds also the retrained runs'
-    train, sample and score jobs (``<variant>-seed<N>``)."""
+    """The benchmark stems of an optional target's jobs; for seeds also the retrained runs' (``<job>-<variant>-seed<N>``)."""
     chosen = [s for s in stems if s.startswith(TARGET_STAGES.get(part, ()))]
     if part == "seeds":
         chosen += [s for s in stems if re.fullmatch(r"(train|sample|score)-.+-seed\d+", s)]
@@ -319,26 +303,21 @@ def target_stages(part: str, stems: list[str]) -> list[str]:
 
 
 def study_job_seconds(part: str, data: dict) -> float | None:
-    """The seconds of a study's own jobs, summed, as its results record them (None where they do not): what the
-    study costs a run that already has the main run's models."""
+    """The summed seconds of a study's own jobs as its results record them (None where they do not)."""
     cost = data.get("cost") or {}
     if part in ("seeds", "losses"):
         return cost.get("sum_seconds")
-    if part == "chain_study":
-        added = {seed: s for seed, s in (cost.get("per_chain_seconds") or {}).items()
-                 if str(seed) != str(data.get("default_seed"))}
-        return sum(added.values()) if added else None
-    if part == "hacking":
-        return sum(data["seconds"].values()) if data.get("seconds") else None
-    if part == "passk":
-        return sum(data["benchmarks"].values()) if data.get("benchmarks") else None
     if part == "pitfalls":  # the pitfall and ablation variants' own jobs (the methods' are the main run's)
         variants = data.get("config", {}).get("variants") or {}
         own = {name for name, v in variants.items() if v.get("group") in ("pitfall", "ablation")}
         seconds = [s for stem, s in data["run"]["benchmarks"].items()
                    if stem.split("-", 1)[-1] in own or stem.startswith(TARGET_STAGES["pitfalls"])]
-        return sum(seconds) if seconds else None
-    return None
+    else:
+        seconds = {"chain_study": [s for seed, s in (cost.get("per_chain_seconds") or {}).items()
+                                   if str(seed) != str(data.get("default_seed"))],
+                   "hacking": list((data.get("seconds") or {}).values()),
+                   "passk": list((data.get("benchmarks") or {}).values())}.get(part)
+    return sum(seconds) if seconds else None
 
 
 def main_stages(results: dict) -> list[str]:
@@ -349,16 +328,15 @@ def main_stages(results: dict) -> list[str]:
 
 def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | None, jobs_seconds: float | None,
            date: str, note: str | None = None) -> dict:
-    """Where a summary came from: command, commit, CPU, cores, date, wall time (``time`` or the jobs' span) and the
-    sum of its jobs' seconds (None: not measured), and a note on how it was run."""
-    return {"command": PARTS[part][1], "results": f"results/{PARTS[part][0]}", "commit": commit, "cpu": cpu,
-            "cores": cores, "wall_seconds": _r(wall_seconds), "jobs_seconds": _r(jobs_seconds), "date": date,
-            "note": note}
+    """Where a summary came from: command, commit, CPU, cores, date, wall and jobs' seconds (None: not measured)."""
+    return rounded({"command": PARTS[part][1], "results": f"results/{PARTS[part][0]}", "commit": commit, "cpu": cpu,
+                    "cores": cores, "wall_seconds": wall_seconds, "jobs_seconds": jobs_seconds, "date": date,
+                    "note": note})
 
 
 def wall_from_time_output(text: str) -> float | None:
-    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time (``0:11:52elapsed``, ``11:52.12elapsed``,
-    ``Elapsed (wall clock) time ...: 11:52.12``); None when neither is there."""
+    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time (``0:11:52elapsed``, ``Elapsed (wall
+    clock) time ...: 11:52.12``); None when neither is there."""
     match = re.search(r"real\s+(?:(\d+)h)?(\d+)m([\d.]+)s", text)
     if match:
         hours, minutes, seconds = match.groups()
@@ -373,8 +351,7 @@ def wall_from_time_output(text: str) -> float | None:
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
               walls: dict | None = None) -> dict:
     """{part: summary with its source} for every part whose results file exists under ``results``; ``untimed`` parts
-    get no wall or job time (a run interrupted and resumed), ``notes`` a note each, ``walls`` a measured wall time
-    each. A study whose results record its own jobs gets their seconds, and no wall time unless given."""
+    get no times, ``notes`` a note each, ``walls`` a measured wall time each."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
     from thai_grpo_tools.speedup import read_benchmarks
@@ -389,10 +366,9 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
         data = read_json(results / path)
         stems = main_stages(data) if part == "main" else target_stages(part, list(timed))
         stages = {s: timed[s] for s in stems if s in timed}
-        wall = stage_span(stages)
+        wall, jobs = stage_span(stages), sum(s for _, s in stages.values()) or None
         if part == "main" and time_file:
             wall = wall_from_time_output(time_file.read_text()) or wall
-        jobs = sum(s for _, s in stages.values()) or None
         own = study_job_seconds(part, data)
         if own is not None:  # its jobs may have run beside other targets': their span is not its wall time
             wall, jobs = None, own
@@ -417,28 +393,28 @@ def provenance(src: dict) -> str:
     return f"`{src['command']}` at commit {src['commit']} on {src['cpu']}, {src['cores']} cores, {src['date']}"
 
 
+def chain_row(src: dict, note: str, values: dict) -> dict:
+    return {"cpu": f"{src['cpu']}, {src['cores']} cores", "command": src["command"], "note": note, "values": values}
+
+
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
-    """The whole-chain runs (base -> SFT -> methods) the docs know: those kept in elsewhere.json, the reference chain
-    study's other chains and the reference run itself, each {"cpu", "command", "values": {flat key: number}}."""
-    main = ref["main"]
+    """The whole-chain runs the docs know: those kept in elsewhere.json, the reference chain study's other chains and
+    the reference run itself, each {"cpu", "command", "note", "values": {flat key: number}}."""
     kept = {k for chain in elsewhere.get("chains", []) for k in chain["values"]}
-    own = {"cpu": f"{main['source']['cpu']}, {main['source']['cores']} cores", "command": main["source"]["command"],
-           "note": "the reference run", "values": {key: value for key, value in flatten(ref).items() if key in kept}}
-    return [*elsewhere.get("chains", []), *study_chains(ref.get("chain_study")), own]
+    own = {key: value for key, value in numbers(ref).items() if key in kept}
+    return [*elsewhere.get("chains", []), *study_chains(ref.get("chain_study")),
+            chain_row(ref["main"]["source"], "the reference run", own)]
 
 
 def study_chains(study: dict | None) -> list[dict]:
     """The chains of a chain study summary but the reference run's own (the default seed's)."""
-    if not study:
-        return []
-    src, rows = study["source"], []
-    for seed in (str(s) for s in study["seeds"] if str(s) != str(study.get("default_seed", 42))):
+    rows = []
+    for seed in (str(s) for s in (study or {}).get("seeds", []) if str(s) != str(study.get("default_seed", 42))):
         values = {f"main.models.{m}.pass@1.estimate": v["pass1"][seed] for m, v in study["models"].items()
                   if seed in v["pass1"]}
         values.update({f"main.vs_sft.{m}.pass@1.diff": v["gain"][seed] for m, v in study["models"].items()
                        if seed in v.get("gain", {})})
-        rows.append({"cpu": f"{src['cpu']}, {src['cores']} cores", "command": src["command"],
-                     "note": f"chain seed {seed} of the reference chain study", "values": values})
+        rows.append(chain_row(study["source"], f"chain seed {seed} of the reference chain study", values))
     return rows
 
 
@@ -448,20 +424,15 @@ def spread(chains: list[dict]) -> dict[str, dict]:
     for key in dict.fromkeys(k for chain in chains for k in chain["values"]):
         values = [chain["values"][key] for chain in chains if chain["values"].get(key) is not None]
         if len(values) >= 2:
-            out[key] = {"chains": len(values), "min": min(values), "max": max(values), "range": _r(max(values) - min(values))}
+            out[key] = {"chains": len(values), "min": min(values), "max": max(values),
+                        "range": round(max(values) - min(values), DIGITS)}
     return out
 
 
-def flatten(tree, prefix: str = "") -> dict:
-    """{"a.b.c": number} for every number (not bool) in nested dicts; the ``source`` records are left out."""
-    out = {}
-    if isinstance(tree, dict):
-        for key, value in tree.items():
-            if key != "source":
-                out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    elif isinstance(tree, (int, float)) and not isinstance(tree, bool):
-        out[prefix] = tree
-    return out
+def numbers(summaries: dict) -> dict:
+    """{"part.a.b": number} for every number (not bool) of ``{part: summary}``, the ``source`` records left out."""
+    leaves = flatten({part: {k: v for k, v in s.items() if k != "source"} for part, s in summaries.items()})
+    return {key: v for key, v in leaves.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
 
 def is_cost(key: str) -> bool:
@@ -470,44 +441,41 @@ def is_cost(key: str) -> bool:
 
 
 def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
-    """Every number of the reference summaries also in ``own`` that differs: reference, own, difference (ratio for
+    """Every number of the reference summaries also in ``own`` that differs: reference, own, difference (and ratio for
     times and memory), and where ``spreads`` has the key, whether it is within the largest seen between two runs."""
-    own_flat, rows = flatten(own), []
-    for key, ref_value in flatten({p: s for p, s in reference.items() if p in own}).items():
+    own_flat, rows = numbers(own), []
+    for key, ref_value in numbers({p: s for p, s in reference.items() if p in own}).items():
         value = own_flat.get(key)
         if value is None or value == ref_value:
             continue
-        row = {"key": key, "reference": ref_value, "own": value, "difference": _r(value - ref_value)}
+        row = {"key": key, "reference": ref_value, "own": value, "difference": round(value - ref_value, DIGITS)}
         if is_cost(key):
-            row["ratio"] = _r(value / ref_value) if ref_value else None
+            row["ratio"] = round(value / ref_value, DIGITS) if ref_value else None
         if key in spreads:
-            row["spread"] = spreads[key]
-            row["within"] = abs(value - ref_value) <= spreads[key]["range"]
+            row.update(spread=spreads[key], within=abs(value - ref_value) <= spreads[key]["range"])
         rows.append(row)
     return rows
 
 
 def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool = False) -> str:
-    """The differences as text: the sources side by side; each differing result number with a stated spread or in
-    the headline (models, vs_sft), the rest counted (all with ``show_all``); times and memory as one median ratio."""
+    """The differences as text: the sources side by side; each differing result with a stated spread or in the
+    headline (all with ``show_all``), the rest counted; times and memory as one median ratio."""
     lines = []
     for part in (part for part in reference if part in own):
-        lines.append(f"{part}: reference {provenance(reference[part]['source'])}")
-        lines.append(f"{' ' * len(part)}  yours     {provenance(own[part]['source'])}")
+        lines += [f"{part}: reference {provenance(reference[part]['source'])}",
+                  f"{' ' * len(part)}  yours     {provenance(own[part]['source'])}"]
     sizes = [r for r in rows if re.fullmatch(r"main\.models\.\w+\.(problems|samples)", r["key"])]
     if sizes:
         lines.append(f"another config: {sizes[0]['key']} is {sizes[0]['own']:g}, the reference's "
                      f"{sizes[0]['reference']:g}; the numbers below are not comparable")
-    keys = list(flatten({p: s for p, s in reference.items() if p in own}))
+    keys = list(numbers({p: s for p, s in reference.items() if p in own}))
     results, costs = [r for r in rows if not is_cost(r["key"])], [r for r in rows if is_cost(r["key"])]
     shown = [r for r in results if show_all or "spread" in r or re.match(r"main\.(models|vs_sft)\.", r["key"])]
     for r in shown:
-        text = f"  {r['key']}: {r['reference']:g} -> {r['own']:g} ({r['difference']:+g})"
-        if "spread" in r:
-            s = r["spread"]
-            text += (f"  {'within' if r['within'] else 'OUTSIDE'} the spread between {s['chains']} whole runs "
-                     f"({s['min']:g}-{s['max']:g}, range {s['range']:g})")
-        lines.append(text)
+        s = r.get("spread")
+        lines.append(f"  {r['key']}: {r['reference']:g} -> {r['own']:g} ({r['difference']:+g})" + (
+            f"  {'within' if r['within'] else 'OUTSIDE'} the spread between {s['chains']} whole runs "
+            f"({s['min']:g}-{s['max']:g}, range {s['range']:g})" if s else ""))
     compared = sum(not is_cost(k) for k in keys)
     if results:
         outside, hidden = sum(1 for r in results if r.get("within") is False), len(results) - len(shown)
@@ -525,6 +493,7 @@ def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool 
 
 # ----------------------------------------------------------------------------------------- the command line
 def load_reference(directory: Path) -> tuple[dict, dict]:
+    """The reference summaries {part: summary} and elsewhere.json (runs on other machines), the one reader of both."""
     parts = {part: read_json(directory / f"{part}.json") for part in PARTS if (directory / f"{part}.json").exists()}
     if "main" not in parts:
         sys.exit(f"no {directory / 'main.json'}: `make docs-reference` after `make run` writes it")
@@ -549,9 +518,10 @@ def main() -> None:
     parser.add_argument("--all", action="store_true", help="compare: list every differing number")
     args = parser.parse_args()
     if args.command == "summarise":
-        notes = dict(note.split("=", 1) for note in args.note)
         walls = {part: float(seconds) for part, seconds in (wall.split("=", 1) for wall in args.wall)}
-        for part, summary in summaries(args.results.resolve(), args.time_file, args.untimed, notes, walls).items():
+        found = summaries(args.results.resolve(), args.time_file, args.untimed,
+                          dict(note.split("=", 1) for note in args.note), walls)
+        for part, summary in found.items():
             write_json(args.reference / f"{part}.json", summary)
             print(f"wrote {args.reference / f'{part}.json'} ({summary['source']['command']})")
         return
