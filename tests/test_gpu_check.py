@@ -250,7 +250,7 @@ def test_the_early_stopping_decode_stage_compacts_its_cache(tiny_model_dir, tiny
     compactions = []
     compact = decoding.SharedPromptCache.compact
     monkeypatch.setattr(decoding.SharedPromptCache, "compact",
-                        lambda cache, live: compactions.append(int(live.sum())) or compact(cache, live))
+                        lambda cache, kept: compactions.append(len(kept)) or compact(cache, kept))
     rows = [{"id": i, "question": f"{i} + {i}", "answer": 2 * i} for i in range(6)]
     ev = {"batch_size": 6, "num_samples": 2, "max_new_tokens": 16}
     record = module.decode_with_early_stops(str(tiny_model_dir), str(tiny_adapter_dir), rows, "system", ev,
