@@ -14,7 +14,7 @@ from pathlib import Path
 
 import yaml
 
-from thai_grpo.core.config import deep_merge, passk_settings
+from thai_grpo.core.config import deep_merge, load_config_files, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk, saved_per_token_layer,
@@ -45,8 +45,9 @@ def merged_configs(paths) -> dict:
 
 
 def real_config(root, *extra) -> dict:
-    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
-    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
+    """The real run's config as Snakemake builds it from the files under ``root`` (schema defaults filled), with
+    ``extra`` files on top."""
+    return load_config_files([Path(root) / path for path in REAL_CONFIGS] + list(extra))
 
 
 def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
