@@ -60,12 +60,12 @@ def standin():
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from thai_grpo_tools.rehearsal import (QWEN3_ADDED_TOKENS, QWEN3_GENERATION_CONFIG, STANDIN_ADAPTER,
-                                           STANDIN_SIZES, THINKING_ON, compact_ids, learned_size, qwen3_shaped_config,
+    from thai_grpo_tools.rehearsal import (QWEN3_0_6B_CONFIG, QWEN3_ADDED_TOKENS, QWEN3_GENERATION_CONFIG,
+                                           STANDIN_ADAPTER, STANDIN_SIZES, THINKING_ON, compact_ids, learned_size,
                                            standin_tokenizer, teach, teaching_examples, unused_row, widen_vocabulary)
 
     tokenizer = standin_tokenizer([SYSTEM_PROMPT, *QUESTIONS, THINKING_ON], vocab_size=300)
-    learned, config = learned_size(tokenizer), qwen3_shaped_config(**STANDIN_SIZES)
+    learned, config = learned_size(tokenizer), {**QWEN3_0_6B_CONFIG, **STANDIN_SIZES}
     torch.manual_seed(0)
     compact = Qwen3ForCausalLM(Qwen3Config(**{**config, "torch_dtype": "float32", "bos_token_id": None,
                                               "eos_token_id": None,

@@ -1,9 +1,8 @@
 """`make bench`: where the time goes on this machine (figures, not tests), printed and written to
-results/bench/bench.json: the sampler against its forward-pass bound (one forward over the final sequences does
-generate's arithmetic at once); one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into parts by
-timing their methods in place (``PartTimer``; other = the step's wall time minus its parts); each stage's share of
-the last run, its critical path and wall time on 1-16 cores and on other CPUs (``thai_grpo_tools.speedup``); the smoke
-DAG timed at 1 and 2 cores. Needs the config's base, SFT adapter, data and reward model (make bench builds them).
+results/bench/bench.json: the sampler against its forward-pass bound; one step of GRPO, Dr.GRPO, PPO and DPO and
+held-out sampling split into parts by timing their methods in place (``PartTimer``; other = the step's wall time minus
+its parts); each stage's share of the last run, its critical path and wall time on 1-16 cores and on other CPUs
+(``thai_grpo_tools.speedup``). Needs the config's base, SFT adapter, data and reward model (make bench builds them).
 """
 
 from __future__ import annotations
@@ -13,9 +12,6 @@ import json
 import os
 import platform
 import re
-import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,8 +20,7 @@ PARTS = ("generation", "rewards", "reference/old log-probs", "forward", "backwar
 PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward passes", "forward (policy, value)",
              "backward and optimizer")
 DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
-SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)", "greedy answers")
-WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
+SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)")
 
 
 # ----------------------------------------------------------------------------------------- bookkeeping
@@ -74,14 +69,13 @@ class PartTimer:
             setattr(owner, name, original)
 
     def begin_step(self, *_, **__) -> None:
-        now = time.perf_counter()
-        self.end_step(now)
+        self.end_step()
         self.steps.append({})
-        self._start = now
+        self._start = time.perf_counter()
 
-    def end_step(self, now: float | None = None) -> None:
-        if self._start is not None and self.steps:
-            self.steps[-1]["total"] = (now or time.perf_counter()) - self._start
+    def end_step(self) -> None:
+        if self._start is not None:
+            self.steps[-1]["total"] = time.perf_counter() - self._start
             self._start = None
 
     def add(self, part: str, seconds: float) -> None:
@@ -108,11 +102,12 @@ class PartTimer:
 
         self.patch(owner, name, timed)
 
-    def split(self, parts: tuple[str, ...], skip_first: int = 1) -> dict:
+    def split(self, parts: tuple[str, ...], **fields) -> dict:
+        """The mean split after the warm-up step (``step_split``), each step's own, and ``fields``."""
         self.end_step()
         steps = [{**{p: s.get(p, 0.0) for p in parts}, "total": s["total"],
                   "other": s["total"] - sum(s.get(p, 0.0) for p in parts)} for s in self.steps if "total" in s]
-        return {**step_split(steps, skip_first, parts), "per_step": steps}
+        return {**step_split(steps, 1, parts), "per_step": steps, **fields}
 
 
 def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = PARTS) -> dict:
@@ -153,17 +148,15 @@ def stage_shares(benchmark_dir: str | Path) -> dict:
 
 # ----------------------------------------------------------------------------------------- the measurements
 def print_split(title: str, split: dict) -> None:
-    print(f"{title}, mean of {split['steps_timed']} after a warm-up: {split['seconds']['total']:.2f} s", flush=True)
+    threads = split["threads"]
+    print(f"{title} ({threads} thread{'s' if threads > 1 else ''}), mean of {split['steps_timed']} after a warm-up: "
+          f"{split['seconds']['total']:.2f} s", flush=True)
     for part, share in split["share"].items():
         print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
 
 
-def threads_text(threads: int) -> str:
-    return f"{threads} thread{'s' if threads > 1 else ''}"
-
-
 def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]:
-    """Merged SFT policy at the eval generate call and at GRPO's generation batch; unmerged (as GRPO samples) too."""
+    """``generate`` at GRPO's generation batch, the SFT policy merged (as a CPU's rollouts) and unmerged."""
     import torch
 
     from thai_grpo.workflow import eval_settings
@@ -177,8 +170,7 @@ def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]
     tokenizer = load_tokenizer(results / "model/base")
     questions = [r["question"] for r in read_jsonl(results / "data/heldout.jsonl")]
     prompts_per_step = grpo["per_device_train_batch_size"] // grpo["num_generations"]
-    calls = [("eval call", True, ev["batch_size"], ev["num_samples"]),
-             ("GRPO generation batch", True, prompts_per_step, grpo["num_generations"]),
+    calls = [("GRPO generation batch", True, prompts_per_step, grpo["num_generations"]),
              ("GRPO generation batch, LoRA unmerged", False, prompts_per_step, grpo["num_generations"])]
     rows = []
     for thread_count in threads:
@@ -251,8 +243,8 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 
     with PartTimer() as timer:
         train_bench(config, results, variant, "grpo_args", steps, threads, train)
-    split = {**timer.split(PARTS), "variant": variant, "threads": threads}
-    print_split(f"{variant} step ({threads} threads)", split)
+    split = timer.split(PARTS, variant=variant, threads=threads)
+    print_split(f"{variant} step", split)
     return split
 
 
@@ -284,8 +276,8 @@ def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 
         timer.patch(ppo, "_update", timed_update)
         train_bench(config, results, "ppo", "ppo", steps, threads, ppo.train, reward_dir=results / "model/reward_model")
-    split = {**timer.split(PPO_PARTS), "threads": threads}
-    print_split(f"ppo step ({threads_text(threads)})", split)
+    split = timer.split(PPO_PARTS, threads=threads)
+    print_split("ppo step", split)
     return split
 
 
@@ -305,14 +297,15 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
         timer.wrap(torch.optim.AdamW, "step", "optimizer")
         train_bench(config, results, "dpo", "dpo", steps, threads, dpo.train,
                     pairs=read_jsonl(results / "data/preference_pairs.jsonl"))
-    split = {**timer.split(DPO_PARTS), "threads": threads}
-    print_split(f"dpo step ({threads_text(threads)})", split)
+    split = timer.split(DPO_PARTS, threads=threads)
+    print_split("dpo step", split)
     return split
 
 
 def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
-    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings) on the first
-    ``problems`` held-out problems, split into prefill, decoding and the greedy answers."""
+    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings; each problem's
+    greedy answer one more row of its call) on the first ``problems`` held-out problems, split into the prompts'
+    prefill and the decoding."""
     import torch
 
     import thai_grpo.models.decoding as decoding
@@ -327,27 +320,19 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
     model = load_policy(results / "model/base", results / "model/sft_adapter", merged=True).eval()
     tokenizer = load_tokenizer(results / "model/base")
     rows = read_jsonl(results / "data/heldout.jsonl")[:problems]
-    greedy = [False]  # whether the generate call running now is a greedy one (its prefill is not split off)
-
-    def note_greedy(*args, **kwargs):
-        greedy[0] = args[6] is None if len(args) > 6 else kwargs.get("temperature") is None
-
+    prefill, decode = SAMPLING_PARTS
     with PartTimer() as timer:
-        timer.wrap(sampling, "generate", lambda *a, **k: "greedy answers" if greedy[0] else "sampling (decode)",
-                   before=note_greedy)
-        timer.wrap(decoding, "prefill", lambda *args: None if greedy[0] else "prefill (once per problem)")
+        timer.wrap(sampling, "generate", decode)
+        timer.wrap(decoding, "prefill", prefill)
         for _ in range(2):  # a warm-up pass, then the timed one
             timer.begin_step()
             sampling.sample_heldout(model, tokenizer, rows, config["data"].get("system_prompt", SYSTEM_PROMPT),
                                     ev["num_samples"], ev["max_new_tokens"], ev["temperature"], ev["batch_size"],
                                     ev["seed"], ev.get("chat_template_kwargs"))
-    split = timer.split(SAMPLING_PARTS)
-    seconds = split["seconds"]  # the prefill ran inside the sampling calls: count it once
-    seconds["sampling (decode)"] -= seconds["prefill (once per problem)"]
-    seconds["other"] = seconds["total"] - sum(seconds[part] for part in SAMPLING_PARTS)
-    split["share"] = {part: seconds[part] / seconds["total"] for part in (*SAMPLING_PARTS, "other")}
-    split.update(threads=threads, problems=len(rows))
-    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']} ({threads_text(threads)})", split)
+        for step in timer.steps:  # the prefill ran inside the sampling calls: count it once
+            step[decode] = step.get(decode, 0.0) - step.get(prefill, 0.0)
+        split = timer.split(SAMPLING_PARTS, threads=threads, problems=len(rows))
+    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']}", split)
     return split
 
 
@@ -404,33 +389,12 @@ def bench_other_cpus(jobs: dict, measured: dict, elsewhere: Path, this_cpu: str)
     return rows
 
 
-def bench_smoke(cores: list[int]) -> list[dict]:
-    """Measured wall seconds of the smoke config's whole DAG (toy sizes) at each core count, each from scratch."""
-    rows = []
-    for n in cores:
-        with tempfile.TemporaryDirectory() as tmp:
-            for name in (name for name in WORKFLOW_FILES if Path(name).exists()):
-                (shutil.copytree if Path(name).is_dir() else shutil.copy)(name, Path(tmp) / name)
-            start = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "snakemake", "--cores", str(n), "--configfile",
-                                   "config/smoke.yaml", "-q"], cwd=tmp, capture_output=True, text=True,
-                                  env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"})
-            wall = time.perf_counter() - start
-        if done.returncode:
-            raise SystemExit(f"smoke run at --cores {n} failed:\n{(done.stdout + done.stderr)[-2000:]}")
-        rows.append({"cores": n, "wall_s": wall})
-        print(f"smoke DAG (config/smoke.yaml) at --cores {n}: {wall:.0f} s", flush=True)
-    if len(rows) > 1:
-        print(f"  speed-up {rows[0]['cores']} -> {rows[-1]['cores']} cores: x{rows[0]['wall_s'] / rows[-1]['wall_s']:.2f}")
-    return rows
-
-
 def main() -> None:
     import torch
 
     from thai_grpo.core.io import write_json
     from thai_grpo.jobs.machine import lscpu_fields, this_cpu
-    from thai_grpo_tools.memory_plan import merged_configs
+    from thai_grpo.workflow import load_config_files
     from thai_grpo_tools.speedup import read_benchmarks, workflow_jobs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -443,10 +407,8 @@ def main() -> None:
                         help="other CPUs' stage times (stage_seconds), for the last run's projection onto them")
     parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
                         help="core counts of the last run's critical-path extrapolation")
-    parser.add_argument("--smoke-cores", type=int, nargs="*", default=[1, 2],
-                        help="core counts at which to time the smoke DAG (none: skip)")
     options = parser.parse_args()
-    config, results = merged_configs(options.configfile), Path(options.results)
+    config, results = load_config_files(options.configfile), Path(options.results)
     steps, threads = options.grpo_steps, options.threads
     jobs = workflow_jobs(".", options.configfile, ("all",), cores=2)
     measured = read_benchmarks(results / "benchmarks")
@@ -462,8 +424,7 @@ def main() -> None:
                                    for t in threads],
               "last_run": stage_shares(results / "benchmarks"),
               "cores": bench_cores(jobs, measured, options.cores),
-              "other_cpus": bench_other_cpus(jobs, measured, Path(options.elsewhere), this_cpu()),
-              "smoke": bench_smoke(options.smoke_cores)}
+              "other_cpus": bench_other_cpus(jobs, measured, Path(options.elsewhere), this_cpu())}
     last = report["last_run"]
     print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "
           f"at most {last['max_jobs_at_once']} at once")

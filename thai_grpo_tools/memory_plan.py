@@ -1,32 +1,20 @@
 """`make memory-plan`: the real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed, not
-measured (results/memory_plan/plan.json and plan.md); ``--check``: the formula against peaks measured on CPU stand-ins.
-
-``stage_plans`` builds every stage of a real-config run from ``thai_grpo.jobs.memory_plan``'s pieces and
-``thai_grpo.jobs.memory_stages``' stages (the ones a pipeline job sizes itself by); ``sizes_for_card`` gives the
-sizes a card chooses for ``auto``. On a GPU every frozen weight is 16-bit, the trained ones (LoRA, score heads)
-float32 with their gradients and AdamW states, TRL's trainers and PPO under 16-bit autocast, the rollouts' KV cache
-16-bit, the evaluation stages float32 (``eval.dtype``); on a CPU everything is float32 (``CPU``).
-
-    python -m thai_grpo_tools.memory_plan [OUT_DIR]   the plan of config/config.yaml + config/qwen3-0.6b.yaml
-    python -m thai_grpo_tools.memory_plan --check     PPO's forward-backward of one chunk on stand-ins (real
-                                                      vocabulary, 3 sizes), each in a fresh process: predicted
-                                                      against the peak RSS above the level before the step
-At Qwen3-0.6B's own shape, stage by stage: ``thai_grpo_tools.rehearse_full`` (make rehearse-full, make gpu-check).
+measured (results/memory_plan/plan.json and plan.md). ``stage_plans`` builds every stage of a real-config run from
+``thai_grpo.jobs.memory_plan``'s pieces and ``thai_grpo.jobs.memory_stages``' stages; ``sizes_for_card`` gives the
+sizes a card chooses for ``auto``. Each stage's formula is checked against the stage's own code in
+tests/test_memory_measured.py; at Qwen3-0.6B's own shape by ``thai_grpo_tools.rehearse_full``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from thai_grpo.workflow import deep_merge, passk_settings
+from thai_grpo.workflow import deep_merge, load_config_files, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk, saved_per_token_layer,
@@ -49,13 +37,6 @@ CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
 TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
 #: The real run's config files, in the order Snakemake merges them (`--configfile` on top of the default).
 REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
-# glibc maps every block of 64 KiB or more on its own and returns it when freed: RSS follows the live tensors.
-MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
-# Stand-in sizes for --check: Qwen3-0.6B's vocabulary and ratios, depth and width shrunk; rows x tokens of one chunk.
-CHECK_SIZES = [{"hidden_size": 32, "num_hidden_layers": 2, "rows": 2, "width": 192},
-               {"hidden_size": 64, "num_hidden_layers": 4, "rows": 2, "width": 256},
-               {"hidden_size": 128, "num_hidden_layers": 4, "rows": 4, "width": 256}]
-TOLERANCE = 0.20  # measured peak within 20% of the prediction
 
 
 def merged_configs(paths) -> dict:
@@ -64,8 +45,9 @@ def merged_configs(paths) -> dict:
 
 
 def real_config(root, *extra) -> dict:
-    """The real run's config as Snakemake merges it from the files under ``root``, with ``extra`` files on top."""
-    return merged_configs([Path(root) / path for path in REAL_CONFIGS] + list(extra))
+    """The real run's config as Snakemake builds it from the files under ``root`` (schema defaults filled), with
+    ``extra`` files on top."""
+    return load_config_files([Path(root) / path for path in REAL_CONFIGS] + list(extra))
 
 
 def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
@@ -261,82 +243,7 @@ def write_plan(out_dir: Path) -> list[dict]:
     return plans
 
 
-def rss(field: str) -> int:
-    """A field of /proc/self/status in bytes: VmRSS (resident now), VmHWM (its peak since the last reset)."""
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith(field + ":"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"/proc/self/status has no {field}")
-
-
-def measure_chunk(size: dict) -> dict:
-    """One PPO chunk's forward-backward (policy and value model) on a stand-in of ``size``: the predicted peak and
-    the peak RSS above the level before it (after a warm-up step), in MiB."""
-    import gc
-
-    import torch
-    from peft import LoraConfig, get_peft_model
-    from transformers import Qwen3Config, Qwen3ForCausalLM, Qwen3ForSequenceClassification
-
-    from thai_grpo.jobs.memory_plan import ppo_logit_floats
-    from thai_grpo.methods.ppo import _chunk_losses
-    from thai_grpo.methods.settings import PPOSettings
-    from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
-
-    torch.manual_seed(0)
-    torch.set_num_threads(1)
-    h, rows, width = size["hidden_size"], size["rows"], size["width"]
-    config = {**QWEN3_0_6B_CONFIG, "hidden_size": h, "num_hidden_layers": size["num_hidden_layers"],
-              "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": h // 2, "intermediate_size": 3 * h,
-              "torch_dtype": "float32"}
-    policy = get_peft_model(Qwen3ForCausalLM(Qwen3Config(**config)),
-                            LoraConfig(r=16, lora_alpha=32, target_modules=list(ATTENTION_TARGETS)))
-    value = get_peft_model(Qwen3ForSequenceClassification(Qwen3Config(**config, num_labels=1, pad_token_id=151643)),
-                           LoraConfig(task_type="SEQ_CLS", r=16, lora_alpha=32, target_modules=list(ATTENTION_TARGETS),
-                                      modules_to_save=["score"]))
-    prompt = width // 2
-    rollout = {"width": prompt, "mask": torch.ones(rows, width - prompt, dtype=torch.bool),
-               "ids": torch.randint(0, 1000, (rows, width)), "attention": torch.ones(rows, width, dtype=torch.long),
-               "logprobs": torch.zeros(rows, width - prompt), "advantages": torch.ones(rows, width - prompt),
-               "values": torch.zeros(rows, width - prompt), "returns": torch.ones(rows, width - prompt)}
-    models, index, settings = {"policy": policy, "value": value}, torch.arange(rows), PPOSettings(temperature=1.0)
-    _chunk_losses(rollout, index, settings, models)["loss"].backward()  # warm-up: kernels, workspaces
-    for parameter in list(policy.parameters()) + list(value.parameters()):
-        parameter.grad = None
-    gc.collect()
-    before = rss("VmRSS")
-    Path("/proc/self/clear_refs").write_text("5")  # reset the peak RSS (VmHWM) to the current RSS
-    _chunk_losses(rollout, index, settings, models)["loss"].backward()
-    peak = rss("VmHWM")
-    shape, lora = Shape.from_config(config), Lora(r=16, target_modules=tuple(sorted(ATTENTION_TARGETS)))
-    predicted = 4 * (activation_floats(shape, lora, rows * width) * 2  # policy and value model
-                     + rows * ppo_logit_floats(shape, width, width - prompt)  # full-vocabulary tensors
-                     + 2 * lora_parameters(shape, lora))  # LoRA gradients
-    return {**size, "predicted_mib": predicted / 2 ** 20, "measured_mib": (peak - before) / 2 ** 20}
-
-
-def check() -> bool:
-    """Each stand-in size in a fresh process: predicted vs measured peak of one PPO chunk's forward-backward."""
-    ok = True
-    print(f"{'hidden':>6} {'layers':>6} {'rows x tokens':>14} {'predicted MiB':>14} {'measured MiB':>13} {'ratio':>6}")
-    for size in CHECK_SIZES:
-        done = subprocess.run([sys.executable, "-m", "thai_grpo_tools.memory_plan", "--measure", json.dumps(size)],
-                              capture_output=True, text=True, cwd=REPO, check=True, env={**os.environ, **MALLOC_ENV})
-        result = json.loads(done.stdout.strip().splitlines()[-1])
-        ratio = result["measured_mib"] / result["predicted_mib"]
-        ok &= abs(ratio - 1) <= TOLERANCE
-        print(f"{size['hidden_size']:>6} {size['num_hidden_layers']:>6} {size['rows']:>5} x {size['width']:<7}"
-              f"{result['predicted_mib']:>14.0f} {result['measured_mib']:>13.0f} {ratio:>6.2f}")
-    print(f"within {TOLERANCE:.0%} at every size: {ok}")
-    return ok
-
-
 def main() -> int:
-    if sys.argv[1:] == ["--check"]:
-        return 0 if check() else 1
-    if sys.argv[1:2] == ["--measure"]:  # one size of --check, in this fresh process
-        print(json.dumps(measure_chunk(json.loads(sys.argv[2]))))
-        return 0
     out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
     out_dir.mkdir(parents=True, exist_ok=True)
     write_plan(out_dir)

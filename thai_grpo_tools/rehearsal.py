@@ -1,15 +1,11 @@
-"""Qwen3-shaped stand-ins for what ``config/qwen3-0.6b.yaml`` downloads, so that the real config runs offline.
-
-- The base (``Qwen/Qwen3-0.6B``): Qwen3-0.6B's own config.json (``QWEN3_0_6B_CONFIG``) with only depth and width shrunk
-  (``STANDIN_SIZES``); a tokenizer with Qwen3's added tokens at their real ids, its chat template (TRL's
-  ``qwen3.jinja``) and TRL's response schema, and a small learned BPE below them (the ids up to 151,642 unused
-  fillers); Qwen3-0.6B's generation_config.json. It is taught in seconds to open with a think block when thinking is
-  on and to answer bare when ``enable_thinking: false`` closed it, so what it writes shows which prompt it saw.
-- The SFT adapter: r 16 on the attention projections, ``lora_dropout`` 0.05 (``STANDIN_ADAPTER``).
-- The dataset (``VISAI-AI/gsm8k-thai``) as ``datasets`` caches a downloaded parquet; MGSM Thai's first problems.
+"""Qwen3-shaped stand-ins for what ``config/qwen3-0.6b.yaml`` downloads, so that the real config runs offline: the
+base (Qwen3-0.6B's config.json with depth and width shrunk, ``STANDIN_SIZES``; a small learned BPE under Qwen3's added
+tokens at their real ids, its chat template and response schema; taught in seconds to open with a think block when
+thinking is on and to answer bare when it is off), the SFT adapter (``STANDIN_ADAPTER``), and the dataset as
+``datasets`` caches a downloaded parquet. ``full_size_standin``: Qwen3-0.6B's own size, random weights.
 
 ``python -m thai_grpo_tools.rehearsal HF_HOME CONFIG_OUT [REAL_CONFIG]`` fills HF_HOME and writes a config of tiny
-sizes to merge on top (tests/test_real_config_rehearsal.py). At full size: ``thai_grpo_tools.rehearse_full``.
+sizes to merge on top (tests/test_real_config_rehearsal.py).
 """
 
 from __future__ import annotations
@@ -109,7 +105,7 @@ def standin_tokenizer(texts: list[str], vocab_size: int = 1000):
 
 
 def standin_problems(count: int, seed: int = 3) -> list[dict]:
-    """Thai problems in VISAI-AI/gsm8k-thai's columns (``translated_question``, ``translated_answer``)."""
+    """Synthetic Thai problems in VISAI-AI/gsm8k-thai's columns (``translated_question``, ``translated_answer``)."""
     from thai_grpo.data.synthetic import generate_problems
 
     return [{"translated_question": row["translated_question"], "translated_answer": row["translated_answer"]}
@@ -117,7 +113,7 @@ def standin_problems(count: int, seed: int = 3) -> list[dict]:
 
 
 def synthetic_rows(count: int, seed: int = 3) -> list[dict]:
-    """Rows as the split writes them (``id``, ``question``, integer ``answer``): synthetic Thai problems."""
+    """The same problems as rows as the split writes them (``id``, ``question``, integer ``answer``)."""
     from thai_grpo.data.synthetic import generate_problems
 
     return [{"id": f"p{i}", "question": row["translated_question"], "answer": int(row["answer"])}
@@ -168,11 +164,6 @@ def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps
 def compact_ids(ids: list[int], learned: int) -> list[int]:
     """Real ids -> the compact model's: ordinary tokens keep theirs, the added tokens follow them."""
     return [i if i < learned else learned + i - QWEN3_FIRST_ADDED_ID for i in ids]
-
-
-def qwen3_shaped_config(**sizes) -> dict:
-    """Qwen3-0.6B's config.json with ``sizes`` (STANDIN_SIZES' keys) in place of its own."""
-    return {**QWEN3_0_6B_CONFIG, **sizes}
 
 
 def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eos_id: int, samples: int = 8,
@@ -262,7 +253,7 @@ def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[
     texts = [system_prompt] + questions + mgsm_questions + [p["translated_answer"] for p in problems] + [THINKING_ON] * 20
     tokenizer = standin_tokenizer(texts)
     learned = learned_size(tokenizer)
-    config = qwen3_shaped_config(**STANDIN_SIZES)
+    config = {**QWEN3_0_6B_CONFIG, **STANDIN_SIZES}
     torch.manual_seed(seed)
     compact = Qwen3ForCausalLM(Qwen3Config(**{**config, "torch_dtype": "float32",
                                               "vocab_size": learned + len(QWEN3_ADDED_TOKENS),

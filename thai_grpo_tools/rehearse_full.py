@@ -1,11 +1,9 @@
-"""`make rehearse-full` (CPU, preset cpu: small rows and lengths) and `make gpu-check` (CUDA, preset chapter, one of
-``GPU_CHECK_PASSES``): Qwen3-0.6B at full size through every stage of the real config, one optimizer step each, each
-stage's peak memory beside the memory plan's prediction at exactly its sizes, and its seconds per step (a benchmark).
-
-The real base and SFT adapter where the hub cache holds them, else random weights (``rehearsal.full_size_standin``).
-Peak memory: on a CPU each stage in a fresh process, its peak RSS above its level after the imports, reset when the
-stage's own run begins (a TRL trainer's train(), PPO's first rollout, the first sampling or log-prob pass); on CUDA
-one process, torch.cuda.max_memory_reserved (expandable segments on). Writes OUT/rehearse.json and OUT/rehearse.md.
+"""`make rehearse-full` (CPU, preset cpu) and `make gpu-check` (CUDA, preset chapter, one of ``GPU_CHECK_PASSES``):
+Qwen3-0.6B at full size through every stage of the real config, one optimizer step each, each stage's peak memory
+beside the memory plan's prediction at exactly its sizes, and its seconds per step. The real base and SFT adapter where
+the hub cache holds them, else random weights. Peak memory: on a CPU each stage in a fresh process, its peak RSS above
+its level after the imports from where its own run begins; on CUDA one process, torch.cuda.max_memory_reserved.
+Writes OUT/rehearse.json and OUT/rehearse.md.
 """
 
 from __future__ import annotations
@@ -21,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
+from thai_grpo.jobs.devices import job_device
 from thai_grpo.workflow import deep_merge
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU, T4, Precision
-from thai_grpo_tools.memory_plan import MALLOC_ENV, QWEN3_0_6B, REPO, real_config, rss, sized_config, sizes_for_card, \
-    stage_plans
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, REPO, real_config, sized_config, sizes_for_card, stage_plans
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
 PPO_CPU = {"batch_size": 4, "max_steps": 1, "num_ppo_epochs": 1, "num_mini_batches": 1}
@@ -47,6 +45,8 @@ PRESETS = {
 }
 # A rehearsal records a lost update (training.max_lost_update_share) instead of stopping the stage at it.
 RECORD_LOST_UPDATES = {"training": {"max_lost_update_share": 1.0, "report_to": "none"}}
+# glibc maps every block of 64 KiB or more on its own and returns it when freed: RSS follows the live tensors.
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "65536"}
 # Each stage and the plan stages it is measured against (the largest of them).
 STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "grpo_fast": ("GRPO fast: train step", "GRPO fast: rollouts"),
@@ -59,9 +59,8 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
 ORDER = tuple(STAGES)  # the order the stages run in
 TRAINERS = ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier")
 TRAINING_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier")
-CPU_STAGES = ("grpo", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "token_logprobs")
-GPU_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier", "sample", "decode_stops",
-              "token_logprobs")
+GPU_STAGES = (*TRAINING_STAGES, "sample", "decode_stops", "token_logprobs")
+CPU_STAGES = tuple(name for name in GPU_STAGES if name not in ("grpo_fast", "decode_stops"))
 # make gpu-check's passes: name -> (dtype, the memory each stage may allocate in GiB or None, stages). Sampling and
 # the token log-probs compute in float32 (eval.dtype) whatever the training dtype, so the bfloat16 pass only trains;
 # within a T4's memory run the stages whose sizes the card decides and the trainers a T4 must hold.
@@ -237,6 +236,12 @@ def build(work: Path, preset: str, device: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------- in a stage's process
+def rss(field: str) -> int:
+    """A field of /proc/self/status in bytes: VmRSS (resident now), VmHWM (its peak since the last reset)."""
+    line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith(field + ":"))
+    return int(line.split()[1]) * 1024
+
+
 class Meter:
     """Peak memory and wall time of a stage's run (from ``start`` to ``stop``)."""
 
@@ -329,7 +334,6 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
     from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
-    from thai_grpo.jobs.devices import job_device
     from thai_grpo.methods import RunSpec, train_variant
     from thai_grpo.workflow import variant_plan
 
@@ -400,29 +404,27 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
 def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
     """One held-out sampling call's decode loop whose rows stop early, as a real model's answers do (random weights
     never stop): every sample of a third of the problems stops after an eighth of the budget, so the loop compacts its
-    cache while the other rows decode on (``decoding.SharedPromptCache.compact``)."""
-    from thai_grpo.data.prompts import chat_prompt_texts
-    from thai_grpo.jobs.devices import job_device
-    from thai_grpo.models.decoding import COMPACT_WHEN_DONE, decode
+    buffers while the other rows decode on."""
+    import torch
+
+    from thai_grpo.models.decoding import decode
     from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.sampling import encode_prompts
 
     tokenizer = load_tokenizer(base)
     model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
     problems, samples, budget = int(ev["batch_size"]), int(ev["num_samples"]), int(ev["max_new_tokens"])
-    tokenizer.padding_side = "left"
-    texts = chat_prompt_texts(tokenizer, [row["question"] for row in heldout[:problems]], system,
-                              ev.get("chat_template_kwargs") or {})
-    encoded = tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False).to(model.device)
+    encoded = encode_prompts(tokenizer, [row["question"] for row in heldout[:problems]], system,
+                             ev.get("chat_template_kwargs") or {}).to(model.device)
     stop, steps = tokenizer.eos_token_id, []
-    stopping = (encoded["input_ids"].new_tensor(range(len(texts))) % 3 == 0).repeat_interleave(samples)
+    stopping = (torch.arange(len(encoded["input_ids"]), device=model.device) % 3 == 0).repeat_interleave(samples)
 
     def choose(scores, rows, column):  # greedy, the stop token only where planned
         steps.append(1)
         chosen = scores.argmax(-1)
         chosen = chosen.masked_fill(chosen == stop, stop + 1)
-        return chosen.masked_fill(stopping[rows], stop) if len(steps) > budget // 8 else chosen
+        return torch.where(stopping[rows] & (column >= budget // 8), stop, chosen)
 
-    assert 1 / 3 >= COMPACT_WHEN_DONE, "a third of the prompts done must compact the cache"
     meter.start()
     decode(model, encoded["input_ids"], encoded["attention_mask"], samples, budget, [stop], tokenizer.pad_token_id,
            choose)
