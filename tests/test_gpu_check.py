@@ -284,3 +284,15 @@ def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
     assert "sample" not in GPU_CHECK_PASSES["bfloat16"][2]
     assert PRESETS["chapter"]["variants"]["grpo"]["grpo"]["max_steps"] == 3
     assert "decode_stops" in rehearse_module().ORDER
+
+
+def test_the_cuda_graphs_stage_compares_graphed_sampling_with_eager(tiny_model_dir, tiny_adapter_dir):
+    """make gpu-check's comparison behind eval.cuda_graphs, on the CPU with the tiny model (where the graphed step is
+    compiled, not captured): three held-out sampling calls, eager, then graphed twice, each timed, the same tokens."""
+    module = rehearse_module()
+    rows = [{"id": i, "question": f"{i} + {i}", "answer": 2 * i} for i in range(3)]
+    ev = {"batch_size": 3, "num_samples": 2, "max_new_tokens": 12, "temperature": 1.0, "seed": 7}
+    record = module.graphs_against_eager(str(tiny_model_dir), str(tiny_adapter_dir), rows, "system", ev,
+                                         module.Meter("cpu"))
+    assert record["same_tokens"] is True and record["steps"] == 3
+    assert all(record[key] > 0 for key in ("eager_s", "graphed_first_s", "graphed_s"))

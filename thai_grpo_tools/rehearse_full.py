@@ -51,7 +51,7 @@ MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": "6553
 STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "grpo_fast": ("GRPO fast: train step", "GRPO fast: rollouts"),
           "rloo": ("GRPO full: train step", "GRPO full: rollouts"),
-          "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",),
+          "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",), "cuda_graphs": ("held-out sampling",),
           "token_logprobs": ("token log-probs (k1 vs k3)",),
           "dpo": ("DPO (dpo): train step",), "reward_model": ("reward model: train step",),
           "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
@@ -63,11 +63,12 @@ GPU_STAGES = (*TRAINING_STAGES, "sample", "decode_stops", "token_logprobs")
 CPU_STAGES = tuple(name for name in GPU_STAGES if name not in ("grpo_fast", "decode_stops"))
 # make gpu-check's passes: name -> (dtype, the memory each stage may allocate in GiB or None, stages). Sampling and
 # the token log-probs compute in float32 (eval.dtype) whatever the training dtype, so the bfloat16 pass only trains;
-# within a T4's memory run the stages whose sizes the card decides and the trainers a T4 must hold.
+# within a T4's memory run the stages whose sizes the card decides and the trainers a T4 must hold, and the CUDA
+# graphs' comparison (a T4's host is where they would pay most).
 GPU_CHECK_PASSES = {"float16": ("float16", None, GPU_STAGES), "bfloat16": ("bfloat16", None, TRAINING_STAGES),
                     "auto": ("auto", None, GPU_STAGES),  # a card older than a T4: the dtype the pipeline picks
                     "float16-t4": ("float16", CARD_GIB, ("grpo", "dpo", "reward_model", "ppo", "sample",
-                                                         "decode_stops"))}
+                                                         "decode_stops", "cuda_graphs"))}
 
 
 # ----------------------------------------------------------------------------------------- sizes and plans
@@ -389,6 +390,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         return {**meter.stop(batches), "sized": {"batch_size": batch, "planned": ev["batch_size"]}}
     if name == "decode_stops":
         return decode_with_early_stops(base, policy, heldout, system, ev, meter)
+    if name == "cuda_graphs":
+        return graphs_against_eager(base, policy, heldout, system, ev, meter)
     if name == "token_logprobs":
         import thai_grpo.evaluation.token_logprobs as logprobs
 
@@ -429,6 +432,34 @@ def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system:
     decode(model, encoded["input_ids"], encoded["attention_mask"], samples, budget, [stop], tokenizer.pad_token_id,
            choose)
     return {**meter.stop(1), "decode_steps": len(steps)}
+
+
+def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
+    """One held-out sampling call (samples and greedy answers) eager, then with its decode steps replayed as CUDA
+    graphs (``eval.cuda_graphs``) twice, the first capturing them: each call's seconds, and whether the graphed calls
+    gave the eager call's tokens. What ``eval.cuda_graphs`` waits on before it may be turned on."""
+    import torch
+
+    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.sampling import generate
+
+    tokenizer = load_tokenizer(base)
+    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    rows = heldout[:int(ev["batch_size"])]
+
+    def timed(graphs: bool) -> tuple[list, float]:
+        begun = time.perf_counter()
+        groups = generate(model, tokenizer, [row["question"] for row in rows], system, int(ev["num_samples"]),
+                          int(ev["max_new_tokens"]), ev["temperature"], ev["seed"], ev.get("chat_template_kwargs"),
+                          problem_keys=[row["id"] for row in rows], with_greedy=True, cuda_graphs=graphs)
+        if torch.cuda.is_available():
+            torch.cuda.synchronize()
+        return [[c["token_ids"] for c in group] for group in groups], round(time.perf_counter() - begun, 2)
+
+    meter.start()
+    (eager, eager_s), (captured, capture_s), (replayed, graphed_s) = timed(False), timed(True), timed(True)
+    return {**meter.stop(3), "eager_s": eager_s, "graphed_first_s": capture_s, "graphed_s": graphed_s,
+            "same_tokens": eager == captured == replayed}
 
 
 # ----------------------------------------------------------------------------------------- the parent

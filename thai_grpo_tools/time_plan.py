@@ -152,9 +152,9 @@ def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, sha
 
 def trainer_steps(stage: str, config: dict) -> int:
     """The optimizer steps a GRPO-family stage of ``rehearse_full`` makes under ``config`` (its variant's
-    ``max_steps``; ``rehearsal_stage_work`` counts one); 1 for any other stage."""
+    ``max_steps``; ``rehearsal_stage_work`` counts one); the cuda_graphs stage's three sampling calls; else 1."""
     if stage not in ("grpo", "grpo_fast", "rloo"):
-        return 1
+        return 3 if stage == "cuda_graphs" else 1
     return int({**config["grpo"], **config["variants"].get(stage, {}).get("grpo", {})}["max_steps"])
 
 
@@ -173,7 +173,7 @@ def measured_stages(records: list[dict], real: dict, shape: Shape) -> list[dict]
         config = rehearsal_config(real, record.get("preset", "chapter"), record.get("card_gib", CARD_GIB))
         sizes, compiled = record_sizes(record), False
         for position, stage in enumerate(record["stages"], 1):  # in the order they ran
-            if stage.get("seconds") is None:
+            if stage.get("seconds") is None or stage["stage"] == "cuda_graphs":  # a comparison, not a calibration
                 continue
             compiles = stage["stage"] in FUSED_HEAD_STAGES and not compiled
             compiled = compiled or compiles
@@ -207,8 +207,8 @@ def calibration(records: list[dict], real: dict, shape: Shape, prompt: int) -> d
 def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[str, ...]) -> dict:
     """What `make gpu-check` takes on ``card`` by the fitted costs: each pass of ``passes``
     (``rehearse_full.GPU_CHECK_PASSES``) with its stages at the sizes its card (or memory cap) chooses, GRPO's steps
-    counted; decode_stops counted as one held-out batch (its rows stop early, so less). Stand-in building, process
-    start-up and vLLM are left out."""
+    counted; decode_stops as one held-out batch (its rows stop early, so less), cuda_graphs as three. Stand-in
+    building, process start-up and vLLM are left out."""
     out = {}
     for name in passes:
         _, cap, stages = GPU_CHECK_PASSES[name]
@@ -219,10 +219,9 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
                             dataclasses.replace(sft, lora_dropout=0.0), value)
         sizes = {"heldout_problems": int(config["eval"]["batch_size"]), "samples": int(config["eval"]["num_samples"]),
                  "ppo": chunks}
-        out[name] = {stage: seconds(rehearsal_stage_work("sample" if stage == "decode_stops" else stage, config,
-                                                         prompt, sizes, QWEN3_0_6B) * trainer_steps(stage, config),
-                                    card, costs)
-                     for stage in stages}
+        out[name] = {stage: seconds(rehearsal_stage_work(
+            "sample" if stage in ("decode_stops", "cuda_graphs") else stage, config, prompt, sizes, QWEN3_0_6B)
+            * trainer_steps(stage, config), card, costs) for stage in stages}
     return out
 
 
