@@ -197,8 +197,8 @@ def measured_prompt_tokens(tokenizer, rows: list[dict], system_prompt: str, chat
 
 def update_record(result: dict) -> dict:
     """What a training stage's result says of its updates: its loss finite at every step, and the counts of updates
-    the float16 loss scaler skipped, made from non-finite gradients and redone (``thai_grpo.methods.updates``)."""
-    from thai_grpo.methods.updates import COUNTS
+    the float16 loss scaler skipped, made from non-finite gradients and redone (``thai_grpo.methods.recorder``)."""
+    from thai_grpo.methods.recorder import COUNTS
 
     losses = [step[key] for step in result.get("steps", []) for key in ("loss", "policy_loss") if key in step]
     return {"loss_finite": all(math.isfinite(value) for value in losses) if losses else None,
