@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from thai_grpo.methods.metrics import frac_groups_nonzero_std
+from thai_grpo.methods.recorder import frac_groups_nonzero_std
 from thai_grpo.methods.objective import group_advantages, group_reward_std
 
 

@@ -9,7 +9,7 @@ import pytest
 from thai_grpo.core.rewards import REWARD_FUNCTIONS
 from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo.analyses.health import format_hacking_suspect, hacking_episodes, training_health
-from thai_grpo.methods.metrics import batch_metrics, blank_think_share, hollow_think_paid_share
+from thai_grpo.methods.recorder import batch_metrics, blank_think_share, hollow_think_paid_share
 from thai_grpo.report.rollouts import hollow_think_completions
 from thai_grpo_studies.hacking import hacking_results, render_hacking_report, summarise_hacking_chains
 from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR

@@ -3,7 +3,7 @@ import json
 import numpy as np
 import pytest
 
-from thai_grpo.methods.metrics import batch_metrics, check_group_order, with_trl_logs
+from thai_grpo.methods.recorder import batch_metrics, check_group_order, with_trl_logs
 from thai_grpo.report.rollouts import browse_steps, example_groups
 
 
@@ -72,10 +72,10 @@ def test_a_reused_batch_step_still_records_trls_clip_ratio(tmp_path):
     """num_iterations 2: the second step reuses the batch (no new rewards) and is where the clip can act."""
     from types import SimpleNamespace
 
-    from thai_grpo.methods.step_log import GroupRecorder, make_step_logger, read_step_metrics
+    from thai_grpo.methods.recorder import read_step_metrics, recorder
 
     path = tmp_path / "step_metrics.jsonl"
-    logger = make_step_logger(GroupRecorder(group_size=2), path)
+    logger = recorder(tmp_path, "test", 1.0, group_size=2)
     logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"loss": 0.01, "clip_ratio/region_mean": 0.07})
     logger.on_log(None, SimpleNamespace(global_step=2), None, logs={"train_runtime": 9.0, "train_loss": 0.01})
     assert read_step_metrics(path) == [{"step": 2, "reused_batch": True, "loss": 0.01, "clip_ratio": 0.07}]
@@ -92,10 +92,10 @@ def test_the_report_browses_a_group_of_each_browse_step_beside_the_first_of_each
     first all-equal group, plus the first group (a mixed one where the step has one) of each of browse_steps' steps."""
     from types import SimpleNamespace
 
-    from thai_grpo.methods.step_log import GroupRecorder, make_step_logger
+    from thai_grpo.methods.objective import group_advantages
+    from thai_grpo.methods.recorder import recorder
 
-    recorder = GroupRecorder(group_size=2)
-    logger = make_step_logger(recorder, tmp_path / "step_metrics.jsonl")
+    logger = recorder = recorder(tmp_path, "test", 1.0, group_size=2, advantages=group_advantages)
     for step in range(1, 9):
         mixed = step % 2 == 0  # odd steps: both groups all-equal; even steps: the second group mixed
         correct = [1.0, 1.0, 1.0, 0.0 if mixed else 1.0]

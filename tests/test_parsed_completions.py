@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from thai_grpo.core.rewards import completion_text, reward_functions
-from thai_grpo.methods.step_log import GroupRecorder
+from thai_grpo.methods.recorder import recorder as make_recorder
 
 SYSTEM = "จงคิดทีละขั้นใน <think>...</think> แล้วจบด้วยคำตอบเป็นตัวเลขบรรทัดสุดท้าย"
 QUESTION = "แม่มีไข่ 12 ฟอง ใช้ทำขนมไป 5 ฟอง แม่เหลือไข่กี่ฟอง"
@@ -43,13 +43,13 @@ def as_trl_hands_it(tokenizer, completion: str):
 
 
 def grade(completions, completion_ids=None, tokenizer=None) -> dict[str, list[float]]:
-    """Every reward through the GroupRecorder, called as GRPOTrainer calls reward functions."""
-    recorder = GroupRecorder(group_size=len(completions), tokenizer=tokenizer)
+    """Every reward through the recorder's ``wrap``, called as GRPOTrainer calls reward functions."""
+    recorder = make_recorder("unused", "test", 1.0, group_size=len(completions), tokenizer=tokenizer)
     prompts = [[{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]] * len(completions)
     for name, function in zip(NAMES, reward_functions(NAMES)):
         recorder.wrap(name, function)(prompts=prompts, completions=completions, completion_ids=completion_ids,
                                       answer=[7] * len(completions), trainer_state=None)
-    return recorder.take()
+    return recorder.batch
 
 
 def test_trl_splits_the_think_block_off(qwen3_tokenizer):

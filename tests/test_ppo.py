@@ -185,11 +185,11 @@ def test_a_minibatch_split_into_chunks_makes_the_same_update(tmp_path, tiny_mode
 
     start = []
 
-    def run(chunk_floats: int):
+    def run(per_chunk: int):
         torch.manual_seed(0)
         models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
         settings = PPOSettings(score="verifier", batch_size=4, num_mini_batches=2, num_ppo_epochs=2,
-                               learning_rate=1e-2, chunk_floats=chunk_floats)
+                               learning_rate=1e-2)
         params = [p for m in (models["policy"], models["value"]) for p in m.parameters() if p.requires_grad]
         start[:] = [p.detach().clone() for p in params]
         optimizer = torch.optim.AdamW(params, lr=1e-2)
@@ -199,12 +199,13 @@ def test_a_minibatch_split_into_chunks_makes_the_same_update(tmp_path, tiny_mode
         rollout = {"ids": torch.randint(3, 100, (4, 10), generator=generator), "width": 4, "mask": mask,
                    "attention": torch.cat([torch.ones(4, 4, dtype=torch.long), mask.long()], 1),
                    "logprobs": -torch.rand(4, 6, generator=generator),
+                   "rows": {"update": per_chunk, "checkpointing": False},
                    **{key: torch.randn(4, 6, generator=generator) * mask for key in ("advantages", "values",
                                                                                      "returns")}}
         stats, _ = _update(rollout, 1, settings, 42, models, optimizer, params)
         return stats, [p.detach().clone() for p in params]
 
-    whole, whole_params = run(2 ** 28)
+    whole, whole_params = run(2)
     split, split_params = run(1)  # one row per chunk
     assert whole == pytest.approx(split, rel=1e-4, abs=1e-6)
     assert all(torch.allclose(a, b, rtol=1e-4, atol=1e-6) for a, b in zip(whole_params, split_params))
@@ -235,66 +236,111 @@ def test_rollouts_are_the_same_whatever_the_chunk_size():
     assert not torch.equal(outputs[2], outputs[3])  # another seed, other rollouts
 
 
-def test_chunk_floats_is_a_number_or_auto_sized_to_the_card(tiny_model_dir, tiny_adapter_dir):
-    """auto: the memory plan's choice for the policy's shape and adapters on the job's card (a CPU sizes as a T4),
-    read from the config files before any weights are loaded: the shapes the loaded models have; a number is kept;
-    anything else is refused."""
-    import dataclasses
+def test_each_ppo_pass_gets_its_own_rows_from_its_own_budget():
+    """``ppo_pass_rows`` on Qwen3-0.6B: with a number, each pass within it by its own per-row floats; with auto on a
+    T4, each pass the most rows whose own working set fits beside what PPO holds (one more would not), so the passes
+    differ; on CUDA the update checkpoints its activations where that makes its chunks larger, and not on a card
+    where a minibatch fits one chunk without it."""
+    from test_memory_plan import QWEN3_0_6B
 
-    from thai_grpo.methods.ppo import load_models, lora_of, sized_for_card
-    from thai_grpo.jobs.memory_plan import Shape
-    from thai_grpo.jobs.memory_stages import CARD_GIB, ppo_chunk_floats_for_card
+    from thai_grpo.jobs.memory_plan import GIB, Lora, logprob_pass_floats, rows_per_chunk
+    from thai_grpo.jobs.memory_stages import (CARD_GIB, PROMPT_TOKENS, RESERVE_GIB, T4, ppo_held_bytes, ppo_pass_bytes,
+                                              ppo_pass_rows)
 
-    with pytest.raises(ValueError, match="positive integer or auto"):
-        PPOSettings(chunk_floats="big")
-    dirs = (tiny_model_dir, tiny_adapter_dir, tiny_adapter_dir)  # the verifier's value model starts from the SFT's
-    assert sized_for_card(PPOSettings(chunk_floats=1234), *dirs).chunk_floats == 1234
-    auto = PPOSettings(score="verifier", chunk_floats="auto", batch_size=4)
-    models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
-    expected = ppo_chunk_floats_for_card(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
-                                         lora_of(models["value"]), dataclasses.asdict(auto), auto.max_completion_length,
-                                         CARD_GIB)
-    assert sized_for_card(auto, *dirs).chunk_floats == expected == 2 ** 24  # the tiny model: one chunk at the floor
+    lora = Lora(r=16, target_modules=("q_proj", "v_proj"), lora_dropout=0.0)
+    settings = {"batch_size": 64, "num_mini_batches": 8, "score": "verifier"}
+    fixed = ppo_pass_rows(QWEN3_0_6B, lora, lora, {**settings, "chunk_floats": 2 ** 26}, 256)
+    assert fixed["logprobs"] == rows_per_chunk(logprob_pass_floats(QWEN3_0_6B, PROMPT_TOKENS + 256), 64, 2 ** 26)
+    assert not fixed["checkpointing"]
+    auto = {**settings, "chunk_floats": "auto"}
+    rows = ppo_pass_rows(QWEN3_0_6B, lora, lora, auto, 256, CARD_GIB)
+    budget = (CARD_GIB - RESERVE_GIB) * GIB - sum(ppo_held_bytes(QWEN3_0_6B, lora, lora, "verifier", T4).values())
+    prefixes = {"generate": "generation", "logprobs": "log-prob", "value": "value", "update": "update"}
+
+    def peak(name: str, count: int, checkpointing: bool = False) -> int:
+        phases = ppo_pass_bytes(QWEN3_0_6B, lora, lora, count, PROMPT_TOKENS, 256, 2, checkpointing)
+        return max(sum(p.values()) for phase, p in phases.items() if phase.startswith(prefixes[name]))
+
+    for name, limit in (("generate", 64), ("logprobs", 64), ("value", 64), ("update", 8)):
+        assert peak(name, rows[name]) <= budget and (rows[name] == limit or peak(name, rows[name] + 1) > budget)
+    assert rows["logprobs"] < rows["generate"] and rows["update"] < 8 and not rows["checkpointing"]
+    on_cuda = ppo_pass_rows(QWEN3_0_6B, lora, lora, auto, 256, CARD_GIB, may_checkpoint=True)
+    assert on_cuda["checkpointing"] and on_cuda["update"] > rows["update"]
+    assert peak("update", on_cuda["update"], checkpointing=True) <= budget
+    assert {k: v for k, v in on_cuda.items() if k != "update" and k != "checkpointing"} == \
+        {k: v for k, v in rows.items() if k != "update" and k != "checkpointing"}
+    assert not ppo_pass_rows(QWEN3_0_6B, lora, lora, auto, 256, 80.0, may_checkpoint=True)["checkpointing"]
 
 
-def test_ppo_on_a_t4_sizes_from_the_memory_free_before_its_weights_load(tmp_path, monkeypatch):
-    """On a (faked) 16 GB T4, the job notes the free memory at its start; PPO's four Qwen3-0.6B models then take ~4.5
-    GiB of it, and ``auto`` is still sized from what was free before them (the plan counts the weights itself): the
-    chunk size and decode steps the time plan predicts for a T4, not the halved chunk (twice the decode steps) a reading
-    after loading gave."""
+def test_ppo_on_a_t4_sizes_from_the_memory_free_before_its_weights_load(monkeypatch):
+    """On a (faked) 16 GB T4 the job notes the free memory at its start; PPO's four Qwen3-0.6B models then take ~4.5
+    GiB of it, and ``auto`` still sizes every pass from what was free before them (the plan counts the weights itself);
+    a reading after loading would count them twice and give fewer rows."""
+    from types import SimpleNamespace
+
     import torch
-    from test_memory_plan import QWEN3_0_6B, decode_steps, real_config
+    from test_memory_plan import QWEN3_0_6B
 
     import thai_grpo.jobs.memory_stages as memory_stages
     from thai_grpo.jobs.memory_plan import GIB, base_parameters
-    from thai_grpo.methods.ppo import sized_for_card
-    from thai_grpo.methods.settings import ppo_settings
-    from thai_grpo_tools.memory_plan import sizes_for_card
+    from thai_grpo.methods.ppo import pass_rows
 
-    config = real_config()
-    (tmp_path / "config.json").write_text(json.dumps({
-        "vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
-        "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True}))
-    lora = {"r": 16, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj"], "lora_dropout": 0.05}
-    (tmp_path / "adapter_config.json").write_text(json.dumps(lora))
+    config = {"vocab_size": 151936, "hidden_size": 1024, "intermediate_size": 3072, "num_hidden_layers": 28,
+              "num_attention_heads": 16, "num_key_value_heads": 8, "head_dim": 128, "tie_word_embeddings": True}
+    adapter = SimpleNamespace(r=16, target_modules={"q_proj", "k_proj", "v_proj", "o_proj"})
+    models = {name: SimpleNamespace(config=config, peft_config={"default": adapter}) for name in ("policy", "value")}
     card, weights = 14.75 * GIB, 2 * 4 * base_parameters(QWEN3_0_6B)  # policy, reference, value, reward in float16
     loaded = []
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device=None: (card - weights * bool(loaded), card))
-    monkeypatch.setattr("thai_grpo.jobs.devices.current_capability", lambda: (7, 5))
+    monkeypatch.setattr("thai_grpo.jobs.devices.job_device", lambda: torch.device("cuda"))
     monkeypatch.setattr(memory_stages, "_FREE_AT_JOB_START", {})
     memory_stages.note_free_memory("cuda")  # model_job, before the script loads anything
     loaded.append(True)  # ... then the weights are on the card
-    settings = ppo_settings(config["grpo"], config["variants"]["ppo"]["ppo"])  # as the job merges them
-    assert settings.chunk_floats == "auto"
-    chosen = sized_for_card(settings, tmp_path, tmp_path, tmp_path).chunk_floats
-    t4 = sizes_for_card(config, 14.75)
-    assert chosen == t4["ppo.chunk_floats"]["ppo"]
-    assert decode_steps(config, {"ppo.chunk_floats": {"ppo": chosen}}) == decode_steps(config, t4)
+    settings = PPOSettings(score="verifier", chunk_floats="auto", batch_size=64, num_mini_batches=8,
+                           max_completion_length=256)
+    before = pass_rows(models, settings, 256)
     monkeypatch.setattr(memory_stages, "_FREE_AT_JOB_START", {})  # read after loading: the weights counted twice
-    halved = sized_for_card(settings, tmp_path, tmp_path, tmp_path).chunk_floats
-    assert halved == chosen // 2
-    assert decode_steps(config, {"ppo.chunk_floats": {"ppo": halved}})["ppo"] == 2 * decode_steps(config, t4)["ppo"]
+    after = pass_rows(models, settings, 256)
+    assert before["logprobs"] > after["logprobs"] and before["update"] >= after["update"]
+
+
+def test_a_checkpointed_update_gives_the_plain_updates_loss_and_gradients(tiny_model_dir, tiny_adapter_dir):
+    """Activation checkpointing in PPO's update (``checkpoint_activations``) on the tiny model: the same losses and
+    the same gradients of every trained parameter as the plain forward-backward, and it does recompute the layers."""
+    from thai_grpo.methods.ppo import _chunk_losses, checkpoint_activations, load_models
+
+    models = load_models(tiny_model_dir, tiny_adapter_dir, None, "verifier")
+    settings = PPOSettings(score="verifier", batch_size=4)
+    generator = torch.Generator().manual_seed(3)
+    mask = completion_mask(torch.tensor([6, 3, 5, 1]), 6)
+    rollout = {"ids": torch.randint(3, 100, (4, 10), generator=generator), "width": 4, "mask": mask,
+               "attention": torch.cat([torch.ones(4, 4, dtype=torch.long), mask.long()], 1),
+               "logprobs": -torch.rand(4, 6, generator=generator),
+               **{key: torch.randn(4, 6, generator=generator) * mask for key in ("advantages", "values", "returns")}}
+    params = [p for m in (models["policy"], models["value"]) for p in m.parameters() if p.requires_grad]
+
+    first_mlp = next(m for n, m in models["policy"].named_modules() if n.endswith("layers.0.mlp"))
+    calls = []
+    first_mlp.register_forward_pre_hook(lambda *_: calls.append(1))
+
+    def losses_and_gradients(checkpointing: bool):
+        checkpoint_activations(models, checkpointing)
+        calls.clear()
+        for p in params:
+            p.grad = None
+        losses = _chunk_losses(rollout, torch.arange(4), settings, models)
+        losses["loss"].backward()
+        return {k: float(v.detach()) for k, v in losses.items()}, [p.grad.clone() for p in params], len(calls)
+
+    plain, plain_grads, plain_calls = losses_and_gradients(False)
+    checkpointed, checkpointed_grads, checkpointed_calls = losses_and_gradients(True)
+    assert (plain_calls, checkpointed_calls) == (1, 2)  # the layer (its MLP) recomputed in the backward pass
+    assert models["policy"].is_activation_checkpointing and models["value"].is_activation_checkpointing
+    assert checkpointed == pytest.approx(plain, rel=1e-6, abs=1e-7)
+    assert all(torch.allclose(a, b, rtol=1e-5, atol=1e-7) for a, b in zip(plain_grads, checkpointed_grads))
+    checkpoint_activations(models, False)
+    assert not models["policy"].is_activation_checkpointing
 
 
 def test_reward_base_takes_its_pad_id_from_the_tokenizer_when_config_json_has_none(tmp_path, tiny_model_dir):

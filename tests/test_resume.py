@@ -21,7 +21,7 @@ def test_last_checkpoint_skips_one_cut_short_by_a_kill(tmp_path):
 
 
 def test_step_metrics_drop_a_last_line_cut_short(tmp_path):
-    from thai_grpo.methods.step_log import read_step_metrics
+    from thai_grpo.methods.recorder import read_step_metrics
 
     path = tmp_path / "step_metrics.jsonl"
     path.write_text('{"step": 1}\n{"step": 2}\n{"st')
@@ -35,7 +35,7 @@ def test_prompt_order_of_an_epoch_does_not_depend_on_a_restart():
     """Epoch e of a sampler built fresh (as after a resume) is epoch e of one that ran from the start."""
     from trl.trainer.utils import RepeatSampler
 
-    from thai_grpo.methods.step_log import epoch_seeded
+    from thai_grpo.models.training import epoch_seeded
 
     options = dict(data_source=list(range(8)), mini_repeat_count=4, batch_size=2, seed=42)
     plain = RepeatSampler(**options)

@@ -61,21 +61,21 @@ def test_generate_sharing_prompts_gives_the_same_tokens_as_generate(policy, temp
 
 
 def grpo_batch(model, tokenizer, tmp_path, activation_checkpointing: bool):
-    """(trainer, ids, mask, completion_mask): a GRPO trainer that shares prompts (``with_cpu_speedups``) over ``model``,
+    """(trainer, ids, mask, completion_mask): a GRPO trainer that shares prompts (``share_prompts``) over ``model``,
     and a batch of the QUESTIONS' prompts, 2 random completions of 7 tokens each, one of them stopped early."""
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from thai_grpo.models.cpu import with_cpu_speedups
+    from thai_grpo.models.cpu import share_prompts
 
     model.train()
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=8, beta=0.04, logging_steps=1,
                       activation_checkpointing=activation_checkpointing,  # on: TRL's own pass (its default)
                       bf16=False)  # as the pipeline runs on a CPU (float32)
-    trainer = with_cpu_speedups(GRPOTrainer)(
+    trainer = share_prompts(GRPOTrainer(
         model=model, reward_funcs=[lambda completions, **kw: [0.0] * len(completions)], args=args,
-        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS]))
+        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS])))
     prompts = left_padded_prompts(tokenizer, QUESTIONS)
     prompt_ids = prompts["input_ids"].repeat_interleave(2, 0)
     prompt_mask = prompts["attention_mask"].repeat_interleave(2, 0)
@@ -155,9 +155,9 @@ def test_off_a_cpu_a_training_step_is_trls_own(tiny_model_dir, tiny_adapter_dir,
     args = GRPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", per_device_train_batch_size=4,
                       num_generations=2, max_completion_length=6, beta=0.04, max_steps=1, save_strategy="no",
                       activation_checkpointing=False, bf16=False, disable_tqdm=True)
-    trainer = cpu.with_cpu_speedups(GRPOTrainer)(
+    trainer = cpu.share_prompts(GRPOTrainer(
         model=model, reward_funcs=[lambda completions, **kw: [float(len(c)) for c in completions]], args=args,
-        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS[:2]]))
+        processing_class=tokenizer, train_dataset=Dataset.from_list([{"prompt": q} for q in QUESTIONS[:2]])))
     trainer.train()
     assert "generate" not in vars(model)  # the instance's generate was restored (or never replaced)
     if device == "cpu":

@@ -1,4 +1,4 @@
-"""Every optimizer update counted (thai_grpo.methods.updates): a float16 step on the CPU whose gradients overflow is
+"""Every optimizer update counted (thai_grpo.methods.recorder): a float16 step on the CPU whose gradients overflow is
 skipped by the loss scaler, counted and redone at the lowered scale, in a TRL trainer (GRPO, with a T4's float16
 autocast and loss scaler on the CPU) and in PPO (its own GradScaler), so the scale's calibration loses no update and
 the adapter is the one a run started at the calibrated scale trains; without a scaler (bfloat16) the non-finite
@@ -15,7 +15,7 @@ from run_specs import TRAINING, plan, run_spec
 
 import thai_grpo.models.loading as loading
 from thai_grpo.data.problems import normalize_rows
-from thai_grpo.methods.updates import (LostUpdates, check_lost_updates, lost_updates, scaler_skipped, update_counts,
+from thai_grpo.methods.recorder import (LostUpdates, check_lost_updates, lost_updates, scaler_skipped, update_counts,
                                        update_record)
 
 GRAD_SCALER = torch.amp.GradScaler  # torch's own, whatever a test patched in

@@ -25,7 +25,7 @@ from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo_studies.hacking_words import (hacking_outcome, hacking_title, hacking_verdict, loophole_verdict,
                                            payoff_verdict)
 
-#: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.metrics.batch_metrics).
+#: Per-step curves kept for each run (the step logger's names, thai_grpo.methods.recorder.batch_metrics).
 CURVES = ("reward_mean", "accuracy", "empty_think_share", "blank_think_share", "hollow_think_paid_share",
           "clipped_ratio", "completion_length_mean", "kl")
 FIGURE = "hacking_curves"

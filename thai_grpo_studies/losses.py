@@ -24,7 +24,7 @@ from thai_grpo.report.plotting import save_figure
 from thai_grpo_studies.study_words import seed_pair_verdict
 from thai_grpo_studies.loss_stats import loss_study
 
-#: Per-step curves: our step records' names (thai_grpo.methods.metrics), and TRL's own log keys where ours lack one.
+#: Per-step curves: our step records' names (thai_grpo.methods.recorder), and TRL's own log keys where ours lack one.
 STEP_KEYS = ("kl", "clip_ratio", "completion_length_mean", "clipped_ratio")
 TRL_KEYS = {"clip_high": "clip_ratio/high_mean", "clip_low": "clip_ratio/low_mean"}
 CURVES = (*STEP_KEYS, *TRL_KEYS)

@@ -294,8 +294,8 @@ def start_on_first_call(module, name: str, meter: Meter):
 
 def update_record(result: dict) -> dict:
     """A training result's loss finite at every step, and its counts of lost and redone updates
-    (``thai_grpo.methods.updates``)."""
-    from thai_grpo.methods.updates import COUNTS
+    (``thai_grpo.methods.recorder``)."""
+    from thai_grpo.core.io import UPDATE_COUNTS as COUNTS
 
     losses = [step[key] for step in result.get("steps", []) for key in ("loss", "policy_loss") if key in step]
     return {"loss_finite": all(math.isfinite(value) for value in losses) if losses else None,

@@ -10,6 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+# The counts a training record keeps of its lost and redone updates (methods.recorder writes them, the report reads).
+UPDATE_COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps", "scaler_redos")
+
 
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""

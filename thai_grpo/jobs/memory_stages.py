@@ -12,9 +12,9 @@ from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats, lora_parameters,
-    lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk, sampling_kv_floats,
-    saved_per_token_layer,
+    CHUNK_FLOATS, COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats,
+    lora_parameters, lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk,
+    sampling_kv_floats, saved_per_token_layer,
 )
 
 # A T4's 14.75 GiB as torch reports it, less ~0.5 GiB of CUDA context and ~1 GiB of allocator slack.
@@ -286,40 +286,101 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
             "sized_for": "this job's share of the GPU" if card else "a CPU (sized as a T4 when auto)"}
 
 
-def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
-               chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> list[dict]:
-    """PPO's rollouts and minibatch update: the frozen policy, value, reference and reward bases, the trained LoRA and
-    score head in float32 (dropout off), each pass split into chunks of rows as the code splits it."""
-    batch, minibatches = int(settings.get("batch_size", 64)), int(settings.get("num_mini_batches", 1))
-    chunk_floats = int(settings.get("chunk_floats", chunk_floats))
-    width, compute = prompt + completion, precision.compute_bytes
-    nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
+def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, precision: Precision) -> dict:
+    """What PPO holds through every pass: the frozen policy, reference, value and (unless the verifier scores) reward
+    bases, and the trained LoRAs and value score head in float32 with their optimizer states (dropout off)."""
     frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
-        (base_parameters(shape, "score") if settings.get("score") != "verifier" else 0)
-    weights = frozen * precision.frozen_bytes
-    states = {key: trained_bytes(shape, nodrop, precision)[key] + trained_bytes(shape, value, precision,
-                                                                                  shape.hidden_size)[key]
-              for key in trained_bytes(shape, nodrop, precision)}
-    generate_rows = rows_per_chunk(generation_floats(shape, prompt, completion), batch, chunk_floats)
-    pass_rows = rows_per_chunk(logprob_pass_floats(shape, width), batch, chunk_floats)
-    size = batch // minibatches
-    update_rows = rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size, chunk_floats)
-    held = {"weights": weights, **states}
-    generation = decode_phases(shape, generate_rows, width, prompt, compute)
-    rollout = {**{f"generation: {phase}": {**held, **pieces} for phase, pieces in generation.items()},
-               "log-prob pass": {**held, "logprob_pass": pass_rows * completion_logprob_bytes(shape, completion,
-                                                                                              compute)}}
-    update = {**held,
-              "activations": (activation_bytes(shape, nodrop, update_rows * width, compute) +
-                              activation_bytes(shape, value, update_rows * width, compute) +
-                              2 * attention_bias_bytes(shape, update_rows, width, compute) +
-                              backward_working_bytes(shape, update_rows * width, compute)),
-              "logits": update_rows * completion_logprob_bytes(shape, completion, compute, backward=True)}
+        (base_parameters(shape, "score") if score != "verifier" else 0)
+    policy, value = trained_bytes(shape, sft, precision), trained_bytes(shape, value, precision, shape.hidden_size)
+    return {"weights": frozen * precision.frozen_bytes, **{key: policy[key] + value[key] for key in policy}}
+
+
+def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int, completion: int,
+                   compute_bytes: int, checkpointing: bool = False) -> dict[str, dict]:
+    """Each PPO pass's own working set on ``rows`` rows beside what is held: the decode loop's phases (rollouts), a
+    log-prob pass (its logits), the value model's pass (one layer's working set), and the update's forward-backward
+    (both models' saved activations, with ``checkpointing`` each layer's input and one layer recomputed)."""
+    width = prompt + completion
+    update = (activation_bytes(shape, sft, rows * width, compute_bytes, checkpointing) +
+              activation_bytes(shape, value, rows * width, compute_bytes, checkpointing) +
+              2 * attention_bias_bytes(shape, rows, width, compute_bytes, checkpointing) +
+              backward_working_bytes(shape, rows * width, compute_bytes))
+    return {**{f"generation: {phase}": pieces
+               for phase, pieces in decode_phases(shape, rows, width, prompt, compute_bytes).items()},
+            "log-prob pass": {"logprob_pass": rows * completion_logprob_bytes(shape, completion, compute_bytes)},
+            "value pass": {"value_pass": prefill_layer_floats(shape, rows, width) * compute_bytes},
+            "update": {"activations": update,
+                       "logits": rows * completion_logprob_bytes(shape, completion, compute_bytes, backward=True)}}
+
+
+PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": "value pass", "update": "update"}
+
+
+def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float | None = None,
+                  precision: Precision = T4, prompt: int = PROMPT_TOKENS, may_checkpoint: bool = False) -> dict:
+    """Rows per chunk of each PPO pass (``PPO_PASSES``; the update's within a minibatch) and whether the update
+    checkpoints its activations. ``chunk_floats`` a number: each pass within that many floats of its own per-row
+    tensors (``memory_plan``). ``auto``: each pass the most rows whose own working set (``ppo_pass_bytes``) fits a card
+    of ``card_gib`` beside what PPO holds (``ppo_held_bytes``); where ``may_checkpoint`` (on CUDA) and a minibatch
+    does not fit one chunk, the update checkpoints its activations if that makes its chunks larger."""
+    batch, size = int(settings.get("batch_size", 64)), int(settings.get("batch_size", 64)) // int(
+        settings.get("num_mini_batches", 1))
+    nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(value, lora_dropout=0.0)
+    chunk_floats = settings.get("chunk_floats", CHUNK_FLOATS)
+    if chunk_floats != AUTO:
+        width = prompt + completion
+        return {"generate": rows_per_chunk(generation_floats(shape, prompt, completion), batch, int(chunk_floats)),
+                "logprobs": rows_per_chunk(logprob_pass_floats(shape, width), batch, int(chunk_floats)),
+                "value": rows_per_chunk(prefill_layer_floats(shape, 1, width), batch, int(chunk_floats)),
+                "update": rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size,
+                                         int(chunk_floats)), "checkpointing": False}
+    budget = (card_gib - RESERVE_GIB) * GIB - sum(ppo_held_bytes(shape, nodrop, value, settings.get("score"),
+                                                                  precision).values())
+
+    def most_rows(name: str, limit: int, checkpointing: bool = False) -> int:
+        def fits(rows: int) -> bool:
+            phases = ppo_pass_bytes(shape, nodrop, value, rows, prompt, completion, precision.compute_bytes,
+                                    checkpointing)
+            return all(sum(pieces.values()) <= budget for phase, pieces in phases.items()
+                       if phase.startswith(PPO_PASSES[name]))
+
+        if not fits(1):
+            raise ValueError(f"PPO's {name} pass does not fit a {card_gib:.1f} GiB card even one row at a time: lower "
+                             "the completion length or use a larger card")
+        low, high = 1, limit  # the working set grows with the rows: bisect for the most that fit
+        while low < high:
+            middle = (low + high + 1) // 2
+            low, high = (middle, high) if fits(middle) else (low, middle - 1)
+        return low
+
+    rows = {name: most_rows(name, batch) for name in ("generate", "logprobs", "value")}
+    plain = most_rows("update", size)
+    checkpointed = most_rows("update", size, checkpointing=True) if may_checkpoint and plain < size else plain
+    return {**rows, "update": max(plain, checkpointed), "checkpointing": checkpointed > plain}
+
+
+def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
+               chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
+               card_gib: float | None = None) -> list[dict]:
+    """PPO's rollouts and minibatch update: what PPO holds (``ppo_held_bytes``) beside each pass's working set
+    (``ppo_pass_bytes``) at the rows ``ppo_pass_rows`` gives each pass, as the code splits them."""
+    settings = {**settings, "chunk_floats": settings.get("chunk_floats", chunk_floats)}
+    sft, reward = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
+    rows = ppo_pass_rows(shape, sft, reward, settings, completion, card_gib, precision, prompt)
+    held = ppo_held_bytes(shape, sft, reward, settings.get("score"), precision)
+    size = int(settings.get("batch_size", 64)) // int(settings.get("num_mini_batches", 1))
+
+    def pieces(pass_name: str) -> dict:
+        return {phase: {**held, **working} for phase, working in ppo_pass_bytes(
+            shape, sft, reward, rows[pass_name], prompt, completion, precision.compute_bytes,
+            rows["checkpointing"]).items() if phase.startswith(PPO_PASSES[pass_name])}
+
+    rollout = {**pieces("generate"), **pieces("logprobs")}
     return [phased_stage(f"PPO ({name}): rollouts", rollout,
-                         f"{batch} prompts, generated {generate_rows} at a time, log-prob passes of {pass_rows} rows; "
-                         "the largest of the decode loop's phases and a log-prob pass"),
-            stage(f"PPO ({name}): update", update,
-                  f"minibatches of {size} rows in {-(-size // update_rows)} chunks of {update_rows} "
-                  "(gradients accumulated), under autocast where the weights are 16-bit")]
-
-
+                         f"{settings.get('batch_size', 64)} prompts, generated {rows['generate']} at a time, log-prob "
+                         f"passes of {rows['logprobs']} rows; the largest of the decode loop's phases and a log-prob "
+                         "pass"),
+            stage(f"PPO ({name}): update", pieces("update")["update"],
+                  f"minibatches of {size} rows in {-(-size // rows['update'])} chunks of {rows['update']} "
+                  "(gradients accumulated), under autocast where the weights are 16-bit"
+                  + (", activations checkpointed" if rows["checkpointing"] else ""))]

@@ -93,8 +93,7 @@ def train(spec) -> dict:
     from trl import DPOConfig
 
     from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
-    from thai_grpo.methods.step_log import read_step_metrics, start_step_log
-    from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
+    from thai_grpo.methods.recorder import UPDATES_FILE, read_step_metrics, recorder, start_step_log, update_counts
     from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer, weights_dtype
     from thai_grpo.models.training import (clear_checkpoints, progress_callback, scale_float16_losses_on_cpu,
                                            seed_everything, trainer_args)
@@ -120,8 +119,7 @@ def train(spec) -> dict:
     seed_everything(spec.seed)
     tokenizer = load_tokenizer(spec.base_dir)
     model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)  # the LoRA in float32
-    updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
-                             spec.training["max_lost_update_share"])
+    updates = recorder(checkpoint_dir, spec.run, spec.training["max_lost_update_share"])
     trainer = sampled_token_trainer()(model=model, ref_model=None, args=config, train_dataset=Dataset.from_list(rows),
                                       processing_class=tokenizer,
                                       callbacks=[updates, make_dpo_logger(metrics_path, updates),

@@ -5,21 +5,21 @@ Where it departs from the textbook (DeepSeekMath) algorithm, by config:
   ``scale_rewards: none`` for Dr.GRPO), PPO's clipped surrogate with ``epsilon``;
 - KL: k3 per token weighted by ``beta``; the chapter's plain k3 needs ``use_bias_correction_kl: false`` (TRL 1.16's
   default multiplies it by the importance ratio); reference ``base`` (adapter disabled) or ``sft`` (a frozen copy).
-The loss written out as the chapter writes it is ``thai_grpo.methods.objective``. RLOO shares this loop.
+The loss written out as the chapter writes it is ``thai_grpo.methods.objective``; RLOO runs this loop too.
 """
 
 from __future__ import annotations
+
+import functools
 
 from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
 from thai_grpo.core.references import KL_REFERENCES, NO_KL
 from thai_grpo.core.rewards import reward_functions
 from thai_grpo.data.prompts import grpo_records
-from thai_grpo.methods.step_log import (ROLLOUTS_FILE, GroupRecorder, make_step_logger, read_step_metrics, resumable,
-                                        start_step_log)
-from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
-from thai_grpo.models.cpu import with_cpu_speedups
-from thai_grpo.models.training import (clear_checkpoints, progress_callback, scale_float16_losses_on_cpu,
-                                       seed_everything, trainer_args)
+from thai_grpo.methods.recorder import (METRICS_FILE, ROLLOUTS_FILE, UPDATES_FILE, read_step_metrics, recorder,
+                                       start_step_log, update_counts)
+from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order,
+                                       scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
 
 def use_reference(trainer, reference: str) -> str:
@@ -34,58 +34,60 @@ def use_reference(trainer, reference: str) -> str:
     return KL_REFERENCES[reference]["trl"]
 
 
-def rollout_trainer(trainer_class, config_class, args: dict, spec, scale_by_std: bool = True, advantages=None):
-    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its rewards, KL reference and step log.
-    Returns (trainer, checkpoint to resume from or None, step-metrics file, KL reference description);
-    ``advantages(totals, G)``: the method's own for the step log (default GRPO's, ``scale_by_std`` or not)."""
+def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=None):
+    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec``: the SFT policy, the plan's code rewards, the
+    prompts, the KL reference, the recorder and, on a CPU only, the CPU speed-ups. ``advantages(totals, G)``: the
+    method's, for the rollouts' records (default GRPO's, by ``scale_rewards``). Returns (trainer, the checkpoint to
+    resume from or None, the KL reference's description)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
 
-    metrics_path, resume_from = start_step_log(spec.checkpoint_dir)
+    _, resume_from = start_step_log(spec.checkpoint_dir)
     seed_everything(spec.seed)
     config = config_class(**trainer_args(args, spec.checkpoint_dir, spec.seed, spec.dtype, spec.training))
+    if advantages is None:
+        from thai_grpo.methods.objective import group_advantages
+
+        scale_by_std = args["scale_rewards"] not in ("none", False)  # Dr.GRPO: none
+        advantages = functools.partial(group_advantages, scale_by_std=scale_by_std)
     tokenizer = load_tokenizer(spec.base_dir)
     model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)
-
-    recorder = GroupRecorder(config.num_generations, tokenizer)  # keeps every graded completion of a step
+    record = recorder(spec.checkpoint_dir, spec.run, spec.training["max_lost_update_share"], config.num_generations,
+                      tokenizer, advantages)
     names = spec.plan["rewards"]
-    rewards = [recorder.wrap(name, function) for name, function in zip(names, reward_functions(names))]
-    updates = update_counter(metrics_path.with_name(UPDATES_FILE), spec.run,
-                             spec.training["max_lost_update_share"])
-    logger = make_step_logger(recorder, metrics_path, scale_by_std=scale_by_std, advantages=advantages, updates=updates)
-
-    trainer = resumable(with_cpu_speedups(trainer_class))(
-        model=model, reward_funcs=rewards, args=config, processing_class=tokenizer,
-        train_dataset=Dataset.from_list(grpo_records(spec.train_rows, spec.system_prompt)),
-        callbacks=[updates, logger, progress_callback(spec.checkpoint_dir.name)])
-    updates.watch(trainer)
+    rewards = [record.wrap(name, function) for name, function in zip(names, reward_functions(names))]
+    trainer = trainer_class(model=model, reward_funcs=rewards, args=config, processing_class=tokenizer,
+                            train_dataset=Dataset.from_list(grpo_records(spec.train_rows, spec.system_prompt)),
+                            callbacks=[record, progress_callback(spec.checkpoint_dir.name)])
+    record.watch(resume_in_order(trainer))
     scale_float16_losses_on_cpu(trainer)
     kl_reference = use_reference(trainer, args["reference"])
-    return trainer, resume_from, metrics_path, kl_reference
+    if trainer.accelerator.device.type == "cpu":
+        from thai_grpo.models.cpu import share_prompts
+
+        share_prompts(trainer)
+    return trainer, resume_from, kl_reference
 
 
-def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", scale_by_std: bool = True,
-                        advantages=None) -> dict:
-    """Train a GRPO-family run, save its adapter and rollouts, return its record. ``kl_note``: how the method uses the
-    KL, added to the reference's description."""
+def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", advantages=None) -> dict:
+    """Train a GRPO-family run (``rollout_trainer``), save its adapter and rollouts, return its record. ``kl_note``: how
+    the method uses the KL, added to the reference's description."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
-    trainer, resume_from, metrics_path, kl_reference = rollout_trainer(
-        trainer_class, config_class, args, spec, scale_by_std, advantages)
+    trainer, resume_from, kl_reference = rollout_trainer(trainer_class, config_class, args, spec, advantages)
     trainer.train(resume_from_checkpoint=resume_from)
-
     with atomic_directory(spec.out_dir) as tmp:
         trainer.model.save_pretrained(tmp, selected_adapters=["default"], safe_serialization=True)
     if spec.rollouts is not None:
-        write_jsonl(spec.rollouts, read_appended_jsonl(metrics_path.with_name(ROLLOUTS_FILE)))
-    result = {"steps": read_step_metrics(metrics_path), "system_prompt": spec.system_prompt,
+        write_jsonl(spec.rollouts, read_appended_jsonl(spec.checkpoint_dir / ROLLOUTS_FILE))
+    result = {"steps": read_step_metrics(spec.checkpoint_dir / METRICS_FILE), "system_prompt": spec.system_prompt,
               "parameters": count_parameters(trainer.model),
               "kl_reference": f"{kl_reference}; {kl_note}" if kl_note else kl_reference, "args": args,
               "resolved_args": trainer.args.to_dict(), "reference": args["reference"],
               "optimizer_steps": trainer.state.max_steps, "trl_log_history": trainer.state.log_history,
               "weights_dtype": weights_dtype(trainer.model),
-              **update_counts(read_appended_jsonl(metrics_path.with_name(UPDATES_FILE)))}
+              **update_counts(read_appended_jsonl(spec.checkpoint_dir / UPDATES_FILE))}
     clear_checkpoints(spec.checkpoint_dir)
     return result
 
@@ -94,6 +96,4 @@ def train(spec) -> dict:
     """GRPO from the SFT adapter (``spec.plan["grpo_args"]``: GRPOConfig fields by name); returns the run's record."""
     from trl import GRPOConfig, GRPOTrainer
 
-    args = spec.plan["grpo_args"]
-    scale_by_std = args["scale_rewards"] not in ("none", False)  # Dr.GRPO: none
-    return {"method": "grpo", **train_with_rollouts(GRPOTrainer, GRPOConfig, args, spec, scale_by_std=scale_by_std)}
+    return {"method": "grpo", **train_with_rollouts(GRPOTrainer, GRPOConfig, spec.plan["grpo_args"], spec)}

@@ -24,8 +24,10 @@ completion budget; T_i = the completion's real tokens (up to and including its f
 Departures from TRL 1.12: the score sits on the completion's last real token (TRL put it one slot past the EOS, where
 it reached the EOS only through gamma * lam: TRL issues #1893 and #3750); the reward model scores the exact token ids
 the policy generated; gradients are clipped; each step's randomness is seeded from (seed, step), so a resumed run
-redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast; passes too large
-for ``chunk_floats`` are split into chunks of rows, which changes no update.
+redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast. Each pass
+(rollouts, log-probs, values, update) is split into chunks of rows sized by its own budget (``chunk_floats``, or for
+``auto`` the memory plan on the card's memory free at the job's start: ``memory_stages.ppo_pass_rows``), which changes
+no update; on CUDA the update checkpoints its activations where that makes its chunks larger.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ import numpy as np
 from thai_grpo.core.references import KL_REFERENCES
 from thai_grpo.methods.settings import PPOSettings, ppo_settings
 from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
-from thai_grpo.methods.updates import MAX_REDOS, scaler_skipped, update_counts, update_record
+from thai_grpo.methods.recorder import (MAX_REDOS, accuracy, rollout_lines, scaler_skipped, think_shares,
+                                       total_rewards, update_counts, update_record)
 
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                     "reference": KL_REFERENCES["sft"]["ppo_model"],
@@ -48,7 +51,6 @@ MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                               "base where that keeps them: float32)",
                     "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
                              "(trained)"}
-STATE_FILE = "ppo_state.pt"
 # ----------------------------------------------------------------------------------------- pure pieces (torch)
 def completion_mask(lengths, width: int):
     """mask[i, t] = t < lengths[i]: the real tokens of each completion (up to and including its EOS)."""
@@ -308,38 +310,46 @@ def _load_trainable(model, state: dict) -> None:
             params[name].copy_(tensor)
 
 
-def save_checkpoint(checkpoint_dir: Path, step: int, policy, value, optimizer, keep: int = 2, scaler=None) -> None:
-    """checkpoint-<step>/ with the trainable weights, optimizer, loss scale and step; trainer_state.json, written last,
-    marks it complete. Only the last ``keep`` are kept."""
-    import shutil
-
-    import torch
-
-    from thai_grpo.core.io import atomic_directory, write_json
-
-    with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
-        state = {"policy": _trainable_state(policy), "value": _trainable_state(value),
-                 "optimizer": optimizer.state_dict(), "step": step}
-        if scaler is not None and scaler.is_enabled():
-            state["scaler"] = scaler.state_dict()
-        torch.save(state, tmp / STATE_FILE)
-        write_json(tmp / "trainer_state.json", {"global_step": step})
-    done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
-                  if p.name.split("-")[1].isdigit())
-    for _, old in done[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
+def checkpoint_state(step: int, models: dict, optimizer, scaler) -> dict:
+    """What a PPO checkpoint holds (``training.save_checkpoint``): trainable weights, optimizer, loss scale, step."""
+    state = {"policy": _trainable_state(models["policy"]), "value": _trainable_state(models["value"]),
+             "optimizer": optimizer.state_dict(), "step": step}
+    return {**state, "scaler": scaler.state_dict()} if scaler.is_enabled() else state
 
 
-def load_checkpoint(path: str | Path, policy, value, optimizer, scaler=None) -> int:
-    import torch
-
-    state = torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=next(policy.parameters()).device)
-    _load_trainable(policy, state["policy"])
-    _load_trainable(value, state["value"])
+def restore(state: dict, models: dict, optimizer, scaler) -> int:
+    """Load a ``checkpoint_state`` into the models, optimizer and scaler; returns its step."""
+    _load_trainable(models["policy"], state["policy"])
+    _load_trainable(models["value"], state["value"])
     optimizer.load_state_dict(state["optimizer"])
-    if scaler is not None and "scaler" in state:
+    if "scaler" in state:
         scaler.load_state_dict(state["scaler"])
     return int(state["step"])
+
+
+def pass_rows(models: dict, settings: PPOSettings, prompt: int) -> dict:
+    """Rows per chunk of each pass for prompts of ``prompt`` tokens (``memory_stages.ppo_pass_rows``): within
+    ``chunk_floats``, or for ``auto`` within the memory the card had free at the job's start."""
+    from thai_grpo.jobs.devices import job_device
+    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_stages import ppo_pass_rows, sizing_gib
+
+    device = job_device()
+    loras = lora_of(models["policy"]), lora_of(models["value"])
+    return ppo_pass_rows(Shape.from_config(models["policy"].config), *loras, dataclasses.asdict(settings), settings.max_completion_length, sizing_gib(device),
+                         prompt=prompt, may_checkpoint=str(device).startswith("cuda"))
+
+
+def checkpoint_activations(models: dict, on: bool) -> None:
+    """Activation checkpointing (non-reentrant) in the trained models' forward passes, or not: each layer's input kept,
+    the layer recomputed in the backward pass; the same loss and gradients with less memory. transformers checkpoints
+    a layer in training mode only: set on every layer (dropout is off, so it changes no number)."""
+    for name in ("policy", "value"):
+        if on:
+            models[name].activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+            models[name].train()
+        elif models[name].is_activation_checkpointing:
+            models[name].activation_checkpointing_disable()
 
 
 def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenizer, rows, system_prompt, reward_names,
@@ -349,23 +359,22 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     import torch
 
     from thai_grpo.core.rewards import reward_functions
-    from thai_grpo.jobs.memory_plan import Shape, generation_floats, logprob_pass_floats, rows_per_chunk
     from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config, row_seeds
 
     batch = [rows[i] for i in prompt_batch(len(rows), settings.batch_size, step, seed)]
     policy = models["policy"]
-    shape = Shape.from_config(policy.config)
     encoded = encode_prompts(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
     encoded = encoded.to(policy.device)
     width = encoded["input_ids"].shape[1]
+    rows = pass_rows(models, settings, width)
+    if settings.chunk_floats == "auto":
+        print(f"PPO step {step}: rows per chunk {json.dumps(rows)}", flush=True)
     config = generation_config(tokenizer, stop_ids, 1, settings.max_completion_length, settings.temperature)
     sampling_seed = int(step_rng(seed, step, 0).integers(2**31))
     torch.manual_seed(sampling_seed)
-    per_generate = rows_per_chunk(generation_floats(shape, width, settings.max_completion_length), len(batch),
-                                  settings.chunk_floats)
     with torch.no_grad(), autocast_like(policy):
         policy.eval()
-        output = generate_by_chunks(sampler.refresh() if sampler else policy, encoded, config, per_generate,
+        output = generate_by_chunks(sampler.refresh() if sampler else policy, encoded, config, rows["generate"],
                                     tokenizer.pad_token_id, row_seeds(sampling_seed, range(len(batch)), 1))
         policy.train()
     completion = output[:, width:]
@@ -380,16 +389,16 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     answers = [row["answer"] for row in batch]  # GRPO's reward functions, by name (format_checked included)
     code = {name: [float(v) for v in function(prompts=None, completions=texts, answer=answers)]
             for name, function in zip(reward_names, reward_functions(reward_names))}
-    per_pass = rows_per_chunk(logprob_pass_floats(shape, ids.shape[1]), len(batch), settings.chunk_floats)
 
     def logprobs_of(model):
         return by_chunks(lambda part: sequence_logprobs(model, ids[part], attention[part], width,
-                                                        settings.temperature), len(batch), per_pass)
+                                                        settings.temperature), len(batch), rows["logprobs"])
 
     with torch.no_grad(), autocast_like(policy):  # the update's autocast: the first minibatch's ratio is 1
         logprobs = logprobs_of(policy)
         ref_logprobs = logprobs_of(models["reference"])
-        values = token_scores(models["value"], ids, attention)[:, width - 1:-1] * mask
+        values = by_chunks(lambda part: token_scores(models["value"], ids[part], attention[part]),
+                           len(batch), rows["value"])[:, width - 1:-1] * mask
         if settings.score == "verifier":
             raw = torch.tensor(np.sum([code[name] for name in reward_names], axis=0), dtype=torch.float32,
                                device=completion.device)
@@ -398,7 +407,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     scores = scores_with_penalty(raw, has_eos, settings.missing_eos_penalty)
     rewards, k1 = per_token_rewards(logprobs, ref_logprobs, lengths, scores, settings.kl_coef)
     advantages, returns = gae(rewards, values, mask, settings.gamma, settings.lam)
-    return dict(ids=ids, attention=attention, width=width, mask=mask, lengths=lengths, has_eos=has_eos,
+    return dict(ids=ids, attention=attention, width=width, rows=rows, mask=mask, lengths=lengths, has_eos=has_eos,
                 logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
                 raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
                 prompts=[r["question"] for r in batch], prompt_ids=[r.get("id") for r in batch])
@@ -428,36 +437,6 @@ def lora_of(model):
     return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
 
 
-def sized_for_card(settings: PPOSettings, base_dir: str | Path, adapter_dir: str | Path,
-                   value_adapter_dir: str | Path) -> PPOSettings:
-    """``settings`` with ``chunk_floats: auto`` replaced by the memory plan's choice for this job's card, from the
-    models' config files alone: called before any weights are loaded (the plan counts them), on the memory the card had
-    free when the job started. ``value_adapter_dir``: the adapter the value model starts from."""
-    if settings.chunk_floats != "auto":
-        return settings
-    from thai_grpo.core.io import read_json
-    from thai_grpo.jobs.devices import job_device
-    from thai_grpo.jobs.memory_plan import Lora, Shape
-    from thai_grpo.jobs.memory_stages import ppo_chunk_floats_for_card, sizing_gib
-
-    sft, value = (Lora.from_config(read_json(Path(folder) / "adapter_config.json"))
-                  for folder in (adapter_dir, value_adapter_dir))
-    floats = ppo_chunk_floats_for_card(Shape.from_config(read_json(Path(base_dir) / "config.json")), sft, value,
-                                       dataclasses.asdict(settings), settings.max_completion_length,
-                                       sizing_gib(job_device()))
-    return dataclasses.replace(settings, chunk_floats=floats)
-
-
-def update_chunk_rows(models: dict, settings: PPOSettings, width: int, completion: int) -> int:
-    """Rows of a minibatch per forward-backward chunk (``memory_plan.ppo_update_floats`` within ``chunk_floats``)."""
-    from thai_grpo.jobs.memory_plan import Shape, ppo_update_floats, rows_per_chunk
-
-    size = settings.batch_size // settings.num_mini_batches
-    floats = ppo_update_floats(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
-                               lora_of(models["value"]), width, completion)
-    return rows_per_chunk(floats, size, settings.chunk_floats)
-
-
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
             scaler=None) -> tuple[dict, list[dict]]:
     """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch split into chunks
@@ -472,8 +451,9 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
     stats = {key: [] for key in (*keys, "grad_norm")}
     size = settings.batch_size // settings.num_mini_batches
     mask = rollout["mask"]
-    width = rollout["ids"].shape[1]
-    per_chunk = update_chunk_rows(models, settings, width, width - rollout["width"])
+    rows = rollout.get("rows") or pass_rows(models, settings, rollout["width"])  # the rollout's, as it was sized
+    per_chunk = rows["update"]
+    checkpoint_activations(models, rows["checkpointing"])
     for epoch in range(settings.num_ppo_epochs):
         order = step_rng(seed, step, 1, epoch).permutation(settings.batch_size)
         for start in range(0, settings.batch_size, size):
@@ -515,9 +495,6 @@ def learning_rate_factor(step: int, settings: PPOSettings) -> float:
 def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, updates: list[dict] = ()) -> dict:
     """One line of step_metrics.jsonl: GRPO's keys where they mean the same, plus PPO's own (score, KL, value loss,
     explained variance before this step's update, clip fractions, entropy, lost updates)."""
-    from thai_grpo.core.rewards import CORRECT_REWARD
-    from thai_grpo.methods.metrics import blank_think_share, empty_think_share, hollow_think_paid_share, total_rewards
-
     mask, lengths = rollout["mask"], rollout["lengths"]
     k1_sums = rollout["k1"].sum(1)
     record = {"step": step,
@@ -532,28 +509,16 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, u
               "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
               "num_completions": len(rollout["texts"]),
               "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
-              "empty_think_share": empty_think_share(rollout["texts"]),
-              "blank_think_share": blank_think_share(rollout["texts"]),
-              "hollow_think_paid_share": hollow_think_paid_share(rollout["code"], rollout["texts"]), **update,
+              **think_shares(rollout["code"], rollout["texts"]), **update,
               "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
               update["value_loss"], **update_counts(list(updates))}
-    if "correct" in rollout["code"]:
-        record["accuracy"] = float(np.mean(np.asarray(rollout["code"]["correct"]) >= CORRECT_REWARD))
-    return record
+    return {**record, **accuracy(rollout["code"])}
 
 
-def rollout_lines(step: int, rollout: dict) -> list[dict]:
-    """One line per completion of a step's rollout batch, as GRPO's, with PPO's score; the advantage is the mean of the
-    completion's whitened per-token advantages."""
-    from thai_grpo.methods.metrics import total_rewards
-
-    totals = total_rewards(rollout["code"])
+def rollout_advantages(rollout: dict) -> list[float]:
+    """Each completion's advantage for its rollout line: the mean of its whitened per-token advantages (6 decimals)."""
     mask = rollout["mask"].float()
-    advantages = ((rollout["advantages"] * mask).sum(1) / mask.sum(1).clamp(min=1)).tolist()
-    return [{"step": step, "prompt_id": prompt_id, "completion": text,
-             "rewards": {name: values[i] for name, values in rollout["code"].items()}, "reward": float(totals[i]),
-             "score": float(rollout["scores"][i]), "advantage": round(advantages[i], 6)}
-            for i, (prompt_id, text) in enumerate(zip(rollout["prompt_ids"], rollout["texts"]))]
+    return [round(a, 6) for a in ((rollout["advantages"] * mask).sum(1) / mask.sum(1).clamp(min=1)).tolist()]
 
 
 def train(spec) -> dict:
@@ -563,12 +528,11 @@ def train(spec) -> dict:
     import torch
 
     from thai_grpo.core.io import atomic_directory, progress, read_appended_jsonl, write_jsonl
-    from thai_grpo.methods.step_log import ROLLOUTS_FILE, append_lines, read_step_metrics, start_step_log
-    from thai_grpo.methods.updates import UPDATES_FILE, check_lost_updates
+    from thai_grpo.methods.recorder import (ROLLOUTS_FILE, UPDATES_FILE, append_lines, check_lost_updates,
+                                           read_step_metrics, start_step_log)
     from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
-    from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.sampling import stop_token_ids
-    from thai_grpo.models.training import clear_checkpoints, seed_everything
+    from thai_grpo.models.training import clear_checkpoints, load_checkpoint, save_checkpoint, seed_everything
 
     grpo_args, seed, rows = spec.plan["grpo_args"], spec.seed, spec.train_rows
     settings = ppo_settings(grpo_args, spec.plan["ppo"])
@@ -580,8 +544,6 @@ def train(spec) -> dict:
     seed_everything(seed)
     tokenizer = load_tokenizer(spec.base_dir)
     reference = grpo_args["reference"]
-    # chunk_floats: auto -> the card's, before any weights are loaded (recorded in the run's args)
-    settings = sized_for_card(settings, spec.base_dir, spec.adapter_dir, spec.reward_dir or spec.adapter_dir)
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
@@ -591,9 +553,14 @@ def train(spec) -> dict:
                                   weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
     scaler = grad_scaler(models["policy"])
-    start = load_checkpoint(resume_from, models["policy"], models["value"], optimizer, scaler) if resume_from else 0
+    device = next(models["policy"].parameters()).device
+    start = restore(load_checkpoint(resume_from, device), models, optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
-    sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None  # rollouts on a CPU
+    sampler = None
+    if device.type == "cpu":  # rollouts from a merged copy of the policy: the same function, fewer products
+        from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
+
+        sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None
     tracker = start_tracker(spec, settings)
     label = checkpoint_dir.name
     total_updates = settings.max_steps * settings.num_ppo_epochs * settings.num_mini_batches
@@ -606,7 +573,8 @@ def train(spec) -> dict:
                                   scaler)
         record = step_record(step, rollout, update, settings, updates)
         append_lines(updates_path, updates)
-        append_lines(rollouts_path, rollout_lines(step, rollout))
+        append_lines(rollouts_path, rollout_lines(step, rollout["prompt_ids"], rollout["texts"], rollout["code"],
+                                                  rollout_advantages(rollout), rollout["scores"]))
         append_lines(metrics_path, [record])
         if tracker is not None:
             tracker.log({k: v for k, v in record.items() if isinstance(v, (int, float))}, step=step)
@@ -616,7 +584,7 @@ def train(spec) -> dict:
         check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
                            spec.training["max_lost_update_share"])
         if step % settings.save_steps == 0 and step < settings.max_steps:
-            save_checkpoint(checkpoint_dir, step, models["policy"], models["value"], optimizer, scaler=scaler)
+            save_checkpoint(checkpoint_dir, step, checkpoint_state(step, models, optimizer, scaler))
     if tracker is not None:
         tracker.end_training()
 

@@ -117,9 +117,9 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from trl import RewardConfig, RewardTrainer
 
     from thai_grpo.core.io import atomic_directory, read_appended_jsonl
-    from thai_grpo.methods.updates import UPDATES_FILE, update_counter, update_counts
+    from thai_grpo.methods.recorder import UPDATES_FILE, recorder, start_step_log, update_counts
     from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable, weights_dtype
-    from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback,
+    from thai_grpo.models.training import (clear_checkpoints, progress_callback,
                                            scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
     check_pairs(pairs)
@@ -139,11 +139,9 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     tokenizer = load_tokenizer(base_dir)
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     config = RewardConfig(**trainer_args(args, checkpoint_dir, seed, dtype, training))
-    resume_from = last_checkpoint(checkpoint_dir)
+    _, resume_from = start_step_log(checkpoint_dir)
     updates_path = Path(checkpoint_dir) / UPDATES_FILE
-    if resume_from is None:
-        updates_path.unlink(missing_ok=True)
-    updates = update_counter(updates_path, "reward_model", training["max_lost_update_share"])
+    updates = recorder(checkpoint_dir, "reward_model", training["max_lost_update_share"])
     # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
     # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
     trainer = RewardTrainer(model=load_reward_base(base_dir, dtype), args=config,

@@ -7,16 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from thai_grpo.core.io import atomic_directory
-from thai_grpo.models.training import (clear_checkpoints, last_checkpoint, progress_callback, seed_everything,
-                                       trainer_args)
-
-
-def _train_resumably(trainer, checkpoint_dir: Path):
-    """``trainer.train()``, resuming from the newest complete checkpoint in ``checkpoint_dir`` if there is one."""
-    resume_from = last_checkpoint(checkpoint_dir)
-    if resume_from is not None:
-        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
-    trainer.train(resume_from_checkpoint=resume_from)
+from thai_grpo.models.training import clear_checkpoints, progress_callback, resume_point, seed_everything, trainer_args
 
 
 def language_modelling_dataset(texts: list[str], tokenizer, max_length: int | None):
@@ -46,7 +37,7 @@ def pretrain_base(texts: list[str], tokenizer, architecture: dict, args: dict, o
     trainer = Trainer(model=model, args=TrainingArguments(**trainer_args(args, checkpoint_dir, seed, "float32")),
                       train_dataset=dataset, data_collator=DataCollatorForLanguageModeling(tokenizer, mlm=False),
                       callbacks=[progress_callback(checkpoint_dir.name)])
-    _train_resumably(trainer, checkpoint_dir)
+    trainer.train(resume_from_checkpoint=resume_point(checkpoint_dir))
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
         tokenizer.save_pretrained(tmp)
@@ -74,7 +65,7 @@ def train_sft_adapter(base_dir: str | Path, records: list[dict], lora: dict, arg
     if len(trainer.train_dataset) == 0:
         raise ValueError(f"all {len(records)} training examples were dropped: their prompts fill max_length="
                          f"{config.max_length} tokens, leaving no target to learn; raise max_length")
-    _train_resumably(trainer, checkpoint_dir)
+    trainer.train(resume_from_checkpoint=resume_point(checkpoint_dir))
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
     clear_checkpoints(checkpoint_dir)

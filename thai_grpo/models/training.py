@@ -1,4 +1,5 @@
-"""What every trainer shares, whatever its method: its arguments, checkpoints, progress line and seeds.
+"""What every trainer shares, whatever its method: its arguments, its checkpoints (one helper for every trainer, TRL's
+and our own), progress line and seeds.
 
 Checkpoints live outside Snakemake's declared outputs (``results/checkpoints/<stage>``), so an interrupted run keeps
 them and rerunning the rule resumes from the last one.
@@ -14,6 +15,7 @@ from pathlib import Path
 from thai_grpo.core.config import OURS
 
 TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
+STATE_FILE = "state.pt"  # a checkpoint of a trainer of our own (PPO): trainable weights, optimizer, loss scale, step
 
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
 CPU_SAFE_DEFAULTS = {
@@ -73,25 +75,90 @@ def tracking_dir(checkpoint_dir: str | Path) -> Path:
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
     """The newest complete ``checkpoint-N`` folder to resume from, or None. The Trainer writes ``trainer_state.json``
     last and not atomically: a checkpoint without a readable one was cut short by a kill."""
+    def complete(path: Path) -> bool:
+        try:
+            state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return isinstance(state, dict) and "global_step" in state
+
     checkpoint_dir = Path(checkpoint_dir)
-    if not checkpoint_dir.is_dir():
-        return None
-    complete = [path for path in checkpoint_dir.glob("checkpoint-*")
-                if path.name.split("-", 1)[1].isdigit() and _complete_checkpoint(path)]
-    return str(max(complete, key=lambda path: int(path.name.split("-", 1)[1]))) if complete else None
+    found = [path for path in checkpoint_dir.glob("checkpoint-*") if path.name.split("-", 1)[1].isdigit()
+             and complete(path)] if checkpoint_dir.is_dir() else []
+    return str(max(found, key=lambda path: int(path.name.split("-", 1)[1]))) if found else None
 
 
-def _complete_checkpoint(path: Path) -> bool:
-    try:
-        state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(state, dict) and "global_step" in state
+def resume_point(checkpoint_dir: str | Path) -> str | None:
+    """``last_checkpoint``, said in the job's log when there is one: what every trainer resumes from."""
+    resume_from = last_checkpoint(checkpoint_dir)
+    if resume_from:
+        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
+    return resume_from
+
+
+def save_checkpoint(checkpoint_dir: str | Path, step: int, state: dict, keep: int = 2) -> None:
+    """checkpoint-<step>/ for a trainer of our own: ``state`` (tensors, optimizer state, step) in ``STATE_FILE``, then
+    ``trainer_state.json``, which marks it complete as the Trainer's does. Only the last ``keep`` are kept."""
+    import torch
+
+    from thai_grpo.core.io import atomic_directory, write_json
+
+    checkpoint_dir = Path(checkpoint_dir)
+    with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
+        torch.save(state, tmp / STATE_FILE)
+        write_json(tmp / "trainer_state.json", {"global_step": step})
+    done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
+                  if p.name.split("-")[1].isdigit())
+    for _, old in done[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_checkpoint(path: str | Path, device) -> dict:
+    """The ``state`` a ``save_checkpoint`` folder holds, its tensors on ``device``."""
+    import torch
+
+    return torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=device)
 
 
 def clear_checkpoints(checkpoint_dir: str | Path) -> None:
     """Checkpoints are only for resuming: once the stage's output is written they go."""
     shutil.rmtree(checkpoint_dir, ignore_errors=True)
+
+
+def resume_in_order(trainer):
+    """A GRPO-family ``trainer`` whose prompts come in the order of an uninterrupted run after a resume: TRL's
+    ``RepeatSampler`` seeds its generator once and draws a new permutation each epoch, so a resumed run would replay
+    epoch 0's order; here epoch e (from ``set_epoch``) gets the seed's (e+1)-th permutation (``epoch_seeded``)."""
+    get_train_sampler = trainer._get_train_sampler
+    trainer._get_train_sampler = lambda dataset=None: epoch_seeded(get_train_sampler(dataset))
+    return trainer
+
+
+def epoch_seeded(sampler):
+    """TRL's ``RepeatSampler`` drawing epoch e's permutation as an uninterrupted run does (``resume_in_order``); any
+    other sampler unchanged."""
+    import torch
+    from trl.trainer.utils import RepeatSampler
+
+    if type(sampler) is not RepeatSampler:
+        return sampler
+
+    class EpochRepeatSampler(RepeatSampler):
+        epoch: int | None = None
+
+        def set_epoch(self, epoch: int) -> None:
+            self.epoch = epoch
+
+        def __iter__(self):
+            if self.shuffle and self.seed is not None and self.epoch is not None:
+                self.generator.manual_seed(self.seed)
+                for _ in range(self.epoch):
+                    torch.randperm(self.num_samples, generator=self.generator)
+            return super().__iter__()
+
+    return EpochRepeatSampler(data_source=sampler.data_source, mini_repeat_count=sampler.mini_repeat_count,
+                              batch_size=sampler.batch_size, repeat_count=sampler.repeat_count,
+                              shuffle=sampler.shuffle, seed=sampler.seed)
 
 
 def progress_callback(label: str, every_seconds: float = 15.0):

@@ -77,7 +77,7 @@ def run_device(trains: dict) -> dict:
 
 def stage_updates(trains: dict, reward_model_train: dict | None = None) -> dict:
     """Per training stage that recorded them, the updates float16's scaler skipped or made from inf/NaN gradients."""
-    from thai_grpo.methods.updates import COUNTS
+    from thai_grpo.core.io import UPDATE_COUNTS as COUNTS
 
     recorded = {f"train-{run}": train for run, train in trains.items()}
     recorded["reward_model"] = reward_model_train or {}

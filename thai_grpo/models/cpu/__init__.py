@@ -1,6 +1,7 @@
-"""The CPU speed-ups of GRPO's and RLOO's trainers, a layer a reader can skip (``with_cpu_speedups``; on a GPU and with
-vLLM every pass is TRL's own): each group's prompt computed once (``shared_prefix``), the rollouts sampled from a
-merged copy of the LoRA policy (``merged_sampler``). The numbers are TRL's up to the order of floating-point sums."""
+"""The CPU speed-ups of GRPO's and RLOO's trainers, a layer a reader can skip (``share_prompts``, imported on a CPU
+only; on a GPU and with vLLM every pass is TRL's own): each group's prompt computed once (``shared_prefix``), the
+rollouts sampled from a merged copy of the LoRA policy (``merged_sampler``). The numbers are TRL's up to the order of
+floating-point sums."""
 
 from __future__ import annotations
 
@@ -23,58 +24,52 @@ def _shared_prompt_generate(model, merged=None):
 
 
 def shares_prompts_on(device, use_vllm: bool = False) -> bool:
-    """Whether ``with_cpu_speedups`` replaces TRL's passes on ``device``: on a CPU without vLLM only."""
+    """Whether ``share_prompts`` replaces TRL's passes on ``device``: on a CPU without vLLM only."""
     import torch
 
     return torch.device(device).type == "cpu" and not use_vllm
 
 
-def with_cpu_speedups(trainer_class):
-    """``trainer_class`` (GRPOTrainer, RLOOTrainer) computing each group's prompt once on a CPU, in the rollouts and in
-    every log-probability pass. Multimodal or MoE batches and activation checkpointing (which drops the cache a shared
-    prompt lives in) take TRL's own pass, over the completion positions only."""
+def share_prompts(trainer):
+    """A GRPO-family ``trainer`` (GRPOTrainer, RLOOTrainer) on a CPU computing each group's prompt once, in the rollouts
+    and in every log-probability pass; call it on a CPU only. Multimodal or MoE batches, activation checkpointing
+    (which drops the cache a shared prompt lives in) and vLLM take TRL's own pass, over the completion positions
+    only."""
+    import torch
+
+    from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
     from thai_grpo.models.cpu.shared_prefix import (completion_logprobs_sharing_prompts,
                                                     scoring_labelled_positions_only)
 
-    class SharingPrompts(trainer_class):
-        def _shares_prompts(self) -> bool:
-            return shares_prompts_on(self.accelerator.device, self.use_vllm)
+    sharing = shares_prompts_on(trainer.accelerator.device, trainer.use_vllm)
+    generate_single_turn, trl_logps = trainer._generate_single_turn, trainer._get_per_token_logps_and_entropies
+    policy = trainer.accelerator.unwrap_model(trainer.model)
+    merged = MergedCopy(policy) if sharing and can_merge_copy(policy) else None
 
-        def _generate_single_turn(self, *args, **kwargs):
-            if not self._shares_prompts():
-                return super()._generate_single_turn(*args, **kwargs)
-            from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
+    def generate_sharing(*args, **kwargs):
+        with _shared_prompt_generate(policy, merged):
+            return generate_single_turn(*args, **kwargs)
 
-            policy = self.accelerator.unwrap_model(self.model)
-            if getattr(self, "_merged_copy", None) is None and can_merge_copy(policy):
-                self._merged_copy = MergedCopy(policy)
-            with _shared_prompt_generate(policy, getattr(self, "_merged_copy", None)):
-                return super()._generate_single_turn(*args, **kwargs)
+    def logps_sharing(model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False,
+                      compute_aux_loss=False, **multimodal):
+        if (not sharing or getattr(trainer.args, "activation_checkpointing", False) or compute_aux_loss
+                or any(value is not None for value in multimodal.values())):
+            with scoring_labelled_positions_only():  # TRL's pass, over the completion positions only
+                return trl_logps(model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
+                                 compute_aux_loss, **multimodal)
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies = [], []
+        for start in range(0, input_ids.size(0), batch_size):  # TRL's chunks of rows, each sharing its prompts
+            ids, mask = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
+            shared = completion_logprobs_sharing_prompts(model, ids, mask, logits_to_keep, compute_entropy,
+                                                         trainer.accelerator.autocast)
+            if shared is None:
+                shared = trl_logps(model, ids, mask, logits_to_keep, compute_entropy=compute_entropy)[:2]
+            logps.append(shared[0])
+            entropies.append(shared[1])
+        return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
 
-        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep,
-                                               batch_size=None, compute_entropy=False, compute_aux_loss=False,
-                                               **multimodal):
-            checkpointing = getattr(self.args, "activation_checkpointing", False)
-            if (not self._shares_prompts() or checkpointing or compute_aux_loss
-                    or any(value is not None for value in multimodal.values())):
-                with scoring_labelled_positions_only():  # TRL's pass, over the completion positions only
-                    return super()._get_per_token_logps_and_entropies(
-                        model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy,
-                        compute_aux_loss, **multimodal)
-            import torch
-
-            batch_size = batch_size or input_ids.size(0)
-            logps, entropies = [], []
-            for start in range(0, input_ids.size(0), batch_size):  # TRL's chunks of rows, each sharing its prompts
-                ids, mask = input_ids[start:start + batch_size], attention_mask[start:start + batch_size]
-                shared = completion_logprobs_sharing_prompts(model, ids, mask, logits_to_keep, compute_entropy,
-                                                             self.accelerator.autocast)
-                if shared is None:
-                    shared = super()._get_per_token_logps_and_entropies(model, ids, mask, logits_to_keep,
-                                                                        compute_entropy=compute_entropy)[:2]
-                logps.append(shared[0])
-                entropies.append(shared[1])
-            return torch.cat(logps), torch.cat(entropies) if compute_entropy else None, None
-
-    SharingPrompts.__name__ = f"SharingPrompts{trainer_class.__name__}"
-    return SharingPrompts
+    trainer._get_per_token_logps_and_entropies = logps_sharing
+    if sharing:
+        trainer._generate_single_turn = generate_sharing
+    return trainer

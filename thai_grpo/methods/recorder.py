@@ -1,0 +1,340 @@
+"""What every trainer records beside its checkpoints, through one writer: ``step_metrics.jsonl`` (each step's metrics
+beside TRL's own logs), ``updates.jsonl`` (each optimizer update, lost or not) and ``rollouts.jsonl`` (every graded
+completion, from which the report picks its example groups). A run resumed from checkpoint-N keeps the records of the
+steps up to N. The key step metric is the share of groups whose rewards differ: an all-equal group has zero advantage
+everywhere and teaches nothing.
+
+Lost updates: float16's loss scaler silently skips a step whose gradients overflowed, and without a scaler a non-finite
+gradient is applied; a stage whose lost updates exceed ``training.max_lost_update_share`` of its steps stops with one
+line, keeping its checkpoints. Dynamic loss scaling starts high (2^16) and halves after each overflow, so a skipped step
+is redone at the lowered scale (its micro-batches forward and backward again, up to ``MAX_REDOS`` times, each counted in
+``scaler_redos``): calibration costs compute, never an update, and scaling by a power of two is exact.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from thai_grpo.core.io import UPDATE_COUNTS, read_appended_jsonl
+from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text, has_think_block, hollow_think
+
+METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE = "step_metrics.jsonl", "updates.jsonl", "rollouts.jsonl"
+STEP_FILES = (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE)  # JSONL, one line per step (or per completion of a step)
+COUNTS = UPDATE_COUNTS
+MAX_REDOS = 16  # halvings of the loss scale one step may take (2^16 -> 1) before its update counts as lost
+TRL_LOG_KEYS = {  # TRL's log keys -> our names
+    "kl": "kl",
+    "completions/clipped_ratio": "clipped_ratio",
+    "clip_ratio/region_mean": "clip_ratio",  # share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
+    "frac_reward_zero_std": "frac_reward_zero_std_trl",
+    "reward": "reward_mean_trl",
+    "learning_rate": "learning_rate",
+    "loss": "loss",
+    "entropy": "entropy",
+}
+
+
+# ----------------------------------------------------------------------------------------- the files
+def append_lines(path: Path, lines: list[dict]) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
+
+
+def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list[dict]:
+    """The recorded steps (a last line cut short by a kill is dropped, and its step redone)."""
+    return [s for s in read_appended_jsonl(metrics_path) if up_to_step is None or s["step"] <= up_to_step]
+
+
+def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None]:
+    """The step-metrics file and the checkpoint to resume from (``training.resume_point``): a fresh start empties the
+    step files a killed run left; a resume from checkpoint-N forgets the steps beyond N (they will be redone)."""
+    from thai_grpo.models.training import resume_point
+
+    checkpoint_dir = Path(checkpoint_dir)
+    checkpoint_dir.mkdir(parents=True, exist_ok=True)
+    resume_from = resume_point(checkpoint_dir)
+    step = int(Path(resume_from).name.split("-")[-1]) if resume_from else 0
+    for name in STEP_FILES:
+        kept = read_step_metrics(checkpoint_dir / name, up_to_step=step) if resume_from else []
+        (checkpoint_dir / name).write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept),
+                                           encoding="utf-8")
+    return checkpoint_dir / METRICS_FILE, resume_from
+
+
+def rollout_lines(step: int, prompt_ids, texts, rewards_by_name: dict, advantages, scores=None) -> list[dict]:
+    """One line per completion of a step's batch, as TRL's ``log_completions`` table: step, prompt id, completion, each
+    reward, their sum, PPO's score where given, and the advantage."""
+    totals = total_rewards(rewards_by_name)
+    return [{"step": step, "prompt_id": prompt_id, "completion": text,
+             "rewards": {name: values[i] for name, values in rewards_by_name.items()}, "reward": float(totals[i]),
+             **({} if scores is None else {"score": float(scores[i])}), "advantage": float(advantages[i])}
+            for i, (prompt_id, text) in enumerate(zip(prompt_ids, texts))]
+
+
+# ----------------------------------------------------------------------------------------- a step's metrics
+def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
+    """Each completion's summed reward (all reward weights are 1: the scale lives in the rewards)."""
+    return np.sum([np.asarray(v, dtype=float) for v in rewards_by_name.values()], axis=0)
+
+
+def frac_groups_nonzero_std(rewards, group_size: int, tol: float = 1e-8) -> float:
+    """Fraction of groups (``group_size`` consecutive rewards, TRL's order) whose sample std exceeds ``tol``: the
+    groups that carry a learning signal."""
+    groups = np.asarray(rewards, dtype=float).reshape(-1, group_size)
+    return float(np.mean(groups.std(axis=1, ddof=1) > tol))
+
+
+def empty_think(completion: str) -> bool:
+    """True when the first ``<think>`` is closed at once (``<think></think>``): the lenient regex ``<think>.*?</think>``
+    pays +0.3 for it, the strict ``<think>.+?</think>`` nothing. This is the chapter's reward hack."""
+    return has_think_block(completion, lenient=True) and not has_think_block(completion)
+
+
+def empty_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block is empty (``empty_think``); 0.0 for no completions."""
+    return float(np.mean([empty_think(c) for c in completions])) if completions else 0.0
+
+
+def blank_think_share(completions: list[str]) -> float:
+    """Share of completions whose think block holds only whitespace or one character (``blank_think``); 0.0 for none."""
+    return float(np.mean([blank_think(c) for c in completions])) if completions else 0.0
+
+
+def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
+    """Share of completions a format reward (any named ``format...``) paid for a think block with no reasoning in it
+    (``hollow_think``): the format reward being hacked."""
+    formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
+    if not completions or not formats:
+        return 0.0
+    paid = np.sum(formats, axis=0) > 0
+    return float(np.mean([p and hollow_think(c) for p, c in zip(paid, completions)]))
+
+
+def think_shares(rewards_by_name: dict, completions: list[str]) -> dict:
+    """The shares of empty and blank think blocks and of those a format reward paid."""
+    return {"empty_think_share": empty_think_share(completions), "blank_think_share": blank_think_share(completions),
+            "hollow_think_paid_share": hollow_think_paid_share(rewards_by_name, completions)}
+
+
+def accuracy(rewards_by_name: dict) -> dict:
+    """The share of completions the ``correct`` reward pays in full, where it grades."""
+    if "correct" not in rewards_by_name:
+        return {}
+    return {"accuracy": float(np.mean(np.asarray(rewards_by_name["correct"]) >= CORRECT_REWARD))}
+
+
+def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
+                  completions: list[str] | None = None) -> dict:
+    """Reward, per-function means, group spread, accuracy and length of one generation batch; given the texts, also the
+    shares of empty and blank think blocks and of those a format reward paid."""
+    totals = total_rewards(rewards_by_name)
+    return {"reward_mean": float(totals.mean()),
+            "reward_std": float(totals.std(ddof=1)) if totals.size > 1 else 0.0,
+            "rewards": {name: float(np.mean(values)) for name, values in rewards_by_name.items()},
+            "frac_groups_nonzero_std": frac_groups_nonzero_std(totals, group_size),
+            "completion_length_mean": float(np.mean(completion_lengths)),
+            "generated_tokens": int(np.sum(completion_lengths)),
+            "num_completions": int(totals.size),  # the shares' denominator: the detector's noise margins need it
+            **accuracy(rewards_by_name),
+            **(think_shares(rewards_by_name, completions) if completions is not None else {})}
+
+
+def with_trl_logs(metrics: dict, logs: dict) -> dict:
+    """Add TRL's own numbers (KL, clipped ratio, its zero-std fraction for cross-checking)."""
+    return {**metrics, **{ours: float(logs[theirs]) for theirs, ours in TRL_LOG_KEYS.items() if theirs in logs}}
+
+
+def check_group_order(prompts: list, group_size: int) -> None:
+    """TRL puts the G completions of one prompt next to each other; our group metrics rely on it."""
+    for start in range(0, len(prompts), group_size):
+        if any(p != prompts[start] for p in prompts[start:start + group_size]):
+            raise RuntimeError(f"completions {start}..{start + group_size - 1} do not share one prompt: "
+                               "group metrics assume TRL's consecutive-group order")
+
+
+# ----------------------------------------------------------------------------------------- updates
+class LostUpdates(SystemExit):
+    """A training stage stopped because too many updates were lost: a SystemExit, so the job ends with the one-line
+    message, no traceback, and the checkpoints stay for a resume."""
+
+
+def gradients_finite(parameters) -> bool:
+    """Whether every gradient of ``parameters`` (those that have one) is finite."""
+    import torch
+
+    grads = [p.grad for p in parameters if p.grad is not None]
+    return bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()) if grads else True
+
+
+def scaler_skipped(scale_before: float, scaler) -> bool:
+    """Whether ``scaler.step`` skipped the optimizer step: an enabled ``GradScaler`` lowers its scale after, and only
+    after, a step whose gradients overflowed."""
+    return bool(scaler.is_enabled()) and scaler.get_scale() < scale_before
+
+
+def update_record(step: int, skipped: bool, finite: bool, redos: int = 0) -> dict:
+    """One optimizer step: whether its update was finally skipped (lost), whether its gradients were finite, and how
+    often the loss scaler skipped it before (each time redone at half the scale)."""
+    return {"step": step, "optimizer_step_skipped": bool(skipped), "nonfinite_grad": not finite, "scaler_redos": redos}
+
+
+def update_counts(records: list[dict]) -> dict:
+    """``optimizer_steps_skipped`` (lost) and ``nonfinite_grad_steps`` of a run's per-step records, and
+    ``scaler_redos``: the steps the loss scaler skipped and that were redone at a lower scale."""
+    skipped, nonfinite, redos = COUNTS
+    return {skipped: sum(bool(r.get("optimizer_step_skipped")) for r in records),
+            nonfinite: sum(bool(r.get("nonfinite_grad")) for r in records),
+            redos: sum(int(r.get("scaler_redos", 0)) for r in records)}
+
+
+def lost_updates(records: list[dict]) -> int:
+    """Steps whose update was skipped or made from non-finite gradients."""
+    return sum(bool(r.get("optimizer_step_skipped") or r.get("nonfinite_grad")) for r in records)
+
+
+def check_lost_updates(run: str, records: list[dict], total_steps: int, max_share: float) -> None:
+    """Stop (``LostUpdates``) once the lost updates of ``records`` exceed ``max_share`` of the run's ``total_steps``."""
+    lost = lost_updates(records)
+    if lost > max_share * max(total_steps, 1):
+        counts = update_counts(records)
+        raise LostUpdates(
+            f"{run}: {lost} of {total_steps} optimizer updates lost by step {records[-1]['step']} "
+            f"({counts['optimizer_steps_skipped']} skipped by the float16 loss scaler, "
+            f"{counts['nonfinite_grad_steps']} with non-finite gradients), more than training.max_lost_update_share={max_share:g} allows: the "
+            "checkpoints are kept; use bfloat16 (base.dtype) on a GPU that has it, lower the learning rate, or raise "
+            "the share and rerun to resume")
+
+
+class StepReplay:
+    """The micro-batches of a TRL trainer's current optimizer step, kept as the trainer prepared them (a GRPO batch
+    with its completions and rewards, a DPO batch of pairs) to run them forward and backward again."""
+
+    def __init__(self, trainer):
+        self.trainer, self.batches, self.queued = trainer, [], []
+        training_step, prepare_inputs = trainer.training_step, trainer._prepare_inputs
+
+        def kept_training_step(model, inputs, num_items_in_batch=None):
+            self.batches.append([inputs, num_items_in_batch, None])
+            return training_step(model, inputs, num_items_in_batch)
+
+        def kept_prepare_inputs(inputs):
+            prepared = self.queued.pop(0) if self.queued else prepare_inputs(inputs)
+            if self.batches and self.batches[-1][2] is None:
+                self.batches[-1][2] = prepared
+            return prepared
+
+        trainer.training_step, trainer._prepare_inputs = kept_training_step, kept_prepare_inputs
+
+    def step_again(self, model) -> bool:
+        """The step's micro-batches forward and backward again from zero gradients (at the scaler's scale now), clipped
+        as the trainer clips, then the optimizer step. Returns whether the gradients were finite."""
+        trainer = self.trainer
+        model.zero_grad()
+        batches, self.batches = self.batches, []
+        self.queued = [prepared for _, _, prepared in batches]
+        micro_steps = getattr(trainer, "_step", None)  # the GRPO family counts micro-batches: a redo is not one
+        for inputs, num_items_in_batch, _ in batches:
+            trainer.training_step(model, inputs, num_items_in_batch)
+        if micro_steps is not None:
+            trainer._step = micro_steps
+        if trainer.args.max_grad_norm and trainer.args.max_grad_norm > 0:
+            trainer._clip_grad_norm(model)
+        finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
+        trainer.optimizer.step()
+        return finite
+
+
+# ----------------------------------------------------------------------------------------- the TRL callback
+def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size: int | None = None, tokenizer=None,
+             advantages=None):
+    """A TrainerCallback recording a TRL run in ``checkpoint_dir``. Every optimizer update: before it, whether the
+    gradients are finite and the loss scale; after it, whether the scaler skipped it (``scaler_skipped``: accelerate's
+    ``optimizer_step_was_skipped`` misses a fused AdamW's skip), in float16 redoing a skipped step at the lowered scale
+    (``StepReplay``), one line in ``updates.jsonl`` (``last``) and the lost-update check. Give it the trainer with
+    ``watch``: callbacks are handed no accelerator.
+
+    With ``group_size`` (the GRPO family), also each logged step in ``step_metrics.jsonl`` (``batch_metrics`` beside
+    TRL's logs and the update's flags) and its completions in ``rollouts.jsonl``, with the advantage
+    ``advantages(totals, group_size)`` of the method. Its ``wrap`` keeps what the rewards grade: each grades
+    ``tokenizer.decode(ids, skip_special_tokens=True)`` of TRL's completion ids, because with a response template TRL
+    hands over parsed messages instead, which drop an empty ``<think></think>`` (the lenient format's hack); without a
+    tokenizer, ``completion_text`` of TRL's completions."""
+    from transformers import TrainerCallback
+
+    checkpoint_dir = Path(checkpoint_dir)  # made by start_step_log
+    updates_path = checkpoint_dir / UPDATES_FILE
+
+    class Recorder(TrainerCallback):
+        def __init__(self):
+            self.last, self.batch = {}, {}
+            self.finite, self.scale_before, self.redos, self.accelerator, self.replay = True, 1.0, 0, None, None
+
+        def watch(self, trainer):
+            self.accelerator = trainer.accelerator
+            if trainer.args.fp16:  # only float16 has a loss scaler to calibrate
+                self.replay = StepReplay(trainer)
+            return trainer
+
+        def wrap(self, name: str, function):
+            def recorded(prompts, completions, completion_ids=None, **kwargs):
+                if tokenizer is not None and completion_ids is not None:
+                    texts = [tokenizer.decode(list(ids), skip_special_tokens=True) for ids in completion_ids]
+                else:
+                    texts = [completion_text(c) for c in completions]
+                values = function(prompts=prompts, completions=texts, completion_ids=completion_ids, **kwargs)
+                self.batch.setdefault("rewards", {})[name] = [float(v) for v in values]
+                self.batch.update(prompts=[p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
+                                           for p in prompts], completions=texts,
+                                  ids=list(kwargs.get("id") or [None] * len(texts)),
+                                  lengths=[len(ids) for ids in completion_ids or texts])
+                return values
+
+            recorded.__name__ = name
+            return recorded
+
+        def on_step_begin(self, args, state, control, **kwargs):
+            if self.replay is not None:
+                self.replay.batches = []
+
+        def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
+            self.finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
+            self.scale_before, self.redos = self.scale(), 0
+
+        def on_optimizer_step(self, args, state, control, model=None, **kwargs):
+            while self.replay is not None and self.skipped() and self.redos < MAX_REDOS:
+                self.scale_before, self.redos = self.scale(), self.redos + 1
+                self.finite = self.replay.step_again(model)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.last = update_record(state.global_step, self.skipped(), self.finite, self.redos)
+            append_lines(updates_path, [self.last])
+            check_lost_updates(run, read_appended_jsonl(updates_path), state.max_steps, max_share)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if group_size is None or not logs or ("reward" not in logs and "loss" not in logs):
+                return  # not a GRPO-family training step's log (e.g. the run's closing summary)
+            step, flags = state.global_step, {k: v for k, v in self.last.items() if k != "step"}
+            batch, self.batch = self.batch, {}
+            if not batch:  # a reused generation batch (num_iterations > 1): no new rewards, but TRL's clip ratio
+                append_lines(checkpoint_dir / METRICS_FILE, [{"step": step, "reused_batch": True,
+                                                              **with_trl_logs({}, logs), **flags}])
+                return
+            check_group_order(batch["prompts"], group_size)
+            metrics = batch_metrics(batch["rewards"], batch["lengths"], group_size, batch["completions"])
+            append_lines(checkpoint_dir / METRICS_FILE, [{"step": step, **with_trl_logs(metrics, logs), **flags}])
+            own = advantages(total_rewards(batch["rewards"]), group_size)
+            append_lines(checkpoint_dir / ROLLOUTS_FILE,
+                         rollout_lines(step, batch["ids"], batch["completions"], batch["rewards"], own))
+
+        def scale(self) -> float:
+            scaler = self.accelerator.scaler
+            return scaler.get_scale() if scaler is not None and scaler.is_enabled() else 1.0
+
+        def skipped(self) -> bool:
+            scaler = self.accelerator.scaler
+            return scaler is not None and scaler_skipped(self.scale_before, scaler)
+
+    return Recorder()
