@@ -70,9 +70,12 @@ def test_a_records_sizes_are_the_ones_todays_code_chooses_for_a_t4():
     # completion's positions only and the decode loop's phases one at a time (measured:
     # tests/test_memory_measured.py), and a T4 now takes chunks of 2^30: the record's PPO sizes are the code's at 2^29.
     assert floats == 2 ** 30
-    chunks = tp.ppo_chunks(QWEN3_0_6B, {**settings, "chunk_floats": 2 ** 29}, prompt + 256, 256,
-                           dataclasses.replace(sft, lora_dropout=0.0), value)
-    assert sizes["ppo"] == chunks == {"generate": 25, "logprobs": 9, "update": 1}
+    chunks = tp.ppo_chunks(QWEN3_0_6B, {**settings, "chunk_floats": 2 ** 29}, prompt, 256, sft, value, CARD_GIB)
+    assert sizes["ppo"] == {key: chunks[key] for key in ("generate", "logprobs", "update")} == \
+        {"generate": 25, "logprobs": 9, "update": 1}
+    assert not chunks["checkpointing"]  # a number: each pass within it, as the record's code did
+    auto = tp.ppo_chunks(QWEN3_0_6B, settings, prompt, 256, sft, value, CARD_GIB)  # what a T4's job chooses now
+    assert auto["update"] > chunks["update"] and auto["logprobs"] > chunks["logprobs"]
 
 
 def test_every_timed_stage_is_predicted_with_its_error(checked):

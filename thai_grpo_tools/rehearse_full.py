@@ -352,14 +352,19 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         if spec["auto"].get(f"ppo.chunk_floats.{name}"):
             plan = {**plan, "ppo": {**plan["ppo"], "chunk_floats": "auto"}}  # sized by the job's own code
         reward = work / "outputs" / "reward_model" / "model"
-        with start_on_first_call(ppo, "_rollout", meter):
+        chosen, pass_rows = [], ppo.pass_rows
+        with start_on_first_call(ppo, "_rollout", meter), contextlib.ExitStack() as undo:
+            ppo.pass_rows = lambda *args: chosen.append(pass_rows(*args)) or chosen[-1]  # the rows the job sized
+            undo.callback(setattr, ppo, "pass_rows", pass_rows)
             result = train_variant(RunSpec(
                 run=name, plan=plan, base_dir=Path(base), adapter_dir=Path(sft), train_rows=rows, system_prompt=system,
                 out_dir=out / "adapter", checkpoint_dir=work / "checkpoints" / name, seed=config["seed"],
                 training=config["training"], pairs=pairs, reward_dir=reward if reward.is_dir() else None))
-        sized = {"sized": {"chunk_floats": result.get("args", {}).get("chunk_floats"), "planned": planned}} \
-            if planned is not None else {}
-        return {**meter.stop(len(result["steps"]) or 1), **update_record(result), **sized}
+        recorded = result.get("args", {}).get("chunk_floats")
+        sized = {"sized": {"chunk_floats": recorded, "planned": planned}} \
+            if planned is not None and recorded != "auto" else {}  # auto: each pass sized by the card (pass_rows)
+        return {**meter.stop(len(result["steps"]) or 1), **update_record(result), **sized,
+                **({"pass_rows": chosen[-1]} if chosen else {})}
     if name == "reward_model":
         from thai_grpo.methods.reward_model import train_reward_model
 

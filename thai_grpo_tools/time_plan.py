@@ -19,7 +19,7 @@ import re
 from thai_grpo.workflow import eval_settings, passk_settings
 from thai_grpo.jobs.memory_plan import (CHUNK_FLOATS, Lora, Shape, generation_floats, logprob_pass_floats,
                                         ppo_update_floats, rows_per_chunk)
-from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, sampling_batch_for_card
+from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, ppo_pass_rows, sampling_batch_for_card
 from thai_grpo_tools.memory_plan import QWEN3_0_6B, sft_shape, sizes_for_card
 from thai_grpo_tools.rehearse_full import GPU_CHECK_PASSES, rehearsal_config
 from thai_grpo_tools.time_model import (A100, DECODE_LOOP, GRAPHED_LOOP, H100, H200, HF_GENERATE, KL_BYTES,
@@ -76,32 +76,36 @@ def pair_step(shape: Shape, pairs: int, width: int, completion: int, checkpointi
 def ppo_step(shape: Shape, settings: dict, prompt: int, length: int, chunks: dict, sampler: Sampler) -> Work:
     """One PPO step (thai_grpo.methods.ppo): ``batch_size`` rollouts in generate calls of ``chunks["generate"]``
     prompts; the policy's and the reference's (no LoRA) log-prob passes, full log-softmaxes, in chunks of
-    ``chunks["logprobs"]`` rows; the value model's (and the reward model's) scores; ``num_ppo_epochs`` x
-    ``num_mini_batches`` updates, each a forward-backward of policy and value model in chunks of ``chunks["update"]``
-    rows."""
+    ``chunks["logprobs"]`` rows; the value model's (and the reward model's) scores in chunks of ``chunks["value"]``;
+    ``num_ppo_epochs`` x ``num_mini_batches`` updates, each a forward-backward of policy and value model in chunks of
+    ``chunks["update"]`` rows, their activations checkpointed where ``chunks["checkpointing"]``."""
     batch, width, dtype = int(settings["batch_size"]), prompt + length, "16-bit"
     updates = int(settings.get("num_ppo_epochs", 4)) * int(settings.get("num_mini_batches", 1))
+    checkpointing = bool(chunks.get("checkpointing"))
     rollouts = total(generate_call(shape, dtype, sampler, rows, 1, prompt, [length] * rows, "decode_lora")
                      for rows in chunk_sizes(batch, chunks["generate"]))
+
     def logprob_passes(ops: str) -> Work:
         return total(forward_pass(shape, dtype, rows, width, length + 1, ops, "full")
                      for rows in chunk_sizes(batch, chunks["logprobs"]))
 
     scorers = 1 if settings.get("score") == "verifier" else 2  # the value model, and the reward model
-    scores = forward_pass(shape, dtype, batch, width, 0, "forward_lora", "none", head="score") * scorers
-    update = total(forward_pass(shape, dtype, rows, width, length + 1, "train_lora", "full_train", train=True) +
-                   forward_pass(shape, dtype, rows, width, 0, "train_lora", "none", head="score", train=True)
+    scores = total(forward_pass(shape, dtype, rows, width, 0, "forward_lora", "none", head="score")
+                   for rows in chunk_sizes(batch, chunks.get("value", batch))) * scorers
+    ops = training_ops(checkpointing)
+    update = total(forward_pass(shape, dtype, rows, width, length + 1, ops, "full_train", train=True,
+                                checkpointing=checkpointing) +
+                   forward_pass(shape, dtype, rows, width, 0, ops, "none", head="score", train=True,
+                                checkpointing=checkpointing)
                    for rows in chunk_sizes(batch // int(settings.get("num_mini_batches", 1)), chunks["update"]))
     return rollouts + logprob_passes("forward_lora") + logprob_passes("forward") + scores + update * updates
 
 
-def ppo_chunks(shape: Shape, settings: dict, width: int, length: int, sft: Lora, value: Lora) -> dict:
-    """The rows per generate call, log-prob pass and update chunk PPO's code chooses within ``chunk_floats``."""
-    budget, batch = int(settings["chunk_floats"]), int(settings["batch_size"])
-    return {"generate": rows_per_chunk(generation_floats(shape, width - length, length), batch, budget),
-            "logprobs": rows_per_chunk(logprob_pass_floats(shape, width), batch, budget),
-            "update": rows_per_chunk(ppo_update_floats(shape, sft, value, width, length),
-                                     batch // int(settings.get("num_mini_batches", 1)), budget)}
+def ppo_chunks(shape: Shape, settings: dict, prompt: int, length: int, sft: Lora, value: Lora,
+               card_gib: float) -> dict:
+    """The rows per chunk of each PPO pass and whether its update checkpoints, as the job chooses them on a CUDA card
+    of ``card_gib`` GiB (``memory_stages.ppo_pass_rows``: within ``chunk_floats``, or for ``auto`` within the card)."""
+    return ppo_pass_rows(shape, sft, value, settings, length, card_gib, prompt=prompt, may_checkpoint=True)
 
 
 def token_logprobs_work(shape: Shape, completions: int, prompt: int, length: int, batch: int = 32) -> Work:
@@ -215,8 +219,8 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
         config = rehearsal_config(real, "chapter", cap or card.memory_gib)
         length = int(config["grpo"]["max_completion_length"])
         sft, value = sft_shape(config, None)
-        chunks = ppo_chunks(QWEN3_0_6B, config["variants"]["ppo"]["ppo"], prompt + length, length,
-                            dataclasses.replace(sft, lora_dropout=0.0), value)
+        chunks = ppo_chunks(QWEN3_0_6B, {**config["variants"]["ppo"]["ppo"], **real["variants"]["ppo"].get("ppo", {})},
+                            prompt, length, sft, value, cap or card.memory_gib)
         sizes = {"heldout_problems": int(config["eval"]["batch_size"]), "samples": int(config["eval"]["num_samples"]),
                  "ppo": chunks}
         out[name] = {stage: seconds(rehearsal_stage_work(
@@ -233,7 +237,7 @@ def card_sizes(config: dict, card: Card) -> dict:
     pairs = int(requested) if requested != "auto" else sampling_batch_for_card(
         QWEN3_0_6B, int(grpo["num_generations"]), int(grpo["max_completion_length"]), int(config["data"]["train_size"]),
         card.memory_gib)
-    return {**sizes_for_card(config, card.memory_gib), "pairs.batch_size": pairs}
+    return {**sizes_for_card(config, card.memory_gib), "pairs.batch_size": pairs, "card_gib": card.memory_gib}
 
 
 def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, prompt: int,
@@ -265,8 +269,8 @@ def plan_stages(config: dict, sizes: dict, sampler: Sampler, shape: Shape, promp
             dpo.get("activation_checkpointing")), "dpo") * math.ceil(problems / pairs) +
             Work(trainer_runs=1, fused_head_compiles=1, jobs=1)))
     for name in (m for m in models if method[m] == "ppo"):
-        settings = {**variants[name]["ppo"], "chunk_floats": sizes["ppo.chunk_floats"][name]}
-        chunks = ppo_chunks(shape, settings, prompt + length, length, dataclasses.replace(sft, lora_dropout=0.0), value)
+        settings = variants[name]["ppo"]  # chunk_floats as the config says it (auto: each pass sized by the card)
+        chunks = ppo_chunks(shape, settings, prompt, length, sft, value, sizes["card_gib"])
         stages.append((f"train {name}", ppo_step(shape, settings, prompt, length, chunks, sampler) *
                        int(settings["max_steps"]) + Work(trainer_runs=1, jobs=1)))
     extra = len(config["eval"].get("extra_sets") or {})
@@ -300,7 +304,10 @@ def plan(config: dict, costs, shape: Shape, prompt: int) -> dict:
         stages = [{"stage": name, "work": work, "seconds": seconds(work, card, costs),
                    "terms": breakdown(work, card, costs)} for name, work in planned]
         steps = {s["stage"]: s["work"].decode_steps for s in stages}
-        out[card.name] = {"card": card, "sizes": sizes, "stages": stages, "total_s": comparison_s(planned),
+        sft, value = sft_shape(config, None)
+        ppo = ppo_chunks(shape, config["variants"]["ppo"]["ppo"], prompt, int(config["grpo"]["max_completion_length"]),
+                         sft, value, card.memory_gib) if "ppo" in config.get("variants", {}) else None
+        out[card.name] = {"card": card, "sizes": sizes, "stages": stages, "total_s": comparison_s(planned), "ppo": ppo,
                           "graphed_s": comparison_s(plan_stages(config, sizes, DECODE_LOOP, shape, prompt,
                                                                 GRAPHED_LOOP)),
                           "ppo_decode_ratio": steps.get("train ppo", 0) / steps["train grpo"]}
@@ -348,6 +355,14 @@ def holding_stage(run: dict) -> str:
            f"{value / worst['seconds']:.0%})"
 
 
+def ppo_rows(chunks: dict | None) -> str:
+    """PPO's rows per chunk of each pass, and whether its update checkpoints."""
+    if chunks is None:
+        return "-"
+    rows = " / ".join(f"{chunks[name]}" for name in ("generate", "logprobs", "value", "update"))
+    return f"{rows} (generate / log-probs / value / update{', checkpointed' if chunks['checkpointing'] else ''})"
+
+
 def plan_table(result: dict) -> str:
     """Each stage's decode steps and predicted minutes per card, the totals and the goals."""
     cards = list(result.values())
@@ -364,8 +379,8 @@ def plan_table(result: dict) -> str:
         card, sizes = c["card"], c["sizes"]
         line = (f"- {card.name} ({card.memory_gib} GiB, {card.bandwidth / 1e9:,.0f} GB/s, {card.flops_16 / 1e12:g} / "
                 f"{card.flops_32 / 1e12:g} TFLOP/s in 16 / 32 bits): eval.batch_size {sizes['eval.batch_size']}, "
-                f"passk.batch_size {sizes['passk.batch_size']}, ppo.chunk_floats "
-                f"2^{math.log2(sizes['ppo.chunk_floats']['ppo']):.0f}; PPO's decode steps "
+                f"passk.batch_size {sizes['passk.batch_size']}, PPO's rows per chunk {ppo_rows(c['ppo'])}; "
+                "PPO's decode steps "
                 f"{c['ppo_decode_ratio']:.1f}x GRPO's; with eval.cuda_graphs {minutes(c['graphed_s'])} min")
         if card.memory_gib >= 79:
             line += f" (at most {PPO_DECODE_GOAL:g}x: {'yes' if c['ppo_decode_ratio'] <= PPO_DECODE_GOAL else 'no'})"
