@@ -286,13 +286,18 @@ def test_the_t4_pass_caps_the_card_and_grpo_runs_three_steps():
     assert "decode_stops" in rehearse_module().ORDER
 
 
-def test_the_cuda_graphs_stage_compares_graphed_sampling_with_eager(tiny_model_dir, tiny_adapter_dir):
-    """make gpu-check's comparison behind eval.cuda_graphs, on the CPU with the tiny model (where the graphed step is
-    compiled, not captured): three held-out sampling calls, eager, then graphed twice, each timed, the same tokens."""
+def test_the_cuda_graphs_stage_compares_graphed_sampling_with_eager(tiny_model_dir, tiny_adapter_dir, monkeypatch):
+    """make gpu-check's comparison behind eval.cuda_graphs, on the CPU with the tiny model: three held-out sampling
+    calls, eager, then twice through ``graphed_step`` (counted; left eager here: its compile is
+    test_decoding's), each timed, the same tokens."""
+    import thai_grpo.models.decoding as decoding
+
+    graphed = []
+    monkeypatch.setattr(decoding, "graphed_step", lambda: graphed.append(1) or decoding.decode_step)
     module = rehearse_module()
     rows = [{"id": i, "question": f"{i} + {i}", "answer": 2 * i} for i in range(3)]
     ev = {"batch_size": 3, "num_samples": 2, "max_new_tokens": 12, "temperature": 1.0, "seed": 7}
     record = module.graphs_against_eager(str(tiny_model_dir), str(tiny_adapter_dir), rows, "system", ev,
                                          module.Meter("cpu"))
-    assert record["same_tokens"] is True and record["steps"] == 3
+    assert record["same_tokens"] is True and record["steps"] == 3 and len(graphed) == 2
     assert all(record[key] > 0 for key in ("eager_s", "graphed_first_s", "graphed_s"))
