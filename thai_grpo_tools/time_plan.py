@@ -156,9 +156,9 @@ def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, sha
 
 def trainer_steps(stage: str, config: dict) -> int:
     """The optimizer steps a GRPO-family stage of ``rehearse_full`` makes under ``config`` (its variant's
-    ``max_steps``; ``rehearsal_stage_work`` counts one); the cuda_graphs stage's three sampling calls; else 1."""
+    ``max_steps``; ``rehearsal_stage_work`` counts one); 1 for any other stage."""
     if stage not in ("grpo", "grpo_fast", "rloo"):
-        return 3 if stage == "cuda_graphs" else 1
+        return 1
     return int({**config["grpo"], **config["variants"].get(stage, {}).get("grpo", {})}["max_steps"])
 
 
@@ -225,7 +225,7 @@ def gpu_check_seconds(real: dict, costs, card: Card, prompt: int, passes: tuple[
                  "ppo": chunks}
         out[name] = {stage: seconds(rehearsal_stage_work(
             "sample" if stage in ("decode_stops", "cuda_graphs") else stage, config, prompt, sizes, QWEN3_0_6B)
-            * trainer_steps(stage, config), card, costs) for stage in stages}
+            * trainer_steps(stage, config) * (3 if stage == "cuda_graphs" else 1), card, costs) for stage in stages}
     return out
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import math
 
 from thai_grpo.jobs.memory_plan import COMPACT_WHEN_DONE  # the plan's compaction term depends on it
@@ -191,11 +192,13 @@ def decode_step(model, tokens, cache: SharedPromptCache):
     return output.logits[:, -1].float()
 
 
+@functools.cache
 def graphed_step():
     """``decode_step`` compiled whole (no graph break) and, on CUDA, replayed as a captured graph per step shape
     (torch.compile's ``reduce-overhead`` mode: one capture per row bucket and ``seen``; a launch per step, not one per
-    operator). The buffers a step writes are marked static, so the graphs write them in place. Off unless
-    ``eval.cuda_graphs``; on a CPU it compiles without graphs."""
+    operator). The buffers a step writes are marked static, so the graphs write them in place. One compiled step per
+    process, whatever the calls: their graphs are kept. Off unless ``eval.cuda_graphs``; on a CPU it compiles without
+    graphs."""
     import torch
 
     compiled = torch.compile(decode_step, fullgraph=True, mode="reduce-overhead")
