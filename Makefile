@@ -90,11 +90,11 @@ slurm:  ## Debian's slurm-wlm and munge for the test that runs the SLURM profile
 
 test: setup browser slurm lint  ## the test suite as CI runs it: venv, headless Chromium, Slurm, linters, pytest
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test-fast: setup  ## the suite without the slow pipeline runs and the browser tests
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not browser"
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow and not browser"
 
 # Snakemake's own checks (seconds): its linter on the workflow, and snakefmt's formatting of the Snakefile and rules
 # (`snakefmt Snakefile rules/` rewrites them; line length in pyproject.toml). Part of `make test`.
