@@ -286,7 +286,7 @@ def reference_think_content(text: str) -> str | None:
     ],
 )
 def test_think_content_kinds_and_checked_format(text, empty, blank, worked):
-    from thai_grpo.methods.recorder import empty_think
+    from thai_grpo.core.rewards import empty_think
 
     assert R.think_content(text) == reference_think_content(text)
     assert empty_think(text) == empty and R.blank_think(text) == blank and R.hollow_think(text) == (empty or blank)
