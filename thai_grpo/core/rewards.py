@@ -172,28 +172,12 @@ def thai_reward(completion: str) -> float:
     return THAI_REWARD if 2 * thai > alpha else 0.0
 
 
-def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -> dict[str, float]:
-    """{"correct", "format", "thai", "total"} with total = correct + format + thai."""
-    parts = {
-        "correct": correctness_reward(completion, gold),
-        "format": format_reward(completion, lenient=lenient_format),
-        "thai": thai_reward(completion),
-    }
-    parts["total"] = parts["correct"] + parts["format"] + parts["thai"]
-    return parts
-
-
 # TRL's batch reward functions: f(prompts=..., completions=..., **dataset_columns) -> list[float].
-
-
 def _message_content(message: Any) -> str:
     """Content of one chat message: a string, or a list of {"type": "text", "text": ...} parts."""
     content = message.get("content", "") if isinstance(message, dict) else message
     if isinstance(content, (list, tuple)):
-        return "".join(
-            _as_text(part.get("text", "")) if isinstance(part, dict) else _as_text(part)
-            for part in content
-        )
+        return "".join(_as_text(part.get("text", "") if isinstance(part, dict) else part) for part in content)
     return _as_text(content)
 
 
@@ -281,7 +265,5 @@ def reward_functions(names: Sequence[str]) -> list[RewardFunction]:
     """The TRL reward functions for the given registry names, in order."""
     unknown = [name for name in names if name not in REWARD_FUNCTIONS]
     if unknown:
-        raise ValueError(
-            f"unknown reward function {unknown[0]!r}; valid names: {', '.join(REWARD_FUNCTIONS)}"
-        )
+        raise ValueError(f"unknown reward function {unknown[0]!r}; valid names: {', '.join(REWARD_FUNCTIONS)}")
     return [REWARD_FUNCTIONS[name] for name in names]

@@ -20,19 +20,14 @@ from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text,
 
 METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE = "step_metrics.jsonl", "updates.jsonl", "rollouts.jsonl"
 MAX_REDOS = 16  # halvings of the loss scale one step may take (2^16 -> 1) before its update counts as lost
-TRL_LOG_KEYS = {  # TRL's log keys -> our names
-    "kl": "kl",
-    "completions/clipped_ratio": "clipped_ratio",
-    "clip_ratio/region_mean": "clip_ratio",  # share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
-    "frac_reward_zero_std": "frac_reward_zero_std_trl",
-    "reward": "reward_mean_trl",
-    "learning_rate": "learning_rate",
-    "loss": "loss",
-    "entropy": "entropy",
-}
+# TRL's log keys -> our names; clip_ratio: the share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
+TRL_LOG_KEYS = {"kl": "kl", "completions/clipped_ratio": "clipped_ratio", "clip_ratio/region_mean": "clip_ratio",
+                "frac_reward_zero_std": "frac_reward_zero_std_trl", "reward": "reward_mean_trl",
+                "learning_rate": "learning_rate", "loss": "loss", "entropy": "entropy"}
 
 
 def append_lines(path: Path, lines: list[dict]) -> None:
+    """Append ``lines`` to a JSONL file."""
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
 
