@@ -46,7 +46,7 @@ def rollout_lines(step, rewards_by_name, advantages, ids):
 
 
 def test_example_groups_pick_a_mixed_and_an_all_equal_group_with_their_problem():
-    from thai_grpo.methods.objective import group_advantages
+    from thai_grpo.methods.grpo import group_advantages
 
     rewards, _ = hand_built_batch()
     totals = np.sum(list(rewards.values()), axis=0)
@@ -92,7 +92,7 @@ def test_the_report_browses_a_group_of_each_browse_step_beside_the_first_of_each
     first all-equal group, plus the first group (a mixed one where the step has one) of each of browse_steps' steps."""
     from types import SimpleNamespace
 
-    from thai_grpo.methods.objective import group_advantages
+    from thai_grpo.methods.grpo import group_advantages
     from thai_grpo.methods.recorder import recorder
 
     logger = recorder = recorder(tmp_path, "test", 1.0, group_size=2, advantages=group_advantages)

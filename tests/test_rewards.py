@@ -17,13 +17,13 @@ from thai_grpo.core.rewards import (
     correctness_reward,
     extract_answer,
     format_reward,
-    reward_breakdown,
     reward_functions,
     thai_reward,
     thai_script,
     think_format,
     think_format_lenient,
 )
+from thai_grpo.models.sampling import reward_breakdown
 
 
 def total_reward(completion: str, gold: int, lenient_format: bool = False) -> float:
@@ -286,7 +286,7 @@ def reference_think_content(text: str) -> str | None:
     ],
 )
 def test_think_content_kinds_and_checked_format(text, empty, blank, worked):
-    from thai_grpo.methods.recorder import empty_think
+    from thai_grpo.core.rewards import empty_think
 
     assert R.think_content(text) == reference_think_content(text)
     assert empty_think(text) == empty and R.blank_think(text) == blank and R.hollow_think(text) == (empty or blank)

@@ -24,7 +24,8 @@ from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import RunSpec, train_variant, trainer_for
 from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.analyses.health import format_hacking_suspect, training_health
-from thai_grpo.methods.recorder import batch_metrics, empty_think, empty_think_share
+from thai_grpo.core.rewards import empty_think
+from thai_grpo.methods.recorder import batch_metrics, empty_think_share
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
 from thai_grpo.report.results import method_kind
 from thai_grpo.methods.rloo import leave_one_out_advantages

@@ -1,5 +1,4 @@
-"""What a job shares of the config's rules: the refusal every layer raises, and the ``grpo`` keys that are ours, not
-TRL's. The config's checks and each variant's plan are ``thai_grpo.workflow`` (Snakemake's process only)."""
+"""What a job shares of the config's rules (the checks are ``thai_grpo.workflow``): the refusal, our ``grpo`` keys."""
 
 from __future__ import annotations
 
@@ -8,8 +7,7 @@ class ConfigError(ValueError):
     """A config value the pipeline refuses, with a message that says how to fix it."""
 
 
-# Our own keys in a grpo section, never passed to TRL: num_processes (the batch-divisibility check) and reference
-# (the KL's reference policy: thai_grpo.methods.grpo.use_reference).
+# Our own keys in a grpo section, never passed to TRL: num_processes (the batch check), reference (the KL's policy).
 OURS = ("num_processes", "reference")
 
 

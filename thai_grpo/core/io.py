@@ -10,12 +10,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-# The counts a training record keeps of its lost and redone updates (methods.recorder writes them, the report reads).
+# A training record's counts of lost and redone updates (methods.recorder writes them, the report reads).
 UPDATE_COUNTS = ("optimizer_steps_skipped", "nonfinite_grad_steps", "scaler_redos")
 
 
 def atomic_write_text(path: str | Path, text: str) -> None:
-    """Write ``text`` to a temporary file beside ``path``, fsync it, then rename it over ``path``."""
+    """Write ``text`` to a temporary file beside ``path``, fsync it, rename it over ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -61,8 +61,7 @@ def read_jsonl(path: str | Path) -> list[dict]:
 
 
 def read_appended_jsonl(path: str | Path) -> list[dict]:
-    """The lines of a JSONL file a running job appends to ([] when it does not exist yet); a last line cut short by a
-    kill mid-write is dropped (the job redoes what it recorded)."""
+    """The lines of a JSONL file a job appends to ([] before it exists); a last line cut short by a kill is dropped."""
     path = Path(path)
     if not path.exists():
         return []
@@ -104,7 +103,7 @@ def progress(message: str) -> None:
 
 
 def require_model_dir(path: str | Path, kind: str) -> Path:
-    """Fail early, naming the path, when a model or adapter folder is missing or incomplete."""
+    """Fail early, naming the path, when a model or adapter folder is incomplete."""
     path = Path(path)
     config_name = "adapter_config.json" if kind == "adapter" else "config.json"
     if not (path / config_name).is_file():

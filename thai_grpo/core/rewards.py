@@ -26,16 +26,11 @@ MAX_TOTAL = CORRECT_REWARD + FORMAT_REWARD + THAI_REWARD  # 1.5
 
 THAI_DIGITS = str.maketrans("๐๑๒๓๔๕๖๗๘๙", "0123456789")  # U+0E50..U+0E59 -> 0..9
 
-THINK_OPEN = "<think>"
-THINK_CLOSE = "</think>"
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+ANSWER_TAIL_CHARS = 10_000  # number extraction reads only this tail after the last </think>
+MAX_ANSWER_DIGITS = 4300  # a longer number is no answer (CPython's int(str) limit)
 
-#: Number extraction looks only at the last ANSWER_TAIL_CHARS characters after the last </think>.
-ANSWER_TAIL_CHARS = 10_000
-#: A number with more digits than this is not a valid answer (CPython's int(str) limit).
-MAX_ANSWER_DIGITS = 4300
-
-# re.ASCII: \d is [0-9] only; Thai digits are translated to ASCII before matching,
-# other scripts' digits (Arabic-Indic, full-width, ...) do not count as answers.
+# re.ASCII: \d is [0-9] only; Thai digits are mapped to ASCII first, other scripts' digits are no answer.
 _NUMBER = re.compile(r"-?\d[\d,]*", re.ASCII)
 _NUMBER_CHARS = frozenset("0123456789,")
 
@@ -58,7 +53,7 @@ def _as_text(completion: Any) -> str:
 
 
 def answer_section(completion: str) -> str:
-    """Text after the last ``</think>``, or the whole text when there is none."""
+    """Text after the last ``</think>`` (the whole text without one)."""
     text = _as_text(completion)
     close = text.rfind(THINK_CLOSE)
     return text if close < 0 else text[close + len(THINK_CLOSE):]
@@ -76,9 +71,8 @@ def _parse_number(match_text: str) -> int | None:
 
 
 def extract_answer(completion: str) -> int | None:
-    """The final integer answer of a completion, or None: int(last match of ``-?\\d[\\d,]*`` in T, commas removed),
-    where T = Thai digits mapped to ASCII in the last ANSWER_TAIL_CHARS characters after the last ``</think>`` (whole
-    text if none). None for a number over MAX_ANSWER_DIGITS digits, or one that may begin before that window."""
+    """The last integer ``-?\\d[\\d,]*`` (commas removed, Thai digits mapped) in the last ANSWER_TAIL_CHARS characters
+    after the last ``</think>``; None without one, over MAX_ANSWER_DIGITS digits, or maybe begun before that window."""
     section = answer_section(completion)
     start = max(0, len(section) - ANSWER_TAIL_CHARS)
     tail = section[start:].translate(THAI_DIGITS)
@@ -110,8 +104,8 @@ def correctness_reward(completion: str, gold: int) -> float:
 
 
 def has_think_block(completion: str, lenient: bool = False) -> bool:
-    """Whether ``<think>.+?</think>`` (strict) / ``<think>.*?</think>`` (lenient) matches, DOTALL, without a regex:
-    the earliest ``<think>`` is the best candidate, so checking it suffices (linear time)."""
+    """Whether ``<think>.+?</think>`` (strict) / ``<think>.*?</think>`` (lenient) matches, DOTALL: checking the
+    earliest ``<think>`` suffices (linear time)."""
     text = _as_text(completion)
     open_at = text.find(THINK_OPEN)
     if open_at < 0:
@@ -121,7 +115,7 @@ def has_think_block(completion: str, lenient: bool = False) -> bool:
 
 
 def format_reward(completion: str, lenient: bool = False) -> float:
-    """FORMAT_REWARD (0.3) if ``has_think_block``, else 0.0; lenient also pays ``<think></think>`` (the hacked one)."""
+    """FORMAT_REWARD (0.3) if ``has_think_block``; lenient also pays ``<think></think>`` (the hacked one)."""
     return FORMAT_REWARD if has_think_block(completion, lenient) else 0.0
 
 
@@ -134,6 +128,11 @@ def think_content(completion: str) -> str | None:
     start = open_at + len(THINK_OPEN)
     close = text.find(THINK_CLOSE, start)
     return None if close < 0 else text[start:close]
+
+
+def empty_think(completion: str) -> bool:
+    """``<think></think>``: the lenient regex pays it, the strict one not (the chapter's reward hack)."""
+    return has_think_block(completion, lenient=True) and not has_think_block(completion)
 
 
 def blank_think(completion: str) -> bool:
@@ -155,8 +154,7 @@ _WORKED_STEP = re.compile(r"(?<!\d)\d+\s*[x×*+\-−/÷]\s*\d+\s*=\s*\d", re.ASC
 
 
 def worked_think_block(completion: str) -> bool:
-    """Whether the first closed think block shows a worked step ``a op b = c`` (``format_checked``); its own loophole:
-    any step counts, true or not (``<think>1 + 1 = 2</think>`` passes)."""
+    """Whether the first closed think block shows a worked step ``a op b = c``; any step counts, true or not."""
     content = think_content(completion)
     return content is not None and _WORKED_STEP.search(content.translate(THAI_DIGITS)) is not None
 
@@ -167,43 +165,23 @@ def checked_format_reward(completion: str) -> float:
 
 
 def thai_reward(completion: str) -> float:
-    """THAI_REWARD (0.2) if 2 * #thai_alpha > #alpha, else 0.0; no letters at all -> 0.0. alpha = str.isalpha,
-    thai_alpha = alpha and in U+0E01..U+0E5B."""
+    """THAI_REWARD (0.2) if 2 * #thai_alpha > #alpha (str.isalpha; Thai: U+0E01..U+0E5B), else 0.0."""
     text = _as_text(completion)
     alpha = sum(map(str.isalpha, text))
     thai = sum(text.count(ch) for ch in _THAI_ALPHA) if alpha else 0
     return THAI_REWARD if 2 * thai > alpha else 0.0
 
 
-def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -> dict[str, float]:
-    """{"correct", "format", "thai", "total"} with total = correct + format + thai."""
-    parts = {
-        "correct": correctness_reward(completion, gold),
-        "format": format_reward(completion, lenient=lenient_format),
-        "thai": thai_reward(completion),
-    }
-    parts["total"] = parts["correct"] + parts["format"] + parts["thai"]
-    return parts
-
-
-# --- TRL-compatible batch reward functions -------------------------------------------
-# TRL's GRPOTrainer calls f(prompts=..., completions=..., **dataset_columns) -> list[float]
-# and logs rewards/<f.__name__>/mean.
-
-
+# TRL's batch reward functions: f(prompts=..., completions=..., **dataset_columns) -> list[float].
 def _message_content(message: Any) -> str:
     """Content of one chat message: a string, or a list of {"type": "text", "text": ...} parts."""
     content = message.get("content", "") if isinstance(message, dict) else message
     if isinstance(content, (list, tuple)):
-        return "".join(
-            _as_text(part.get("text", "")) if isinstance(part, dict) else _as_text(part)
-            for part in content
-        )
+        return "".join(_as_text(part.get("text", "") if isinstance(part, dict) else part) for part in content)
     return _as_text(content)
 
 
-#: Where a response parser puts the think block it split off: transformers' ``parse_response`` with TRL's
-#: Qwen3 / Qwen3.5 / DeepSeek-R1 templates says ``reasoning_content``; its gpt-oss and Gemma 4 ones ``thinking``.
+# Where a response parser puts the think block it split off (TRL's Qwen3 / DeepSeek-R1 templates; gpt-oss, Gemma 4).
 REASONING_KEYS = ("reasoning_content", "thinking")
 
 
@@ -219,8 +197,8 @@ def _message_text(message: Any) -> str:
 
 
 def completion_text(completion: Any) -> str:
-    """Plain text of a TRL completion (a string, or chat messages joined by newlines), think block included: one that
-    TRL's response parser moved into ``reasoning_content`` is put back, so the format and Thai rewards still see it."""
+    """Plain text of a TRL completion (a string, or chat messages joined by newlines), with any think block a response
+    parser split off put back."""
     if isinstance(completion, dict):
         return _message_text(completion)
     if isinstance(completion, (list, tuple)):
@@ -265,8 +243,8 @@ class Reward:
     words: str
 
 
-#: The rewards a config may list (``rewards:``, a variant's ``rewards:``), by name: the single place a reward is
-#: added. The config schema's enum, the report's words and TRL's logged names all come from here.
+# The rewards a config may list, by name: the one place a reward is added (the schema's enum, the report's words and
+# TRL's logged names come from here).
 REWARDS: dict[str, Reward] = {
     "correct": Reward(correct, f"correct answer +{CORRECT_REWARD:.1f}"),
     "format": Reward(think_format, f"non-empty think block +{FORMAT_REWARD:.1f}"),
@@ -287,7 +265,5 @@ def reward_functions(names: Sequence[str]) -> list[RewardFunction]:
     """The TRL reward functions for the given registry names, in order."""
     unknown = [name for name in names if name not in REWARD_FUNCTIONS]
     if unknown:
-        raise ValueError(
-            f"unknown reward function {unknown[0]!r}; valid names: {', '.join(REWARD_FUNCTIONS)}"
-        )
+        raise ValueError(f"unknown reward function {unknown[0]!r}; valid names: {', '.join(REWARD_FUNCTIONS)}")
     return [REWARD_FUNCTIONS[name] for name in names]

@@ -1,7 +1,6 @@
-"""Where a model job runs and in which precision: the config's ``device`` against what torch sees. Per-GPU settings
-are pure functions of the compute capability (None on a CPU), so tests cover every GPU without one. What only a GPU
-machine needs (counting its GPUs, one of its own per job, the capability) is ``thai_grpo.jobs.gpus``, imported here
-only where NVIDIA's driver is installed."""
+"""Where a model job runs and in which precision: the config's ``device`` against what torch sees, settings as pure
+functions of the compute capability (None on a CPU). ``thai_grpo.jobs.gpus`` is imported only where NVIDIA's driver
+is."""
 
 from __future__ import annotations
 
@@ -14,15 +13,14 @@ ALLOCATOR = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}  # CUDA's al
 
 
 def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
-    """float32 on CPU; float16 before Ampere (sm < 8.0, e.g. a T4: no native bf16, although
-    ``torch.cuda.is_bf16_supported()`` says True through emulation); bfloat16 from Ampere on."""
+    """float32 on CPU; float16 before Ampere (sm < 8.0, e.g. a T4: bf16 only emulated); bfloat16 from Ampere on."""
     if compute_capability is None:
         return "float32"
     return "bfloat16" if tuple(compute_capability) >= (8, 0) else "float16"
 
 
 def has_nvidia_driver(environ=os.environ) -> bool:
-    """Whether NVIDIA's driver is installed here (``nvidia-smi`` on the ``PATH``): without it no job can use a GPU."""
+    """Whether NVIDIA's driver is installed here (``nvidia-smi`` on the ``PATH``)."""
     return shutil.which("nvidia-smi", path=environ.get("PATH")) is not None
 
 
@@ -54,8 +52,8 @@ def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:
 
 def choose_job_device(setting: str, base_source: str, cuda_available: bool, torch_version: str,
                       cuda_build: str | None = None) -> str:
-    """``"cuda"`` or ``"cpu"`` for a model job, from the config's ``device``, ``base.source`` and what torch sees; a
-    one-line ``RuntimeError`` where ``cuda``, or ``auto`` with a hub base (days on a CPU), finds no GPU."""
+    """``"cuda"`` or ``"cpu"`` from the config's ``device``, ``base.source`` and torch; a one-line ``RuntimeError``
+    where ``cuda``, or ``auto`` with a hub base (days on a CPU), finds no GPU."""
     if setting not in DEVICE_SETTINGS:
         raise ValueError(f"device: {setting!r}: use one of {', '.join(DEVICE_SETTINGS)}")
     if setting == "cpu":
@@ -72,8 +70,8 @@ def choose_job_device(setting: str, base_source: str, cuda_available: bool, torc
 
 
 def start_model_job(config: dict, environ=os.environ) -> str:
-    """The first thing every model job does, before any model or CUDA: ``device: cpu`` hides every GPU, else the job
-    gets a GPU of its own (``gpus.pin_job_gpu``). Returns ``"cuda"`` or ``"cpu"``, or exits with one line."""
+    """A model job's first step, before any CUDA: ``device: cpu`` hides every GPU, else the job gets one of its own
+    (``gpus.pin_job_gpu``). Returns ``"cuda"`` or ``"cpu"``, or exits with one line."""
     setting, source = config["device"], config["base"]["source"]
     if setting == "cpu":
         environ["CUDA_VISIBLE_DEVICES"] = ""
@@ -93,8 +91,7 @@ def start_model_job(config: dict, environ=os.environ) -> str:
 
 
 def current_capability() -> tuple[int, int] | None:
-    """The compute capability this job acts on (``gpus.gpu_capability``), or None: on a machine without NVIDIA's driver
-    there is no GPU to act on."""
+    """The compute capability this job acts on (``gpus.gpu_capability``), None without NVIDIA's driver."""
     if not has_nvidia_driver():
         return None
     from thai_grpo.jobs.gpus import gpu_capability

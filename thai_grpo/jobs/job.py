@@ -13,8 +13,8 @@ from thai_grpo.jobs.machine import JOB_MACHINE, this_machine
 
 @contextlib.contextmanager
 def model_job(smk):
-    """A job that loads a model, from Snakemake's ``snakemake`` object: its log, device, CUDA peak and threads; yields
-    "cuda" or "cpu". Once the block has written the outputs the job ends without the interpreter's teardown."""
+    """A model job from Snakemake's ``snakemake`` object: its log, device, CUDA peak and threads; yields "cuda" or
+    "cpu", and ends the process (``end_job``) once the block has written the outputs."""
     log_to(smk.log[0])
     device = start_model_job(smk.config)
     if device == "cuda":
@@ -22,7 +22,6 @@ def model_job(smk):
         from thai_grpo.jobs.memory_stages import note_free_memory
 
         note_free_memory(device)  # before any weights: what the job's `auto` sizes are computed from
-
         if (writer := cuda_peak_writer(smk.log[0])) is not None:  # where THAI_GRPO_CUDA_PEAKS asks for it
             at_job_end(writer)
     set_threads(smk.threads)
@@ -60,8 +59,8 @@ def at_job_end(function) -> None:
 
 
 def end_job() -> None:
-    """End a job's process once its outputs are written: run the ``at_job_end`` functions, flush, and leave without the
-    interpreter's teardown, which frees nothing the OS does not and costs every model job over a second."""
+    """Run the ``at_job_end`` functions, flush, and exit without the interpreter's teardown, which frees nothing the OS
+    does not and costs every model job over a second."""
     import logging
     import sys
 

@@ -1,5 +1,4 @@
-"""What a job ran on, recorded at the start of its log: the CPU (AVX2 and AVX-512 run other floating-point kernels, so
-other digits) and the checkout's commit."""
+"""What a job ran on, at the start of its log: the CPU (AVX2 and AVX-512 give other digits) and the commit."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ def cpu_label(model_name: str, flags: list[str]) -> str:
 
 
 def commit_of(path: str | Path) -> str:
-    """The short commit of the checkout holding ``path``, marked when tracked files differ, or "unknown" outside one."""
+    """The short commit of the checkout holding ``path`` (marked when tracked files differ), or "unknown"."""
     git = ["git", "--no-optional-locks", "-C", str(path)]
     try:
         head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)

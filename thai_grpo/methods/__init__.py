@@ -1,8 +1,5 @@
 """The trainers that turn the SFT adapter into a policy (``grpo``, ``rloo``, ``dpo``, ``ppo``) and what only they use.
-
-This ``__init__`` dispatches: a config variant (``variants:``) names its ``method`` (``grpo`` by default); its plan
-(``thai_grpo.workflow.variant_plan``, the rule's params) is what its trainer reads, ``train_variant`` runs it.
-"""
+A variant names its ``method``; ``train_variant`` runs its plan (``thai_grpo.workflow.variant_plan``) with it."""
 
 from __future__ import annotations
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
 from thai_grpo.core.references import KL_REFERENCES, NO_KL
 from thai_grpo.core.rewards import reward_functions
@@ -21,11 +23,30 @@ from thai_grpo.methods.recorder import (METRICS_FILE, ROLLOUTS_FILE, UPDATES_FIL
 from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order,
                                        scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
+STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
+
+
+def group_advantages(rewards, group_size: int, scale_by_std: bool = True, eps: float = STD_EPS):
+    """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards (sample std), flat;
+    Dr.GRPO's ``scale_by_std=False``: r_i - mean_g. A tensor gives a tensor, an array or list float64 numpy."""
+    import torch
+
+    if not isinstance(rewards, torch.Tensor):
+        as_tensor = torch.as_tensor(np.asarray(rewards, dtype=np.float64))
+        return group_advantages(as_tensor, group_size, scale_by_std, eps).numpy()
+    if group_size < 2 or rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size} (G >= 2)")
+    groups = rewards.reshape(-1, group_size)
+    centered = groups - groups.mean(dim=1, keepdim=True)
+    if scale_by_std:
+        centered = centered / (groups.std(dim=1, keepdim=True) + eps)
+    return centered.reshape(-1)
+
 
 def use_reference(trainer, reference: str) -> str:
-    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it for the run's record. TRL 1.16
-    scores the reference with a frozen ``ref`` copy of the starting adapter where one exists, else with the adapters
-    disabled: so ``base`` deletes the copy."""
+    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it. TRL 1.16 scores the reference with
+    a frozen ``ref`` copy of the starting adapter where one exists, else with the adapters disabled: ``base`` deletes
+    the copy."""
     if not trainer.beta:
         return NO_KL
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -35,9 +56,8 @@ def use_reference(trainer, reference: str) -> str:
 
 
 def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=None):
-    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec``: the SFT policy, the plan's code rewards, the
-    prompts, the KL reference, the recorder and, on a CPU only, the CPU speed-ups. ``advantages(totals, G)``: the
-    method's, for the rollouts' records (default GRPO's, by ``scale_rewards``). Returns (trainer, the checkpoint to
+    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its recorder and, on a CPU, the CPU speed-ups;
+    ``advantages(totals, G)``: the method's, for the rollouts (default GRPO's). Returns (trainer, the checkpoint to
     resume from or None, the KL reference's description)."""
     from datasets import Dataset
 
@@ -46,11 +66,8 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=No
     _, resume_from = start_step_log(spec.checkpoint_dir)
     seed_everything(spec.seed)
     config = config_class(**trainer_args(args, spec.checkpoint_dir, spec.seed, spec.dtype, spec.training))
-    if advantages is None:
-        from thai_grpo.methods.objective import group_advantages
-
-        scale_by_std = args["scale_rewards"] not in ("none", False)  # Dr.GRPO: none
-        advantages = functools.partial(group_advantages, scale_by_std=scale_by_std)
+    if advantages is None:  # GRPO's; Dr.GRPO's scale_rewards: none does not divide by the std
+        advantages = functools.partial(group_advantages, scale_by_std=args["scale_rewards"] not in ("none", False))
     tokenizer = load_tokenizer(spec.base_dir)
     model = load_policy(spec.base_dir, spec.adapter_dir, trainable=True, dtype=spec.dtype)
     record = recorder(spec.checkpoint_dir, spec.run, spec.training["max_lost_update_share"], config.num_generations,

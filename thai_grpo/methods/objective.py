@@ -10,60 +10,17 @@ For a prompt, G completions o_1..o_G with rewards r_1..r_G; every token t of com
 
 Dr.GRPO (Liu et al. 2025; TRL's ``loss_type: dr_grpo`` with ``scale_rewards: none``) drops the division by std and
 replaces 1/|o_i| by 1 / (G * max_completion_length): a long completion's tokens weigh as much as a short one's.
-``tests/test_objective.py`` checks these functions against TRL's advantages, loss and gradient on a real batch. With
-TRL's ``num_iterations: 1`` pi_theta_old is pi_theta detached: rho = 1 in value, only its gradient acts.
+A_i is ``thai_grpo.methods.grpo.group_advantages``. ``tests/test_objective.py`` checks these functions against TRL's
+advantages, loss and gradient on a real batch. With TRL's ``num_iterations: 1`` pi_theta_old is pi_theta detached:
+rho = 1 in value, only its gradient acts.
 """
 
 from __future__ import annotations
 
-import functools
-
-import numpy as np
 import torch
 
 from thai_grpo.core.references import k3
-
-STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
-
-
-def numpy_too(function):
-    """``function`` of tensors that also takes numpy arrays or lists: computed as float64 tensors, returned as numpy."""
-    @functools.wraps(function)
-    def either(*args, **kwargs):
-        if isinstance(args[0], torch.Tensor):
-            return function(*args, **kwargs)
-        as_tensor = [a if isinstance(a, (bool, int, float)) else torch.as_tensor(np.asarray(a, dtype=np.float64))
-                     for a in args]
-        return function(*as_tensor, **kwargs).numpy()
-
-    return either
-
-
-def grouped(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """Flat rewards as (groups, G), the G completions of one prompt side by side (TRL's order); G must be at least 2."""
-    if group_size < 2:
-        raise ValueError(f"group_size must be at least 2, got {group_size}")
-    if rewards.numel() % group_size:
-        raise ValueError(f"{rewards.numel()} rewards do not split into groups of {group_size}")
-    return rewards.reshape(-1, group_size)
-
-
-@numpy_too
-def group_reward_std(rewards: torch.Tensor, group_size: int) -> torch.Tensor:
-    """std_g = sqrt(sum_i (r_i - mean_g)^2 / (G - 1)) per group (the sample std A_i divides by); shape (groups,)."""
-    return grouped(rewards, group_size).std(dim=1)
-
-
-@numpy_too
-def group_advantages(rewards: torch.Tensor, group_size: int, scale_by_std: bool = True,
-                     eps: float = STD_EPS) -> torch.Tensor:
-    """A_i = (r_i - mean_g) / (std_g + eps) per group of ``group_size`` consecutive rewards, sample std;
-    ``scale_by_std=False`` (Dr.GRPO): A_i = r_i - mean_g. Flat, in the order of ``rewards``."""
-    groups = grouped(rewards, group_size)
-    centered = groups - groups.mean(dim=1, keepdim=True)
-    if scale_by_std:
-        centered = centered / (groups.std(dim=1, keepdim=True) + eps)
-    return centered.reshape(-1)
+from thai_grpo.methods.grpo import STD_EPS, group_advantages  # noqa: F401 - A_i, the rule GRPO's records use
 
 
 def clipped_surrogate(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.Tensor,

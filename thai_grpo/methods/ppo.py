@@ -45,6 +45,7 @@ from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, 
 from thai_grpo.methods.recorder import (MAX_REDOS, accuracy, rollout_lines, scaler_skipped, think_shares,
                                        total_rewards, update_counts, update_record)
 
+STATE_FILE = "state.pt"  # a PPO checkpoint: trainable weights, optimizer, loss scale, step
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                     "reference": KL_REFERENCES["sft"]["ppo_model"],
                     "reward": "sequence-classification base + the reward model's LoRA and score head (frozen; merged into the "
@@ -310,8 +311,34 @@ def _load_trainable(model, state: dict) -> None:
             params[name].copy_(tensor)
 
 
+def save_checkpoint(checkpoint_dir: str | Path, step: int, state: dict, keep: int = 2) -> None:
+    """checkpoint-<step>/ for a trainer of our own: ``state`` (tensors, optimizer state, step) in ``STATE_FILE``, then
+    ``trainer_state.json``, which marks it complete as the Trainer's does. Only the last ``keep`` are kept."""
+    import shutil
+
+    import torch
+
+    from thai_grpo.core.io import atomic_directory, write_json
+
+    checkpoint_dir = Path(checkpoint_dir)
+    with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
+        torch.save(state, tmp / STATE_FILE)
+        write_json(tmp / "trainer_state.json", {"global_step": step})
+    done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
+                  if p.name.split("-")[1].isdigit())
+    for _, old in done[:-keep]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def load_checkpoint(path: str | Path, device) -> dict:
+    """The ``state`` a ``save_checkpoint`` folder holds, its tensors on ``device``."""
+    import torch
+
+    return torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=device)
+
+
 def checkpoint_state(step: int, models: dict, optimizer, scaler) -> dict:
-    """What a PPO checkpoint holds (``training.save_checkpoint``): trainable weights, optimizer, loss scale, step."""
+    """What a PPO checkpoint holds (``save_checkpoint``): trainable weights, optimizer, loss scale, step."""
     state = {"policy": _trainable_state(models["policy"]), "value": _trainable_state(models["value"]),
              "optimizer": optimizer.state_dict(), "step": step}
     return {**state, "scaler": scaler.state_dict()} if scaler.is_enabled() else state
@@ -532,7 +559,7 @@ def train(spec) -> dict:
                                            read_step_metrics, start_step_log)
     from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
     from thai_grpo.models.sampling import stop_token_ids
-    from thai_grpo.models.training import clear_checkpoints, load_checkpoint, save_checkpoint, seed_everything
+    from thai_grpo.models.training import clear_checkpoints, seed_everything
 
     grpo_args, seed, rows = spec.plan["grpo_args"], spec.seed, spec.train_rows
     settings = ppo_settings(grpo_args, spec.plan["ppo"])

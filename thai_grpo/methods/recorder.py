@@ -1,14 +1,11 @@
-"""What every trainer records beside its checkpoints, through one writer: ``step_metrics.jsonl`` (each step's metrics
-beside TRL's own logs), ``updates.jsonl`` (each optimizer update, lost or not) and ``rollouts.jsonl`` (every graded
-completion, from which the report picks its example groups). A run resumed from checkpoint-N keeps the records of the
-steps up to N. The key step metric is the share of groups whose rewards differ: an all-equal group has zero advantage
-everywhere and teaches nothing.
+"""What every trainer records beside its checkpoints: ``step_metrics.jsonl`` (each step's metrics beside TRL's logs),
+``updates.jsonl`` (each optimizer update, lost or not) and ``rollouts.jsonl`` (every graded completion). A run resumed
+from checkpoint-N keeps the records of the steps up to N.
 
 Lost updates: float16's loss scaler silently skips a step whose gradients overflowed, and without a scaler a non-finite
 gradient is applied; a stage whose lost updates exceed ``training.max_lost_update_share`` of its steps stops with one
-line, keeping its checkpoints. Dynamic loss scaling starts high (2^16) and halves after each overflow, so a skipped step
-is redone at the lowered scale (its micro-batches forward and backward again, up to ``MAX_REDOS`` times, each counted in
-``scaler_redos``): calibration costs compute, never an update, and scaling by a power of two is exact.
+line, keeping its checkpoints. The scaler halves its scale after each overflow, so a skipped step is redone at the
+lowered scale (up to ``MAX_REDOS`` times, counted in ``scaler_redos``): calibration costs compute, never an update.
 """
 
 from __future__ import annotations
@@ -19,26 +16,18 @@ from pathlib import Path
 import numpy as np
 
 from thai_grpo.core.io import UPDATE_COUNTS, read_appended_jsonl
-from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text, has_think_block, hollow_think
+from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text, empty_think, hollow_think
 
 METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE = "step_metrics.jsonl", "updates.jsonl", "rollouts.jsonl"
-STEP_FILES = (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE)  # JSONL, one line per step (or per completion of a step)
-COUNTS = UPDATE_COUNTS
 MAX_REDOS = 16  # halvings of the loss scale one step may take (2^16 -> 1) before its update counts as lost
-TRL_LOG_KEYS = {  # TRL's log keys -> our names
-    "kl": "kl",
-    "completions/clipped_ratio": "clipped_ratio",
-    "clip_ratio/region_mean": "clip_ratio",  # share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
-    "frac_reward_zero_std": "frac_reward_zero_std_trl",
-    "reward": "reward_mean_trl",
-    "learning_rate": "learning_rate",
-    "loss": "loss",
-    "entropy": "entropy",
-}
+# TRL's log keys -> our names; clip_ratio: the share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
+TRL_LOG_KEYS = {"kl": "kl", "completions/clipped_ratio": "clipped_ratio", "clip_ratio/region_mean": "clip_ratio",
+                "frac_reward_zero_std": "frac_reward_zero_std_trl", "reward": "reward_mean_trl",
+                "learning_rate": "learning_rate", "loss": "loss", "entropy": "entropy"}
 
 
-# ----------------------------------------------------------------------------------------- the files
 def append_lines(path: Path, lines: list[dict]) -> None:
+    """Append ``lines`` to a JSONL file."""
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
 
@@ -49,15 +38,15 @@ def read_step_metrics(metrics_path: Path, up_to_step: int | None = None) -> list
 
 
 def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None]:
-    """The step-metrics file and the checkpoint to resume from (``training.resume_point``): a fresh start empties the
-    step files a killed run left; a resume from checkpoint-N forgets the steps beyond N (they will be redone)."""
+    """The step-metrics file and the checkpoint to resume from: a fresh start empties the step files a killed run
+    left; a resume from checkpoint-N forgets the steps beyond N (they will be redone)."""
     from thai_grpo.models.training import resume_point
 
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     resume_from = resume_point(checkpoint_dir)
     step = int(Path(resume_from).name.split("-")[-1]) if resume_from else 0
-    for name in STEP_FILES:
+    for name in (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE):
         kept = read_step_metrics(checkpoint_dir / name, up_to_step=step) if resume_from else []
         (checkpoint_dir / name).write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept),
                                            encoding="utf-8")
@@ -74,43 +63,37 @@ def rollout_lines(step: int, prompt_ids, texts, rewards_by_name: dict, advantage
             for i, (prompt_id, text) in enumerate(zip(prompt_ids, texts))]
 
 
-# ----------------------------------------------------------------------------------------- a step's metrics
 def total_rewards(rewards_by_name: dict[str, list[float]]) -> np.ndarray:
     """Each completion's summed reward (all reward weights are 1: the scale lives in the rewards)."""
     return np.sum([np.asarray(v, dtype=float) for v in rewards_by_name.values()], axis=0)
 
 
 def frac_groups_nonzero_std(rewards, group_size: int, tol: float = 1e-8) -> float:
-    """Fraction of groups (``group_size`` consecutive rewards, TRL's order) whose sample std exceeds ``tol``: the
-    groups that carry a learning signal."""
+    """Fraction of groups (``group_size`` consecutive rewards) whose sample std exceeds ``tol``: those that teach."""
     groups = np.asarray(rewards, dtype=float).reshape(-1, group_size)
     return float(np.mean(groups.std(axis=1, ddof=1) > tol))
 
 
-def empty_think(completion: str) -> bool:
-    """True when the first ``<think>`` is closed at once (``<think></think>``): the lenient regex ``<think>.*?</think>``
-    pays +0.3 for it, the strict ``<think>.+?</think>`` nothing. This is the chapter's reward hack."""
-    return has_think_block(completion, lenient=True) and not has_think_block(completion)
+def share(flags) -> float:
+    """The share of true ``flags``; 0.0 for none."""
+    flags = list(flags)
+    return float(np.mean(flags)) if flags else 0.0
 
 
 def empty_think_share(completions: list[str]) -> float:
-    """Share of completions whose think block is empty (``empty_think``); 0.0 for no completions."""
-    return float(np.mean([empty_think(c) for c in completions])) if completions else 0.0
+    return share(map(empty_think, completions))
 
 
 def blank_think_share(completions: list[str]) -> float:
-    """Share of completions whose think block holds only whitespace or one character (``blank_think``); 0.0 for none."""
-    return float(np.mean([blank_think(c) for c in completions])) if completions else 0.0
+    return share(map(blank_think, completions))
 
 
 def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
-    """Share of completions a format reward (any named ``format...``) paid for a think block with no reasoning in it
-    (``hollow_think``): the format reward being hacked."""
+    """Share of completions a format reward (any named ``format...``) paid for a ``hollow_think`` block: the hack."""
     formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
-    if not completions or not formats:
+    if not formats:
         return 0.0
-    paid = np.sum(formats, axis=0) > 0
-    return float(np.mean([p and hollow_think(c) for p, c in zip(paid, completions)]))
+    return share(p and hollow_think(c) for p, c in zip(np.sum(formats, axis=0) > 0, completions))
 
 
 def think_shares(rewards_by_name: dict, completions: list[str]) -> dict:
@@ -128,8 +111,8 @@ def accuracy(rewards_by_name: dict) -> dict:
 
 def batch_metrics(rewards_by_name: dict[str, list[float]], completion_lengths: list[int], group_size: int,
                   completions: list[str] | None = None) -> dict:
-    """Reward, per-function means, group spread, accuracy and length of one generation batch; given the texts, also the
-    shares of empty and blank think blocks and of those a format reward paid."""
+    """Reward, per-function means, group spread, accuracy and length of one generation batch; given the texts, also
+    ``think_shares``."""
     totals = total_rewards(rewards_by_name)
     return {"reward_mean": float(totals.mean()),
             "reward_std": float(totals.std(ddof=1)) if totals.size > 1 else 0.0,
@@ -155,10 +138,8 @@ def check_group_order(prompts: list, group_size: int) -> None:
                                "group metrics assume TRL's consecutive-group order")
 
 
-# ----------------------------------------------------------------------------------------- updates
 class LostUpdates(SystemExit):
-    """A training stage stopped because too many updates were lost: a SystemExit, so the job ends with the one-line
-    message, no traceback, and the checkpoints stay for a resume."""
+    """Too many updates lost: a SystemExit, so the job ends with one line and the checkpoints stay for a resume."""
 
 
 def gradients_finite(parameters) -> bool:
@@ -176,15 +157,13 @@ def scaler_skipped(scale_before: float, scaler) -> bool:
 
 
 def update_record(step: int, skipped: bool, finite: bool, redos: int = 0) -> dict:
-    """One optimizer step: whether its update was finally skipped (lost), whether its gradients were finite, and how
-    often the loss scaler skipped it before (each time redone at half the scale)."""
+    """One optimizer step: lost (finally skipped), its gradients finite, and how often the scaler skipped it before."""
     return {"step": step, "optimizer_step_skipped": bool(skipped), "nonfinite_grad": not finite, "scaler_redos": redos}
 
 
 def update_counts(records: list[dict]) -> dict:
-    """``optimizer_steps_skipped`` (lost) and ``nonfinite_grad_steps`` of a run's per-step records, and
-    ``scaler_redos``: the steps the loss scaler skipped and that were redone at a lower scale."""
-    skipped, nonfinite, redos = COUNTS
+    """A run's ``optimizer_steps_skipped`` (lost), ``nonfinite_grad_steps`` and ``scaler_redos`` (steps redone)."""
+    skipped, nonfinite, redos = UPDATE_COUNTS
     return {skipped: sum(bool(r.get("optimizer_step_skipped")) for r in records),
             nonfinite: sum(bool(r.get("nonfinite_grad")) for r in records),
             redos: sum(int(r.get("scaler_redos", 0)) for r in records)}
@@ -208,63 +187,20 @@ def check_lost_updates(run: str, records: list[dict], total_steps: int, max_shar
             "the share and rerun to resume")
 
 
-class StepReplay:
-    """The micro-batches of a TRL trainer's current optimizer step, kept as the trainer prepared them (a GRPO batch
-    with its completions and rewards, a DPO batch of pairs) to run them forward and backward again."""
-
-    def __init__(self, trainer):
-        self.trainer, self.batches, self.queued = trainer, [], []
-        training_step, prepare_inputs = trainer.training_step, trainer._prepare_inputs
-
-        def kept_training_step(model, inputs, num_items_in_batch=None):
-            self.batches.append([inputs, num_items_in_batch, None])
-            return training_step(model, inputs, num_items_in_batch)
-
-        def kept_prepare_inputs(inputs):
-            prepared = self.queued.pop(0) if self.queued else prepare_inputs(inputs)
-            if self.batches and self.batches[-1][2] is None:
-                self.batches[-1][2] = prepared
-            return prepared
-
-        trainer.training_step, trainer._prepare_inputs = kept_training_step, kept_prepare_inputs
-
-    def step_again(self, model) -> bool:
-        """The step's micro-batches forward and backward again from zero gradients (at the scaler's scale now), clipped
-        as the trainer clips, then the optimizer step. Returns whether the gradients were finite."""
-        trainer = self.trainer
-        model.zero_grad()
-        batches, self.batches = self.batches, []
-        self.queued = [prepared for _, _, prepared in batches]
-        micro_steps = getattr(trainer, "_step", None)  # the GRPO family counts micro-batches: a redo is not one
-        for inputs, num_items_in_batch, _ in batches:
-            trainer.training_step(model, inputs, num_items_in_batch)
-        if micro_steps is not None:
-            trainer._step = micro_steps
-        if trainer.args.max_grad_norm and trainer.args.max_grad_norm > 0:
-            trainer._clip_grad_norm(model)
-        finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
-        trainer.optimizer.step()
-        return finite
-
-
-# ----------------------------------------------------------------------------------------- the TRL callback
 def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size: int | None = None, tokenizer=None,
              advantages=None):
-    """A TrainerCallback recording a TRL run in ``checkpoint_dir``. Every optimizer update: before it, whether the
-    gradients are finite and the loss scale; after it, whether the scaler skipped it (``scaler_skipped``: accelerate's
-    ``optimizer_step_was_skipped`` misses a fused AdamW's skip), in float16 redoing a skipped step at the lowered scale
-    (``StepReplay``), one line in ``updates.jsonl`` (``last``) and the lost-update check. Give it the trainer with
-    ``watch``: callbacks are handed no accelerator.
+    """A TrainerCallback recording a TRL run in ``checkpoint_dir`` (made by ``start_step_log``); give it the trainer
+    with ``watch``. Each optimizer update: whether its gradients are finite, whether the scaler skipped it (accelerate's
+    ``optimizer_step_was_skipped`` misses a fused AdamW's skip), in float16 a skipped step redone, one line in
+    ``updates.jsonl`` and the lost-update check.
 
-    With ``group_size`` (the GRPO family), also each logged step in ``step_metrics.jsonl`` (``batch_metrics`` beside
-    TRL's logs and the update's flags) and its completions in ``rollouts.jsonl``, with the advantage
-    ``advantages(totals, group_size)`` of the method. Its ``wrap`` keeps what the rewards grade: each grades
-    ``tokenizer.decode(ids, skip_special_tokens=True)`` of TRL's completion ids, because with a response template TRL
-    hands over parsed messages instead, which drop an empty ``<think></think>`` (the lenient format's hack); without a
-    tokenizer, ``completion_text`` of TRL's completions."""
+    With ``group_size`` (the GRPO family), also each logged step's ``batch_metrics`` and its completions with the
+    method's ``advantages(totals, group_size)``. ``wrap`` makes each reward grade ``tokenizer.decode`` of TRL's
+    completion ids: with a response template TRL hands over parsed messages, which drop an empty ``<think></think>``
+    (the lenient format's hack)."""
     from transformers import TrainerCallback
 
-    checkpoint_dir = Path(checkpoint_dir)  # made by start_step_log
+    checkpoint_dir = Path(checkpoint_dir)
     updates_path = checkpoint_dir / UPDATES_FILE
 
     class Recorder(TrainerCallback):
@@ -275,6 +211,8 @@ def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size:
         def watch(self, trainer):
             self.accelerator = trainer.accelerator
             if trainer.args.fp16:  # only float16 has a loss scaler to calibrate
+                from thai_grpo.methods.step_replay import StepReplay
+
                 self.replay = StepReplay(trainer)
             return trainer
 
@@ -306,7 +244,8 @@ def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size:
         def on_optimizer_step(self, args, state, control, model=None, **kwargs):
             while self.replay is not None and self.skipped() and self.redos < MAX_REDOS:
                 self.scale_before, self.redos = self.scale(), self.redos + 1
-                self.finite = self.replay.step_again(model)
+                self.replay.step_again(model)
+                self.finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
 
         def on_step_end(self, args, state, control, **kwargs):
             self.last = update_record(state.global_step, self.skipped(), self.finite, self.redos)

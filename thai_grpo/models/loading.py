@@ -1,5 +1,4 @@
-"""Safe loading of base models and LoRA adapters: the real run's hub model and the offline one
-(``thai_grpo.models.tiny_base``) leave the same folders on disk (a base model, a PEFT adapter)."""
+"""Safe loading of base models and LoRA adapters (the hub's and the offline ``tiny_base`` leave the same folders)."""
 
 from __future__ import annotations
 
@@ -23,8 +22,7 @@ def resolve_dtype(name: str):
     return getattr(torch, resolved_dtype_name(name))
 
 
-# Dtypes in which folding an adapter into its base (W + BA) keeps a small GRPO update; in 16 bits the rounding
-# loses it (tools/precision_probe.py).
+# Dtypes in which folding an adapter into its base (W + BA) keeps a small GRPO update (16 bits round it away).
 MERGE_KEEPS_UPDATE = ("float32", "float64")
 
 
@@ -68,12 +66,9 @@ def load_base_model(path: str | Path, dtype: str = "float32", attn_implementatio
 
 def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainable: bool = False,
                 dtype: str = "auto", merged: bool = False):
-    """The base model with a LoRA adapter on top (``PeftModel``), or the bare base when no adapter is given.
-
-    ``dtype`` is the frozen base's (``auto``: float32 on a CPU, 16 bits on a GPU); a trainable adapter stays float32
-    (``upcast_trainable``) so that fp16's loss scaler can unscale its gradients. ``merged``: fold a frozen adapter into
-    the base weights (W + BA), a plain model without LoRA's extra matrix products on every forward.
-    """
+    """The base with a LoRA adapter (``PeftModel``), or the bare base without one. ``dtype``: the frozen base's; a
+    trainable adapter stays float32 (``upcast_trainable``: fp16's scaler unscales its gradients). ``merged``: a frozen
+    adapter folded into the base weights (W + BA), a plain model."""
     from peft import PeftModel
 
     base = load_base_model(base_path, dtype)
@@ -90,9 +85,8 @@ def load_for_evaluation(base_path: str | Path, adapter_path: str | Path | None, 
 
 
 def upcast_trainable(model):
-    """``model`` with every trainable parameter in float32 (LoRA matrices, a ``modules_to_save`` score head), the
-    frozen ones as loaded; PEFT upcasts LoRA's matrices but not a copied head. An upcast module gets float32 inputs
-    (``float32_inputs``): without autocast (a CPU) a 16-bit base's hidden states would meet a float32 head."""
+    """``model`` with every trainable parameter in float32 (PEFT upcasts LoRA's matrices, not a copied score head); an
+    upcast module gets float32 inputs (``float32_inputs``): without autocast a 16-bit base would meet a float32 head."""
     import torch
 
     for module in model.modules():

@@ -1,9 +1,5 @@
-"""What every trainer shares, whatever its method: its arguments, its checkpoints (one helper for every trainer, TRL's
-and our own), progress line and seeds.
-
-Checkpoints live outside Snakemake's declared outputs (``results/checkpoints/<stage>``), so an interrupted run keeps
-them and rerunning the rule resumes from the last one.
-"""
+"""What every trainer shares: its arguments, its checkpoints, progress line and seeds. Checkpoints live outside
+Snakemake's outputs (``results/checkpoints/<stage>``): an interrupted run keeps them and a rerun resumes."""
 
 from __future__ import annotations
 
@@ -15,7 +11,6 @@ from pathlib import Path
 from thai_grpo.core.config import OURS
 
 TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
-STATE_FILE = "state.pt"  # a checkpoint of a trainer of our own (PPO): trainable weights, optimizer, loss scale, step
 
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
 CPU_SAFE_DEFAULTS = {
@@ -30,8 +25,7 @@ CPU_SAFE_DEFAULTS = {
 
 
 def precision_flags(dtype: str = "auto") -> dict:
-    """TRL's precision fields from the frozen weights' dtype (``auto`` resolved on this machine): ``fp16`` for
-    float16, ``bf16`` for bfloat16, neither for float32; and ``use_cpu`` on a CPU."""
+    """TRL's ``fp16``/``bf16`` from the frozen weights' dtype (``auto``: this machine's), and ``use_cpu`` on a CPU."""
     from thai_grpo.jobs.devices import current_capability
     from thai_grpo.models.loading import resolved_dtype_name
 
@@ -42,7 +36,7 @@ def precision_flags(dtype: str = "auto") -> dict:
 
 def scale_float16_losses_on_cpu(trainer) -> None:
     """Give a CPU trainer with ``fp16=True`` float16 autocast and torch's loss scaler, as on a T4: accelerate silently
-    runs neither on a CPU, so a float16 rehearsal would never scale a loss. Call before ``train()``; no-op elsewhere."""
+    runs neither on a CPU. Call before ``train()``."""
     import torch
 
     accelerator = trainer.accelerator
@@ -53,8 +47,7 @@ def scale_float16_losses_on_cpu(trainer) -> None:
 
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str = "auto",
                  training: dict | None = None) -> dict:
-    """Our defaults, then the user's section (TRL field names), then ``precision_flags(dtype)``, the tracker of
-    ``training.report_to``, paths and seed."""
+    """Our defaults, the user's section (TRL names), ``precision_flags``, the tracker, paths and seed."""
     args = {**CPU_SAFE_DEFAULTS, **user_args, **precision_flags(dtype)}
     for ours in OURS:  # ours, not TRL's
         args.pop(ours, None)
@@ -67,14 +60,14 @@ def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str 
 
 
 def tracking_dir(checkpoint_dir: str | Path) -> Path:
-    """Where a run's tracker writes: ``results/tracking/<run>`` for ``results/checkpoints/<run>``, kept after them."""
+    """``results/tracking/<run>`` for ``results/checkpoints/<run>``: where a run's tracker writes."""
     checkpoint_dir = Path(checkpoint_dir)
     return checkpoint_dir.parent.parent / "tracking" / checkpoint_dir.name
 
 
 def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
-    """The newest complete ``checkpoint-N`` folder to resume from, or None. The Trainer writes ``trainer_state.json``
-    last and not atomically: a checkpoint without a readable one was cut short by a kill."""
+    """The newest complete ``checkpoint-N`` folder, or None: one without a readable ``trainer_state.json`` (written
+    last) was cut short by a kill."""
     def complete(path: Path) -> bool:
         try:
             state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
@@ -89,54 +82,28 @@ def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
 
 
 def resume_point(checkpoint_dir: str | Path) -> str | None:
-    """``last_checkpoint``, said in the job's log when there is one: what every trainer resumes from."""
+    """``last_checkpoint``, said in the job's log."""
     resume_from = last_checkpoint(checkpoint_dir)
     if resume_from:
         print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
     return resume_from
 
 
-def save_checkpoint(checkpoint_dir: str | Path, step: int, state: dict, keep: int = 2) -> None:
-    """checkpoint-<step>/ for a trainer of our own: ``state`` (tensors, optimizer state, step) in ``STATE_FILE``, then
-    ``trainer_state.json``, which marks it complete as the Trainer's does. Only the last ``keep`` are kept."""
-    import torch
-
-    from thai_grpo.core.io import atomic_directory, write_json
-
-    checkpoint_dir = Path(checkpoint_dir)
-    with atomic_directory(checkpoint_dir / f"checkpoint-{step}") as tmp:
-        torch.save(state, tmp / STATE_FILE)
-        write_json(tmp / "trainer_state.json", {"global_step": step})
-    done = sorted((int(p.name.split("-")[1]), p) for p in checkpoint_dir.glob("checkpoint-*")
-                  if p.name.split("-")[1].isdigit())
-    for _, old in done[:-keep]:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def load_checkpoint(path: str | Path, device) -> dict:
-    """The ``state`` a ``save_checkpoint`` folder holds, its tensors on ``device``."""
-    import torch
-
-    return torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=device)
-
-
 def clear_checkpoints(checkpoint_dir: str | Path) -> None:
-    """Checkpoints are only for resuming: once the stage's output is written they go."""
+    """Checkpoints are only for resuming: they go once the stage's output is written."""
     shutil.rmtree(checkpoint_dir, ignore_errors=True)
 
 
 def resume_in_order(trainer):
-    """A GRPO-family ``trainer`` whose prompts come in the order of an uninterrupted run after a resume: TRL's
-    ``RepeatSampler`` seeds its generator once and draws a new permutation each epoch, so a resumed run would replay
-    epoch 0's order; here epoch e (from ``set_epoch``) gets the seed's (e+1)-th permutation (``epoch_seeded``)."""
+    """A GRPO-family ``trainer`` whose prompts come after a resume in the order of an uninterrupted run
+    (``epoch_seeded``): TRL's ``RepeatSampler`` would replay epoch 0's order."""
     get_train_sampler = trainer._get_train_sampler
     trainer._get_train_sampler = lambda dataset=None: epoch_seeded(get_train_sampler(dataset))
     return trainer
 
 
 def epoch_seeded(sampler):
-    """TRL's ``RepeatSampler`` drawing epoch e's permutation as an uninterrupted run does (``resume_in_order``); any
-    other sampler unchanged."""
+    """TRL's ``RepeatSampler`` drawing epoch e (``set_epoch``) as the seed's (e+1)-th permutation; others unchanged."""
     import torch
     from trl.trainer.utils import RepeatSampler
 
@@ -162,8 +129,7 @@ def epoch_seeded(sampler):
 
 
 def progress_callback(label: str, every_seconds: float = 15.0):
-    """A TrainerCallback printing ``label: step i/N (s/step, time left)`` at most every ``every_seconds``, and at the
-    last step."""
+    """A TrainerCallback printing ``label: step i/N (s/step, time left)`` at most every ``every_seconds``, and last."""
     import time
 
     from transformers import TrainerCallback
@@ -187,9 +153,8 @@ def progress_callback(label: str, every_seconds: float = 15.0):
 
 
 def seed_everything(seed: int) -> None:
-    """Seed every generator (Python, NumPy, torch). Not ``torch.use_deterministic_algorithms``: on a CPU the kernels
-    used are already deterministic for a fixed thread count, and it swaps in slow fallbacks. GPU runs are seeded but
-    not bit-reproducible."""
+    """Seed Python, NumPy and torch. Not ``torch.use_deterministic_algorithms``: a CPU's kernels are deterministic for a
+    fixed thread count, and it swaps in slow fallbacks; GPU runs are seeded but not bit-reproducible."""
     from transformers import set_seed
 
     set_seed(seed)

@@ -1,7 +1,5 @@
-"""The CPU speed-ups of GRPO's and RLOO's trainers, a layer a reader can skip (``share_prompts``, imported on a CPU
-only; on a GPU and with vLLM every pass is TRL's own): each group's prompt computed once (``shared_prefix``), the
-rollouts sampled from a merged copy of the LoRA policy (``merged_sampler``). The numbers are TRL's up to the order of
-floating-point sums."""
+"""The CPU speed-ups of GRPO's and RLOO's trainers (imported on a CPU only): each group's prompt computed once
+(``shared_prefix``), rollouts from a merged copy of the policy (``merged_sampler``); TRL's numbers up to sum order."""
 
 from __future__ import annotations
 
@@ -10,8 +8,8 @@ import contextlib
 
 @contextlib.contextmanager
 def _shared_prompt_generate(model, merged=None):
-    """``model.generate`` replaced, on this instance while the block runs, by ``generate_sharing_prompts`` on
-    ``merged`` (a ``MergedCopy``, refreshed first) when given, else on the policy itself."""
+    """``model.generate`` replaced while the block runs by ``generate_sharing_prompts`` on ``merged`` (refreshed
+    first) when given, else on the policy itself."""
     from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
 
     sampler, generate = (model, model.generate) if merged is None else (merged.refresh(), None)
@@ -31,10 +29,9 @@ def shares_prompts_on(device, use_vllm: bool = False) -> bool:
 
 
 def share_prompts(trainer):
-    """A GRPO-family ``trainer`` (GRPOTrainer, RLOOTrainer) on a CPU computing each group's prompt once, in the rollouts
-    and in every log-probability pass; call it on a CPU only. Multimodal or MoE batches, activation checkpointing
-    (which drops the cache a shared prompt lives in) and vLLM take TRL's own pass, over the completion positions
-    only."""
+    """A GRPO-family ``trainer`` on a CPU computing each group's prompt once, in the rollouts and every log-prob pass.
+    Multimodal or MoE batches, activation checkpointing (it drops the shared prompt's cache) and vLLM take TRL's own
+    pass, over the completion positions only."""
     import torch
 
     from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy

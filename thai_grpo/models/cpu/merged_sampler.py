@@ -1,6 +1,5 @@
-"""A LoRA policy's rollouts from a merged copy: a plain model with the adapter's current delta folded in
-(W + scale * B A), refreshed before each rollout, so no LoRA products per decoding step. The policy itself is never
-merged and unmerged, which would round the frozen base a little each step."""
+"""A LoRA policy's rollouts from a merged copy (W + scale * B A, refreshed before each rollout): no LoRA products per
+decoding step, and the policy is never merged and unmerged, which would round its frozen base each step."""
 
 from __future__ import annotations
 
@@ -14,8 +13,7 @@ def lora_layers(policy) -> dict:
 
 
 def can_merge_copy(policy) -> bool:
-    """True for a PeftModel on a CPU with a float32 base (a fold into 16 bits rounds a small update away) whose active
-    LoRA layers apply no dropout."""
+    """True for a PeftModel on a CPU with a float32 base (``MERGE_KEEPS_UPDATE``) and no active LoRA dropout."""
     import torch
 
     from thai_grpo.models.loading import MERGE_KEEPS_UPDATE, weights_dtype

@@ -1,6 +1,6 @@
-"""Shared prompts computed once: the G completions of a GRPO group all continue the same prompt, so its keys and values
-are computed once per distinct prompt and copied to its rows, in sampling and in the log-prob passes. The arithmetic
-is that of every row in full, up to the order of floating-point sums, and a seeded run draws the same samples."""
+"""Shared prompts computed once: a GRPO group's G completions continue one prompt, so its keys and values are computed
+once per distinct prompt and copied to its rows, in sampling and the log-prob passes (same samples, same sums up to
+order)."""
 
 from __future__ import annotations
 
@@ -38,9 +38,8 @@ def prompt_cache(model, input_ids, attention_mask, width: int, first, inverse, p
 
 
 def generate_sharing_prompts(model, input_ids, attention_mask, generation_config, generate=None, **kwargs):
-    """``model.generate(input_ids, attention_mask, generation_config)`` with each distinct prompt prefilled once (the
-    samples of ``num_return_sequences`` too). The last prompt position is left to ``generate``, which needs one to start
-    from. ``generate``: the function to call (default ``model.generate``)."""
+    """``generate`` (default ``model.generate``) with each distinct prompt prefilled once, all but its last position,
+    which ``generate`` starts from; ``num_return_sequences`` copies too."""
     import torch
 
     generate = generate or model.generate
@@ -64,9 +63,8 @@ def generate_sharing_prompts(model, input_ids, attention_mask, generation_config
 
 def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits_to_keep: int,
                                         compute_entropy: bool, autocast):
-    """Per-token log-probs (and entropies, else None) of the last ``logits_to_keep`` positions of each row, as TRL's
-    fused LM head computes them, the prompt computed once per distinct prompt; None when no prompt repeats.
-    ``autocast``: the trainer's autocast context manager factory."""
+    """Per-token log-probs (and entropies, else None) of each row's last ``logits_to_keep`` positions by TRL's fused LM
+    head, each distinct prompt computed once; None when no prompt repeats. ``autocast``: the trainer's."""
     prompt_width = input_ids.size(1) - logits_to_keep
     first, inverse = distinct_rows(input_ids[:, :prompt_width], attention_mask[:, :prompt_width])
     if len(first) == input_ids.size(0) or prompt_width < 2:
@@ -83,10 +81,8 @@ def completion_logprobs_sharing_prompts(model, input_ids, attention_mask, logits
 
 @contextlib.contextmanager
 def scoring_labelled_positions_only():
-    """Within this block, TRL's fused LM head projects only the labelled positions on a CPU, as it does on a GPU. TRL
-    compacts to them on Triton devices only, projecting every position elsewhere (fixed tile shapes for compiling
-    backends), which at Qwen3's 151,936 words is most of a CPU step. Each row is scored on its own, so the numbers are
-    the same either way."""
+    """TRL's fused LM head projecting only the labelled positions on a CPU too (TRL compacts on Triton devices only; at
+    Qwen3's 151,936 words every position is most of a CPU step). Rows are scored alone: the same numbers."""
     import trl.trainer.utils as trl_utils
 
     on_triton = trl_utils._use_triton
