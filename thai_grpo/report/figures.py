@@ -73,27 +73,24 @@ def plot_training_curves(steps: list[dict], path) -> None:
 
 
 PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
+# Per panel: the step key, the key a run must record for the panel to show it (None: every run), title, y label.
+PPO_PANELS = (("reward_mean", None, "Code reward (sum), every run", "reward"),
+              ("score_mean", "score_mean", "Score PPO maximised (after the EOS penalty)", "score"),
+              ("kl", None, "KL to {kl_name} (PPO: k1, GRPO: k3)", "nats / token"),
+              ("clip_ratio", None, "Clip fraction (ratio outside 1 +- 0.2)", "fraction of tokens"),
+              ("value_loss", "value_loss", "Value loss (clipped, x 0.5)", "loss"),
+              ("explained_variance", "value_loss", "Explained variance of the value model", "1 - Var(R - V) / Var(R)"))
 
 
 def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT policy") -> None:
     """PPO's run health beside GRPO's (``runs``: {name: steps}), six panels."""
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
-    for name, steps in runs.items():
-        x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
-        axes[0, 0].plot(x, step_series(steps, "reward_mean"), color=colour, marker=".", label=name)
-        if "score_mean" in steps[0]:
-            axes[0, 1].plot(x, step_series(steps, "score_mean"), color=colour, marker=".", label=name)
-        axes[1, 0].plot(x, step_series(steps, "kl"), color=colour, marker=".", label=name)
-        axes[1, 1].plot(x, step_series(steps, "clip_ratio"), color=colour, marker=".", label=name)
-        if "value_loss" in steps[0]:
-            axes[2, 0].plot(x, step_series(steps, "value_loss"), color=colour, marker=".", label=name)
-            axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
-    axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
-    axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
-    axes[1, 0].set(title=f"KL to {kl_name} (PPO: k1, GRPO: k3)", ylabel="nats / token")
-    axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
-    axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
-    axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
+    for ax, (key, needs, title, ylabel) in zip(axes.flat, PPO_PANELS):
+        for name, steps in runs.items():
+            if needs is None or needs in steps[0]:
+                ax.plot(step_series(steps, "step"), step_series(steps, key), color=PPO_COLOURS.get(name, "black"),
+                        marker=".", label=name)
+        ax.set(title=title.format(kl_name=kl_name), ylabel=ylabel)
     for ax in axes.flat:
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))  # no "1e-5" multiplier over the panel's title
         ax.set_xlabel("step")
