@@ -16,7 +16,7 @@ from matplotlib.legend import Legend
 from matplotlib.text import Text
 from report_documents import offline_document
 
-from thai_grpo.report import figures, figures_gains
+from thai_grpo.report import figures
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE_RUN = ROOT / "tests" / "fixtures" / "results_smoke_run.json"
@@ -113,8 +113,7 @@ def caught(monkeypatch):
         found[Path(path).stem] = problems(fig, Path(path).stem)
         save(fig, path)
 
-    for module in (figures, figures_gains):
-        monkeypatch.setattr(module, "save_figure", check_then_save)
+    monkeypatch.setattr(figures, "save_figure", check_then_save)  # draw_all saves the gains figure too
     try:
         from thai_grpo_studies import pitfall_figures
         monkeypatch.setattr(pitfall_figures, "save_figure", check_then_save)

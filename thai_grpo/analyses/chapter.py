@@ -1,10 +1,6 @@
-"""The chapter's experiment as a contract: every number and choice it makes, each with where the chapter says so, and
-each run's values beside it, read from what its stages recorded (``recorded_values``; what a config would give, from
-the trainers' own argument classes, is ``thai_grpo_tools.trainer_arguments``).
-
-``departures`` lists where a run's values differ; the offline default's are printed with their reasons
-(``OFFLINE_REASONS``), so that no comment can drift from what runs.
-"""
+"""The chapter's experiment as a contract: every number and choice it makes, with where the chapter says so, and each
+run's values beside it, read from what its stages recorded; ``departures`` lists where they differ, with the offline
+default's reasons (``OFFLINE_REASONS``)."""
 
 from __future__ import annotations
 
@@ -165,30 +161,15 @@ def departures(values: dict[str, object]) -> list[dict]:
             for fact in CHAPTER if fact.key in values and not _same(values[fact.key], fact.value)]
 
 
-def config_value(config: dict, dotted: str):
-    """``config["a"]["b"]`` for ``a.b``; a missing key raises KeyError naming it."""
-    value = config
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            raise KeyError(f"config has no {dotted!r}")
-        value = value[part]
-    return value
-
-
 def run_card_departures(values: dict[str, object], offline: bool) -> list[dict]:
     """``departures(values)``, each with the offline default's ``reason`` when ``offline``, else None."""
     return [{**d, "reason": OFFLINE_REASONS.get(d["key"]) if offline else None} for d in departures(values)]
 
 
 def recorded_values(config: dict, records: dict[str, dict]) -> dict[str, object]:
-    """The same keys from what the stages recorded: ``records[stage]`` = ``{"args": the trainer's arguments as a dict,
-    "reference", "optimizer_steps"}``; stages without a record are left out."""
-
+    """The same keys from what the stages recorded (``stage_records``); stages without a record are left out."""
     def stage_value(stage: str, field: str):
-        record = records[stage]
-        if field in ("reference", "optimizer_steps"):
-            return record[field]
-        return record["args"][field]
+        return records[stage][field] if field in ("reference", "optimizer_steps") else records[stage]["args"][field]
 
     return contract_values(config, stage_value, [stage for stage in stages_run(config) if stage in records])
 
@@ -239,7 +220,7 @@ def _config_default(config: dict, dotted: str):
         built = {"shipped": "assets/tiny-base (shipped, built by this pipeline)", "scratch": "pretrained here",
                  "train": "trained here"}
         return f"tiny Qwen3 {'base' if section == 'base' else 'SFT adapter'}: {built[config[section]['source']]}"
-    try:
-        return config_value(config, dotted)
-    except KeyError:
-        return None
+    value = config
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value

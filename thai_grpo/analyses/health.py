@@ -1,5 +1,4 @@
-"""Run-health checks on the per-step metrics: the ways a GRPO run fails while its reward looks fine (completions cut at
-the length limit; reward hacking: length, or paid hollow think blocks, up while accuracy is flat)."""
+"""Run-health checks on the per-step metrics: the ways a GRPO run fails while its reward looks fine."""
 
 from __future__ import annotations
 
@@ -12,36 +11,30 @@ import numpy as np
 
 
 def first_and_last(values, window: int | None = None) -> tuple[float | None, float | None]:
-    """Means of the first and the last ``window`` values (default a third, at least one), skipping None and NaN; a part
-    with no value is None."""
+    """Means of the first and the last ``window`` values (default a third), skipping None and NaN (None if none)."""
     values = np.array(list(values), dtype=float)
     w = window or max(1, len(values) // 3)
     first, last = values[:w], values[-w:]
     return tuple(float(np.nanmean(part)) if np.isfinite(part).any() else None for part in (first, last))
 
 
-def _thirds(steps: list[dict], key: str) -> tuple[float, float] | None:
-    """``first_and_last`` of ``key`` over the steps; None with fewer than 3 steps or a part without values."""
-    if len(steps) < 3:
-        return None
-    means = first_and_last([s.get(key) for s in steps])
-    return None if None in means else means
+def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
+    """Mean of ``key`` over the first and the last third of the steps (None when missing)."""
+    return first_and_last([s.get(key) for s in steps])
 
 
 def hacking_suspect(steps: list[dict], length_rise: float = 0.20, accuracy_rise: float = 0.02) -> bool:
-    """Length up while accuracy is flat, the first symptom of reward hacking. With L and a the means of
-    ``completion_length_mean`` and ``accuracy`` over the first and the last third of the steps: suspect when
-    L_last > (1 + length_rise) * L_first and a_last - a_first < accuracy_rise. Fewer than 3 steps: False."""
-    length = _thirds(steps, "completion_length_mean")
-    accuracy = _thirds(steps, "accuracy")
-    if length is None or accuracy is None:
+    """Length up while accuracy is flat (first vs last third of the steps): L_last > (1 + length_rise) * L_first and
+    a_last - a_first < accuracy_rise. Fewer than 3 steps: False."""
+    length, accuracy = step_means(steps, "completion_length_mean"), step_means(steps, "accuracy")
+    if len(steps) < 3 or None in length or None in accuracy:
         return False
     return length[1] > (1.0 + length_rise) * length[0] and accuracy[1] - accuracy[0] < accuracy_rise
 
 
 def truncation_failed(steps: list[dict], threshold: float = 0.9) -> bool:
     """Completions hit max_completion_length: mean `clipped_ratio` over the last third >= threshold."""
-    last = first_and_last([s.get("clipped_ratio") for s in steps])[1]
+    last = step_means(steps, "clipped_ratio")[1]
     return last is not None and last >= threshold
 
 
@@ -65,9 +58,7 @@ def format_reward_name(steps: list[dict]) -> str | None:
 
 @dataclass(frozen=True)
 class DetectorSettings:
-    """The episode detector's knobs (config ``hacking.detector``): ``window`` steps slide over the run and are compared
-    with the first ``baseline_steps``; ``alpha``: the false-positive rate per run; ``min_share``: the least paid hollow
-    share of a flagged window; ``completions_per_step``: assumed for a step record without a count."""
+    """The episode detector's knobs (config ``hacking.detector``, whose schema describes each)."""
     window: int = 3
     baseline_steps: int = 2
     alpha: float = 0.05
@@ -76,8 +67,7 @@ class DetectorSettings:
 
 
 def detector_z(n_windows: int, alpha: float) -> float:
-    """z of the margin, one-sided and Bonferroni over ``n_windows``: an honest run raises a flag in any window with
-    probability at most ``alpha``."""
+    """z of the margin, one-sided and Bonferroni over ``n_windows``: an honest run is flagged with probability <= alpha."""
     return NormalDist().inv_cdf(1.0 - alpha / max(1, n_windows))
 
 
@@ -90,8 +80,7 @@ def _step_arrays(steps: list[dict], default_n: int) -> tuple[np.ndarray, ...]:
 
 
 def _noise_sd(values: np.ndarray) -> np.ndarray:
-    """Per-step SD read from the run itself: 1.4826 x the median absolute step-to-step change / sqrt(2). The median
-    ignores the two large changes a level shift (a hack setting in) adds."""
+    """Per-step SD, 1.4826 x median |step-to-step change| / sqrt(2): the median ignores a level shift's two jumps."""
     changes = np.abs(np.diff(values, axis=-1))
     with warnings.catch_warnings():  # a run without the metric: all-NaN, no noise estimate (the binomial SE stays)
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -117,8 +106,7 @@ def _window_test(values, counts, baseline: int, window: int, z: float):
 
 
 def flagged_windows(share, accuracy, counts, settings: DetectorSettings) -> np.ndarray:
-    """Boolean (runs, windows): the paid hollow share rose above the baseline by more than its margin and reached
-    ``min_share`` while accuracy did not rise by more than its margin."""
+    """Boolean (runs, windows): the paid hollow share rose past its margin to ``min_share``, accuracy within its own."""
     share, accuracy = np.atleast_2d(share), np.atleast_2d(accuracy)
     n_windows = share.shape[1] - settings.baseline_steps - settings.window + 1
     if n_windows < 1:
@@ -131,8 +119,7 @@ def flagged_windows(share, accuracy, counts, settings: DetectorSettings) -> np.n
 
 
 def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: DetectorSettings) -> list[dict]:
-    """Runs of overlapping flagged windows as episodes, trimmed to the steps at least half-way from the baseline to the
-    peak share: first and last step, length, peak share and step, mean share and accuracy."""
+    """Runs of overlapping flagged windows as episodes, trimmed to the steps at least half-way from baseline to peak."""
     b, w = settings.baseline_steps, settings.window
     covered = np.zeros(len(steps), dtype=bool)
     for i in np.flatnonzero(flags):
@@ -156,10 +143,8 @@ def episodes_from_flags(flags, share, accuracy, steps: list[int], settings: Dete
 
 
 def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
-    """Episodes of format hacking anywhere in a run: where the format reward paid hollow think blocks (empty,
-    whitespace or one character) well above the first ``baseline_steps`` while accuracy did not rise. A window of w
-    steps is flagged when H_w - H_b > z x SE_H, H_w >= ``min_share`` and a_w - a_b <= z x SE_a (``_window_test``),
-    z = Phi^-1(1 - alpha / windows). ``status``: "stayed" (the run ended in an episode), "left", or None without one."""
+    """Episodes where the format reward paid hollow think blocks well above the baseline while accuracy did not rise:
+    H_w - H_b > z x SE_H, H_w >= ``min_share``, a_w - a_b <= z x SE_a; ``status`` "stayed", "left" or None."""
     reward = format_reward_name(steps)
     b, w = settings.baseline_steps, settings.window
     empty = {"episodes": [], "status": None, "format_reward": reward, "baseline": None, "z": None,
@@ -181,8 +166,7 @@ def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSet
 
 
 def format_hacking_suspect(steps: list[dict], settings: DetectorSettings = DetectorSettings()) -> dict:
-    """``hacking_episodes`` plus ``suspect`` (any episode) and ``lenient_reward``: the chapter's hack,
-    <think></think> plus a guessed number, reward up and accuracy flat."""
+    """``hacking_episodes`` plus ``suspect`` (any episode) and ``lenient_reward`` (the chapter's hack)."""
     found = hacking_episodes(steps, settings)
     return {**found, "suspect": bool(found["episodes"]), "lenient_reward": found["format_reward"] == "format_lenient"}
 
@@ -201,8 +185,7 @@ def lost_update_counts(steps: list[dict]) -> dict:
 
 
 def training_health(steps: list[dict]) -> dict:
-    """The health flags, each with a sentence on what it means and what to do: truncation, reward hacking (length or
-    format), lost updates."""
+    """The health flags (truncation, reward hacking by length or format, lost updates), each with what to do."""
     truncated, hacking, hack = truncation_failed(steps), hacking_suspect(steps), format_hacking_suspect(steps)
     lost = lost_update_counts(steps)
     messages = []

@@ -18,8 +18,7 @@ def k1(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
 
 
 def k3(logp_policy: np.ndarray, logp_ref: np.ndarray) -> np.ndarray:
-    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy): ``core.references.k3``, clipped at 0 against
-    rounding."""
+    """k3 = (x - 1) - log x with x = exp(logp_ref - logp_policy) (``core.references.k3``), clipped at 0."""
     return np.maximum(k3_of_tensors(logp_policy, logp_ref), 0.0)
 
 
@@ -34,28 +33,22 @@ def true_kl(p: np.ndarray, q: np.ndarray) -> float:
     return float(np.sum(rel_entr(np.asarray(p, dtype=float), np.asarray(q, dtype=float))))
 
 
-def sample_kl_estimates(
-    p: np.ndarray, q: np.ndarray, n: int, rng: np.random.Generator
-) -> dict[str, np.ndarray | float]:
+def sample_kl_estimates(p: np.ndarray, q: np.ndarray, n: int, rng: np.random.Generator) -> dict:
     """Draw n tokens y ~ p; return {"tokens", "k1", "k3" (arrays of length n), "true_kl"} for KL(p || q)."""
-    p = np.asarray(p, dtype=float)
-    q = np.asarray(q, dtype=float)
+    p, q = np.asarray(p, dtype=float), np.asarray(q, dtype=float)
     tokens = rng.choice(p.size, size=n, p=p)
     logp, logq = np.log(p[tokens]), np.log(q[tokens])
     return {"tokens": tokens, "k1": k1(logp, logq), "k3": k3(logp, logq), "true_kl": true_kl(p, q)}
 
 
-# --------------------------------------------------------------------------- real tokens: ground truth and regimes
 # Decades of the exact per-position KL that bin the real tokens (the first and last bins are open-ended).
 REGIME_EDGES = (0.0, 1e-3, 1e-2, 1e-1, 1.0, np.inf)
 
 
 def cluster_bootstrap_draws(columns: dict[str, np.ndarray], lengths: list[int], clusters: list, n_boot: int = 10_000,
                             seed: int = 0, batch: int = 1000) -> dict[str, np.ndarray]:
-    """Bootstrap draws of each per-token column's token mean, resampling whole clusters (``clusters``: one label per
-    completion, its problem id: a problem's completions share its context).
-    Draw b is sum_c r_b(c) S_c / sum_c r_b(c) N_c, r_b(c) = times cluster c was drawn, S_c and N_c its column sum and
-    token count. All columns share the resamples, so a column of differences gets its paired interval."""
+    """Bootstrap draws of each column's token mean, resampling whole clusters (one label per completion, its problem):
+    sum_c r_b(c) S_c / sum_c r_b(c) N_c. All columns share the resamples (paired intervals for differences)."""
     lengths = np.asarray(lengths, dtype=int)
     if lengths.size < 2 or np.any(lengths < 1):
         raise ValueError(f"a bootstrap over completions needs >= 2 non-empty completions, got lengths {lengths[:5]}")
@@ -93,9 +86,8 @@ def cluster_bootstrap_means(columns: dict[str, np.ndarray], lengths: list[int], 
 
 
 def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_EDGES) -> list[dict]:
-    """The real tokens binned by the exact KL at their position (a property of the context, so both estimators stay
-    unbiased in a bin). Per bin: tokens, mean exact KL, each estimator's root mean exact variance (``sd_k1``, ``sd_k3``)
-    and root mean squared observed error (``rmse_k1``, ``rmse_k3``), and the ``winner`` (smaller variance)."""
+    """The real tokens binned by the exact KL at their position; per bin each estimator's root mean exact variance,
+    root mean squared observed error, and the ``winner`` (smaller variance)."""
     kl_exact, var_k1, var_k3 = (np.asarray(v, dtype=float) for v in (kl_exact, var_k1, var_k3))
     err_k1, err_k3 = np.asarray(err_k1, dtype=float), np.asarray(err_k3, dtype=float)
     bins = []
@@ -113,9 +105,8 @@ def divergence_regimes(kl_exact, var_k1, var_k3, err_k1, err_k3, edges=REGIME_ED
 
 
 def real_kl_summary(kl_real: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
-    """What the report says about k1 vs k3 on the run's own tokens: the means of the exact KL, k1, k3 and their errors
-    with bootstrap intervals over problems, each estimator's exact standard error of the mean (sqrt(sum of per-position
-    variances) / tokens), the regimes and the token carrying the largest share of the k3 sum."""
+    """k1 vs k3 on the run's own tokens: means with intervals over problems, exact standard errors
+    (sqrt(sum of per-position variances) / tokens), the regimes and the token with the largest share of the k3 sum."""
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     exact = np.asarray(kl_real["kl_exact"], float)
     e1, e3 = k1(logp, logq), k3(logp, logq)

@@ -1,7 +1,5 @@
-"""How large a step each method actually took. Dr.GRPO divides its loss by batch x max_completion_length, so its
-gradients are several times smaller than GRPO's, but AdamW largely cancels a constant scale; so this measures the
-gradient (``mean_grad_norm``, before clipping) and the step taken (``parameter_displacement``):
-||theta_final - theta_SFT||_2 over the LoRA tensors."""
+"""How large a step each method took: Dr.GRPO's gradients are smaller than GRPO's but AdamW largely cancels a constant
+scale, so both the gradient (``mean_grad_norm``) and the step ||theta_final - theta_SFT||_2 are measured."""
 
 from __future__ import annotations
 

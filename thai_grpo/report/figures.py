@@ -12,16 +12,14 @@ from matplotlib.transforms import blended_transform_factory
 
 from thai_grpo.analyses import kl
 from thai_grpo.report import glance, lessons, run_words
-from thai_grpo.report.figures_gains import plot_gains
+from thai_grpo.report.figures_gains import gains_figure
 from thai_grpo.report.plotting import save_figure, step_series
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
 POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
 
 def solve_rate_transitions(before, after) -> dict[str, int]:
-    """Problems by how their correct count c_i moved from ``before`` to ``after``: ``moved_up`` (``newly_solved``: from
-    0), ``got_worse`` (``lost``: to 0), ``no_signal_ever`` (0 in both: p = 0 sends GRPO no signal) and ``unchanged``
-    (equal, > 0)."""
+    """Problems by how their correct count c_i moved from ``before`` to ``after`` (``no_signal_ever``: 0 in both)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
     if b.shape != a.shape:
         raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
@@ -36,9 +34,6 @@ def solve_rate_transitions(before, after) -> dict[str, int]:
     }
 
 
-
-
-# --------------------------------------------------------------------------- training
 def plot_training_curves(steps: list[dict], path) -> None:
     """Six panels per optimizer step; length with accuracy is DeepSeek-R1's figure in miniature."""
     x = step_series(steps, "step")
@@ -78,28 +73,24 @@ def plot_training_curves(steps: list[dict], path) -> None:
 
 
 PPO_COLOURS = {"grpo": "#868e96", "ppo": "#5f3dc4", "ppo_verifier": "#e8590c"}
+# Per panel: the step key, the key a run must record for the panel to show it (None: every run), title, y label.
+PPO_PANELS = (("reward_mean", None, "Code reward (sum), every run", "reward"),
+              ("score_mean", "score_mean", "Score PPO maximised (after the EOS penalty)", "score"),
+              ("kl", None, "KL to {kl_name} (PPO: k1, GRPO: k3)", "nats / token"),
+              ("clip_ratio", None, "Clip fraction (ratio outside 1 +- 0.2)", "fraction of tokens"),
+              ("value_loss", "value_loss", "Value loss (clipped, x 0.5)", "loss"),
+              ("explained_variance", "value_loss", "Explained variance of the value model", "1 - Var(R - V) / Var(R)"))
 
 
 def plot_ppo_curves(runs: dict[str, list[dict]], path, kl_name: str = "the SFT policy") -> None:
-    """PPO's run health beside GRPO's (``runs``: {name: steps}): code reward, PPO's score, KL to ``kl_name``, clip
-    fraction, value loss and explained variance 1 - Var(R - V) / Var(R)."""
+    """PPO's run health beside GRPO's (``runs``: {name: steps}), six panels."""
     fig, axes = plt.subplots(3, 2, figsize=(10, 9), layout="constrained")
-    for name, steps in runs.items():
-        x, colour = step_series(steps, "step"), PPO_COLOURS.get(name, "black")
-        axes[0, 0].plot(x, step_series(steps, "reward_mean"), color=colour, marker=".", label=name)
-        if "score_mean" in steps[0]:
-            axes[0, 1].plot(x, step_series(steps, "score_mean"), color=colour, marker=".", label=name)
-        axes[1, 0].plot(x, step_series(steps, "kl"), color=colour, marker=".", label=name)
-        axes[1, 1].plot(x, step_series(steps, "clip_ratio"), color=colour, marker=".", label=name)
-        if "value_loss" in steps[0]:
-            axes[2, 0].plot(x, step_series(steps, "value_loss"), color=colour, marker=".", label=name)
-            axes[2, 1].plot(x, step_series(steps, "explained_variance"), color=colour, marker=".", label=name)
-    axes[0, 0].set(title="Code reward (sum), every run", ylabel="reward")
-    axes[0, 1].set(title="Score PPO maximised (after the EOS penalty)", ylabel="score")
-    axes[1, 0].set(title=f"KL to {kl_name} (PPO: k1, GRPO: k3)", ylabel="nats / token")
-    axes[1, 1].set(title="Clip fraction (ratio outside 1 +- 0.2)", ylabel="fraction of tokens")
-    axes[2, 0].set(title="Value loss (clipped, x 0.5)", ylabel="loss")
-    axes[2, 1].set(title="Explained variance of the value model", ylabel="1 - Var(R - V) / Var(R)")
+    for ax, (key, needs, title, ylabel) in zip(axes.flat, PPO_PANELS):
+        for name, steps in runs.items():
+            if needs is None or needs in steps[0]:
+                ax.plot(step_series(steps, "step"), step_series(steps, key), color=PPO_COLOURS.get(name, "black"),
+                        marker=".", label=name)
+        ax.set(title=title.format(kl_name=kl_name), ylabel=ylabel)
     for ax in axes.flat:
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.3g"))  # no "1e-5" multiplier over the panel's title
         ax.set_xlabel("step")
@@ -166,7 +157,6 @@ def plot_group_advantages(example_groups: dict, path) -> None:
     save_figure(fig, path)
 
 
-# --------------------------------------------------------------------------- figure 5.2
 def _box(ax, x, y, text, colour, crossed=False, w=0.38, h=0.13) -> None:
     """A rounded box with centred text; `crossed` strikes it out (a model GRPO does not need)."""
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.01", fc=colour,
@@ -205,7 +195,6 @@ def plot_grpo_vs_ppo(path) -> None:
     save_figure(fig, path)
 
 
-# --------------------------------------------------------------------------- figure 5.3
 SYNTHETIC_P = np.array([0.30, 0.22, 0.15, 0.11, 0.08, 0.06, 0.04, 0.02, 0.01, 0.01])
 SYNTHETIC_Q = np.array([0.22, 0.20, 0.16, 0.12, 0.10, 0.07, 0.05, 0.04, 0.02, 0.02])
 
@@ -218,8 +207,7 @@ def _k_band(ax, runs: np.ndarray, x: np.ndarray, colour: str, label: str) -> Non
 
 
 def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 30) -> None:
-    """Figure 5.3 (synthetic): running means of k1 and k3 from p against KL(p || q), 10-90 percentile bands over
-    ``n_seeds`` seeds: both are unbiased, but k1 still swings at batch sizes where k3 is tight."""
+    """Figure 5.3 (synthetic): running means of k1 and k3 against KL(p || q), 10-90 percentile bands over seeds."""
     p, q = SYNTHETIC_P / SYNTHETIC_P.sum(), SYNTHETIC_Q / SYNTHETIC_Q.sum()
     runs = [kl.sample_kl_estimates(p, q, n, np.random.default_rng(seed + i)) for i in range(n_seeds)]
     true_kl = float(runs[0]["true_kl"])
@@ -289,8 +277,7 @@ def plot_k1_vs_k3_real(kl_real: dict, path, seed: int = 0, n_orders: int = 20) -
 
 
 def _estimator_means_panel(ax, summary: dict) -> None:
-    """Means of the exact KL, k1 and k3 with 95% bootstrap intervals over problems (thick) and, for k1 and k3,
-    mean +- 1.96 exact standard errors (thin): where the two disagree, the sample has not seen the tail."""
+    """Means of the exact KL, k1 and k3: bootstrap intervals over problems (thick), +- 1.96 exact SE (thin)."""
     means, exact_se = summary["means"], summary["exact_se"]
     for x, (name, colour) in enumerate((("exact", "black"), ("k1", K1_COLOUR), ("k3", K3_COLOUR))):
         m = means[name]
@@ -329,13 +316,11 @@ def _regimes_panel(ax, regimes: list[dict]) -> None:
     ax.grid(alpha=0.3, which="both")
 
 
-# --------------------------------------------------------------------------- held-out evaluation
 MODEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 
 
 def plot_pass_at_k(eval_dict: dict, path, names: dict | None = None) -> None:
-    """Unbiased pass@k for k = 1..n of every evaluated model, each with its own marker (curves that coincide stay
-    visible), the legend beside the axes naming each model as ``names`` does."""
+    """Unbiased pass@k for k = 1..n of every evaluated model, each with its own marker (coinciding curves stay visible)."""
     fig, ax = plt.subplots(figsize=(8, 4), layout="constrained")
     for index, (name, res) in enumerate(eval_dict.items()):
         curve = res.get("pass_at_k_curve") or []
@@ -349,8 +334,7 @@ def plot_pass_at_k(eval_dict: dict, path, names: dict | None = None) -> None:
 
 
 def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[str, str], path) -> None:
-    """pass@k for k = 1..n of the model before training and after, the gap between them shaded (green where after is
-    higher, red where lower) and written at k = 1 and k = n: "polish, not create" is a gap that closes as k grows."""
+    """pass@k before and after training, the gap shaded and written at k = 1 and k = n (polish closes it as k grows)."""
     k = np.arange(1, min(len(before), len(after)) + 1)
     b, a = np.asarray(before, float)[: len(k)], np.asarray(after, float)[: len(k)]
     fig, ax = plt.subplots(figsize=(7, 2.9), layout="constrained")
@@ -369,8 +353,7 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
 
 def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
                             seed: int = 0) -> dict[str, int]:
-    """Per-problem solve rate c_i / n before vs after training (jittered); writes it and returns its transitions (the
-    report's table beside it, not a box over the points)."""
+    """Per-problem solve rate c_i / n before vs after training (jittered); returns ``solve_rate_transitions``."""
     b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
     counts = solve_rate_transitions(before_counts, after_counts)
     rng = np.random.default_rng(seed)
@@ -387,7 +370,6 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
     return counts
 
 
-# --------------------------------------------------------------------------- all at once
 def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:
     """(before, after) model names for the solve-rate scatter: SFT (else base) vs GRPO, if both exist."""
     scored = {name for name, e in eval_results.items() if (e or {}).get("per_problem_correct")}
@@ -409,9 +391,9 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
     gains = glance.gain_rows(results)
     if any(row["mean_diff"] is not None for row in gains):  # the first screen's figure
         plan = glance.plan_of(results)
-        paths["gains_over_sft"] = out / "gains_over_sft.png"
-        plot_gains(gains, paths["gains_over_sft"], glance.model_names(results)[plan["reference"]],
-                   glance.METRIC_NAMES.get(plan["metric"], plan["metric"]), plan.get("equivalence_margin"))
+        draw("gains_over_sft", lambda path: save_figure(gains_figure(
+            gains, glance.model_names(results)[plan["reference"]],
+            glance.METRIC_NAMES.get(plan["metric"], plan["metric"]), plan.get("equivalence_margin")), path))
     if train.get("steps"):
         draw("training_curves", plot_training_curves, train["steps"])
     ppo_runs = {name: run["steps"] for name, run in (results.get("runs") or {}).items()
@@ -438,7 +420,6 @@ def draw_all(results: dict, out_dir: str | Path) -> dict[str, Path]:
         labels = tuple(names.get(model, model) for model in pair)
         if before.get("pass_at_k_curve") and after.get("pass_at_k_curve"):
             draw("pass_at_k_gap", plot_pass_at_k_gap, before["pass_at_k_curve"], after["pass_at_k_curve"], labels)
-        paths["solve_rate_scatter"] = out / "solve_rate_scatter.png"
-        plot_solve_rate_scatter(before["per_problem_correct"], after["per_problem_correct"],
-                                after.get("n_samples", 8), paths["solve_rate_scatter"], labels=labels)
+        draw("solve_rate_scatter", lambda path: plot_solve_rate_scatter(
+            before["per_problem_correct"], after["per_problem_correct"], after.get("n_samples", 8), path, labels))
     return paths

@@ -5,8 +5,6 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 from matplotlib.transforms import blended_transform_factory
 
-from thai_grpo.report.plotting import save_figure
-
 VERDICT_COLOURS = {"higher": "#2b8a3e", "lower": "#c92a2a", "equivalent": "#1971c2", "not_resolved": "#495057",
                    "not_tested": "#868e96", None: "#adb5bd"}
 ROW_HEIGHT, FRAME_HEIGHT, WIDTH = 0.46, 1.15, 8.6  # inches
@@ -67,8 +65,3 @@ def _text_columns(side, rows: list[dict]) -> None:
                   color=colour, weight="bold" if row["supported"] else "normal")
         if family:
             side.text(VERDICT_X, y + 0.24, family, transform=at, fontsize=FONT - 2, va="center", color="#6c757d")
-
-
-def plot_gains(rows: list[dict], path, reference: str = "SFT", metric: str = "held-out pass@1",
-               margin: float | None = None) -> None:
-    save_figure(gains_figure(rows, reference, metric, margin), path)

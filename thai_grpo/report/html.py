@@ -14,10 +14,10 @@ from jinja2.exceptions import UndefinedError
 from markupsafe import Markup
 
 from thai_grpo.core.io import atomic_write_text
-from thai_grpo.analyses.health import training_health
+from thai_grpo.analyses.health import step_means, training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
-from thai_grpo.report.lessons import PITFALL_FIGURES, step_means
+from thai_grpo.report.lessons import PITFALL_FIGURES
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
                                          verdict_word)
@@ -56,7 +56,6 @@ NOT_RUN = "not run"
 
 
 
-# --------------------------------------------------------------------------- figures
 def figure_paths(figures: dict[str, Path] | str | Path) -> dict[str, Path]:
     """{name: png} as given, or every `<name>.png` in a figures directory (what `draw_all` wrote)."""
     if isinstance(figures, dict):
@@ -68,7 +67,6 @@ def data_uri(path: str | Path) -> str:
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode("ascii")
 
 
-# --------------------------------------------------------------------------- formatting filters
 def _number(value: Any) -> float | None:
     try:
         return None if value is None or isinstance(value, bool) else float(value)
@@ -129,7 +127,6 @@ def verdict_class(test: Any) -> str:
     return f"verdict {verdict or 'none'}" + (" supported" if isinstance(test, dict) and test.get("supported") else "")
 
 
-# --------------------------------------------------------------------------- context
 def _health(train: dict) -> dict:
     return train.get("health") or training_health(train.get("steps") or [])
 
@@ -189,7 +186,7 @@ def _pitfalls(results: dict) -> dict:
     return {"sets": sets, "lenient_runs": lenient}
 
 
-def _headline(results: dict, health: dict) -> dict | None:
+def _headline(results: dict, health: dict, plan: dict) -> dict | None:
     """What happened, first: each method's pass@1 and tests against SFT, GRPO's pass@k verdict, the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
@@ -204,14 +201,10 @@ def _headline(results: dict, health: dict) -> dict | None:
                       "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
                                    for t in tests.values() if t and t.get("verdict") in VERDICT_KEYS]})
     narrowing = (results.get("comparison") or {}).get("narrowing")
-    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": _plan(results),
+    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": plan,
             "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
             if "grpo" in evals else None,
             "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
-
-
-def _plan(results: dict) -> dict:
-    return plan_facts(glance.plan_of(results))
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
@@ -230,11 +223,6 @@ def _pairwise(results: dict) -> dict[str, dict]:
     return grouped
 
 
-def _namer(results: dict):
-    names = glance.prose_names(results)
-    return lambda variant: names.get(variant, variant)
-
-
 def _study_pairs(tests: list[dict], name) -> list[dict]:
     """A study's decided pairs with their names, verdict word, adjusted p and stored sentence (or a short one)."""
     return [{**t, "a_name": name(t["a"]), "b_name": name(t["b"]), "word": verdict_word(t),
@@ -243,9 +231,9 @@ def _study_pairs(tests: list[dict], name) -> list[dict]:
             for t in tests if t.get("verdict") in VERDICT_KEYS]
 
 
-def _seed_study(results: dict) -> dict | None:
+def _seed_study(results: dict, name) -> dict | None:
     """results.json ``seed_study`` with comparison names, pair sentences and per-model verdicts; None when not built."""
-    study, name = results.get("seed_study"), _namer(results)
+    study = results.get("seed_study")
     if not study:
         return None
     pairs = _study_pairs(study.get("pairs") or [], name)
@@ -255,9 +243,9 @@ def _seed_study(results: dict) -> dict | None:
     return {**study, "methods": methods, "pairs": pairs, "beside": beside}
 
 
-def _chain_study(results: dict) -> dict | None:
+def _chain_study(results: dict, name) -> dict | None:
     """results.json ``chain_study`` with comparison names, pair sentences and the headline's sentence, or None."""
-    study, name = results.get("chain_study"), _namer(results)
+    study = results.get("chain_study")
     if not study:
         return None
     pairs = {metric: _study_pairs(tests, name) for metric, tests in (study.get("pairs") or {}).items()}
@@ -290,15 +278,17 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     samples = lessons.samples_shown(samples_by_model)
     groups_stored = lessons.stored_groups(results)
-    names = {model: model for model in evals} | glance.prose_names(results)
+    prose = glance.prose_names(results)
+    names = {model: model for model in evals} | prose
     pair_names = (names[pair[0]], names[pair[1]]) if pair else None
+    plan = plan_facts(glance.plan_of(results))
     tested_narrowing = bool(pair) and (narrowing.get("weaker"), narrowing.get("stronger")) == pair
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
-        "headline": _headline(results, health),
+        "headline": _headline(results, health, plan),
         "pairwise": _pairwise(results),
-        "plan": _plan(results),
+        "plan": plan,
         "name_of": names,
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], pair_names,
                                                narrowing if tested_narrowing else None) if pair else None,
@@ -350,8 +340,8 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
                        if run.get("method") == "ppo"},
         "pitfalls": _pitfalls(results),
         "extra_sets": _extra_sets(results),
-        "seed_study": _seed_study(results),
-        "chain_study": _chain_study(results),
+        "seed_study": _seed_study(results, lambda variant: prose.get(variant, variant)),
+        "chain_study": _chain_study(results, lambda variant: prose.get(variant, variant)),
         "studies_from_other_settings": results.get("studies_from_other_settings") or [],
         "hacking": (results.get("hacking") or {}).get("report"),  # the rows the study stored for this report
         "losses": (results.get("losses") or {}).get("report"),
@@ -360,7 +350,6 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     }
 
 
-# --------------------------------------------------------------------------- rendering
 def _environment(template_dir: Path) -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(template_dir)),

@@ -7,7 +7,7 @@ import numpy as np
 from thai_grpo.core.rewards import FORMAT_REWARD, THAI_REWARD
 from thai_grpo.evaluation.plan import VERDICTS
 from thai_grpo.analyses import kl
-from thai_grpo.analyses.health import first_and_last
+from thai_grpo.analyses.health import step_means
 from thai_grpo.report import glance
 from thai_grpo.report.verdicts import pair_test, versus_verdict
 
@@ -17,11 +17,6 @@ SIDE_BY_SIDE_PROBLEMS = 2  # the body's side-by-side rows (the appendix has ever
 
 PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
                    "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by `pitfalls`
-
-
-def step_means(steps: list[dict], key: str) -> tuple[float | None, float | None]:
-    """Mean of ``key`` over the first and the last third of the steps (None when missing)."""
-    return first_and_last([s.get(key) for s in steps])
 
 
 def rises(means: tuple[float | None, float | None]) -> bool:
@@ -81,8 +76,7 @@ def stored_groups(results: dict) -> list[dict]:
 
 
 def same_group_pairs(groups: list[dict]) -> list[tuple[dict, dict]]:
-    """Pairs of mixed ``stored_groups``, one per calculator rule (GRPO's std, Dr.GRPO's r - mean), from two runs at
-    the same step with the same completions and rewards (both start alike): one group, two advantage rules."""
+    """Pairs of mixed ``stored_groups`` from two runs with different calculator rules, same step, completions, rewards."""
     pairs, seen = [], {}
     for group in groups:
         if not group["mixed"] or group["calculator"] is None:
@@ -95,8 +89,8 @@ def same_group_pairs(groups: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers get a positive advantage (``best_up``), and
-    positive rewards below the group mean a negative one (``positive_down``)."""
+    """Figure 5.1's claim on this run's mixed group: the best answers up (``best_up``), positive rewards below the mean
+    down (``positive_down``)."""
     if not group or not group.get("rewards"):
         return None
     rewards, advantages = group["rewards"], group.get("advantages") or []
@@ -116,8 +110,7 @@ def curve_lesson(steps: list[dict]) -> dict | None:
 
 
 def ppo_lesson(results: dict) -> dict | None:
-    """Why PPO scores as it does: its reward model's accuracy on held-out pairs (0.5 = chance) and, first -> last
-    third of PPO's steps, the reward model's score beside the code rewards; None without both."""
+    """Why PPO scores as it does: its reward model's held-out accuracy, its score and the code reward over the steps."""
     steps = ((results.get("runs") or {}).get("ppo") or {}).get("steps") or []
     heldout = (results.get("reward_model") or {}).get("heldout") or {}
     if len(steps) < 2 or heldout.get("accuracy") is None:
@@ -147,16 +140,14 @@ def side_by_side(samples: dict[str, list[dict]]) -> dict:
     return {"models": models, "rows": rows}
 
 
-# --------------------------------------------------------------------------- where the run departs, and why
 def departure(run: dict, key: str) -> dict | None:
     """The run card's departure from the chapter at ``key`` (``grpo.learning_rate``), or None where it has none."""
     return next((d for d in run.get("chapter_departures") or [] if d["key"] == key), None)
 
 
 def kl_lesson(results: dict, takeaway: dict | None) -> dict | None:
-    """Why this run's tokens favour the estimator they do: its learning rate against the chapter's (``lr``), the KL
-    its training reached (k3, mean of the last third of its steps), the share of token positions where k3 has the lower
-    variance, and how often a single k1 is negative (what a k1 penalty would pay the policy for moving away)."""
+    """Why this run's tokens favour the estimator they do: its learning rate against the chapter's, the KL training
+    reached, where k3 has the lower variance, and how often a single k1 is negative."""
     kl_real = results.get("kl_real") or {}
     summary = kl_real.get("summary")
     if not summary or not takeaway:
@@ -171,8 +162,7 @@ def kl_lesson(results: dict, takeaway: dict | None) -> dict | None:
 
 
 def unanimity(rewards: list[float]) -> dict:
-    """How alike a group is: the commonest reward, how many of the G share it, the lone other one's index when all
-    but one agree (the chapter's near-unanimous group, which dividing by the std over-weights)."""
+    """The commonest reward of a group, how many share it, and the lone other one's index when all but one agree."""
     values, counts = np.unique(rewards, return_counts=True)
     common = int(np.argmax(counts))
     near = int(counts[common]) == len(rewards) - 1
@@ -182,8 +172,7 @@ def unanimity(rewards: list[float]) -> dict:
 
 
 def dr_grpo_lesson(results: dict, pair: tuple[dict, dict] | None) -> dict | None:
-    """The GRPO/Dr.GRPO pair of one group: how unanimous it is and the lone answer's advantage under each rule; and
-    what Dr.GRPO's training gave against GRPO's (held-out pass@1, the plan's paired test) in a sentence."""
+    """One group under GRPO's and Dr.GRPO's rules (the lone answer's advantage each), and Dr.GRPO's test against GRPO."""
     test = pair_test((results.get("comparison") or {}).get("pairwise") or [], "dr_grpo", "grpo")
     names = glance.prose_names(results)
     verdict = (versus_verdict(test, names.get("dr_grpo", "Dr.GRPO"), names.get("grpo", "GRPO"), trained_from=False)
@@ -200,9 +189,8 @@ def dr_grpo_lesson(results: dict, pair: tuple[dict, dict] | None) -> dict | None
 
 
 def reward_floor(steps: list[dict], groups: list[dict]) -> dict | None:
-    """The share of step 1's completions already paid the format and the Thai reward (each reward's step-1 mean over
-    its value), and the distinct rewards of the main run's stored groups: with both paid from the start, a group's
-    rewards differ only by correctness."""
+    """The share of step 1's completions already paid the format and the Thai reward, and the distinct rewards of the
+    main run's stored groups: with both paid from the start, a group's rewards differ only by correctness."""
     first = (steps[0].get("rewards") or {}) if steps else {}
     if "format" not in first or "thai" not in first:
         return None
@@ -211,8 +199,7 @@ def reward_floor(steps: list[dict], groups: list[dict]) -> dict | None:
 
 
 def length_lesson(results: dict) -> dict | None:
-    """Completion length over training (first and last third) against the run's budget and the chapter's, SFT's
-    held-out completion length and the truncated share: why the longer-reasoning moment does or does not come."""
+    """Completion length over training against the budgets, SFT's length and the truncated share."""
     steps, run = (results.get("train") or {}).get("steps") or [], results.get("run") or {}
     length = step_means(steps, "completion_length_mean")
     if None in length:
@@ -226,8 +213,7 @@ def length_lesson(results: dict) -> dict | None:
 
 
 def clip_lesson(results: dict) -> dict | None:
-    """GRPO's clip fraction: zero at every step when each batch is used once (``num_iterations`` 1, on-policy: the
-    ratio to the sampling policy is exactly 1); None without clip records."""
+    """GRPO's clip fraction: zero at every step when each batch is used once (on-policy, the ratio is exactly 1)."""
     steps = (results.get("train") or {}).get("steps") or []
     clips = [s["clip_ratio"] for s in steps if s.get("clip_ratio") is not None]
     if not clips:
@@ -238,9 +224,8 @@ def clip_lesson(results: dict) -> dict | None:
 
 
 def cost_lesson(results: dict, methods: list[dict]) -> dict | None:
-    """What peak memory measures here: the base's own size in float32 against the smallest and largest peak of the
-    trained methods (the runtime dominates when the model is a small part), and whether SFT's row is a shipped
-    adapter (no training: its time and memory are a load)."""
+    """What peak memory measures here: the base's float32 size against the trained methods' peaks, and whether SFT's
+    row is a shipped adapter (its time and memory are a load)."""
     peaks = {m["method"]: m["peak_memory_mb"] for m in methods if m.get("model") not in ("base", "sft")
              and isinstance(m.get("peak_memory_mb"), (int, float))}
     parameters = ((results.get("run") or {}).get("model") or {}).get("base_parameters")
@@ -254,9 +239,7 @@ def cost_lesson(results: dict, methods: list[dict]) -> dict | None:
 
 
 def health_numbers(steps: list[dict], health: dict) -> dict:
-    """The numbers behind each health badge: the truncated share of the last third of steps (flag at 90%), length and
-    accuracy first -> last third (flag: length +20% with accuracy up < 0.02), the hollow think blocks paid, the lost
-    updates."""
+    """The numbers behind each health badge: truncated share, length and accuracy, hollow thinks paid, lost updates."""
     return {"truncated": step_means(steps, "clipped_ratio")[1], "length": step_means(steps, "completion_length_mean"),
             "accuracy": step_means(steps, "accuracy"), "hollow": step_means(steps, "hollow_think_paid_share"),
             "lost": sum((health.get("lost_updates") or {}).values())}

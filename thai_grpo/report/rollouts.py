@@ -18,8 +18,7 @@ def browse_steps(max_steps: int, count: int = 4) -> set[int]:
 
 
 def group_record(step: int, lines: list[dict], problems: dict) -> dict:
-    """One group as the report shows it: its question and gold answer (``problems``: the training rows by id), then per
-    completion its summed reward, advantage, text and reward by name."""
+    """One group as the report shows it: question, gold answer, and per completion reward, advantage, text, parts."""
     problem = problems.get(lines[0]["prompt_id"]) or {}
     return {"step": step, "question": problem.get("question"), "gold": problem.get("answer"),
             "rewards": np.asarray([line["reward"] for line in lines], dtype=float).round(4).tolist(),
@@ -28,8 +27,8 @@ def group_record(step: int, lines: list[dict], problems: dict) -> dict:
 
 
 def example_groups(rollouts: list[dict], group_size: int, max_steps: int, problems: dict) -> dict:
-    """The run's first group whose rewards differ (``mixed``: it has a learning signal), its first all-equal one, and
-    at each of ``browse_steps`` that step's first mixed group (else its first): ``group_record`` each."""
+    """The run's first mixed and first all-equal group, and at each of ``browse_steps`` that step's first mixed group
+    (else its first)."""
     steps: dict = {}
     for line in rollouts:
         steps.setdefault(line["step"], []).append(line)
@@ -48,8 +47,7 @@ def example_groups(rollouts: list[dict], group_size: int, max_steps: int, proble
 
 
 def hollow_think_completions(rollouts: list[dict], kept: int = HOLLOW_THINKS_KEPT) -> list[dict]:
-    """The completions whose think block is empty or blank (``hollow_think``: the format reward's hack), at most
-    ``kept`` per step: the first ``kept // 2`` of the run, then the latest, with their step and summed reward."""
+    """Completions with a hollow think block, at most ``kept`` per step: the run's first ``kept // 2``, then the latest."""
     per_step: dict = {}
     for line in rollouts:
         found = per_step.setdefault(line["step"], [])
@@ -69,9 +67,8 @@ def signal_share(rewards: list[float], size: int) -> float:
 
 
 def pitfall_numbers(rollouts: list[dict], group_size: int) -> dict:
-    """The chapter's pitfalls measured on a run's own rollouts: how many completions the strict format regex
-    (``<think>.+?</think>``) paid, how many the lenient one (``.*?``) would have, and the share of groups with a
-    learning signal had G been 2, 4, ... up to the run's own G (every subset of each group of G counted once)."""
+    """The chapter's pitfalls on a run's own rollouts: completions the strict and the lenient format regex pay, and the
+    share of groups with a learning signal had G been 2, 4, ... up to the run's own G."""
     texts = [line["completion"] for line in rollouts]
     groups = [[line["reward"] for line in rollouts[i:i + group_size]] for i in range(0, len(rollouts), group_size)]
     sizes = [g for g in (2, 4, 8, 16) if g < group_size] + [group_size]
