@@ -56,8 +56,7 @@ SUMMARISERS, TABLES = {}, {}
 
 # ----------------------------------------------------------------------------------------- summaries of a run
 def rounded(tree, key: str = ""):
-    """Every float to DIGITS decimals, p-values (``p``, ``p_holm``) to two significant figures (a tiny p stays above
-    0); the subtrees under ``KEEP`` as they are."""
+    """Floats to DIGITS decimals, p-values to two significant figures (a tiny p stays above 0); ``KEEP`` as is."""
     if isinstance(tree, dict):
         return {k: v if k in KEEP else rounded(v, k) for k, v in tree.items()}
     if isinstance(tree, list):
@@ -200,8 +199,7 @@ def summarise_seeds(seeds: dict) -> dict:
 
 @summariser("hacking")
 def summarise_hacking(hacking: dict) -> dict:
-    """Per reward-hacking run each curve at step 1 and over the last third, the empty-think peak and its step, and
-    the flag."""
+    """Per reward-hacking run each curve at step 1 and over the last third, the empty-think peak, the flag."""
     runs = {}
     for name, run in hacking["runs"].items():
         empty = [s.get("empty_think_share") for s in run["steps"]]
@@ -282,8 +280,7 @@ def summarise_bench(bench: dict) -> dict:
 
 
 def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: str = "grpo") -> dict | None:
-    """One held-out problem with each model's greedy answer and reward breakdown: the first ``after`` answers right
-    and ``before`` wrong, else the first ``after`` answers right."""
+    """The first held-out problem ``after`` answers right and ``before`` wrong (else right), both greedy answers."""
     if before not in samples or after not in samples:
         return None
     pairs = list(zip(samples[before], samples[after]))
@@ -359,8 +356,7 @@ def wall_from_time_output(text: str) -> float | None:
 
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
               walls: dict | None = None) -> dict:
-    """{part: summary with its source} for every part whose results file exists under ``results``; ``untimed`` parts
-    get no times, ``notes`` a note each, ``walls`` a measured wall time each."""
+    """{part: summary with its source} for each part under ``results``; ``untimed``, ``notes``, ``walls`` by part."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
     from thai_grpo_tools.speedup import read_benchmarks
@@ -561,8 +557,7 @@ def missing(part: str) -> str:
 
 
 def table(name: str, *parts: str):
-    """Registers a block's renderer (ref, elsewhere) -> markdown; where the reference lacks one of ``parts`` the block
-    says how to make the first such."""
+    """Registers a block's renderer (ref, elsewhere) -> markdown; lacking one of ``parts``, it says how to make it."""
     def register(render):
         def checked(ref: dict, elsewhere: dict | None = None) -> str:
             lacking = next((part for part in parts if not ref.get(part)), None)
@@ -963,8 +958,7 @@ def table_pitfalls(ref, _):
 
 
 def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, str]:
-    """Every generated block by name: ``TABLES`` from the summaries, the memory plan, time plan and `make gpu-check`
-    records (docs/reference/gpu_check*.json) from the config and records under ``root``."""
+    """Every generated block by name: ``TABLES``, the memory and time plans, and docs/reference/gpu_check*.json."""
     paths = sorted((root / "docs" / "reference").glob("gpu_check*.json"))
     records = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
     checks = [f"`{path.name}`: {r['machine']}, preset {r['preset']}, {r['precision']}"
