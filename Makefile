@@ -141,8 +141,8 @@ clean:  ## delete results/ and .snakemake/
 # The README's and docs' generated tables (thai_grpo_tools.reference): `make docs` rewrites them from the
 # reference run's summaries in docs/reference/; `make docs-reference` first summarises results/ into docs/reference/
 # (TIME=FILE: `time make run`'s output, for the wall time); `make compare` diffs your results/ against the reference.
-# `make compare BEFORE=DIR` compares two of your own runs instead (scripts/compare_runs.py): DIR (a `cp -r results`
-# kept before a change) against results/ (AFTER=DIR for another), per model pass@1 before and after on the same
+# `make compare BEFORE=DIR` compares two of your own runs instead (thai_grpo_tools.compare_runs): DIR (a
+# `cp -r results` kept before a change) against results/ (AFTER=DIR for another), per model pass@1 before and after on the same
 # held-out problems, the paired difference with its bootstrap interval, and the config keys that differ.
 .PHONY: docs docs-reference compare
 
@@ -154,5 +154,5 @@ docs-reference: setup  ## summarise results/ into docs/reference/ (TIME=file: ti
 	$(BIN)/python -m thai_grpo_tools.reference render
 
 compare: setup  ## your results/ against the reference run, within its spread (BEFORE=DIR: against your own run)
-	$(if $(BEFORE),$(BIN)/python scripts/compare_runs.py --before $(BEFORE) $(if $(AFTER),--after $(AFTER)),\
+	$(if $(BEFORE),$(BIN)/python -m thai_grpo_tools.compare_runs --before $(BEFORE) $(if $(AFTER),--after $(AFTER)),\
 	$(BIN)/python -m thai_grpo_tools.reference compare)

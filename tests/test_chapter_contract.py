@@ -13,7 +13,7 @@ import yaml
 
 from thai_grpo.analyses.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures, optimizer_steps
 from thai_grpo.workflow import load_config_files, variant_settings
-from thai_grpo_tools.trainer_arguments import resolved_values, rollout_steps, stage_arguments
+from trainer_arguments import resolved_values, rollout_steps, stage_arguments
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = [str(REPO / "config/config.yaml")]

@@ -18,7 +18,6 @@ from thai_grpo.evaluation.intervals import paired_bootstrap_test
 from thai_grpo.evaluation.plan import holm_adjust
 from thai_grpo_tools.compare_runs import compare_runs, config_differences, load_run, render_text
 
-SCRIPT = REPO / "scripts" / "compare_runs.py"
 IDS = [f"problem-{i}" for i in range(8)]
 GRPO_BEFORE = [1, 0, 2, 0, 1, 1, 0, 0]  # correct of 4 samples, per problem in IDS order
 GRPO_AFTER = [4, 4, 3, 2, 4, 4, 2, 3]  # every problem up: p at the bootstrap floor
@@ -54,8 +53,8 @@ def runs(tmp_path) -> tuple[Path, Path]:
 
 def compare(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, str(SCRIPT), *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([sys.executable, "-m", "thai_grpo_tools.compare_runs", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_compares_each_model_of_two_runs_on_the_same_problems(runs, tmp_path):
@@ -157,14 +156,14 @@ def test_config_differences_are_dotted_keys_with_absent_ones_named():
     ]
 
 
-def test_make_compare_runs_the_new_script_with_before_and_the_reference_comparison_without():
+def test_make_compare_runs_the_two_run_comparison_with_before_and_the_reference_comparison_without():
     def recipe(*words: str) -> str:
         done = subprocess.run(["make", "-n", "compare", *words], cwd=REPO, capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    assert "scripts/compare_runs.py --before results-before" in recipe("BEFORE=results-before")
-    assert "scripts/compare_runs.py --before x --after y" in recipe("BEFORE=x", "AFTER=y")
+    assert "thai_grpo_tools.compare_runs --before results-before" in recipe("BEFORE=results-before")
+    assert "thai_grpo_tools.compare_runs --before x --after y" in recipe("BEFORE=x", "AFTER=y")
     without = recipe()
     assert "thai_grpo_tools.reference compare" in without and "compare_runs" not in without
 

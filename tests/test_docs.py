@@ -16,7 +16,6 @@ from thai_grpo.evaluation.scoring import pairwise_tests, score_model
 from thai_grpo_studies.seed_stats import seed_study
 from thai_grpo.jobs.machine import cpu_label
 from thai_grpo_tools import reference as ref
-from thai_grpo_tools import reference_tables as rt
 from thai_grpo_studies.hacking import hacking_results
 
 SOURCE = {"command": "make run", "commit": "abc1234", "cpu": "Some CPU (AVX2)", "cores": 2, "date": "2026-01-01"}
@@ -55,32 +54,32 @@ def results() -> dict:
 
 def test_generated_tables_equal_what_make_docs_writes():
     parts, elsewhere = load_reference()
-    tables = rt.render_tables(parts, elsewhere)
-    stale = {path.name: rt.stale_tables(path.read_text(encoding="utf-8"), tables) for path in DOCS}
+    tables = ref.render_tables(parts, elsewhere)
+    stale = {path.name: ref.stale_tables(path.read_text(encoding="utf-8"), tables) for path in DOCS}
     assert not any(stale.values()), f"tables differ from `make docs` (edited by hand?): {stale}"
-    used = {name for path in DOCS for name in rt.table_blocks(path.read_text(encoding="utf-8"))}
+    used = {name for path in DOCS for name in ref.table_blocks(path.read_text(encoding="utf-8"))}
     assert {"headline", "costs", "chains", "spread"} <= used
 
 
 def test_a_number_edited_by_hand_fails_the_check():
     parts, elsewhere = load_reference()
-    tables = rt.render_tables(parts, elsewhere)
+    tables = ref.render_tables(parts, elsewhere)
     readme = (REPO / "README.md").read_text(encoding="utf-8")
-    body = rt.table_blocks(readme)["headline"]
+    body = ref.table_blocks(readme)["headline"]
     edited = re.sub(r"0\.(\d)(\d)(\d)", lambda m: f"0.{m[1]}{m[2]}{(int(m[3]) + 1) % 10}", body, count=1)
     assert edited != body
-    assert rt.stale_tables(readme.replace(body, edited), tables) == ["headline"]
-    assert rt.replace_tables(readme.replace(body, edited), tables) == readme
+    assert ref.stale_tables(readme.replace(body, edited), tables) == ["headline"]
+    assert ref.replace_tables(readme.replace(body, edited), tables) == readme
 
 
 def test_markers_fill_empty_blocks_and_refuse_typos():
-    filled = rt.replace_tables("a\n<!-- table:x -->\n<!-- /table:x -->\nb", {"x": "| 1 |"})
+    filled = ref.replace_tables("a\n<!-- table:x -->\n<!-- /table:x -->\nb", {"x": "| 1 |"})
     assert filled == "a\n<!-- table:x -->\n| 1 |\n<!-- /table:x -->\nb"
-    assert rt.table_blocks(filled) == {"x": "| 1 |"} and rt.replace_tables(filled, {"x": "| 1 |"}) == filled
+    assert ref.table_blocks(filled) == {"x": "| 1 |"} and ref.replace_tables(filled, {"x": "| 1 |"}) == filled
     with pytest.raises(ValueError, match="no <!-- /table:x -->"):
-        rt.table_blocks("<!-- table:x -->\n| 1 |\n<!-- /table:y -->")
+        ref.table_blocks("<!-- table:x -->\n| 1 |\n<!-- /table:y -->")
     with pytest.raises(KeyError, match="no generated table named 'headlin'"):
-        rt.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
+        ref.replace_tables("<!-- table:headlin -->\n| 1 |\n<!-- /table:headlin -->", {"headline": "x"})
 
 
 def test_summary_reads_the_scores_and_each_pair_either_way_round(results):
@@ -101,11 +100,11 @@ def test_summary_reads_the_scores_and_each_pair_either_way_round(results):
 def test_headline_rows_read_as_model_minus_sft(results):
     summary = {"main": {"source": ref.source("main", "abc1234", "Some CPU", 2, 600.0, 900.0, "2026-01-01"),
                         **ref.summarise_main(results)}}
-    table = rt.render_tables(summary, {})["headline"]
+    table = ref.render_tables(summary, {})["headline"]
     assert table.startswith("`make run` at commit abc1234 on Some CPU, 2 cores, 2026-01-01:")
     base_row = next(line for line in table.splitlines() if line.startswith("| base"))
     assert f"{summary['main']['vs_sft']['base']['pass@1']['diff']:+.3f}" in base_row
-    assert "Not in the reference run yet" in rt.render_tables(summary, {})["passk"]
+    assert "Not in the reference run yet" in ref.render_tables(summary, {})["passk"]
 
 
 def test_optional_targets_summaries_from_the_pipelines_own_documents():
@@ -130,8 +129,8 @@ def test_optional_targets_summaries_from_the_pipelines_own_documents():
     assert run["empty_think_share"] == {"start": 0.2, "last_third": 0.0}
     source = ref.source("main", "abc1234", "Some CPU", 2, None, None, "2026-01-01")
     parts = {p: {"source": source, **s} for p, s in (("seeds", seeds), ("passk", passk), ("hacking", hacking))}
-    assert "| GRPO | " in rt.table_seeds(parts) and "PPO (reward model) - GRPO" in rt.table_seeds(parts)
-    assert "k = 16" in rt.table_passk(parts) and "90% (step 2)" in rt.table_hacking(parts)
+    assert "| GRPO | " in ref.table_seeds(parts) and "PPO (reward model) - GRPO" in ref.table_seeds(parts)
+    assert "k = 16" in ref.table_passk(parts) and "90% (step 2)" in ref.table_hacking(parts)
 
 
 def test_the_loss_study_summary_keeps_each_variants_seeds_difference_and_verdict():
@@ -160,7 +159,7 @@ def test_the_loss_study_summary_keeps_each_variants_seeds_difference_and_verdict
     assert set(losses["versus"]) == {"pass@1", "pass@8", "greedy"} and set(losses["versus"]["pass@1"]) == {
         "no_kl", "clip_higher"}
     assert ref.study_job_seconds("losses", study) == 270.0
-    table = rt.table_losses({"losses": {"source": ref.source("losses", "abc1234", "Some CPU", 2, None, 270.0,
+    table = ref.table_losses({"losses": {"source": ref.source("losses", "abc1234", "Some CPU", 2, None, 270.0,
                                                              "2026-01-01"), **losses}})
     assert "| `clip_higher` | `epsilon_high` None -> 0.28 |" in table and "| higher | none |" in table
     assert "pass@8 - grpo [simultaneous 95%]: verdict" in table
@@ -178,12 +177,12 @@ def test_a_study_costs_its_own_jobs_and_an_added_chain_is_what_the_chain_study_a
     assert ref.study_job_seconds("pitfalls", card) == 59.0
     source = ref.source("chain_study", "abc1234", "Some CPU", 2, None, 1350.0, "2026-01-01")
     main = {"source": {**SOURCE, "wall_seconds": 600.0}}
-    costs = rt.table_costs({"main": main, "chain_study": {"source": source}}, {})
+    costs = ref.table_costs({"main": main, "chain_study": {"source": source}}, {})
     assert "| `snakemake --cores 2 chains` | 22 min 30 s of jobs |" in costs and "| `make run` | 10 min 0 s |" in costs
-    assert rt.fmt_seconds(7500) == "2 h 5 min"
+    assert ref.fmt_seconds(7500) == "2 h 5 min"
     together = {"main": main, "seeds": {"source": {**source, "note": "run together"}},
                 "chain_study": {"source": {**source, "note": "run together"}}}
-    notes = rt.table_costs(together, {})
+    notes = ref.table_costs(together, {})
     assert notes.count("run together") == 1
     assert "*snakemake --cores 2 seeds, snakemake --cores 2 chains: run together*" in notes
 
@@ -228,10 +227,10 @@ def test_wall_time_from_time_output_and_from_benchmark_files():
 
 
 def test_summary_keys_read_as_words():
-    assert rt.pretty_key("main.models.sft.pass@1.estimate") == "SFT pass@1"
-    assert rt.pretty_key("main.vs_sft.dr_grpo.pass@1.diff") == "Dr.GRPO - SFT, pass@1"
-    assert rt.pretty_key("passk.comparisons.grpo_vs_sft.k=64.estimate") == "passk: GRPO - SFT at k = 64"
-    assert rt.pretty_key("hacking.runs.hack_lenient.accuracy.last_third") == "hacking: hack_lenient accuracy, last third"
+    assert ref.pretty_key("main.models.sft.pass@1.estimate") == "SFT pass@1"
+    assert ref.pretty_key("main.vs_sft.dr_grpo.pass@1.diff") == "Dr.GRPO - SFT, pass@1"
+    assert ref.pretty_key("passk.comparisons.grpo_vs_sft.k=64.estimate") == "passk: GRPO - SFT at k = 64"
+    assert ref.pretty_key("hacking.runs.hack_lenient.accuracy.last_third") == "hacking: hack_lenient accuracy, last third"
 
 
 def test_k_ranges_read_as_spans():
@@ -257,7 +256,7 @@ THE_CHAPTERS_TIMES = {  # what the chapter published (its T4 times), and a profi
 
 def hand_written_times(name: str, text: str) -> list[str]:
     """The lines of ``text`` outside generated blocks that state a time, less the chapter's own."""
-    text = rt.BLOCK.sub("", text)
+    text = ref.BLOCK.sub("", text)
     allowed = THE_CHAPTERS_TIMES.get(name, [])
     return [line.strip() for line in text.splitlines()
             if A_TIME.search(line) and not any(phrase in line for phrase in allowed)]
@@ -304,10 +303,10 @@ def _studies():
 
 def test_the_chain_verdicts_follow_the_plans_families_and_its_gate():
     parts = _studies()
-    text = rt.table_chain_verdicts(parts)
+    text = ref.table_chain_verdicts(parts)
     primary = parts["chain_study"]["pairs"]["grpo - sft"]
     assert primary["verdict"] == "higher" and primary["p_holm"] > 0
-    assert f"**Primary comparison, GRPO - SFT** (primary comparison, tested alone at 5%): {rt.fmt_interval(primary, 'diff', True)}" in text
+    assert f"**Primary comparison, GRPO - SFT** (primary comparison, tested alone at 5%): {ref.fmt_interval(primary, 'diff', True)}" in text
     assert "(3 of 3 above 0)" in text
     assert "- **Against SFT** (against SFT, Holm over the 1 pair at 5%, gated by the primary comparison): resolved 0 of 1." in text
     assert "  - RLOO - SFT: " in text and text.count("**not resolved**") == 1
@@ -316,12 +315,12 @@ def test_the_chain_verdicts_follow_the_plans_families_and_its_gate():
 
 def test_the_variance_table_sets_the_chains_spread_beside_the_seeds():
     parts = _studies()
-    text = rt.table_variance_sources(parts)
+    text = ref.table_variance_sources(parts)
     grpo_chains = np.std(list(parts["chain_study"]["models"]["grpo"]["pass1"].values()), ddof=1)
     grpo_seeds = parts["seeds"]["methods"]["grpo"]["sd"]
     assert f"| GRPO | {100 * grpo_chains:.1f} | {100 * grpo_seeds:.1f} |" in text
     assert f"GRPO {grpo_chains / grpo_seeds:.1f}x" in text and "| SFT | " in text and "| - | - |" in text
-    assert rt.table_variance_sources({"chain_study": parts["chain_study"]}).startswith("*Not in the reference run yet")
+    assert ref.table_variance_sources({"chain_study": parts["chain_study"]}).startswith("*Not in the reference run yet")
 
 
 RUN_NUMBER = re.compile(r"(?<![\w.])(?:[+-]\d+\.\d+|\d+\.\d{3,}|\d+(?:\.\d+)?%|\d+(?:\.\d+)?x(?![\w-]))")
@@ -331,7 +330,7 @@ PLAN_PERCENTS = {"5%"}  # the declared plan's level, not a result
 def run_numbers(text: str) -> list[str]:
     """The result-like numbers of ``text`` outside its generated blocks: signed or 3-decimal numbers, shares in %
     (but the plan's level) and ratios like 5.5x."""
-    return [m.group() for m in RUN_NUMBER.finditer(rt.BLOCK.sub("", text)) if m.group() not in PLAN_PERCENTS]
+    return [m.group() for m in RUN_NUMBER.finditer(ref.BLOCK.sub("", text)) if m.group() not in PLAN_PERCENTS]
 
 
 def test_findings_and_performance_hold_no_run_number_outside_the_generated_blocks():
@@ -355,7 +354,7 @@ def test_the_chain_table_lists_only_chains_with_pass1_values():
     parts, elsewhere = load_reference()
     kept = {**elsewhere, "chains": [*elsewhere["chains"], {"cpu": "Some CPU", "command": "snakemake --cores 2 passk",
                                                            "note": "passk only", "values": {"passk.x": 1.0}}]}
-    table = rt.table_chains(parts, kept)
+    table = ref.table_chains(parts, kept)
     assert "passk only" not in table and "the reference run" in table
 
 

@@ -155,7 +155,7 @@ def test_the_real_configs_dpo_max_length_holds_the_chapters_prompt_and_budget():
     from pathlib import Path
 
     from thai_grpo.workflow import load_config_files
-    from thai_grpo_tools.trainer_arguments import stage_arguments
+    from trainer_arguments import stage_arguments
 
     repo = Path(__file__).resolve().parents[1]
     config = load_config_files([str(repo / "config/config.yaml"), str(repo / "config/qwen3-0.6b.yaml")],

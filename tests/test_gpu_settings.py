@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from thai_grpo_tools.gpu_settings import attention_implementation, flash_attention_2_possible, precision_summary
+from thai_grpo_tools.gpu_settings import precision_summary
 from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
     problem_seeds,
@@ -41,12 +41,12 @@ def test_precision_summary_per_device(capability, dtype, fp16, bf16):
 
 @pytest.mark.parametrize("capability", [T4, A100, H100, CPU])
 def test_attention_is_sdpa_everywhere(capability):
-    assert attention_implementation(capability) == "sdpa"
     assert precision_summary(capability)["attn_implementation"] == "sdpa"
 
 
 def test_flash_attention_2_only_from_ampere():
-    assert [flash_attention_2_possible(c) for c in (T4, A100, H100, CPU)] == [False, True, True, False]
+    assert [precision_summary(c)["flash_attention_2_possible"] for c in (T4, A100, H100, CPU)] == \
+        [False, True, True, False]
 
 
 def test_precision_summary_agrees_with_choose_dtype():

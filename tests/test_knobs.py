@@ -81,7 +81,7 @@ def dpo_inherited(grpo: dict) -> dict:
 @pytest.mark.parametrize("name", ["config.yaml", "smoke.yaml", "qwen3-0.6b.yaml"])
 def test_every_trainer_is_built_with_the_same_config_from_the_slimmed_plan(name, monkeypatch):
     import thai_grpo.workflow as workflow
-    from thai_grpo_tools.trainer_arguments import stage_arguments
+    from trainer_arguments import stage_arguments
 
     config = configs()[name]
     for variant in config["variants"]:

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from thai_grpo.core import shipped
-from thai_grpo_tools import ship
+from thai_grpo_tools.ship_base import ship
 from thai_grpo.core.config import ConfigError
 from thai_grpo.workflow import check_config, load_config_files, recipe
 from thai_grpo.core.hub import fetch_model
@@ -26,7 +26,7 @@ SFT = [{"question": "q3", "answer": 7}]
 @pytest.fixture
 def shipped_dir(tmp_path, tiny_model_dir, tiny_adapter_dir):
     (tiny_model_dir / "training_args.bin").write_bytes(b"pickle")  # what a Trainer leaves: never shipped
-    ship.ship(tiny_model_dir, tiny_adapter_dir, tmp_path / "tiny-base", CONFIG, "system", PRETRAIN, SFT, "abc1234")
+    ship(tiny_model_dir, tiny_adapter_dir, tmp_path / "tiny-base", CONFIG, "system", PRETRAIN, SFT, "abc1234")
     return tmp_path / "tiny-base"
 
 

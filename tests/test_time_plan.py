@@ -15,7 +15,7 @@ from workflow import REPO
 from thai_grpo.jobs.memory_stages import CARD_GIB, PROMPT_TOKENS, ppo_chunk_floats_for_card
 from thai_grpo_tools import time_model as tm
 from thai_grpo_tools import time_plan as tp
-from thai_grpo_tools.reference_tables import table_blocks
+from thai_grpo_tools.reference import table_blocks
 from thai_grpo_tools.memory_plan import QWEN3_0_6B, real_config, sft_shape
 
 REAL = real_config(REPO)
@@ -161,7 +161,7 @@ def test_the_documents_blocks_are_what_make_docs_renders():
 def test_the_pipeline_never_imports_the_time_plan():
     users = [path for path in [*REPO.glob("scripts/*.py"), *REPO.glob("thai_grpo/**/*.py"), *REPO.glob("rules/*.smk")]
              if re.search(r"time_plan|time_model", path.read_text(encoding="utf-8"))]
-    assert users == []  # make docs reaches them through thai_grpo_tools.reference_tables
+    assert users == []  # make docs reaches them through thai_grpo_tools.reference
 
 
 def test_make_gpu_check_takes_about_twelve_minutes_on_an_h100_by_the_plan(checked):

@@ -1,12 +1,18 @@
 """`make compare BEFORE=DIR`: two of your own runs, each model's held-out pass@1 before and after (paired by problem),
-the paired bootstrap over problems with p Holm-adjusted over the models, and the config keys that differ."""
+the paired bootstrap over problems with p Holm-adjusted over the models, and the config keys that differ.
+
+    cp -r results results-before     # keep a run, change a knob, run again, then:
+    make compare BEFORE=results-before
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import sys
 from pathlib import Path
 
-from thai_grpo.core.io import read_json, read_jsonl
+from thai_grpo.core.io import read_json, read_jsonl, write_json
 from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
 from thai_grpo.evaluation.scoring import paired_test, per_problem_values
 
@@ -165,8 +171,8 @@ def render_text(comparison: dict) -> str:
             lines.append(f"{label.replace('_', ' ')} (not compared): {', '.join(comparison[label])}")
     if any(r["p_at_floor"] for r in rows):
         lines.append(f"<= : no resample was as extreme as the difference; p is at most this (B = "
-                     f"{comparison['n_resamples']}, the after run's eval.bootstrap_samples; scripts/compare_runs.py "
-                     f"--resamples N for more)")
+                     f"{comparison['n_resamples']}, the after run's eval.bootstrap_samples; "
+                     "--resamples N for more)")
     lines += ["", comparison["verdict"], ""]
     differences = comparison["config_differences"]
     if differences:
@@ -177,3 +183,25 @@ def render_text(comparison: dict) -> str:
         lines.append("config: identical in both runs (a difference above comes from the code, the machine or the "
                      "libraries, not from a knob)")
     return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--before", type=Path, required=True, help="the earlier run's results folder")
+    parser.add_argument("--after", type=Path, default=Path("results"), help="the later run's (default: results)")
+    parser.add_argument("--resamples", type=int, help="bootstrap resamples (default: the after run's "
+                                                      "eval.bootstrap_samples)")
+    parser.add_argument("--seed", type=int, help="bootstrap seed (default: the after run's eval.seed)")
+    parser.add_argument("--json", type=Path, help="also write the comparison as JSON to this file")
+    args = parser.parse_args()
+    try:
+        comparison = compare_runs(load_run(args.before), load_run(args.after), args.resamples, args.seed)
+    except RunMismatch as refused:
+        sys.exit(f"compare: {refused}")
+    print(render_text(comparison))
+    if args.json:
+        write_json(args.json, comparison)
+
+
+if __name__ == "__main__":
+    main()

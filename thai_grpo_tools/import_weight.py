@@ -1,13 +1,9 @@
-"""What one GRPO training job imports of the package, in both of its processes: Snakemake's (which parses the workflow
-and plans the job) and the job's own (``scripts/train.py``).
+"""What one GRPO training job imports of the package, in both of its processes: Snakemake's and the job's own.
 
     python -m thai_grpo_tools.import_weight [--directory CHECKOUT]
 
-runs, on a finished run (it retrains ``results/runs/grpo`` for one step: use a copy of a run you want to keep)
-
-    snakemake --cores 1 results/runs/grpo/adapter --forcerun train --config 'grpo={"max_steps": 1, "save_steps": 1}'
-
-with a ``sitecustomize`` on PYTHONPATH that writes each Python process's ``sys.modules`` as it exits, then prints the
+retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
+a ``sitecustomize`` on PYTHONPATH that records each process's ``sys.modules`` as it exits, then prints the
 ``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two.
 """
 
@@ -47,14 +43,10 @@ atexit.register(_write_modules)
 '''
 
 
-def file_lines(path: str | Path) -> int:
-    """Lines of a source file, as ``wc -l`` counts them."""
-    return Path(path).read_bytes().count(b"\n")
-
-
 def package_modules(modules: dict[str, str | None], package: str = PACKAGE) -> dict[str, int]:
-    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with its file's lines."""
-    return {name: file_lines(path) for name, path in sorted(modules.items())
+    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with its lines as ``wc -l``
+    counts them."""
+    return {name: Path(path).read_bytes().count(b"\n") for name, path in sorted(modules.items())
             if (name == package or name.startswith(package + ".")) and path}
 
 

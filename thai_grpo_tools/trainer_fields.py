@@ -1,7 +1,5 @@
-"""Rewrite ``thai_grpo/trainer_fields.json`` from the installed TRL and transformers, after an upgrade:
-``python -m thai_grpo_tools.trainer_fields``."""
-
-from __future__ import annotations
+"""`python -m thai_grpo_tools.trainer_fields`: rewrite ``thai_grpo/trainer_fields.json`` from the installed TRL and
+transformers, after an upgrade."""
 
 import dataclasses
 import importlib

@@ -1,6 +1,5 @@
-"""The arguments each stage's trainer is given by a config, built by the functions the training stages call and
-TRL's own argument classes: the values the chapter's contract is checked against before any run (the tests'
-``tests/test_chapter_contract.py``). Imports TRL.
+"""The arguments each stage's trainer is given by a config, built by the functions the training stages call and TRL's
+own argument classes: the values the chapter's contract (tests/test_chapter_contract.py) is checked against. Imports TRL.
 """
 
 from __future__ import annotations
