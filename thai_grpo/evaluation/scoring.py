@@ -79,8 +79,8 @@ def problem_tost(after: dict, before: dict, metric: str, margin: float) -> float
 
 def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy"), n_boot: int = 10_000,
                    seed: int = 0, plan: dict | None = None) -> list[dict]:
-    """Every pair (a, b) of ``models`` (a listed after b), per metric: the paired bootstrap of a - b over problems and
-    its TOST p within the plan's margin, with ``plan.apply_plan`` applied (the default plan when ``plan`` is None)."""
+    """Every pair (a, b) of ``models`` per metric: the paired bootstrap of a - b and its TOST p within the plan's
+    margin, with ``plan.apply_plan`` applied."""
     plan = plan or analysis_plan(None)
     present = [m for m in models if m in scores]
     pairs = [(a, b) for i, b in enumerate(present) for a in present[i + 1:]]

@@ -1,7 +1,5 @@
-"""DPO (Rafailov et al. 2023) with TRL's ``DPOTrainer`` on preference pairs sampled once from the SFT policy (TRL's
-``sigmoid`` loss): -log sigmoid(beta * [(log pi(y_w|x) - log pi_ref(y_w|x)) - (log pi(y_l|x) - log pi_ref(y_l|x))]),
-pi_ref the SFT policy whatever ``grpo.reference``; beta scales the implicit reward, it is not a KL weight.
-"""
+"""DPO (Rafailov et al. 2023, TRL's ``sigmoid`` loss) on preference pairs sampled once from the SFT policy, which is
+the reference whatever ``grpo.reference``; beta scales the implicit reward, it is not a KL weight."""
 
 from __future__ import annotations
 
@@ -53,10 +51,9 @@ def sampled_token_trainer():
     from trl import DPOTrainer
 
     class SampledTokenDPOTrainer(DPOTrainer):
-        """DPOTrainer that keeps the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled.
-
-        TRL 1.16's ``_prepare_dataset`` re-renders text through the chat template, and Qwen3's gives a completion
-        cut at the budget an empty think block and an end-of-turn the policy never wrote. Masks and loss stay TRL's."""
+        """DPOTrainer keeping the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled: TRL's
+        ``_prepare_dataset`` re-renders them through the chat template, which gives a completion cut at the budget an
+        empty think block and an end-of-turn the policy never wrote."""
 
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
             return dataset.select_columns(list(TOKEN_COLUMNS))
@@ -87,8 +84,7 @@ def make_dpo_logger(metrics_path: Path, updates=None):
 
 
 def train(spec) -> dict:
-    """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter; return the run's record. Without pairs the SFT
-    adapter is saved unchanged and the record says why."""
+    """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter (unchanged without pairs); return the record."""
     from datasets import Dataset
     from trl import DPOConfig
 
