@@ -12,17 +12,9 @@ from thai_grpo.core.config import ConfigError
 KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
                 "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
 TOKEN_COLUMNS = ("prompt_ids", "chosen_ids", "rejected_ids")
-DPO_LOG_KEYS = {
-    "loss": "loss",
-    "rewards/margins": "reward_margin",
-    "rewards/accuracies": "reward_accuracy",
-    "rewards/chosen": "reward_chosen",
-    "rewards/rejected": "reward_rejected",
-    "logps/chosen": "logp_chosen",
-    "logps/rejected": "logp_rejected",
-    "learning_rate": "learning_rate",
-    "grad_norm": "grad_norm",
-}
+DPO_LOG_KEYS = {"loss": "loss", "rewards/margins": "reward_margin", "rewards/accuracies": "reward_accuracy",
+                "rewards/chosen": "reward_chosen", "rewards/rejected": "reward_rejected", "logps/chosen": "logp_chosen",
+                "logps/rejected": "logp_rejected", "learning_rate": "learning_rate", "grad_norm": "grad_norm"}
 NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so DPO had "
             "nothing to rank; the adapter is the SFT adapter unchanged")
 

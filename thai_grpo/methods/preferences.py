@@ -4,7 +4,7 @@ first correct completion (chosen) and first wrong one (rejected); one always or 
 from __future__ import annotations
 
 from thai_grpo.core.rewards import CORRECT_REWARD
-from thai_grpo.data.prompts import build_prompt, chat_prompt_texts
+from thai_grpo.data.prompts import build_prompt, prompt_token_ids
 
 
 def _is_correct(completion: dict) -> bool:
@@ -53,13 +53,6 @@ def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
         return {}
     return {"prompt_ids": list(record["prompt_ids"]), "chosen_ids": list(chosen["token_ids"]),
             "rejected_ids": list(rejected["token_ids"]), "completion_budget": record["completion_budget"]}
-
-
-def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
-                     chat_template_kwargs: dict | None = None) -> list[list[int]]:
-    """Each prompt's ids as ``sampling.generate`` feeds them to the policy, without the batch's left padding."""
-    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
-    return [list(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
 
 
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
