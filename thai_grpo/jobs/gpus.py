@@ -96,8 +96,7 @@ def slot_device(slot: int, devices: list[str]) -> str:
 
 
 def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | None:
-    """Leave this job one GPU before CUDA initialises: a slot's device where it sees several, else
-    ``pin_one_device``; returns what it set."""
+    """Leave this job one GPU before CUDA initialises (a slot's where it sees several); returns what it set."""
     devices = visible_gpus(environ)
     if len(devices) <= 1:
         return pin_one_device(environ)

@@ -23,8 +23,7 @@ PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the s
 
 @dataclasses.dataclass(frozen=True)
 class Precision:
-    """Bytes per frozen weight, per activation and per fused log-prob head tile entry; whether trained weights are
-    autocast to 16-bit copies."""
+    """Bytes per frozen weight, activation and fused head-tile entry; whether trained weights get 16-bit copies."""
     device: str
     frozen_bytes: int
     compute_bytes: int
@@ -58,8 +57,7 @@ def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int
 
 
 def backward_working_bytes(shape: Shape, tokens: int, compute_bytes: int) -> int:
-    """The backward's working set beside saved activations: an MLP's gate, up and SiLU gradients (measured:
-    tests/test_memory_measured.py)."""
+    """The backward's working set beside saved activations: an MLP's gate, up and SiLU gradients (measured)."""
     return tokens * 3 * shape.intermediate_size * compute_bytes
 
 
@@ -176,8 +174,7 @@ def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, pro
 
 def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
                               precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
-    """``ppo.chunk_floats`` for a card: the largest power of two (2^24..2^40) whose PPO stages fit, then the
-    smallest giving the same chunks."""
+    """``ppo.chunk_floats`` for a card: the largest power of two whose PPO stages fit, then the smallest alike."""
     def peaks(power: int) -> tuple:
         plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
                            precision, prompt)
@@ -194,8 +191,7 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
 
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
-    """What one job may size for: what is free now, at most its share of the card (jobs starting together each see
-    it all free)."""
+    """What a job may size for: what is free, at most its share (jobs starting together each see it all free)."""
     return min(free_gib, total_gib / max(1, jobs_per_card))
 
 
@@ -261,8 +257,7 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
 
 
 def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, precision: Precision) -> dict:
-    """What PPO holds through every pass: frozen policy, reference, value and (unless the verifier scores) reward
-    bases, and the trained LoRAs and value head with AdamW states."""
+    """What PPO holds through every pass: the frozen bases, and the trained LoRAs and value head with AdamW states."""
     frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
         (base_parameters(shape, "score") if score != "verifier" else 0)
     policy, value = trained_bytes(shape, sft, precision), trained_bytes(shape, value, precision, shape.hidden_size)
@@ -271,8 +266,7 @@ def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, prec
 
 def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int, completion: int,
                    compute_bytes: int, checkpointing: bool = False) -> dict[str, dict]:
-    """Each PPO pass's working set on ``rows`` rows: the decode phases, a log-prob pass, the value pass and the
-    update's forward-backward (both models' activations)."""
+    """Each PPO pass's own working set on ``rows`` rows: decode phases, log-prob pass, value pass and update."""
     width = prompt + completion
     update = (activation_bytes(shape, sft, rows * width, compute_bytes, checkpointing) +
               activation_bytes(shape, value, rows * width, compute_bytes, checkpointing) +

@@ -19,8 +19,7 @@ def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
 
 
 def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
-    """DPOTrainer's rows ``{prompt, chosen, rejected}`` (with id, gold, rewards and token ids where recorded) from
-    ``{id, question, gold, completions}`` records, and the counts."""
+    """DPOTrainer's rows ``{prompt, chosen, rejected}`` (with id, gold, rewards, token ids) and the counts."""
     pairs, all_right, all_wrong = [], 0, 0
     for record in records:
         completions = record["completions"]
