@@ -1,8 +1,5 @@
-"""Fetching the real run's base model and SFT adapter: pinned revisions, safetensors only, no remote code.
-
-Offline and not cached, it fails at once with a hint (what to download, which offline config to use) instead of a
-stack trace from inside a library.
-"""
+"""Fetching the real run's base model and SFT adapter: pinned revisions, safetensors only, no remote code; offline
+and not cached, one line saying what to download instead of a library's stack trace."""
 
 from __future__ import annotations
 
@@ -43,8 +40,7 @@ def offline_hint(repo_id: str, revision: str | None, kind: str = "base model") -
 
 
 def unreachable_errors() -> tuple[type[BaseException], ...]:
-    """What huggingface_hub and datasets raise when the hub is unreachable and nothing is cached; other OSErrors (a
-    full disk, a permission error) are not offline problems."""
+    """What huggingface_hub and datasets raise when the hub is unreachable and nothing is cached."""
     from huggingface_hub.errors import LocalEntryNotFoundError
 
     return (LocalEntryNotFoundError, ConnectionError)
@@ -64,8 +60,8 @@ def download_snapshot(repo_id: str, revision: str | None, target: Path, kind: st
 
 
 def copy_allowed(snapshot: Path, target: Path) -> None:
-    """Copy the snapshot's allowed files (real files, not the cache's symlinks); offline, snapshot_download returns
-    the cached folder whole, whatever the patterns, so they are applied again here."""
+    """Copy the snapshot's allowed files (real files, not symlinks); offline, snapshot_download returns the cached
+    folder whole, so the patterns are applied again here."""
     def matches(name: str, patterns: list[str]) -> bool:
         return any(fnmatch.fnmatch(name, pattern) for pattern in patterns)
 

@@ -1,8 +1,5 @@
-"""The shipped base and SFT adapter (``base.source: shipped``): what built them, and the check that they still fit.
-
-The offline default loads them instead of pretraining (the longest stage); a run that differs from their record
-(``built_by.json``: recipe, data and file hashes) is refused before any training.
-"""
+"""The shipped base and SFT adapter (``base.source: shipped``): the offline default loads them instead of
+pretraining, and refuses a run that differs from their record (``built_by.json``) before any training."""
 
 from __future__ import annotations
 

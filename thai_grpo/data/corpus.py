@@ -1,7 +1,5 @@
-"""Training texts of the offline model, chosen so that its SFT policy is uncertain but capable: the regime in which
-GRPO has something to do. The SFT examples carry arithmetic slips, as translated solutions do: imitation learns them
-as probability mass off the right result, which a verifier-graded reward on clean gold answers removes.
-"""
+"""Training texts of the offline model, so that its SFT policy is uncertain but capable. SFT examples carry
+arithmetic slips, as translated solutions do: mass off the right result that a verifier-graded reward removes."""
 
 from __future__ import annotations
 
@@ -33,8 +31,8 @@ def solution_facts(answer_texts: list[str]) -> list[str]:
 
 
 def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> list[str]:
-    """The facts ``repeats`` times, each time in a new order, ``per_text`` to a text: a fixed order would be learned
-    as a sequence (each fact predicted from the previous ones), not as facts recallable anywhere."""
+    """The facts ``repeats`` times, each in a new order, ``per_text`` to a text: a fixed order would be learned as a
+    sequence, not as facts recallable anywhere."""
     rng = random.Random(seed)
     texts = []
     for _ in range(repeats):
@@ -45,8 +43,8 @@ def drill_texts(facts: list[str], per_text: int, repeats: int, seed: int) -> lis
 
 
 def add_arithmetic_slips(answer_text: str, rng: random.Random, rate: float) -> str:
-    """Each step's result is wrong with probability ``rate``; later steps and ``#### N`` follow the wrong value. A slip
-    that would make a later step negative or inexact leaves the solution unchanged."""
+    """Each step's result is wrong with probability ``rate``, later steps following it; a slip that would make a
+    later step negative or inexact is skipped."""
     changed: dict[int, int] = {}
     impossible: list[str] = []
 
@@ -85,8 +83,8 @@ def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]
 
 
 def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:
-    """Copies of ``rows`` of which ``empty_share`` think not at all and ``one_line_share`` write only their last step:
-    the reward-hacking experiment's SFT policy, for which skipping the thinking is within reach."""
+    """Copies of ``rows``, ``empty_share`` not thinking and ``one_line_share`` writing only their last step: the
+    reward-hacking experiment's SFT policy."""
     if empty_share < 0 or one_line_share < 0 or empty_share + one_line_share > 1:
         raise ValueError(f"empty_share={empty_share}, one_line_share={one_line_share}: each must be >= 0 and "
                          "their sum <= 1 (the rest of the examples think in full)")

@@ -55,8 +55,7 @@ def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
 
 
 def pretraining_text(question: str, answer_text: str, answer: int) -> str:
-    """Plain text for the from-scratch base: the problem, then its solution in the ``<think>`` shape, as real bases
-    have read reasoning traces before any chat tuning (the chat template is the SFT adapter's to learn)."""
+    """Plain text for the from-scratch base: the problem, then its solution in the ``<think>`` shape."""
     return f"{question}\n{sft_target(answer_text, answer)}"
 
 
@@ -230,8 +229,7 @@ def extra_set_source(spec: dict) -> DataSource:
 
 
 def number_answer_rows(records, question_column: str, answer_column: str, where: str) -> list[dict]:
-    """Held-out rows (``answer_text`` ``'#### N'``) from records whose answer column holds the final number; a
-    benchmark's problems are not dropped quietly, so a bad row raises ValueError."""
+    """Held-out rows (``answer_text`` ``'#### N'``) from a final-number column; a bad row raises ValueError."""
     _require_columns(records, question_column, answer_column, where)
     rows = []
     for index, record in enumerate(records):
@@ -248,8 +246,7 @@ def number_answer_rows(records, question_column: str, answer_column: str, where:
 
 
 def drop_seen_in_training(rows: list[dict], **training_sets: list[dict]) -> tuple[list[dict], int]:
-    """The rows sharing no ``leakage_keys`` with a training set, and how many did: an outside test set's overlap is
-    dropped and counted rather than refused, so the rest still measures unseen problems."""
+    """The rows sharing no ``leakage_keys`` with a training set, and how many did (dropped, not refused)."""
     seen = set().union(*(leakage_keys(row) for rows_of_set in training_sets.values() for row in rows_of_set))
     kept = [row for row in rows if not leakage_keys(row) & seen]
     return kept, len(rows) - len(kept)
@@ -302,8 +299,8 @@ def load_local_file(path: Path, where: str):
 
 
 def read_question_answer_tsv(path: str | Path) -> dict[str, list[str]]:
-    """Columns ``{question: [...], answer_number: [...]}`` of a headerless UTF-8 ``question<TAB>answer`` file (MGSM's
-    original); answers stay text. A TSV has no quoting, so a line without exactly one tab raises ValueError."""
+    """Columns ``{question, answer_number}`` of a headerless UTF-8 ``question<TAB>answer`` file (MGSM's original);
+    a line without exactly one tab raises ValueError."""
     columns: dict[str, list[str]] = {name: [] for name in TSV_COLUMNS}
     with open(path, encoding="utf-8-sig", newline="") as handle:
         for number, line in enumerate(handle, 1):

@@ -21,6 +21,13 @@ def chat_prompt_texts(tokenizer, questions: list[str], system_prompt: str,
                                           **(chat_template_kwargs or {})) for q in questions]
 
 
+def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
+                     chat_template_kwargs: dict | None = None) -> list[list[int]]:
+    """Each prompt's ids as the policy reads them (``chat_prompt_texts``), without a batch's padding."""
+    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
+    return [list(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
+
+
 def grpo_records(rows: list[dict], system_prompt: str) -> list[dict]:
     """GRPOTrainer's dataset: a conversational ``prompt``, plus ``answer`` and ``id``, which TRL hands to rewards."""
     return [{"prompt": build_prompt(r["question"], system_prompt), "answer": r["answer"], "id": r.get("id")}

@@ -266,10 +266,8 @@ def generate_problems(
     two_step_fraction: float = 0.5,
     templates: Sequence[str] | None = None,
 ) -> list[dict]:
-    """Exactly ``n`` rows with unique normalized questions: ``translated_question``, ``translated_answer`` (one line
-    per step, then ``#### N``), ``answer``, ``n_steps``, ``template`` and ``skeleton``. Operands are <= ``max_operand``
-    so that a tiny model trained from scratch can learn the arithmetic; the rows for ``n`` are a prefix of those for
-    any larger ``n``."""
+    """Exactly ``n`` rows with unique normalized questions in gsm8k-thai's columns plus ``answer``, ``n_steps``,
+    ``template`` and ``skeleton``; operands <= ``max_operand``; the rows for ``n`` prefix any larger ``n``'s."""
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     if not isinstance(max_operand, int) or max_operand < MIN_MAX_OPERAND:

@@ -1,5 +1,4 @@
-"""Confidence intervals for accuracy and pass@k (Wilson, problem-level bootstrap) and the paired bootstrap test
-behind every comparison of the held-out scores."""
+"""Confidence intervals for accuracy and pass@k (Wilson, problem-level bootstrap) and the paired bootstrap test."""
 
 from __future__ import annotations
 
@@ -24,15 +23,11 @@ def _check_trials(successes: float, trials: int) -> None:
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson score interval for integer counts, via scipy.stats.binomtest(...).proportion_ci."""
     _check_trials(successes, trials)
-    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(
-        confidence_level=confidence, method="wilson"
-    )
+    ci = stats.binomtest(int(successes), int(trials)).proportion_ci(confidence_level=confidence, method="wilson")
     return float(ci.low), float(ci.high)
 
 
-def wilson_interval_fractional(
-    successes: float, trials: float, confidence: float = 0.95
-) -> tuple[float, float]:
+def wilson_interval_fractional(successes: float, trials: float, confidence: float = 0.95) -> tuple[float, float]:
     """Wilson interval for s (possibly fractional) successes in n trials; p = s/n, z = Phi^{-1}(1/2 + confidence/2):
 
         center    = (p + z^2 / (2n)) / (1 + z^2 / n)
@@ -56,9 +51,8 @@ def estimate_with_interval(successes: int, trials: int, confidence: float = 0.95
     return {"estimate": successes / trials, "wilson_low": low, "wilson_high": high}
 
 
-def pass_at_k_with_interval(
-    correct_counts: Sequence[int], n: int, k: int, confidence: float = 0.95
-) -> dict[str, float]:
+def pass_at_k_with_interval(correct_counts: Sequence[int], n: int, k: int,
+                            confidence: float = 0.95) -> dict[str, float]:
     """Mean unbiased pass@k over problems, with Wilson's interval over every sample (k = 1) or problem (k > 1): both
     approximations, as one problem's samples are correlated; ``bootstrap_interval`` over problems is the honest one."""
     estimate = mean_pass_at_k(correct_counts, n, k)
@@ -73,30 +67,19 @@ def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: in
     values = np.asarray(values, dtype=float).reshape(-1)
     if values.size < 2:
         raise ValueError(f"bootstrap needs at least 2 problems, got {values.size}")
-    return stats.bootstrap(
-        (values,),
-        np.mean,
-        n_resamples=n_boot,
-        batch=BOOTSTRAP_BATCH,
-        vectorized=True,
-        confidence_level=confidence,
-        method="percentile",
-        rng=np.random.default_rng(seed),
-    )
+    return stats.bootstrap((values,), np.mean, n_resamples=n_boot, batch=BOOTSTRAP_BATCH, vectorized=True,
+                           confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
 
 
-def bootstrap_interval(
-    per_problem_values: Sequence[float], confidence: float = 0.95, n_boot: int = 10_000, seed: int = 0
-) -> tuple[float, float]:
+def bootstrap_interval(per_problem_values: Sequence[float], confidence: float = 0.95, n_boot: int = 10_000,
+                       seed: int = 0) -> tuple[float, float]:
     """Seeded percentile bootstrap interval of the mean over problems (``n_boot`` resamples of the problems)."""
     ci = _bootstrap_mean(per_problem_values, confidence, n_boot, seed).confidence_interval
     return float(ci.low), float(ci.high)
 
 
-def paired_bootstrap_test(
-    values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
-    confidence: float = 0.95,
-) -> dict[str, float]:
+def paired_bootstrap_test(values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
+                          confidence: float = 0.95) -> dict[str, float]:
     """Seeded paired bootstrap of a - b on the same problems: ``mean_diff``, percentile interval and ``bootstrap_p``."""
     a = np.asarray(values_a, dtype=float).reshape(-1)
     b = np.asarray(values_b, dtype=float).reshape(-1)
@@ -105,12 +88,8 @@ def paired_bootstrap_test(
     diffs = a - b
     mean_diff = float(diffs.mean())
     result = _bootstrap_mean(diffs, confidence, n_boot, seed)
-    return {
-        "mean_diff": mean_diff,
-        "ci_low": float(result.confidence_interval.low),
-        "ci_high": float(result.confidence_interval.high),
-        **bootstrap_p(result.bootstrap_distribution, mean_diff),
-    }
+    return {"mean_diff": mean_diff, "ci_low": float(result.confidence_interval.low),
+            "ci_high": float(result.confidence_interval.high), **bootstrap_p(result.bootstrap_distribution, mean_diff)}
 
 
 def bootstrap_p(draws, observed: float) -> dict:

@@ -11,13 +11,9 @@ from thai_grpo.evaluation.passk import pass_at_k
 
 
 def null_gap(weaker_rates: np.ndarray, weaker_miss_k: np.ndarray, gap_at_1, k: int) -> np.ndarray:
-    """The gap at k under the null of a uniform improvement, q'_j = q_j + delta (1 - q_j) on every problem, with
-    q_j = c_j / n the weaker model's solve rate and delta = g_1 / (1 - mean_j q_j) matching the pass@1 gap g_1:
-
-        g0_k = mean_j (1 - q_j)^k (1 - (1 - delta)^k)      (g0_1 = g_1),
-
-    (1 - q_j)^k (``weaker_miss_k``) taken unbiased, as 1 - pass@k_j: the plug-in (1 - c_j / n)^k is biased upward and
-    would make every uniform gain look like polish. Problems on the last axis, resamples on any leading ones."""
+    """The gap at k if every problem improved alike, q'_j = q_j + delta (1 - q_j), delta = g_1 / (1 - mean_j q_j):
+    g0_k = mean_j (1 - q_j)^k (1 - (1 - delta)^k), with (1 - q_j)^k (``weaker_miss_k``) the unbiased 1 - pass@k_j (the
+    plug-in (1 - c_j / n)^k is biased upward). Problems on the last axis, resamples on any leading ones."""
     room = 1.0 - np.asarray(weaker_rates, dtype=float).mean(axis=-1)
     with np.errstate(divide="ignore", invalid="ignore"):
         delta = np.minimum(np.where(room > 0, np.asarray(gap_at_1, dtype=float) / room, 0.0), 1.0)

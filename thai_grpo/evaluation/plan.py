@@ -71,11 +71,9 @@ def holm_family(members: list[dict], key: str) -> list[float | None]:
 
 
 def apply_plan(tests: list[dict], plan: dict) -> list[dict]:
-    """``tests`` (each with a, b, metric, mean_diff, p_value, optionally tost_p) with the plan applied, in input order.
-
-    The primary comparison is tested alone at alpha, then the plan's families in order, each Holm-corrected. Serial
-    gatekeeping (Dmitrienko, Tamhane & Wiens 2008) keeps the family-wise error at alpha: a family is tested only when
-    every hypothesis before it was rejected. Pairs at another metric are ``secondary``, outside the gate."""
+    """``tests`` with the plan applied, in input order: the primary pair alone at alpha, then each family Holm-corrected
+    and tested only when every hypothesis before it was rejected (serial gatekeeping, Dmitrienko, Tamhane & Wiens 2008);
+    pairs at another metric are ``secondary``, outside the gate."""
     alpha = plan["alpha"]
     out = [{**t, "family": family_of(t["a"], t["b"], t["metric"], plan)} for t in tests]
     gate_open, previous = True, None

@@ -41,17 +41,11 @@ def score_model(records: list[dict], ks: list[int], n_boot: int = 10_000, seed: 
     scores["greedy_accuracy"] = _with_bootstrap(estimate_with_interval(sum(greedy), len(greedy)),
                                                 greedy, n_boot, seed)
     completions = [c for r in records for c in r["completions"]]
-    return {
-        **scores,
-        "pass_at_k_curve": pass_at_k_curve(counts, n),
-        "n_samples": n,
-        "num_problems": len(records),
-        "per_problem_correct": counts,
-        "per_problem_greedy": greedy,
-        "mean_completion_length": float(np.mean([c["num_tokens"] for c in completions])),
-        "truncated_ratio": float(np.mean([c["truncated"] for c in completions])),
-        "mean_reward": float(np.mean([c["total"] for c in completions])),
-    }
+    return {**scores, "pass_at_k_curve": pass_at_k_curve(counts, n), "n_samples": n, "num_problems": len(records),
+            "per_problem_correct": counts, "per_problem_greedy": greedy,
+            "mean_completion_length": float(np.mean([c["num_tokens"] for c in completions])),
+            "truncated_ratio": float(np.mean([c["truncated"] for c in completions])),
+            "mean_reward": float(np.mean([c["total"] for c in completions]))}
 
 
 def per_problem_values(scores: dict, metric: str) -> np.ndarray:
@@ -79,8 +73,8 @@ def problem_tost(after: dict, before: dict, metric: str, margin: float) -> float
 
 def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy"), n_boot: int = 10_000,
                    seed: int = 0, plan: dict | None = None) -> list[dict]:
-    """Every pair (a, b) of ``models`` (a listed after b), per metric: the paired bootstrap of a - b over problems and
-    its TOST p within the plan's margin, with ``plan.apply_plan`` applied (the default plan when ``plan`` is None)."""
+    """Every pair (a, b) of ``models`` per metric: the paired bootstrap of a - b and its TOST p within the plan's
+    margin, with ``plan.apply_plan`` applied."""
     plan = plan or analysis_plan(None)
     present = [m for m in models if m in scores]
     pairs = [(a, b) for i, b in enumerate(present) for a in present[i + 1:]]
@@ -92,9 +86,8 @@ def pairwise_tests(scores: dict, models: list[str], metrics=("pass@1", "greedy")
 
 
 def tost(estimate: float, se: float, df: float, margin: float) -> float:
-    """Two one-sided tests of equivalence within (-margin, +margin) (Schuirmann 1987): p = max(P(T >= (estimate +
-    margin) / se), P(T <= (estimate - margin) / se)), T ~ t(df). se 0 (runs identical problem by problem) gives
-    p = 1: the limit p = 0 would claim a certainty no sample gives."""
+    """Schuirmann's two one-sided tests of equivalence within +- margin, T ~ t(df): p = max(P(T >= (estimate + margin)
+    / se), P(T <= (estimate - margin) / se)); se 0 gives p = 1, as no sample gives the limit's certainty."""
     if margin <= 0:
         raise ValueError(f"an equivalence margin must be positive, got {margin}: set analysis.equivalence_margin")
     if se <= 0:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.data.prompts import chat_prompt_texts
+from thai_grpo.data.prompts import prompt_token_ids
 from thai_grpo.jobs.memory_plan import logprob_pass_floats, rows_per_chunk, Shape
 
 
 def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_id: int,
                            temperature: float = 1.0) -> list:
-    """Per (prompt ids, completion ids): the ``[len(completion), vocab]`` log-softmax of logits / ``temperature`` at
-    the completion's positions, from one right-padded forward pass. The LM head skips the prompt positions: over a
-    152k vocabulary they would dominate the time."""
+    """Per (prompt ids, completion ids): the log-softmax of logits / ``temperature`` at the completion's positions,
+    from one right-padded pass; the LM head skips the prompt, which over a 152k vocabulary would dominate the time."""
     import torch
 
     sequences = [prompt + completion for prompt, completion in pairs]
@@ -34,9 +33,8 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
 
 
 def position_kl(logp_policy, logp_ref) -> dict:
-    """Per position of two ``[..., vocab]`` log-distributions, in float64: KL(pi || pi_ref) = sum_y pi(y) (log pi(y)
-    - log pi_ref(y)), and Var = E[k^2] - KL^2 under y ~ pi of k1 = log pi(y) - log pi_ref(y) and of
-    k3 = (r - 1) - log r, r = pi_ref(y) / pi(y) (both have mean KL)."""
+    """Per position of two log-distributions, in float64: KL(pi || pi_ref), and Var = E[k^2] - KL^2 under y ~ pi of
+    k1 = log pi(y) - log pi_ref(y) and of k3 = (r - 1) - log r, r = pi_ref(y) / pi(y) (both have mean KL)."""
     import torch
 
     lp, lq = logp_policy.double(), logp_ref.double()
@@ -71,8 +69,8 @@ def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_
     pairs = []
     for record, completion in chosen_completions(samples, max_completions):
         if id(record) not in prompts:
-            (prompt,) = chat_prompt_texts(tokenizer, [record["question"]], system_prompt, chat_template_kwargs)
-            prompts[id(record)] = tokenizer(prompt, add_special_tokens=False)["input_ids"]
+            (prompts[id(record)],) = prompt_token_ids(tokenizer, [record["question"]], system_prompt,
+                                                      chat_template_kwargs)
         pairs.append((prompts[id(record)], list(completion["token_ids"])))
     return pairs
 

@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from thai_grpo.data.prompts import chat_prompt_texts
+from thai_grpo.data.prompts import prompt_token_ids  # vLLM gets token ids, not its own tokenization
 from thai_grpo.models.sampling import records_from_completions
 
 # vLLM's accepted max_lora_rank values (LoRAConfig); an adapter of rank r needs the smallest one >= r.
@@ -20,15 +20,8 @@ TF32_OVERRIDE = "NVIDIA_TF32_OVERRIDE"
 
 def vllm_sampling_params_kwargs(eval_cfg: dict) -> dict:
     """``SamplingParams`` kwargs of the sampled completions: plain temperature sampling without truncation."""
-    return {
-        "n": int(eval_cfg["num_samples"]),
-        "temperature": float(eval_cfg["temperature"]),
-        "top_p": 1.0,
-        "top_k": -1,
-        "min_p": 0.0,
-        "max_tokens": int(eval_cfg["max_new_tokens"]),
-        "seed": int(eval_cfg["seed"]),
-    }
+    return {"n": int(eval_cfg["num_samples"]), "temperature": float(eval_cfg["temperature"]), "top_p": 1.0,
+            "top_k": -1, "min_p": 0.0, "max_tokens": int(eval_cfg["max_new_tokens"]), "seed": int(eval_cfg["seed"])}
 
 
 def vllm_greedy_params_kwargs(eval_cfg: dict) -> dict:
@@ -64,13 +57,6 @@ def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, max_model_le
     if lora_rank is not None:
         kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=vllm_lora_rank(lora_rank))
     return kwargs
-
-
-def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
-                     chat_template_kwargs: dict | None = None) -> list[list[int]]:
-    """The prompts as the transformers path encodes them, unpadded: vLLM gets token ids, not its own tokenization."""
-    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
-    return [tokenizer(text, add_special_tokens=False)["input_ids"] for text in texts]
 
 
 def completion_from_tokens(tokenizer, token_ids, finish_reason: str | None) -> dict:

@@ -1,8 +1,5 @@
-"""This machine's NVIDIA GPUs, for a job that may use one: how many it sees, a GPU of its own for each model job
-(TRL's trainers refuse ``nn.DataParallel``), and the compute capability it acts on ((7, 5) T4, (8, 0) A100, (9, 0)
-H100). ``thai_grpo.jobs.devices`` imports this module only where NVIDIA's driver (``nvidia-smi``) is installed: on a
-CPU machine nothing here runs.
-"""
+"""This machine's NVIDIA GPUs: how many a job sees, one of its own per model job (TRL refuses ``nn.DataParallel``)
+and the compute capability it acts on. Imported only where ``nvidia-smi`` is installed."""
 
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ def gpus_listed(nvidia_smi_list: str) -> int:
 
 
 def listed_devices(visible: str | None) -> list[str] | None:
-    """The devices ``CUDA_VISIBLE_DEVICES`` lists (indices, UUIDs or MIG ids), [] when it hides every GPU, None
-    when it is unset."""
+    """The devices ``CUDA_VISIBLE_DEVICES`` lists, [] when it hides every GPU, None when unset."""
     if visible is None:
         return None
     if visible.strip().lower() in HIDDEN:
@@ -75,8 +71,8 @@ _HELD_SLOTS: list = []  # the open lock files of this process's claimed slots: r
 
 
 def claim_gpu_slot(folder: str | Path = GPU_SLOTS):
-    """(the lowest slot no running process holds, the open file whose exclusive ``flock`` holds it): the kernel drops
-    the lock when the process ends, a crash or a kill included, so no slot is ever left taken."""
+    """(the lowest slot no running process holds, its open file): the kernel drops the ``flock`` when the process
+    ends, a crash or kill included, so no slot is left taken."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     slot = 0
@@ -100,8 +96,7 @@ def slot_device(slot: int, devices: list[str]) -> str:
 
 
 def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | None:
-    """Leave this job one GPU of its own before CUDA initialises: a slot's device (``claim_gpu_slot``) where it sees
-    several, else ``pin_one_device``. Returns what it set, or None."""
+    """Leave this job one GPU before CUDA initialises (a slot's where it sees several); returns what it set."""
     devices = visible_gpus(environ)
     if len(devices) <= 1:
         return pin_one_device(environ)
@@ -112,8 +107,7 @@ def pin_job_gpu(environ=os.environ, folder: str | Path = GPU_SLOTS) -> str | Non
 
 
 def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tuple[int, int] | None:
-    """The capability the pipeline acts on: the GPU's own, or a lower ``requested`` one (``THAI_GRPO_CAPABILITY``: a
-    newer GPU runs a T4's float16 path)."""
+    """The GPU's own capability, or a lower ``requested`` one (a newer GPU runs a T4's float16 path)."""
     if not requested:
         return real
     try:
@@ -130,8 +124,8 @@ def acting_capability(real: tuple[int, int] | None, requested: str | None) -> tu
 
 
 def gpu_capability() -> tuple[int, int] | None:
-    """The compute capability this job acts on, or None where torch sees no CUDA GPU. It pins the job to one GPU first,
-    so it must run before anything else initialises CUDA."""
+    """The compute capability this job acts on, or None without a CUDA GPU; pins one GPU first, so it must run
+    before anything initialises CUDA."""
     pin_one_device()
     import torch
 
@@ -145,8 +139,7 @@ def gpu_capability() -> tuple[int, int] | None:
 
 
 def cuda_peak_writer(log_path: str):
-    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder, the function writing this job's peak CUDA memory there as it ends
-    (``thai_grpo.jobs.job.at_job_end``); None elsewhere."""
+    """Where ``THAI_GRPO_CUDA_PEAKS`` names a folder, a function writing this job's peak CUDA memory there."""
     folder = os.environ.get(CUDA_PEAKS_ENV)
     if not folder:
         return None

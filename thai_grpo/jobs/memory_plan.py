@@ -1,9 +1,5 @@
-"""Peak memory of each stage of the real run, computed from the model's shape and the config's sizes.
-
-The pieces (weights, LoRA parameters with gradients and AdamW states, saved activations, full-vocabulary logits, the KV
-cache) are pure functions of a ``Shape`` and the stage's sizes; ``memory_stages`` sums them per stage. The same
-arithmetic sizes the chunks a pass over rows is split into (``rows_per_chunk``).
-"""
+"""Peak memory of each stage of the real run from the model's shape and the config's sizes: pure functions of a
+``Shape`` that ``memory_stages`` sums per stage, and that size the chunks a pass over rows is split into."""
 
 from __future__ import annotations
 
@@ -90,9 +86,8 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
 
 # ----------------------------------------------------------------------------------------- activations
 def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
-    """Floats autograd saves per token in one decoder layer (frozen base, LoRA ``lora`` training; sdpa attention):
-    RMSNorm inputs and scales, q/k norm inputs, attention's q, k, v, output and log-sum-exp, the MLP's gate, SiLU and
-    up outputs; plus each adapter's rank-r intermediate and the inputs a frozen layer would not keep."""
+    """Floats autograd saves per token in one decoder layer under LoRA training (sdpa attention): norms, q/k/v,
+    attention output and log-sum-exp, the MLP's gate, SiLU and up outputs, and each adapter's intermediates."""
     h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
     frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i
     if lora is None:
@@ -104,8 +99,8 @@ def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = F
 
 
 def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -> int:
-    """What LoRA dropout adds per token and layer: each adapter's dropped-out input and its mask (none where the input
-    needs no gradient: the first layer's q, k, v), less the attention input the adapters no longer keep."""
+    """What LoRA dropout adds per token and layer: each adapter's dropped-out input and mask (none for the first
+    layer's q, k, v, whose input needs no gradient), less the attention input the adapters no longer keep."""
     dims = shape.module_dims()
     masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
     return sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - \
@@ -118,8 +113,7 @@ def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
 
 
 def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
-    """The decode loop's cache for ``samples`` completions of each of ``prompts`` prompts: each prompt held once, each
-    completion pre-allocated to ``completion`` tokens."""
+    """The decode loop's cache: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
     return kv_cache_floats(shape, prompts, prompt) + kv_cache_floats(shape, prompts * samples, completion)
 
 
@@ -135,8 +129,8 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
 
 
 def ppo_logit_floats(shape: Shape, width: int, completion: int) -> int:
-    """Per row, the most full-vocabulary floats one PPO forward-backward holds at once: the logits of every position
-    and two completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
+    """Per row, the most full-vocabulary floats one PPO forward-backward holds: every position's logits and two
+    completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
     return (width + 2 * completion) * shape.vocab_size
 
 

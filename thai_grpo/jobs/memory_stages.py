@@ -1,7 +1,5 @@
-"""The memory plan's stages: a stage as the sum of ``memory_plan``'s pieces in the bytes a device holds them in
-(``Precision``), with the verdict against a 16 GB T4; and the ``auto`` sizes a job picks for the memory it may have of
-its GPU (a CPU job sizes as a T4). A size changes how much work one call does, never a sample.
-"""
+"""The memory plan's stages (``memory_plan``'s pieces in a device's bytes, with a T4 verdict) and the ``auto``
+sizes a job picks for its GPU's memory (a CPU job sizes as a T4). A size changes one call's work, never a sample."""
 
 from __future__ import annotations
 
@@ -25,8 +23,7 @@ PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the s
 
 @dataclasses.dataclass(frozen=True)
 class Precision:
-    """Bytes a device spends per frozen weight, per activation and per entry of TRL's fused log-prob head tile, and
-    whether the trained float32 weights are autocast to 16-bit copies."""
+    """Bytes per frozen weight, activation and fused head-tile entry; whether trained weights get 16-bit copies."""
     device: str
     frozen_bytes: int
     compute_bytes: int
@@ -44,8 +41,7 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
-    """Saved activations in bytes: RMSNorm's part in float32, the rest at ``compute_bytes``. With activation
-    checkpointing, each layer's input plus one layer's saved tensors while it is recomputed."""
+    """Saved activations in bytes (RMSNorm's in float32); checkpointed: each layer's input plus one layer's."""
     per_layer = saved_per_token_layer(shape, lora)
     norms = norm_floats_per_token_layer(shape)
     layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
@@ -55,25 +51,19 @@ def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes
 
 
 def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int, checkpointing: bool = False) -> int:
-    """What sdpa saves beside ``saved_per_token_layer``'s activations for a padded batch: each layer's attention mask
-    as an additive bias of ``rows`` x ``width`` x ``width`` (made from the boolean mask inside the call, kept for the
-    backward pass; measured: tests/test_memory_measured.py). With activation checkpointing, one layer's at a time."""
+    """sdpa's additive mask per layer, ``rows`` x ``width`` x ``width``, kept for the backward pass (one layer's
+    when checkpointed; measured: tests/test_memory_measured.py)."""
     return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
 
 
 def backward_working_bytes(shape: Shape, tokens: int, compute_bytes: int) -> int:
-    """The backward pass's own working set beside the saved activations, at its largest in a layer's MLP: the
-    gradients of its gate, up and SiLU outputs, ``tokens`` x intermediate each (measured on a reward-model step:
-    tests/test_memory_measured.py)."""
+    """The backward's working set beside saved activations: an MLP's gate, up and SiLU gradients (measured)."""
     return tokens * 3 * shape.intermediate_size * compute_bytes
 
 
 def completion_logprob_bytes(shape: Shape, completion: int, compute_bytes: int, backward: bool = False) -> int:
-    """Per row, ``ppo.sequence_logprobs`` over a completion of ``completion`` tokens (the LM head on its positions
-    only), at its peak: the head's logits (at ``compute_bytes``, with their float32 copy where 16-bit) beside logits / T,
-    then logits / T beside their log-softmax; with ``backward``, the entropy's two temporaries beside the log-softmax,
-    and at the backward's peak four float32 tensors of the completion's size (the log-softmax autograd saved, its
-    gradient, log_softmax's backward's exp and result). Measured: tests/test_memory_measured.py."""
+    """Per row, the peak of ``ppo.sequence_logprobs`` over ``completion`` tokens: logits (and their float32 copy)
+    beside logits / T, or with ``backward`` four float32 completion-size tensors (tests/test_memory_measured.py)."""
     head = (completion + 1) * compute_bytes + (completion * 4 if compute_bytes < 4 else 0) + completion * 4
     held = max(head, 2 * completion * 4, (4 * completion * 4) if backward else 0)
     return shape.vocab_size * held
@@ -101,24 +91,21 @@ def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: i
 
 
 def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
-    """A stage whose pieces are not all held at once: its largest phase (``stage`` of that phase's pieces), with each
-    phase's total beside it. Summing the phases would count memory freed before the next one is allocated."""
+    """``stage`` of the largest phase, with each phase's total: summing phases would count memory freed in between."""
     largest = max(phases, key=lambda phase: sum(phases[phase].values()))
     return {**stage(name, phases[largest], note), "phase": largest,
             "phases_gib": {phase: gib(sum(pieces.values())) for phase, pieces in phases.items()}}
 
 
 def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
-    """One decoder layer's working set while ``prompts`` prompts of ``prompt`` tokens are prefilled: the MLP's gate, up
-    and SiLU outputs, the attention's queries and output, keys and values, and two hidden states."""
+    """One decoder layer's working set while prefilling ``prompts`` prompts of ``prompt`` tokens."""
     return prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim + 2 * shape.hidden_size)
 
 
 def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None) -> dict:
-    """One ``generate`` call of TRL's rollouts on ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them
-    the prompt): the weights, the KV cache, one layer's prefill working set, and the last position's float32 logits
-    (x 3: scores, processed scores, probabilities); ``trained``: the trainer's parameters held meanwhile."""
+    """One TRL rollout ``generate`` call: weights, KV cache, one layer's prefill and the last position's float32
+    logits (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
     working = prefill_layer_floats(shape, sequences, prompt)
     kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
@@ -132,17 +119,9 @@ SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumul
 
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
                   sampled: bool = True) -> dict[str, dict]:
-    """What one call of the decode loop (``decoding.decode``) holds beside the weights in each of its phases, on
-    ``sequences`` sequences of up to ``width`` tokens (``prompt`` of them the prompt, held once per ``samples``):
-
-    - prefill: the prompts' keys and values, one layer's working set, the last position's logits;
-    - decode: the whole cache (completions pre-allocated to the budget), a step's float32 logits for every sequence
-      (and the model's 16-bit logits they are cast from) and, when ``sampled`` (not greedy), the sampler's
-      probabilities and their float64 cumulative sums (``sampling.CounterSampler.choose``), and the prefill's logits,
-      which the first choice still holds; one layer's attention scores and weights;
-    - compaction: the whole cache and a copy of one layer's keys (or values) of the rows kept, at most
-      ``1 - COMPACT_WHEN_DONE`` of them (``SharedPromptCache.compact`` replaces one tensor at a time), beside the
-      last step's logits."""
+    """What one ``decoding.decode`` call holds beside the weights in each phase: prefill (prompt KV, one layer, logits),
+    decode (the whole pre-allocated cache, a step's logits and, when ``sampled``, the sampler's probabilities and
+    float64 cumulative sums; one layer's attention) and compaction (the cache and a layer's kept rows)."""
     prompts = -(-sequences // samples)
     working = prefill_layer_floats(shape, prompts, prompt)
     kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
@@ -162,8 +141,7 @@ def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute
 
 def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None, samples: int = 1, sampled: bool = True) -> dict:
-    """One call of the decode loop, the largest of its phases (``decode_phases``, ``phased_stage``), each beside the
-    weights (and ``trained``, a trainer's parameters held meanwhile)."""
+    """One decode-loop call: its largest phase (``decode_phases``) beside the weights and ``trained``."""
     held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
     phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples, sampled)
     return phased_stage(name, {phase: {**held, **pieces} for phase, pieces in phases.items()}, note)
@@ -182,8 +160,7 @@ def balanced_batch(problems: int, largest: int) -> int:
 
 def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, problems: int, card_gib: float,
                             precision: Precision = FLOAT32_EVALUATION, prompt: int = PROMPT_TOKENS) -> int:
-    """Problems per sampling call (x ``num_samples`` sequences) for a card of ``card_gib`` GiB: the most that fit,
-    evened out over the calls ``problems`` need."""
+    """Problems per sampling call for a card of ``card_gib`` GiB: the most that fit, evened out over the calls."""
     def fits(batch: int) -> bool:
         return fits_card(sampling_stage("", shape, batch * num_samples, prompt + completion, prompt, precision, "",
                                         samples=num_samples), card_gib)
@@ -197,8 +174,7 @@ def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, pro
 
 def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
                               precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
-    """``ppo.chunk_floats`` for a card of ``card_gib`` GiB: the largest power of two (2^24 to 2^40) whose PPO stages
-    fit it, then the smallest with the same chunks."""
+    """``ppo.chunk_floats`` for a card: the largest power of two whose PPO stages fit, then the smallest alike."""
     def peaks(power: int) -> tuple:
         plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
                            precision, prompt)
@@ -215,8 +191,7 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
 
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
-    """What one job may size itself for: what is free now, and no more than its share of the card (jobs that start
-    together each see the whole card free)."""
+    """What a job may size for: what is free, at most its share (jobs starting together each see it all free)."""
     return min(free_gib, total_gib / max(1, jobs_per_card))
 
 
@@ -231,8 +206,7 @@ _FREE_AT_JOB_START: dict = {}
 
 
 def note_free_memory(device) -> None:
-    """Read ``device``'s free memory now, before the job loads anything: every size computed later (``card_gib_of``)
-    comes from it, since the plan counts the job's weights itself (read after loading, they would count twice)."""
+    """Record ``device``'s free memory before the job loads anything: the plan counts the job's weights itself."""
     import torch
 
     device = torch.device(device)
@@ -241,9 +215,7 @@ def note_free_memory(device) -> None:
 
 
 def card_gib_of(device) -> float | None:
-    """The memory (GiB) this job may size ``auto`` for on its CUDA GPU (``memory_for_job``), as it was free when the
-    job started (``note_free_memory``; now where it was not noted) and within the share the process may allocate,
-    else None."""
+    """GiB this job may size ``auto`` for on its CUDA GPU (free at job start, within the process's share), else None."""
     import torch
 
     device = torch.device(device)
@@ -255,8 +227,7 @@ def card_gib_of(device) -> float | None:
 
 
 def process_memory_fraction(device) -> float:
-    """The share of its card this process may allocate (``torch.cuda.set_per_process_memory_fraction``; 1 unless
-    capped)."""
+    """The share of its card this process may allocate (1 unless capped)."""
     import torch
 
     try:
@@ -271,8 +242,7 @@ def sizing_gib(device) -> float:
 
 
 def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
-    """What a sampling job runs with, recorded beside its samples: ``batch_size`` (``requested``, or for ``auto``
-    ``sampling_batch_for_card``), the sequences per call and the card it was sized for."""
+    """A sampling job's ``batch_size`` (``requested``, or sized to the card for ``auto``), kept with its samples."""
     card = card_gib_of(device)
     if requested == AUTO:
         config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
@@ -287,8 +257,7 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
 
 
 def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, precision: Precision) -> dict:
-    """What PPO holds through every pass: the frozen policy, reference, value and (unless the verifier scores) reward
-    bases, and the trained LoRAs and value score head in float32 with their optimizer states (dropout off)."""
+    """What PPO holds through every pass: the frozen bases, and the trained LoRAs and value head with AdamW states."""
     frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
         (base_parameters(shape, "score") if score != "verifier" else 0)
     policy, value = trained_bytes(shape, sft, precision), trained_bytes(shape, value, precision, shape.hidden_size)
@@ -297,9 +266,7 @@ def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, prec
 
 def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int, completion: int,
                    compute_bytes: int, checkpointing: bool = False) -> dict[str, dict]:
-    """Each PPO pass's own working set on ``rows`` rows beside what is held: the decode loop's phases (rollouts), a
-    log-prob pass (its logits), the value model's pass (one layer's working set), and the update's forward-backward
-    (both models' saved activations, with ``checkpointing`` each layer's input and one layer recomputed)."""
+    """Each PPO pass's own working set on ``rows`` rows: decode phases, log-prob pass, value pass and update."""
     width = prompt + completion
     update = (activation_bytes(shape, sft, rows * width, compute_bytes, checkpointing) +
               activation_bytes(shape, value, rows * width, compute_bytes, checkpointing) +
@@ -318,11 +285,9 @@ PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": 
 
 def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float | None = None,
                   precision: Precision = T4, prompt: int = PROMPT_TOKENS, may_checkpoint: bool = False) -> dict:
-    """Rows per chunk of each PPO pass (``PPO_PASSES``; the update's within a minibatch) and whether the update
-    checkpoints its activations. ``chunk_floats`` a number: each pass within that many floats of its own per-row
-    tensors (``memory_plan``). ``auto``: each pass the most rows whose own working set (``ppo_pass_bytes``) fits a card
-    of ``card_gib`` beside what PPO holds (``ppo_held_bytes``); where ``may_checkpoint`` (on CUDA) and a minibatch
-    does not fit one chunk, the update checkpoints its activations if that makes its chunks larger."""
+    """Rows per chunk of each PPO pass and whether the update checkpoints. A number ``chunk_floats`` bounds each pass's
+    per-row tensors; ``auto`` bisects for the most rows fitting ``card_gib`` beside ``ppo_held_bytes``, checkpointing
+    the update where ``may_checkpoint`` and that makes its chunks larger."""
     batch, size = int(settings.get("batch_size", 64)), int(settings.get("batch_size", 64)) // int(
         settings.get("num_mini_batches", 1))
     nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(value, lora_dropout=0.0)
@@ -362,8 +327,7 @@ def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completi
 def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
                chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
                card_gib: float | None = None) -> list[dict]:
-    """PPO's rollouts and minibatch update: what PPO holds (``ppo_held_bytes``) beside each pass's working set
-    (``ppo_pass_bytes``) at the rows ``ppo_pass_rows`` gives each pass, as the code splits them."""
+    """PPO's rollouts and minibatch update at the rows ``ppo_pass_rows`` gives each pass."""
     settings = {**settings, "chunk_floats": settings.get("chunk_floats", chunk_floats)}
     sft, reward = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
     rows = ppo_pass_rows(shape, sft, reward, settings, completion, card_gib, precision, prompt)

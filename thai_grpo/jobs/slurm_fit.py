@@ -1,8 +1,5 @@
-"""Whether a job can ever start on a SLURM cluster: what snakemake-executor-plugin-slurm asks sbatch for, from the
-job's resources, against the nodes of the partition it is sent to (``sinfo``). No node of the partition holding it,
-Slurm either leaves the job pending for good or refuses it in a line that names no resource; the workflow refuses it
-before the first sbatch instead, in one line that names the resource and the fix (rules/common.smk: slurm_check).
-"""
+"""Whether a job can ever start on a SLURM cluster: what snakemake-executor-plugin-slurm asks sbatch for against the
+nodes of its partition (``sinfo``), so the workflow refuses it naming the resource, not Slurm pending it for good."""
 
 from __future__ import annotations
 

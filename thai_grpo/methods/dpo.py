@@ -1,7 +1,5 @@
-"""DPO (Rafailov et al. 2023) with TRL's ``DPOTrainer`` on preference pairs sampled once from the SFT policy (TRL's
-``sigmoid`` loss): -log sigmoid(beta * [(log pi(y_w|x) - log pi_ref(y_w|x)) - (log pi(y_l|x) - log pi_ref(y_l|x))]),
-pi_ref the SFT policy whatever ``grpo.reference``; beta scales the implicit reward, it is not a KL weight.
-"""
+"""DPO (Rafailov et al. 2023, TRL's ``sigmoid`` loss) on preference pairs sampled once from the SFT policy, which is
+the reference whatever ``grpo.reference``; beta scales the implicit reward, it is not a KL weight."""
 
 from __future__ import annotations
 
@@ -14,17 +12,9 @@ from thai_grpo.core.config import ConfigError
 KL_REFERENCE = ("the SFT policy, by DPO's definition (TRL's frozen 'ref' copy of the SFT adapter, whatever "
                 "grpo.reference): DPO's implicit reward is beta x log(pi/pi_ref)")
 TOKEN_COLUMNS = ("prompt_ids", "chosen_ids", "rejected_ids")
-DPO_LOG_KEYS = {
-    "loss": "loss",
-    "rewards/margins": "reward_margin",
-    "rewards/accuracies": "reward_accuracy",
-    "rewards/chosen": "reward_chosen",
-    "rewards/rejected": "reward_rejected",
-    "logps/chosen": "logp_chosen",
-    "logps/rejected": "logp_rejected",
-    "learning_rate": "learning_rate",
-    "grad_norm": "grad_norm",
-}
+DPO_LOG_KEYS = {"loss": "loss", "rewards/margins": "reward_margin", "rewards/accuracies": "reward_accuracy",
+                "rewards/chosen": "reward_chosen", "rewards/rejected": "reward_rejected", "logps/chosen": "logp_chosen",
+                "logps/rejected": "logp_rejected", "learning_rate": "learning_rate", "grad_norm": "grad_norm"}
 NO_PAIRS = ("no preference pairs: no training problem had both a correct and a wrong SFT sample, so DPO had "
             "nothing to rank; the adapter is the SFT adapter unchanged")
 
@@ -53,10 +43,9 @@ def sampled_token_trainer():
     from trl import DPOTrainer
 
     class SampledTokenDPOTrainer(DPOTrainer):
-        """DPOTrainer that keeps the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled.
-
-        TRL 1.16's ``_prepare_dataset`` re-renders text through the chat template, and Qwen3's gives a completion
-        cut at the budget an empty think block and an end-of-turn the policy never wrote. Masks and loss stay TRL's."""
+        """DPOTrainer keeping the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled: TRL's
+        ``_prepare_dataset`` re-renders them through the chat template, which gives a completion cut at the budget an
+        empty think block and an end-of-turn the policy never wrote."""
 
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
             return dataset.select_columns(list(TOKEN_COLUMNS))
@@ -87,8 +76,7 @@ def make_dpo_logger(metrics_path: Path, updates=None):
 
 
 def train(spec) -> dict:
-    """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter; return the run's record. Without pairs the SFT
-    adapter is saved unchanged and the record says why."""
+    """Run DPO from the SFT adapter on ``spec.pairs``; save the adapter (unchanged without pairs); return the record."""
     from datasets import Dataset
     from trl import DPOConfig
 

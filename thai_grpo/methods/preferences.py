@@ -1,12 +1,10 @@
-"""Preference pairs for DPO and PPO's reward model, from the SFT policy's own samples on the GRPO training problems:
-chosen = a problem's first correct completion, rejected = its first wrong one. A problem always or never solved gives
-no pair (DPO can only rank answers that exist in the file). A pair keeps the sampled token ids DPO trains on.
-"""
+"""Preference pairs for DPO and PPO's reward model from the SFT policy's samples on the training problems: a problem's
+first correct completion (chosen) and first wrong one (rejected); one always or never solved gives no pair."""
 
 from __future__ import annotations
 
 from thai_grpo.core.rewards import CORRECT_REWARD
-from thai_grpo.data.prompts import build_prompt, chat_prompt_texts
+from thai_grpo.data.prompts import build_prompt, prompt_token_ids
 
 
 def _is_correct(completion: dict) -> bool:
@@ -21,9 +19,7 @@ def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
 
 
 def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
-    """DPOTrainer's conversational rows ``{prompt, chosen, rejected}`` (with id, gold, both rewards and, where the
-    record has them, the token ids) and the counts: problems, samples, pairs, all right, all wrong, tokens generated.
-    ``records``: ``{id, question, gold, completions: [{text, correct, total, num_tokens}, ...]}``."""
+    """DPOTrainer's rows ``{prompt, chosen, rejected}`` (with id, gold, rewards, token ids) and the counts."""
     pairs, all_right, all_wrong = [], 0, 0
     for record in records:
         completions = record["completions"]
@@ -58,18 +54,11 @@ def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
             "rejected_ids": list(rejected["token_ids"]), "completion_budget": record["completion_budget"]}
 
 
-def prompt_token_ids(tokenizer, questions: list[str], system_prompt: str,
-                     chat_template_kwargs: dict | None = None) -> list[list[int]]:
-    """Each prompt's ids as ``sampling.generate`` feeds them to the policy, without the batch's left padding."""
-    texts = chat_prompt_texts(tokenizer, questions, system_prompt, chat_template_kwargs)
-    return [list(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]]
-
-
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem, with the prompt's ids and the completion budget; each
-    sample seeded from (seed, problem id, sample index), so the batch size changes no sample."""
+    """``num_samples`` graded completions per training problem, each seeded from (seed, problem id, sample index)
+    so the batch size changes no sample."""
     from thai_grpo.models.sampling import generate, score_completion
 
     records = []

@@ -1,7 +1,5 @@
-"""PPO's reward model: TRL's ``RewardTrainer`` (Bradley-Terry, loss -log sigmoid(r(x, y_w) - r(x, y_l))) on DPO's
-preference pairs, ranked by the verifier, not by people, so it can at best imitate the verifier. Each sequence is
-tokenized as PPO's rollouts are and scored at its last real token, where PPO reads it. Holds the pieces PPO shares.
-"""
+"""PPO's reward model: TRL's ``RewardTrainer`` (Bradley-Terry) on DPO's verifier-ranked pairs, so at best it imitates
+the verifier; each sequence is tokenized as PPO's rollouts and scored at its last real token, where PPO reads it."""
 
 from __future__ import annotations
 
@@ -42,9 +40,8 @@ def reward_lora(lora: dict | None = None) -> dict:
 
 
 def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
-    """The base as a sequence-classification model with one output (a random ``score`` head). Without a pad id in its
-    config it takes the tokenizer's, as TRL's RewardTrainer does (Qwen3-0.6B's config has none): the head pools at the
-    last non-pad token."""
+    """The base as a one-output sequence-classification model; without a config pad id it takes the tokenizer's,
+    as RewardTrainer does, so the head pools at the last non-pad token."""
     from transformers import AutoModelForSequenceClassification
 
     from thai_grpo.core.io import require_model_dir
@@ -81,8 +78,7 @@ def last_token_scores(model, input_ids, attention_mask, prompt_width: int, lengt
 
 def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
                       chat_template_kwargs: dict | None = None) -> dict:
-    """Share of pairs whose chosen completion scores above the rejected one (ties count as wrong), and the mean margin,
-    scored as PPO reads the reward (``last_token_scores``)."""
+    """Share of pairs whose chosen completion outscores the rejected one (ties wrong) and the mean margin."""
     import torch
 
     margins = []
@@ -110,8 +106,7 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
 def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora: dict | None, out_dir: str | Path,
                        checkpoint_dir: str | Path, seed: int, chat_template_kwargs: dict | None, training: dict,
                        dtype: str = "auto") -> dict:
-    """Train the reward model on ``pairs``, the frozen base in ``dtype``; save its LoRA and score head; return the steps
-    with their update flags, parameter counts, the base's dtype and the update counts."""
+    """Train the reward model on ``pairs`` (frozen base in ``dtype``); save LoRA and score head; return the record."""
     from datasets import Dataset
     from peft import LoraConfig
     from trl import RewardConfig, RewardTrainer

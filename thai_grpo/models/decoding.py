@@ -1,17 +1,10 @@
 """The decode loop behind held-out sampling and PPO's rollouts: ``generate``'s tokens, with only the work they need.
 
-Machinery a reader of the algorithm can skip. Unlike ``model.generate``, ``decode`` pre-allocates each layer's
-completion keys and values (no copy per step), prefills each prompt once for all its rows (shared-prefix or "cascade"
-attention, as in Hydragen: one softmax over the prompt's scores and the row's own, an ``AttentionInterface``
-function), and keeps the host out of the steps: a step's shapes stay fixed between compactions (finished rows are
-masked, not removed; the column written is a tensor on the device; the completion keys attended grow in blocks of
-``SEEN_BLOCK``), the loop asks whether rows are left only every ``STOP_CHECK_EVERY`` steps, and it compacts the
-buffers to the next of a fixed ladder of row buckets once ``COMPACT_WHEN_DONE`` of the prompts are done. A step can
-thus be compiled whole (``torch.compile(fullgraph=True)``) and, on a GPU, replayed as a CUDA graph per bucket. The
-caller's ``choose`` picks each token from the float32 logits ``generate``'s processors see, so the tokens are
-``generate``'s. Not transformers' continuous batching: it draws every row from the global generator, so a row's sample
-would depend on its batch mates.
-"""
+Machinery a reader of the algorithm can skip. It pre-allocates each layer's completion keys and values, prefills each
+prompt once for all its rows (shared-prefix attention, as in Hydragen) and keeps the host out of the steps (fixed shapes
+between compactions to a ladder of row buckets, a stop check every ``STOP_CHECK_EVERY`` steps), so a step compiles whole
+and replays as a CUDA graph. ``choose`` sees ``generate``'s float32 logits, so the tokens are ``generate``'s. Not
+transformers' continuous batching: that draws every row from the global generator, tying a row to its batch mates."""
 
 from __future__ import annotations
 
@@ -32,12 +25,9 @@ SEEN_BLOCK = 32  # completion columns attended are rounded up to a multiple of t
 class SharedPromptCache:
     """Keys and values of a bucket of prompts held once, and of their ``samples`` completions each, pre-allocated.
 
-    ``prompt_keys[layer]``: [prompts, kv heads, prompt width, head dim]; ``prompt_mask``: [prompts, prompt width], True
-    on real tokens; ``keys[layer]``: [prompts x samples, kv heads, budget, head dim], sample s of prompt p in row
-    ``p * samples + s``. Per buffer row: ``origin``, its output row; ``finished``, whether it has stopped;
-    ``first_position``, its first new token's position id. ``column``: a 0-d tensor, the completion column the next
-    step writes; ``seen``: the completion columns a step attends (a multiple of ``SEEN_BLOCK`` beyond ``column``);
-    ``blocked``: the step's additive mask over [prompt, seen] columns, per prompt."""
+    Sample s of prompt p is row ``p * samples + s``; per row ``origin`` (its output row), ``finished`` and
+    ``first_position``. ``column``: a 0-d tensor, the column the next step writes; ``seen``: the completion columns a
+    step attends (a multiple of ``SEEN_BLOCK``); ``blocked``: the step's additive mask over [prompt, seen] columns."""
     prompt_keys: list
     prompt_values: list
     prompt_mask: object
@@ -78,9 +68,8 @@ class SharedPromptCache:
         self.values[layer].index_copy_(2, self.column.view(1), value)
 
     def compact(self, kept) -> None:
-        """Only the prompts ``kept`` (buffer indices, in order) and all their rows. One tensor at a time, each list
-        entry replaced before the next is copied: the old tensor is freed as its copy is made, so the compaction holds
-        at most one layer's kept rows beside the cache, never a second cache."""
+        """Only the prompts ``kept`` and their rows, one tensor replaced at a time: at most one layer's kept rows
+        beside the cache, never a second cache."""
         import torch
 
         rows = (kept.unsqueeze(1) * self.samples + torch.arange(self.samples, device=kept.device)).reshape(-1)
@@ -99,8 +88,8 @@ def keep_rows(buffers: list, rows) -> None:
 
 
 def row_buckets(prompts: int) -> list[int]:
-    """The prompt counts a decode call's buffers may hold, largest first: each the previous less ``COMPACT_WHEN_DONE``
-    of it (rounded up, at least one fewer), down to one. Compacting only to these keeps the step shapes few."""
+    """The prompt counts a decode call's buffers may hold, largest first, each ``COMPACT_WHEN_DONE`` smaller (at least
+    one fewer), down to one: few step shapes."""
     sizes = [prompts]
     while sizes[-1] > 1:
         sizes.append(min(sizes[-1] - 1, math.ceil(sizes[-1] * (1 - COMPACT_WHEN_DONE))))
@@ -121,8 +110,8 @@ def prompts_to_keep(live: list[bool], size: int) -> list[int]:
 
 def shared_prompt_attention(module, query, key, value, attention_mask, scaling: float, dropout: float = 0.0,
                             shared_prompt: SharedPromptCache | None = None, **kwargs):
-    """One decode step's attention, ``query`` [rows, heads, 1, head dim]: eager attention's arithmetic (softmax in
-    float32) over each row's prompt, then its completion up to ``column``, without joining their keys."""
+    """One decode step's attention: eager attention's arithmetic (float32 softmax) over each row's prompt, then its
+    completion up to ``column``, without joining their keys."""
     import torch
 
     cache = shared_prompt
@@ -177,8 +166,7 @@ def prefill(model, input_ids, attention_mask):
 
 
 def decode_step(model, tokens, cache: SharedPromptCache):
-    """The float32 logits after ``tokens`` (one per buffer row, at column ``cache.column``), their keys and values
-    written. Nothing in it reads the device from the host: its shapes are fixed by the bucket and ``cache.seen``."""
+    """The float32 logits after ``tokens`` (one per buffer row), their keys and values written; no host reads."""
     import torch
 
     masks = {layer_type: None for layer_type in set(model.config.layer_types)}  # the attention masks itself
@@ -194,11 +182,8 @@ def decode_step(model, tokens, cache: SharedPromptCache):
 
 @functools.cache
 def graphed_step():
-    """``decode_step`` compiled whole (no graph break) and, on CUDA, replayed as a captured graph per step shape
-    (torch.compile's ``reduce-overhead`` mode: one capture per row bucket and ``seen``; a launch per step, not one per
-    operator). The buffers a step writes are marked static, so the graphs write them in place. One compiled step per
-    process, whatever the calls: their graphs are kept. Off unless ``eval.cuda_graphs``; on a CPU it compiles without
-    graphs."""
+    """``decode_step`` compiled whole, on CUDA replayed as a graph per row bucket and ``seen`` (``reduce-overhead``);
+    one per process so its graphs are kept. Off unless ``eval.cuda_graphs``."""
     import torch
 
     compiled = torch.compile(decode_step, fullgraph=True, mode="reduce-overhead")
@@ -212,8 +197,7 @@ def graphed_step():
 
 
 def record(tokens, cache: SharedPromptCache, chosen, stops, pad_id: int) -> None:
-    """``chosen`` (one per buffer row) into the output ``tokens`` at column ``cache.column`` (``pad_id`` for rows
-    already stopped); the rows that chose a stop token marked finished."""
+    """``chosen`` into ``tokens`` at ``cache.column`` (``pad_id`` once stopped); rows choosing a stop token finish."""
     import torch
 
     columns = cache.column.expand_as(cache.origin)
@@ -232,10 +216,9 @@ def generated_width(tokens, stops) -> int:
 
 def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, stop_ids: list[int], pad_id: int,
            choose, check_every: int = STOP_CHECK_EVERY, step=decode_step):
-    """The new tokens of ``samples`` continuations of each left-padded prompt, as ``generate`` returns them: [rows,
-    columns], row ``prompt * samples + sample``, ``pad_id`` after its stop token. ``choose(scores, rows, column)``:
-    the next token of output rows ``rows`` (a tensor) from their float32 scores [len(rows), vocabulary], at
-    completion column ``column`` (a 0-d tensor). ``step``: ``decode_step`` or a compiled one."""
+    """``samples`` continuations of each left-padded prompt as ``generate`` returns them ([rows, columns], row
+    ``prompt * samples + sample``). ``choose(scores, rows, column)`` picks each next token; ``step``: ``decode_step`` or
+    a compiled one."""
     import torch
 
     if max_new_tokens < 1:

@@ -1,6 +1,5 @@
-"""Supervised stages of the offline default: pretrain the tiny base from scratch (causal language modelling), then
-train the SFT LoRA (TRL's ``SFTTrainer``, loss on the assistant turn only). The real run downloads its adapter.
-"""
+"""Supervised stages of the offline default: pretrain the tiny base from scratch, then train the SFT LoRA (TRL's
+``SFTTrainer``, loss on the assistant turn only)."""
 
 from __future__ import annotations
 
