@@ -1,13 +1,12 @@
-"""The config's truth beside ``config/schema.yaml`` (types, defaults, allowed values, docs): the one loader, the checks
-the schema cannot express, each variant's plan, the studies' runs and the jobs' priorities. Only Snakemake's process
-reads it; it imports no torch and no TRL: TRL's field names come from ``trainer_fields.json`` (rewritten after an
-upgrade by ``python -m thai_grpo_tools.trainer_fields``), so that ``snakemake -n`` refuses a misspelt key in one line.
-"""
+"""Beside ``config/schema.yaml`` (types, defaults, allowed values, docs): the one loader, the checks the schema cannot
+express, each variant's plan and the studies' runs; only Snakemake's process reads it. No torch, no TRL: TRL's field
+names are ``trainer_fields.json``'s (``python -m thai_grpo_tools.trainer_fields`` rewrites it after an upgrade)."""
 
 from __future__ import annotations
 
 import copy
 import difflib
+import importlib.util
 import json
 from functools import cache
 from pathlib import Path
@@ -17,11 +16,9 @@ from thai_grpo.core.io import plain_json
 from thai_grpo.core.seeds import parse_run, run_id, sampling_seed
 
 SCHEMA = "config/schema.yaml"
-RESERVED_MODEL_NAMES = ("base", "sft")
 FIELDS_FILE = Path(__file__).with_name("trainer_fields.json")
 
 
-# ----------------------------------------------------------------------------------------- loading
 def coerce_scalars(value):
     """Numbers and booleans given as strings become numbers and booleans, recursively: ``snakemake --config
     'grpo={"beta":0.05}'`` delivers nested values as strings."""
@@ -36,8 +33,7 @@ def coerce_scalars(value):
             parsed = yaml.safe_load(value)
         except yaml.YAMLError:
             return value
-        if isinstance(parsed, (bool, int, float)):
-            return parsed
+        return parsed if isinstance(parsed, (bool, int, float)) else value
     return value
 
 
@@ -49,13 +45,12 @@ def schema_refusal(error) -> str:
     if error.validator == "additionalProperties":
         owner = error.schema.get("title", f"{key or 'the config'} in {SCHEMA}")
         return unknown_key(error.instance, error.schema.get("properties", {}), key, owner)
-    if error.validator in ("required", "dependentRequired"):
-        return f"{key}: {error.message}"
     if error.validator not in ("const", "not", "anyOf") or not fix:  # these descriptions say what is wrong and the fix
         fix = "; ".join(filter(None, [error.message, fix]))
-    if "propertyNames" in error.absolute_schema_path:
-        return f"{key}.{error.instance}: {fix}"
-    return f"{key}={error.instance!r}: {fix}"
+    if error.validator in ("required", "dependentRequired"):
+        return f"{key}: {error.message}"
+    return f"{key}.{error.instance}: {fix}" if "propertyNames" in error.absolute_schema_path else \
+        f"{key}={error.instance!r}: {fix}"
 
 
 def checked_config(config: dict, schema: str | Path = SCHEMA) -> dict:
@@ -77,12 +72,10 @@ def load_config_files(paths, schema: str | Path = SCHEMA) -> dict:
     """The config as Snakemake builds it from ``paths`` (merged in order, then ``checked_config``): the one loader of
     every caller outside Snakemake (tests, tools, ``scripts/prompt.py``)."""
     import yaml
-    from snakemake.utils import update_config
 
     config: dict = {}
     for path in paths:
-        with open(path, encoding="utf-8") as handle:
-            update_config(config, yaml.safe_load(handle) or {})
+        config = deep_merge(config, yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {})
     return checked_config(config, schema)
 
 
@@ -97,7 +90,6 @@ def deep_merge(base: dict, overrides: dict) -> dict:
     return merged
 
 
-# ----------------------------------------------------------------------------------------- what each rule is given
 def settings_fingerprint(config: dict) -> str:
     """The settings results were built from, in 16 hex digits: sha256 of the config as canonical JSON, without
     ``results_dir`` (where files go, not how they are made)."""
@@ -174,7 +166,6 @@ def method_grpo_args(method: str, grpo: dict) -> dict:
     return dict(grpo)
 
 
-# ----------------------------------------------------------------------------------------- the checks
 def check_config(config: dict) -> None:
     """Every check the schema cannot express (``config`` validated by it); ``ConfigError`` on the first problem."""
     variants = config.get("variants", {})
@@ -196,12 +187,15 @@ def check_config(config: dict) -> None:
     if too_large:
         raise ConfigError(f"eval.ks={ev['ks']} has k={too_large[0]} > eval.num_samples={ev['num_samples']}: pass@k "
                           "needs n >= k; raise num_samples or drop k")
-    for where, models, known in [("eval.models", ev["models"], {*RESERVED_MODEL_NAMES, *variants}),
+    for where, models, known in [("eval.models", ev["models"], {"base", "sft", *variants}),
                                  ("chains.models", config["chains"].get("models", []), {"sft", *variants})]:
         unknown = [m for m in models if m not in known]
         if unknown:
             raise ConfigError(f"{where} has {unknown[0]!r}, which names no model here: use one of {sorted(known)}")
-    check_tracker(config)
+    tracker = config["training"]["report_to"]  # TRL's tracker names are their packages' names
+    if tracker != "none" and importlib.util.find_spec(tracker) is None:
+        raise ConfigError(f"training.report_to={tracker}: the {tracker} package is not installed here; install it "
+                          f"(pip install {tracker}) or set training.report_to: none")
     check_trainer_fields(config)
     check_method_fields(config)
 
@@ -210,31 +204,16 @@ def check_config(config: dict) -> None:
 VARIANT_CLASSES = {"grpo": "GRPOConfig", "rloo": "RLOOConfig", "dpo": "DPOConfig"}
 
 
-def trainer_sections(config: dict) -> list[tuple[str, dict, str]]:
-    """(where, fields, the class that takes them) for every config section whose fields reach a TRL or transformers
-    trainer."""
+def check_trainer_fields(config: dict) -> None:
+    """Refuse a key of a section that reaches a TRL or transformers trainer which its config class does not have,
+    naming the nearest valid one."""
+    ours = {"GRPOConfig": set(OURS), "TrainingArguments": {"num_processes", "max_length"}}  # max_length: the cut
     sections = [("grpo", config["grpo"], "GRPOConfig"), ("sft.args", config["sft"].get("args", {}), "SFTConfig"),
                 ("base.pretrain", config["base"].get("pretrain", {}), "TrainingArguments"),
                 ("reward_model.args", config.get("reward_model", {}).get("args", {}), "RewardConfig")]
     for name, variant in config.get("variants", {}).items():
         sections += [(f"variants.{name}.{key}", variant.get(key, {}), cls) for key, cls in VARIANT_CLASSES.items()]
-    return sections
-
-
-def check_tracker(config: dict) -> None:
-    """``training.report_to`` names a tracker whose package (of the same name) is installed."""
-    import importlib.util
-
-    package = config["training"]["report_to"]
-    if package != "none" and importlib.util.find_spec(package) is None:
-        raise ConfigError(f"training.report_to={package}: the {package} package is not installed here; install it "
-                          f"(pip install {package}) or set training.report_to: none")
-
-
-def check_trainer_fields(config: dict) -> None:
-    """Refuse keys the trainers' config classes do not have, naming the nearest valid one (``trainer_sections``)."""
-    ours = {"GRPOConfig": set(OURS), "TrainingArguments": {"num_processes", "max_length"}}  # max_length: the cut
-    for where, fields, cls in trainer_sections(config):
+    for where, fields, cls in sections:
         library = "transformers" if cls == "TrainingArguments" else "TRL"
         refusal = unknown_key(fields, fields_of(cls) | ours.get(cls, set()), where, f"{library} {cls}")
         if refusal:
@@ -278,7 +257,6 @@ def known_fields() -> dict:
 
 
 def fields_of(cls: str) -> frozenset[str]:
-    """The field names of one trainer config class, from the checked-in list."""
     return frozenset(known_fields()["fields"][cls])
 
 
@@ -292,7 +270,6 @@ def unknown_key(section: dict, known, where: str, owner: str) -> str | None:
     return f"{where + '.' if where else ''}{unknown[0]} is not a field of {owner}: {hint}"
 
 
-# ----------------------------------------------------------------------------------------- the studies' runs
 # Methods trained on fixed data, with no rollouts a training seed could move: the seed study leaves them out.
 OFFLINE_METHODS = ("dpo",)
 LOSS_BASELINE = "grpo"  # the chapter's loss: every loss variant is compared with it at the same seeds
@@ -301,8 +278,8 @@ LOSS_BASELINE = "grpo"  # the chapter's loss: every loss variant is compared wit
 def _runs(config: dict, variants: list[str]) -> dict[str, list[str]]:
     """Per variant, its run ids in ``seeds.training`` order (absent: the config's seed alone)."""
     default = int(config.get("seed", 42))
-    seeds = [int(s) for s in config.get("seeds", {}).get("training", [default])]
-    return {v: [run_id(v, s, default) for s in seeds] for v in variants}
+    return {v: [run_id(v, int(s), default) for s in config.get("seeds", {}).get("training", [default])]
+            for v in variants}
 
 
 def seed_runs(config: dict) -> dict[str, list[str]]:

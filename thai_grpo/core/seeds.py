@@ -1,8 +1,6 @@
-"""Run ids of training seeds (``grpo``, ``grpo-seed1``) and the held-out sampling seed of each run and chain.
-
-Each run samples the held-out set with its own seed: with a shared one, similar models would draw mostly the same
-completions and the seed-to-seed spread would leave out most of the evaluation noise.
-"""
+"""Run ids of training seeds (``grpo``, ``grpo-seed1``) and each run's and chain's own held-out sampling seed: with a
+shared one, similar models would draw mostly the same completions and the spread over seeds would miss most of the
+evaluation noise."""
 
 from __future__ import annotations
 
