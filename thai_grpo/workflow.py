@@ -49,8 +49,9 @@ def schema_refusal(error) -> str:
         fix = "; ".join(filter(None, [error.message, fix]))
     if error.validator in ("required", "dependentRequired"):
         return f"{key}: {error.message}"
-    return f"{key}.{error.instance}: {fix}" if "propertyNames" in error.absolute_schema_path else \
-        f"{key}={error.instance!r}: {fix}"
+    if "propertyNames" in error.absolute_schema_path:
+        return f"{key}.{error.instance}: {fix}"
+    return f"{key}={error.instance!r}: {fix}"
 
 
 def checked_config(config: dict, schema: str | Path = SCHEMA) -> dict:
@@ -131,7 +132,7 @@ def variant_settings(config: dict, variant: str) -> dict:
         raise ConfigError(f"variant {variant!r} is not defined: add it under 'variants:' or use one of "
                           f"{sorted(config.get('variants', {}))}")
     return {"grpo": deep_merge(config["grpo"], overrides.get("grpo", {})),
-            "rewards": list(overrides.get("rewards", config.get("rewards", ["correct", "format", "thai"])))}
+            "rewards": list(overrides.get("rewards", config["rewards"]))}
 
 
 def variant_plan(config: dict, variant: str) -> dict:
