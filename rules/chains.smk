@@ -6,8 +6,6 @@
 # (replace_prefix), its rules renamed chain_seed<N>_*. Then per pair of models the crossed analysis of chains and
 # problems under the declared plan (config analysis:): results/chains/.
 
-from thai_grpo.core.seeds import chain_sampling_seed, with_chain_sampling_seed
-
 for chain_seed in CHAIN_SEEDS:
     if chain_seed == config["seed"]:
         continue
@@ -19,7 +17,7 @@ for chain_seed in CHAIN_SEEDS:
         snakefile:
             "../Snakefile"
         config:
-            with_chain_sampling_seed(chain_config(chain_seed), chain_seed, config["seed"])
+            chain_config(chain_seed)
         replace_prefix:
             {"results/": f"{chain_dir(chain_seed)}/"}
 

@@ -1,50 +1,57 @@
 # Helpers the rule files share (config lookups, which models each report covers, input functions).
 
 import os
-import re
 import sys
-
-from snakemake.utils import validate
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV, jobs_per_card, local_gpu_count
 from thai_grpo.core.config import ConfigError
-from thai_grpo.jobs.scheduling import (
-    CHAIN_TRAINING,
-    HEADLINE_SCORING,
-    JOB_THREADS,
-    LONGEST_CHAIN,
-    sampling_priority,
-    scoring_priority,
-    training_priority,
-)
-from thai_grpo.core.seeds import (
-    LOSS_BASELINE,
-    check_seeds,
-    loss_runs,
-    parse_run,
-    run_eval_settings,
-    run_pattern,
-    seed_runs,
-)
+from thai_grpo.core.seeds import chain_sampling_seed, parse_run, run_pattern
 from thai_grpo.data.prompts import SYSTEM_PROMPT
-from thai_grpo.methods.settings import ppo_settings
 from thai_grpo.workflow import (
-    check_config,
-    coerce_scalars,
+    LOSS_BASELINE,
+    checked_config,
     eval_settings,
+    loss_runs,
     passk_settings,
     recipe,
+    run_eval_settings,
+    seed_runs,
     settings_fingerprint,
     variant_plan,
 )
 
-config.update(coerce_scalars(config))
-validate(config, "../config/schema.yaml")
-try:  # every key of every method section, by the checked-in TRL field names: no TRL import, `snakemake -n` too
-    check_config(config)
-    check_seeds(config)
+try:  # the schema's checks, then every key of every method section by the checked-in TRL field names (no TRL import)
+    config.update(checked_config(config, os.path.join(workflow.basedir, "config", "schema.yaml")))
 except ConfigError as error:
     sys.exit(f"config error: {error}")
+
+# Threads and priorities: every job takes one thread (two one-thread jobs side by side do more per core-second than
+# one with two); priorities only order the jobs, the headline (SFT vs GRPO) first, then the run's longest chain. Neither
+# changes a number.
+JOB_THREADS = 1
+CORE_CHAIN = ("base", "sft", "grpo")
+CHAIN_TRAINING = 40  # base, SFT, GRPO's training: the headline's longest path
+HEADLINE_SAMPLING = 30  # sampling base, SFT and GRPO
+HEADLINE_SCORING = 10  # scoring them, and the headline itself
+LONGEST_CHAIN = 5  # preference pairs -> reward model -> PPO's training: the run's critical path
+OTHER_TRAINING = 1  # the other methods' runs: long, so before the short jobs that can wait
+REST = 0
+
+
+def training_priority(run, method):
+    """Priority of the training job of run ``run`` (a variant or a seed-study run) of ``method``."""
+    if run in CORE_CHAIN:
+        return CHAIN_TRAINING
+    return LONGEST_CHAIN if method == "ppo" else OTHER_TRAINING
+
+
+def sampling_priority(model):
+    return HEADLINE_SAMPLING if model in CORE_CHAIN else REST
+
+
+def scoring_priority(model):
+    return HEADLINE_SCORING if model in CORE_CHAIN else REST
+
 
 # How many model jobs share one card (`--resources gpu=K` over the GPUs present): each sizes its `auto` batches to its
 # share (thai_grpo.jobs.memory_stages.card_gib_of). Local jobs inherit this process's environment.
@@ -89,20 +96,15 @@ PASSK_SETTINGS = passk_settings(config)
 PASSK_MODELS = config["passk"]["models"]
 # Second held-out sets (eval.extra_sets, e.g. MGSM Thai): every model of eval.models is evaluated on each.
 EXTRA_SETS = config["eval"].get("extra_sets") or {}
-# Threads and priorities (thai_grpo.jobs.scheduling): every training and sampling job takes one thread; the
-# headline's jobs outrank the rest, then the preference pairs -> reward model -> PPO chain (the run's longest). They
-# change no number.
 
 
 def training_temperature(variant):
     """The temperature a variant's training samples were drawn at: its grpo section's, its ppo section's for PPO, and
     for DPO the preference pairs' (grpo's: rule preference_pairs)."""
     plan = variant_plan(config, variant)
-    if plan["method"] == "ppo":
-        return ppo_settings(plan["grpo_args"], plan["ppo"]).temperature
     if plan["method"] == "dpo":
         return config["grpo"]["temperature"]
-    return plan["grpo_args"]["temperature"]
+    return plan["ppo"].get("temperature", plan["grpo_args"]["temperature"])  # PPO samples as GRPO does unless told
 
 
 # Every model is scored at eval.temperature; a variant trained at another temperature (the temp0.3 pitfall) is
@@ -117,7 +119,7 @@ wildcard_constraints:
     model="[^/]+",
 
 
-# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.core.seeds); the run
+# The seed study (`snakemake seeds`): per RL method variant, one run per training seed (thai_grpo.workflow.seed_runs); the run
 # at the config's seed is the variant's own run, the others are `<variant>-seed<N>`.
 SEED_RUNS = seed_runs(config)
 SEED_STUDY_RESULTS = "results/seeds/results.json"
@@ -294,12 +296,14 @@ def chain_dir(seed):
 
 
 def chain_config(seed):
-    """The config of a chain's module: this one at another seed, with its own results folder and no chain study;
-    its base and SFT adapter built from scratch (a shipped pair was built at the config's own seed)."""
+    """The config of a chain's module: this one at another seed, with its own results folder, held-out sampling seed
+    (thai_grpo.core.seeds.chain_sampling_seed) and no chain study; its base and SFT adapter built from scratch (a
+    shipped pair was built at the config's own seed)."""
     member = {key: value for key, value in config.items() if key != "chains"}
     if config["base"]["source"] == "shipped":
         member.update(base={**config["base"], "source": "scratch"}, sft={**config["sft"], "source": "train"})
-    return {**member, "seed": seed, "results_dir": chain_dir(seed)}
+    eval_seed = chain_sampling_seed(config["eval"]["seed"], seed, config["seed"])  # the chain's own stream
+    return {**member, "seed": seed, "results_dir": chain_dir(seed), "eval": {**config["eval"], "seed": eval_seed}}
 
 
 def slurm_check():

@@ -17,7 +17,7 @@ rule sample:
     priority: lambda wildcards: sampling_priority(wildcards.model)  # base, SFT and GRPO (the headline) first
     conda:
         "../envs/pipeline.yaml"
-    threads: JOB_THREADS  # one per job: two side by side beat one with two (thai_grpo.jobs.scheduling)
+    threads: JOB_THREADS  # one per job: two side by side beat one with two (rules/common.smk)
     resources:
         gpu=1,  # a model stage: one job per GPU, each on its own (profiles/default), side by side on a CPU
         runtime=120,  # minutes: 256 problems x 9 completions of up to 256 tokens (also pass@k's 100 x 65)

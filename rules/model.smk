@@ -23,7 +23,7 @@ if BUILDS_BASE:
             f"results/logs/base_model{SCRATCH_NAME}.log",
         benchmark:
             f"results/benchmarks/base_model{SCRATCH_NAME}.tsv"
-        priority: CHAIN_TRAINING  # the headline's chain first (thai_grpo.jobs.scheduling)
+        priority: CHAIN_TRAINING  # the headline's chain first (rules/common.smk)
         conda:
             "../envs/pipeline.yaml"
         threads: 2

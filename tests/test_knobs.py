@@ -11,8 +11,8 @@ import yaml
 from configs import config_of
 
 from thai_grpo.core.config import ConfigError, inherited_args
-from thai_grpo.workflow import (NOT_INHERITED, check_method_fields, check_trainer_fields, deep_merge, known_fields,
-                                settings_fingerprint, variant_plan)
+from thai_grpo.workflow import (NOT_INHERITED, check_method_fields, check_trainer_fields, checked_config, deep_merge,
+                                known_fields, settings_fingerprint, variant_plan)
 from thai_grpo_tools.trainer_fields import installed_fields
 from thai_grpo.report.results import add_studies
 from workflow import copy_workflow, placeholder_run, run_snakemake, scheduled_jobs
@@ -44,8 +44,6 @@ def test_the_checked_in_field_names_are_the_installed_trls():
      "variants.dpo.dpo.betta is not a field of TRL DPOConfig: did you mean beta?"),
     ({"variants": {"rloo": {"rloo": {"bta": 0.01}}}},
      "variants.rloo.rloo.bta is not a field of TRL RLOOConfig: did you mean beta?"),
-    ({"variants": {"ppo": {"ppo": {"kl_coeff": 0.1}}}},
-     "variants.ppo.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings: did you mean kl_coef?"),
     ({"reward_model": {"args": {"lerning_rate": 1e-3}}},
      "reward_model.args.lerning_rate is not a field of TRL RewardConfig: did you mean learning_rate?"),
     ({"sft": {"args": {"num_train_epoch": 2}}},
@@ -57,6 +55,12 @@ def test_a_misspelt_key_is_refused_in_one_line_naming_the_nearest_field(change, 
         check_trainer_fields(config)
         check_method_fields(config)
     assert str(refused.value) == message
+
+
+def test_a_misspelt_ppo_key_is_refused_by_the_schema_naming_the_nearest_field():
+    with pytest.raises(ConfigError) as refused:
+        checked_config(deep_merge(load(), {"variants": {"ppo": {"ppo": {"kl_coeff": 0.1}}}}))
+    assert str(refused.value) == "variants.ppo.ppo.kl_coeff is not a field of PPO's settings: did you mean kl_coef?"
 
 
 # --------------------------------------------------------------------------- plans: what each trainer reads

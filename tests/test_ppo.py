@@ -117,14 +117,10 @@ def test_prompt_batches_cover_every_row_once_per_pass_whatever_step_a_run_starts
     assert prompt_batch(10, 5, 3, seed=3) == batches[2]
 
 
-def test_settings_take_grpo_rollouts_then_the_variant_and_refuse_what_is_not_built():
+def test_settings_take_grpo_rollouts_then_the_variant():
     settings = ppo_settings({"temperature": 1.0, "max_completion_length": 80}, {"num_ppo_epochs": 2})
     assert (settings.temperature, settings.max_completion_length, settings.num_ppo_epochs) == (1.0, 80, 2)
     assert PPOSettings().kl_coef == 0.05 and PPOSettings().lam == 0.95 and PPOSettings().cliprange_value == 0.2
-    with pytest.raises(ValueError, match="not a multiple"):
-        PPOSettings(batch_size=10, num_mini_batches=3)
-    with pytest.raises(ValueError, match="score"):
-        PPOSettings(score="people")
 
 
 def test_reward_model_data_refuses_a_pair_ranked_against_itself():
@@ -377,5 +373,3 @@ def test_learning_rate_decays_as_transformers_linear_schedule():
         scheduler.step()
     assert learning_rate_factor(3, PPOSettings(max_steps=5, lr_scheduler_type="constant")) == 1.0
     assert PPOSettings().weight_decay == 0.0
-    with pytest.raises(ValueError, match="lr_scheduler_type"):
-        PPOSettings(lr_scheduler_type="cosine")

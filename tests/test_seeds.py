@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from configs import config_of
 from thai_grpo.core.config import ConfigError
-from thai_grpo.core.seeds import (chain_sampling_seed, check_seeds, parse_run, run_eval_settings, run_id, run_pattern,
-                                  sampling_seed, seed_runs, seed_variants, with_chain_sampling_seed)
+from thai_grpo.core.seeds import chain_sampling_seed, parse_run, run_id, run_pattern, sampling_seed
+from thai_grpo.workflow import checked_config, deep_merge, run_eval_settings, seed_runs
 from thai_grpo_studies.study_words import with_sentences
 from thai_grpo_studies.seed_stats import between_seed_interval, resampling_sd, seed_costs, seed_study
 
@@ -26,7 +27,7 @@ def config(seeds=(42, 1, 2), variants=VARIANTS):
 # --------------------------------------------------------------------------- run ids
 def test_the_study_retrains_every_rl_method_row_and_nothing_else():
     # ppo stands for a method added later: any method that samples its own rollouts joins (DPO and pitfalls do not)
-    assert seed_variants(config()) == ["grpo", "dr_grpo", "rloo", "ppo"]
+    assert list(seed_runs(config())) == ["grpo", "dr_grpo", "rloo", "ppo"]
 
 
 def test_the_default_seed_is_the_existing_run_and_other_seeds_are_new_runs():
@@ -66,11 +67,6 @@ def test_each_chain_samples_with_its_own_seed_and_the_main_chain_keeps_eval_seed
     assert len(set(chains)) == len(chains) and all(0 <= s < 2**32 for s in chains)
     seed_study_runs = {sampling_seed(1234, t, 42) for t in range(-1000, 1000)}
     assert not seed_study_runs & set(chains[1:])
-    member = {"seed": 1, "eval": {"seed": 1234, "num_samples": 8}, "data": {"seed": 0}}
-    moved = with_chain_sampling_seed(member, 1, 42)
-    assert moved["eval"] == {"seed": chain_sampling_seed(1234, 1, 42), "num_samples": 8} and member["eval"]["seed"] == 1234
-    with pytest.raises(ConfigError, match="eval.seed is missing"):
-        with_chain_sampling_seed({"eval": {}}, 1, 42)
 
 
 def test_a_run_of_no_variant_is_refused():
@@ -88,11 +84,13 @@ def test_the_wildcard_constraint_matches_run_ids_only():
 
 
 def test_names_that_read_as_seeded_runs_and_repeated_seeds_are_refused():
-    check_seeds(config())
-    with pytest.raises(ConfigError, match="rename it"):
-        check_seeds(config(variants={**VARIANTS, "grpo-seed3": {}}))
-    with pytest.raises(ConfigError, match="repeats a seed"):
-        check_seeds(config(seeds=[42, 1, 1]))
+    shipped = config_of()
+    checked_config(deep_merge(shipped, {"variants": {"grpo-seedling": {}}, "seeds": {"training": [42, 1]}}))
+    with pytest.raises(ConfigError, match=r"^variants.grpo-seed3: a name ending in '-seed<digits>' reads as a seeded "
+                                          r"run of another variant; rename it$"):
+        checked_config(deep_merge(shipped, {"variants": {"grpo-seed3": {}}}))
+    with pytest.raises(ConfigError, match=r"^seeds.training=\[42, 1, 1\]: \[42, 1, 1\] has non-unique elements"):
+        checked_config(deep_merge(shipped, {"seeds": {"training": [42, 1, 1]}}))
 
 
 def test_seed_costs_count_the_added_runs_only():

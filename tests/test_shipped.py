@@ -13,7 +13,7 @@ import yaml
 from thai_grpo.core import shipped
 from thai_grpo_tools.ship_base import ship
 from thai_grpo.core.config import ConfigError
-from thai_grpo.workflow import check_config, load_config_files, recipe
+from thai_grpo.workflow import checked_config, load_config_files, recipe
 from thai_grpo.core.hub import fetch_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -114,8 +114,8 @@ def test_shipped_folder_loads_through_the_local_snapshot_path(shipped_dir, tmp_p
 def test_shipped_base_and_adapter_go_together():
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     config["sft"]["source"] = "train"
-    with pytest.raises(ConfigError, match="base.source=shipped with sft.source=train"):
-        check_config(config)
+    with pytest.raises(ConfigError, match="sft.source='train': the shipped SFT adapter was trained on the shipped base"):
+        checked_config(config)
 
 
 def test_the_shipped_folder_matches_the_default_config_and_stays_small():

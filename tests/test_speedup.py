@@ -11,7 +11,6 @@ import pytest
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo.jobs import scheduling
 from thai_grpo_tools.speedup import (critical_path, extrapolate, job_name, pick_jobs,
                                       projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
 
@@ -211,8 +210,9 @@ def test_every_job_takes_one_thread_and_the_headline_outranks_the_rest(default_j
     headline = set(headline_alone(default_jobs)) - {"dataset", "split", "base_model", "sft_adapter"}
     lowest = min(default_jobs[n]["priority"] for n in headline)
     assert all(j["priority"] < lowest for n, j in default_jobs.items() if n not in headline_alone(default_jobs))
-    assert scheduling.CHAIN_TRAINING > scheduling.HEADLINE_SAMPLING > scheduling.HEADLINE_SCORING
-    assert scheduling.HEADLINE_SCORING > scheduling.LONGEST_CHAIN > scheduling.OTHER_TRAINING > scheduling.REST
+    priority = {n: j["priority"] for n, j in default_jobs.items()}  # rules/common.smk's ranks, as Snakemake sees them
+    assert priority["train-grpo"] > priority["sample-grpo"] > priority["score-grpo"] > priority["train-ppo"]
+    assert priority["train-ppo"] > priority["train-dr_grpo"] > priority["sample-dr_grpo"]
 
 
 def test_stage_ratios_and_projection_by_stage_then_rule_then_median():

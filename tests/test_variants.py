@@ -11,14 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from snakemake.utils import validate
 from workflow import copy_workflow, placeholder_run, scheduled_jobs, write_extra_set_config
 from workflow import run_snakemake as snakemake
 from configs import config_of
 from run_specs import TRAINING, plan, run_spec
 
 from thai_grpo.core.config import ConfigError
-from thai_grpo.workflow import (NOT_INHERITED, SCHEDULE, check_config, check_method_fields, deep_merge, method_grpo_args,
+from thai_grpo.workflow import (NOT_INHERITED, SCHEDULE, check_method_fields, checked_config, deep_merge, method_grpo_args,
                                 variant_plan, variant_settings)
 from thai_grpo.core.config import inherited_args
 from thai_grpo.methods import RunSpec, train_variant, trainer_for
@@ -235,18 +234,47 @@ def test_train_variant_calls_the_method_trainer(monkeypatch):
 
 
 @pytest.mark.parametrize("variant, message", [
-    ({"method": "dpo", "dpo": {"betta": 0.1}}, r"variants.v.dpo.betta is not a field of TRL DPOConfig"),
-    ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, r"variants.v.grpo.loss_type has no RLOO counterpart"),
-    ({"dpo": {"beta": 0.1}}, r"variants.v.dpo is set but the variant's method is grpo"),
-    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, r"variants.v.ppo.kl_coeff is not a field of thai_grpo.methods.settings.PPOSettings"),
-    ({"method": "ppo", "ppo": {"batch_size": 10, "num_mini_batches": 3}}, r"variants.v: ppo.batch_size=10 is not a"),
+    ({"method": "dpo", "dpo": {"betta": 0.1}}, "variants.v.dpo.betta is not a field of TRL DPOConfig: did you mean beta?"),
+    ({"method": "rloo", "grpo": {"loss_type": "dr_grpo"}}, "variants.v.grpo.loss_type has no RLOO counterpart"),
+    ({"dpo": {"beta": 0.1}}, "variants.v.method='grpo': a variant with a dpo: section needs method: dpo; add it or "
+                             "remove the section"),
+    ({"method": "dpo", "rloo": {"beta": 0.1}}, "variants.v.method='dpo': a variant with an rloo: section needs method: "
+                                               "rloo"),
+    ({"method": "rloo", "ppo": {"score": "verifier"}}, "variants.v.method='rloo': a variant with a ppo: section needs "
+                                                       "method: ppo"),
+    ({"method": "ppo", "ppo": {"kl_coeff": 0.1}}, "variants.v.ppo.kl_coeff is not a field of PPO's settings: did you "
+                                                  "mean kl_coef?"),
+    ({"method": "ppo", "ppo": {"batch_size": 10, "num_mini_batches": 3}}, "variants.v.ppo.batch_size=10 is not a "
+                                                                         "multiple of num_mini_batches=3"),
+    ({"method": "ppo", "ppo": {"num_mini_batches": 2}}, "variants.v.ppo: 'batch_size' is a dependency of "
+                                                        "'num_mini_batches'"),
+    ({"method": "ppo", "ppo": {"score": "people"}}, "variants.v.ppo.score='people': 'people' is not one of "
+                                                    "['reward_model', 'verifier']"),
+    ({"method": "ppo", "ppo": {"kl_estimator": "k3"}}, "variants.v.ppo.kl_estimator='k3': only k1 (TRL's default) is "
+                                                       "implemented"),
+    ({"method": "ppo", "ppo": {"lr_scheduler_type": "cosine"}}, "variants.v.ppo.lr_scheduler_type='cosine': 'cosine' "
+                                                                "is not one of ['linear', 'constant']"),
+    ({"method": "ppo", "ppo": {"whiten_rewards": True}}, "variants.v.ppo.whiten_rewards=True: not implemented"),
+    ({"method": "ppo", "ppo": {"chunk_floats": 0}}, "variants.v.ppo.chunk_floats=0: a positive integer or auto"),
+    ({"method": "ppo", "ppo": {"chunk_floats": "auto", "score": "verifier"}}, None),
 ])
 def test_method_sections_are_checked(variant, message):
     config = load()
     config["variants"]["v"] = variant
-    validate(config, str(REPO / "config/schema.yaml"))  # the variant's method and group defaults, as Snakemake fills them
-    with pytest.raises(ConfigError, match=message):
-        check_config(config)
+    if message is None:
+        checked_config(config)
+        return
+    with pytest.raises(ConfigError) as refused:
+        checked_config(config)
+    assert str(refused.value).startswith(message) and "\n" not in str(refused.value)
+
+
+def test_the_schema_lists_the_fields_of_ppos_settings():
+    """PPOSettings holds PPO's defaults, the schema its fields' allowed values: the same names."""
+    from thai_grpo.methods.settings import PPOSettings
+
+    schema = yaml.safe_load((REPO / "config/schema.yaml").read_text(encoding="utf-8"))
+    assert list(schema["$defs"]["ppo"]["properties"]) == [f.name for f in dataclasses.fields(PPOSettings)]
 
 
 def test_shipped_configs_pass_the_method_checks():

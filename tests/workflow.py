@@ -74,6 +74,8 @@ def snakemake_in_process(workdir: Path, *args: str, env: dict | None = None) -> 
                 main(argv)
             except SystemExit as exit_:
                 code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)
+                if isinstance(exit_.code, str):  # the interpreter prints sys.exit's message to stderr
+                    print(exit_.code, file=sys.stderr)
     finally:
         os.chdir(saved_cwd)
         os.environ.clear()

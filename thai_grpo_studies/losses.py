@@ -1,7 +1,7 @@
 """The loss-family study (``snakemake --cores 2 losses``): results/losses/results.json and its page.
 
 Every ``group: losses`` variant and the chapter's ``grpo``, each trained from the SFT adapter at every training seed
-(``thai_grpo.core.seeds.loss_runs``) and scored on the same held-out problems. The statistics, each variant against
+(``thai_grpo.workflow.loss_runs``) and scored on the same held-out problems. The statistics, each variant against
 ``grpo`` under the declared plan (pooled many-to-one, seed as block, Dunnett), are ``thai_grpo_studies.loss_stats``. This
 module adds what each variant changes (its merged ``grpo`` section against grpo's), per-step curves averaged over the
 seeds (TRL's KL and clip fraction, completion length, share cut at the budget), the health detector's flags per run

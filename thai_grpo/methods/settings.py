@@ -1,5 +1,5 @@
-"""PPO's settings (no torch, no TRL): what PPO's trainer reads, and what the workflow checks a config's ``ppo:`` sections
-against as Snakemake parses it (``thai_grpo.workflow``), so what is checked is what runs.
+"""PPO's settings (no torch, no TRL): what PPO's trainer reads, with their defaults. A config's ``ppo:`` sections are
+checked against config/schema.yaml's ``$defs/ppo`` (the same names, their allowed values) before any job starts.
 """
 
 from __future__ import annotations
@@ -33,23 +33,6 @@ class PPOSettings:
     temperature: float = 0.7
     max_completion_length: int = 53  # TRL: response_length
     chunk_floats: int | str = 2 ** 28  # ours: floats one chunk of a pass may hold per row (memory_plan); auto: per card
-
-    def __post_init__(self):
-        scores = ("reward_model", "verifier")
-        if self.score not in scores:
-            raise ValueError(f"ppo.score={self.score!r}: use one of {', '.join(scores)}")
-        if self.kl_estimator != "k1":
-            raise ValueError(f"ppo.kl_estimator={self.kl_estimator!r}: only k1 (TRL's default) is implemented")
-        if self.lr_scheduler_type not in ("linear", "constant"):
-            raise ValueError(f"ppo.lr_scheduler_type={self.lr_scheduler_type!r}: use linear (TRL's) or constant")
-        if self.whiten_rewards:
-            raise ValueError("ppo.whiten_rewards: not implemented (TRL's default false: only advantages are whitened)")
-        if self.chunk_floats != "auto" and not (isinstance(self.chunk_floats, int) and self.chunk_floats >= 1):
-            raise ValueError(f"ppo.chunk_floats={self.chunk_floats!r}: use a positive integer or auto (sized to the "
-                             "GPU's memory by the memory plan)")
-        if self.batch_size % self.num_mini_batches:
-            raise ValueError(f"ppo.batch_size={self.batch_size} is not a multiple of ppo.num_mini_batches="
-                             f"{self.num_mini_batches}: pick sizes that divide")
 
 
 def ppo_settings(grpo_args: dict, overrides: dict | None) -> PPOSettings:
