@@ -233,12 +233,18 @@ def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[
                                               "bos_token_id": None, "eos_token_id": None}))
     examples = [(compact_ids(p, learned), compact_ids(c, learned))
                 for p, c in teaching_examples(tokenizer, questions, system_prompt)]
-    # Taught on the short synthetic prompts only; the habit carries over to MGSM's longer ones. At hidden 32, 3e-3
-    # left P(<think> | thinking off) at ~0.5% per sample; 6e-3 takes it below 0.05% in the same 120 steps.
-    loss = teach(compact, examples, compact_ids([tokenizer.pad_token_id], learned)[0], seed=seed,
-                 learning_rate=6e-3)
-    eos = compact_ids([tokenizer.eos_token_id], learned)[0]
-    filler = unused_row(compact, *visited_hidden_states(compact, examples[::4], eos, seed=seed))
+    # One thread: the compact model's operators are too small to share, and a second thread waiting for a busy core
+    # costs far more than it gives. Taught on the short synthetic prompts only; the habit carries over to MGSM's
+    # longer ones. At hidden 32, 3e-3 left P(<think> | thinking off) at ~0.5% per sample; 6e-3 takes it below 0.05%.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        loss = teach(compact, examples, compact_ids([tokenizer.pad_token_id], learned)[0], seed=seed,
+                     learning_rate=6e-3)
+        eos = compact_ids([tokenizer.eos_token_id], learned)[0]
+        filler = unused_row(compact, *visited_hidden_states(compact, examples[::4], eos, seed=seed))
+    finally:
+        torch.set_num_threads(threads)
     # float32: bfloat16 rounding would undo the tiny model's habit
     save_base(widen_vocabulary(compact, learned, config, filler), tokenizer, target, config)
     return loss
