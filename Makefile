@@ -54,10 +54,9 @@ run: setup  ## the whole pipeline on the offline default config -> results/repor
 	$(BIN)/snakemake --cores $(CORES)
 
 # Where the time goes on this machine: sampler vs its forward-pass bound, one step of GRPO, Dr.GRPO, PPO and DPO and
-# held-out sampling split into their parts, each stage's share of the last run, the last run's critical path and its
-# wall time extrapolated to 1-16 cores (results/bench/bench.json). Builds the base, SFT adapter, preference pairs and
-# reward model first if needed.
-bench: setup  ## where the time goes: one step of each method split into its parts, per-CPU projection
+# held-out sampling split into their parts (results/bench/bench.json). Builds the base, SFT adapter, preference pairs
+# and reward model first if needed.
+bench: setup  ## where the time goes: one step of each method split into its parts
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python -m thai_grpo_tools.bench
 

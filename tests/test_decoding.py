@@ -274,7 +274,7 @@ def test_a_decode_steps_host_work_does_not_grow_with_the_rows():
     it; ``make bench-sampling`` counts at full size): a decode step dispatches the same operators within 5% at 160 and
     at 1,024 rows, and reads the device from the host once per ``STOP_CHECK_EVERY`` steps, not more."""
     from thai_grpo.models.decoding import STOP_CHECK_EVERY
-    from thai_grpo_tools.decode_profile import compare_rows, standin
+    from thai_grpo_tools.sampling_bench import compare_rows, standin
 
     low, high = compare_rows(standin(vocab_size=512), steps=STOP_CHECK_EVERY)
     assert abs(high["ops_per_step"] / low["ops_per_step"] - 1) <= 0.05, (low, high)

@@ -198,7 +198,7 @@ def test_the_check_sizes_auto_for_the_card_it_runs_on():
 
 
 def test_the_check_takes_the_real_weights_when_the_hub_cache_holds_them(tmp_path, tiny_model_dir, tiny_adapter_dir):
-    from thai_grpo_tools.rehearsal import hub_snapshot
+    from real_config_standins import hub_snapshot
     from thai_grpo_tools.rehearse_full import cached_real_weights
 
     cache = tmp_path / "hub"

@@ -1,5 +1,5 @@
 """The memory plan is an upper bound, and a tight one: each GPU stage's real code run on this CPU in float32 on a
-Qwen3-shaped stand-in, its peak of live tensor memory measured (thai_grpo_tools.memory_peak: torch's profiler, the
+Qwen3-shaped stand-in, its peak of live tensor memory measured (tests/memory_peak.py: torch's profiler, the
 allocator's own running total) and held against the plan computed at exactly those sizes with the CPU's precision:
 ``measured <= plan <= 1.25 x measured``.
 
@@ -14,7 +14,7 @@ import torch
 
 from thai_grpo.jobs.memory_plan import Shape
 from thai_grpo.jobs.memory_stages import FLOAT32_EVALUATION, sampling_stage
-from thai_grpo_tools.memory_peak import measure_peak, storage_bytes
+from memory_peak import measure_peak, storage_bytes
 
 HIDDEN, LAYERS = 128, 4
 BOUND = 1.25  # the plan may exceed the measured peak by at most this factor

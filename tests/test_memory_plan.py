@@ -8,9 +8,9 @@ import torch
 
 from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
-                                          rows_per_chunk, sampling_kv_floats)
+                                          rows_per_chunk, sampling_kv_floats, saved_per_token_layer)
 from thai_grpo.jobs.memory_stages import CPU, T4
-from thai_grpo_tools.memory_plan import QWEN3_0_6B, activation_floats, merged_configs, stage_plans
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, merged_configs, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
 SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -79,7 +79,9 @@ def saved_floats_per_token(shape: Shape, lora: Lora, batch: int = 2, length: int
                                   Lora(r=8, target_modules=ATTENTION_TARGETS, lora_dropout=0.05)])
 def test_saved_activations_match_what_autograd_saves(lora):
     shape = SHAPES[1]
-    assert saved_floats_per_token(shape, lora) == activation_floats(shape, lora, tokens=1)
+    planned = saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * saved_per_token_layer(
+        shape, lora)
+    assert saved_floats_per_token(shape, lora) == planned
 
 
 def test_chunks_split_only_what_exceeds_the_budget():

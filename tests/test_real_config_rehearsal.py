@@ -1,7 +1,7 @@
 """The real run, rehearsed: `snakemake --configfile config/qwen3-0.6b.yaml` executed end to end, offline, on CPU,
-against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (thai_grpo_tools.rehearsal: its config.json but for depth
-and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter with
-dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
+against a Hugging Face cache of stand-ins shaped like Qwen3-0.6B (tests/real_config_standins.py: its config.json but
+for depth and width, no pad_token_id, the 151,936-row vocabulary with Qwen3's special tokens at their ids, a hub adapter
+with dropout), with tiny sizes from a second config file. The chapter's whole comparison runs (SFT, GRPO, Dr.GRPO, RLOO,
 DPO, PPO with a reward model and scored by the verifier); only the sizes and the weights are stand-ins. It runs as a
 GPU from sm 8.0 runs it: every training stage's frozen weights in bfloat16 (base.dtype, honoured on a CPU too),
 evaluation in float32; the float32 paths are the offline default's (tests/test_pipeline.py), and a T4's float16 is
@@ -57,7 +57,7 @@ def offline_env(hf_home: Path) -> dict:
 @pytest.fixture(scope="module")
 def rehearsal(tmp_path_factory):
     """The workflow copy after the real config's whole DAG ran on the stand-ins; (workdir, hf_home, tiny config)."""
-    from thai_grpo_tools.rehearsal import fill_hub_cache, precision_overrides
+    from real_config_standins import fill_hub_cache, precision_overrides
 
     root = tmp_path_factory.mktemp("rehearsal")
     workdir = copy_workflow(root / "workflow")
@@ -203,7 +203,7 @@ def test_a_float16_rehearsal_trains_in_float16(rehearsal):
     """The real config with base.dtype float16 (a T4's) on the CPU: GRPO, DPO and PPO (its reward model too) load
     their frozen weights in float16, as their records say. GRPO and PPO take one optimizer step each here: the
     records say what the weights were loaded in, which a second step does not change."""
-    from thai_grpo_tools.rehearsal import precision_overrides
+    from real_config_standins import precision_overrides
 
     workdir, hf_home, tiny = rehearsal
     overrides = workdir / "precision-float16.yaml"

@@ -1,6 +1,6 @@
-"""make bench's speed-up estimate (thai_grpo_tools.speedup) and the schedule it rests on: the critical path of a
-hand-made DAG against brute force, the work/span bounds, Snakemake's choice of jobs against brute force, and the
-headline never waiting for the other methods, simulated on the real DAG at 1 to 8 cores."""
+"""The pipeline's schedule (tests/schedule_replay.py replays Snakemake's): its choice of jobs against brute force,
+dependencies kept on a hand-made DAG, and the headline never waiting for the other methods, simulated on the real DAG
+at 1 to 8 cores; the benchmark files' job names and seconds (thai_grpo_tools.speedup)."""
 
 from __future__ import annotations
 
@@ -8,34 +8,11 @@ import itertools
 import random
 
 import pytest
+from schedule_replay import job_name, pick_jobs, simulate, workflow_jobs
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo_tools.speedup import (critical_path, extrapolate, job_name, pick_jobs,
-                                      projected_seconds, read_benchmarks, simulate, stage_ratios, workflow_jobs)
-
-
-def all_chains(deps: dict[str, list[str]]) -> list[list[str]]:
-    """Every chain of dependent jobs from a job with no dependencies to any job (for checking critical_path)."""
-    jobs = set(deps) | {d for ds in deps.values() for d in ds}
-    chains = []
-
-    def walk(chain):
-        chains.append(chain)
-        for job in sorted(jobs):
-            if chain[-1] in deps.get(job, []):
-                walk(chain + [job])
-
-    for job in sorted(jobs):
-        if not deps.get(job):
-            walk([job])
-    return chains
-
-
-def chains_brute_force(seconds: dict[str, float], deps: dict[str, list[str]]) -> float:
-    """The longest chain's seconds by trying every chain (exponential: for tests on small DAGs)."""
-    return max((sum(seconds.get(job, 0.0) for job in chain) for chain in all_chains(deps)), default=0.0)
-
+from thai_grpo_tools.speedup import read_benchmarks
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],
@@ -43,41 +20,7 @@ DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo"
         "results": ["sample-grpo", "sample-rloo", "sample-dpo"]}
 SECONDS = {"split": 1, "base": 300, "sft": 50, "grpo": 150, "rloo": 250, "pairs": 30, "dpo": 40,
            "sample-grpo": 40, "sample-rloo": 20, "sample-dpo": 20, "results": 2}
-
-
-def test_critical_path_of_a_hand_made_dag():
-    span, path = critical_path(SECONDS, DEPS)
-    assert path == ["split", "base", "sft", "rloo", "sample-rloo", "results"]
-    assert span == 1 + 300 + 50 + 250 + 20 + 2 == chains_brute_force(SECONDS, DEPS)
-
-
-def test_critical_path_matches_brute_force_on_random_dags():
-    rng = random.Random(0)
-    for _ in range(30):
-        jobs = [f"j{i}" for i in range(8)]
-        deps = {job: [d for d in jobs[:i] if rng.random() < 0.35] for i, job in enumerate(jobs)}
-        seconds = {job: float(rng.randint(1, 100)) for job in jobs}
-        assert critical_path(seconds, deps)[0] == chains_brute_force(seconds, deps)
-        span, path = critical_path(seconds, deps)
-        assert all(a in deps[b] for a, b in itertools.pairwise(path))  # a real chain
-
-
-def test_a_cycle_is_refused():
-    with pytest.raises(ValueError, match="cycle"):
-        critical_path({"a": 1, "b": 1}, {"a": ["b"], "b": ["a"]})
-
-
-def test_extrapolation_is_work_over_cores_until_the_critical_path():
-    threads = {"base": 2, "sft": 2, "grpo": 2}
-    estimate = extrapolate(SECONDS, DEPS, threads, [1, 2, 4, 8, 16])
-    work = sum(SECONDS.values()) + 300 + 50 + 150  # the 2-thread jobs hold two cores
-    assert estimate["core_seconds"] == work
-    assert estimate["cores"]["1"]["wall_s"] == work and estimate["cores"]["2"]["wall_s"] == work / 2
-    assert estimate["cores"]["16"]["wall_s"] == estimate["critical_path_s"] == 623
-    assert estimate["cores"]["16"]["bound"] == "critical path" and estimate["cores"]["1"]["bound"] == "work"
-    speedups = [estimate["cores"][str(n)]["speedup"] for n in (1, 2, 4, 8, 16)]
-    assert speedups == sorted(speedups) and speedups[0] == 1.0
-
+LONGEST_CHAIN_S = 1 + 300 + 50 + 250 + 20 + 2  # split -> base -> sft -> rloo -> sample-rloo -> results
 
 def test_benchmark_names_and_files(tmp_path):
     assert job_name("train", {"run": "grpo"}) == "train-grpo" and job_name("split", {}) == "split"
@@ -151,7 +94,7 @@ def test_simulate_keeps_dependencies_and_never_uses_more_cores_than_given():
             busy = sum(min(jobs[n]["threads"], cores) for n, (s, e) in times.items() if s <= moment < e)
             assert busy <= cores
     assert max(end for _, end in simulate(SECONDS, jobs, 1).values()) == sum(SECONDS.values())
-    assert max(end for _, end in simulate(SECONDS, jobs, 8).values()) == critical_path(SECONDS, DEPS)[0]
+    assert max(end for _, end in simulate(SECONDS, jobs, 8).values()) == LONGEST_CHAIN_S
 
 
 # Seconds per job on 2 cores (a make run on AMD EPYC), for the schedule's shape; jobs not named take 1 s.
@@ -214,17 +157,3 @@ def test_every_job_takes_one_thread_and_the_headline_outranks_the_rest(default_j
     assert priority["train-grpo"] > priority["sample-grpo"] > priority["score-grpo"] > priority["train-ppo"]
     assert priority["train-ppo"] > priority["train-dr_grpo"] > priority["sample-dr_grpo"]
 
-
-def test_stage_ratios_and_projection_by_stage_then_rule_then_median():
-    here = {"train-grpo": 100.0, "train-ppo": 200.0, "sample-sft": 40.0, "sample-grpo": 50.0, "score-sft": 0.5}
-    there = {"train-grpo": 250.0, "train-ppo": 300.0, "sample-sft": 60.0, "sample-grpo": 50.0, "score-sft": 9.0}
-    ratios = stage_ratios(here, there)
-    assert ratios["stages"] == {"train-grpo": 2.5, "train-ppo": 1.5, "sample-sft": 1.5, "sample-grpo": 1.0}  # <1 s out
-    assert ratios["rules"] == {"train": 2.0, "sample": 1.25} and ratios["median"] == 1.5
-    projected = projected_seconds({"train-grpo": 10.0, "train-dpo": 10.0, "sample-base": 10.0, "report": 10.0},
-                                  ratios)
-    assert projected == {"train-grpo": 25.0, "train-dpo": 20.0, "sample-base": 12.5, "report": 15.0}
-    with pytest.raises(ValueError, match="no stage measured on both"):
-        stage_ratios({"a": 5.0}, {"b": 5.0})
-    ranged = stage_ratios(here, {"train-grpo": 250.0}, {"sample": (30.0, 60.0)})  # samplings as a range there
-    assert ranged["rules"] == {"train": 2.5, "sample": 45.0 / 45.0} and ranged["median"] == pytest.approx(1.75)

@@ -1,17 +1,14 @@
 """`make bench`: where the time goes on this machine (figures, not tests), printed and written to
 results/bench/bench.json: the sampler against its forward-pass bound; one step of GRPO, Dr.GRPO, PPO and DPO and
 held-out sampling split into parts by timing their methods in place (``PartTimer``; other = the step's wall time minus
-its parts); each stage's share of the last run, its critical path and wall time on 1-16 cores and on other CPUs
-(``thai_grpo_tools.speedup``). Needs the config's base, SFT adapter, data and reward model (make bench builds them).
+its parts). Needs the config's base, SFT adapter, data and reward model (make bench builds them).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
-import re
 import tempfile
 import time
 from pathlib import Path
@@ -116,34 +113,6 @@ def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = 
     means = {part: sum(s[part] for s in kept) / len(kept) for part in (*parts, "other", "total")}
     return {"steps_timed": len(kept), "seconds": means,
             "share": {part: means[part] / means["total"] for part in (*parts, "other")}}
-
-
-def max_concurrent(intervals: list[tuple[float, float]]) -> int:
-    """The most intervals (start, end) that overlap at one moment (touching ends do not overlap)."""
-    events = sorted([(start, 1) for start, _ in intervals] + [(end, -1) for _, end in intervals])
-    running = best = 0
-    for _, change in events:
-        running += change
-        best = max(best, running)
-    return best
-
-
-def stage_shares(benchmark_dir: str | Path) -> dict:
-    """Each stage's wall seconds, share of their sum and whether the seed study added it (``train-grpo-seed1``,
-    ``seed_results``), the sum, the seed study's part of it, and how many stages ran at once at most."""
-    from thai_grpo.core.seeds import SEED_MARK
-    from thai_grpo.report.results import benchmark_seconds
-
-    stages = benchmark_seconds(benchmark_dir)
-    intervals = [(path.stat().st_mtime - stages[path.stem], path.stat().st_mtime)  # a job ends as its file is written
-                 for path in Path(benchmark_dir).glob("*.tsv") if path.stem in stages]
-    total = sum(stages.values())
-    seeds = {name: s for name, s in stages.items()
-             if name == "seed_results" or re.search(rf"{re.escape(SEED_MARK)}\d+$", name)}
-    return {"stages": {name: {"seconds": s, "share": s / total, "seed_study": name in seeds} for name, s in
-                       sorted(stages.items(), key=lambda item: -item[1])},
-            "sum_seconds": total, "seed_study": {"stages": len(seeds), "seconds": sum(seeds.values())},
-            "max_jobs_at_once": max_concurrent(intervals) if intervals else 0}
 
 
 # ----------------------------------------------------------------------------------------- the measurements
@@ -336,66 +305,12 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
     return split
 
 
-def bench_cores(jobs: dict, measured: dict, cores: list[int]) -> dict:
-    """The last run's critical path and its wall time extrapolated to ``cores`` (thai_grpo_tools.speedup)."""
-    from thai_grpo_tools.speedup import extrapolate, simulate
-
-    seconds = {name: measured[name] for name in jobs if name in measured}
-    missing = sorted(name for name, job in jobs.items() if name not in measured and job["rule"] not in
-                     ("all", "results", "report", "headline"))
-    estimate = extrapolate(seconds, {n: j["deps"] for n, j in jobs.items()},
-                           {n: j["threads"] for n, j in jobs.items()}, cores)
-    print(f"last run's DAG (rule all): {len(jobs)} jobs, {estimate['core_seconds']:.0f} core-seconds, critical path "
-          f"{estimate['critical_path_s']:.0f} s: {' -> '.join(estimate['critical_path'])}")
-    for n, row in estimate["cores"].items():
-        times = simulate(seconds, jobs, int(n))  # Snakemake's own choice of jobs, replayed at the measured seconds
-        row["simulated_wall_s"] = max(end for _, end in times.values())
-        row["simulated_headline_s"] = times["headline"][1] if "headline" in times else None
-        headline = f", headline at {row['simulated_headline_s']:.0f} s" if "headline" in times else ""
-        print(f"  {n:>2} cores: >= {row['wall_s']:6.0f} s of jobs  (x{row['speedup']:.2f}; bound: {row['bound']}); "
-              f"scheduled as Snakemake does: {row['simulated_wall_s']:.0f} s{headline}")
-    if missing:
-        print(f"  (no benchmark for {len(missing)} jobs, counted 0 s: {', '.join(missing[:6])}"
-              f"{' ...' if len(missing) > 6 else ''})")
-    return {**estimate, "jobs_without_benchmark": missing}
-
-
-def bench_other_cpus(jobs: dict, measured: dict, elsewhere: Path, this_cpu: str) -> list[dict]:
-    """The last run on the other CPUs of ``elsewhere`` (``stage_seconds``): each stage's seconds here times its ratio
-    between the two CPUs (both measured at one commit), replayed on 2 cores as Snakemake schedules it; and, for
-    comparison, every stage at 2x."""
-    from thai_grpo.core.io import read_json
-    from thai_grpo_tools.speedup import projected_seconds, simulate, stage_ratios
-
-    records = read_json(elsewhere).get("stage_seconds", []) if elsewhere.exists() else []
-    seconds = {name: measured.get(name, 0.0) for name in jobs}
-    kind = this_cpu.split(",")[0]
-    base = next((r for r in records if r["cpu"].split(",")[0] == kind), None)
-    if base is None:
-        print(f"other CPUs: no stage times of this CPU kind ({kind}) in {elsewhere} to take ratios from")
-        return []
-    rows = []
-    for record in (r for r in records if r is not base and r["commit"] == base["commit"]):
-        ratios = stage_ratios(base["seconds"], record["seconds"], record.get("rule_ranges"))
-        for label, there in ((f"by the stage ratios measured at {record['commit']}", projected_seconds(seconds, ratios)),
-                             ("every stage at 2x", {n: 2 * s for n, s in seconds.items()})):
-            times = simulate(there, jobs, 2)
-            rows.append({"cpu": record["cpu"], "model": label, "median_ratio": ratios["median"],
-                         "jobs_s": max(end for _, end in times.values()),
-                         "headline_s": times["headline"][1] if "headline" in times else None})
-            print(f"{record['cpu']}: the last run's jobs {rows[-1]['jobs_s']:.0f} s, headline at "
-                  f"{rows[-1]['headline_s']:.0f} s ({label}; median ratio {ratios['median']:.2f}); add the venv build",
-                  flush=True)
-    return rows
-
-
 def main() -> None:
     import torch
 
     from thai_grpo.core.io import write_json
-    from thai_grpo.jobs.machine import lscpu_fields, this_cpu
+    from thai_grpo.jobs.machine import lscpu_fields
     from thai_grpo.workflow import load_config_files
-    from thai_grpo_tools.speedup import read_benchmarks, workflow_jobs
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configfile", nargs="+", default=["config/config.yaml"])
@@ -403,15 +318,9 @@ def main() -> None:
     parser.add_argument("--grpo-steps", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--sampling-problems", type=int, default=64, help="held-out problems in the sampling split")
-    parser.add_argument("--elsewhere", default="docs/reference/elsewhere.json",
-                        help="other CPUs' stage times (stage_seconds), for the last run's projection onto them")
-    parser.add_argument("--cores", type=int, nargs="+", default=[1, 2, 4, 8, 16],
-                        help="core counts of the last run's critical-path extrapolation")
     options = parser.parse_args()
     config, results = load_config_files(options.configfile), Path(options.results)
     steps, threads = options.grpo_steps, options.threads
-    jobs = workflow_jobs(".", options.configfile, ("all",), cores=2)
-    measured = read_benchmarks(results / "benchmarks")
     report = {"cpu": lscpu_fields().get("Model name") or platform.processor() or "unknown",
               "cores": torch.get_num_threads(), "torch": torch.__version__,
               "sampler": bench_sampler(config, results, threads),
@@ -421,19 +330,7 @@ def main() -> None:
               "ppo_step": bench_ppo_step(config, results, steps, 1),
               "dpo_step": bench_dpo_step(config, results, steps + 2, 1),
               "heldout_sampling": [bench_heldout_sampling(config, results, t, options.sampling_problems)
-                                   for t in threads],
-              "last_run": stage_shares(results / "benchmarks"),
-              "cores": bench_cores(jobs, measured, options.cores),
-              "other_cpus": bench_other_cpus(jobs, measured, Path(options.elsewhere), this_cpu())}
-    last = report["last_run"]
-    print(f"last run: {len(last['stages'])} stages, {last['sum_seconds']:.0f} s of stage time, "
-          f"at most {last['max_jobs_at_once']} at once")
-    for name, stage in last["stages"].items():
-        print(f"  {name:28s} {stage['seconds']:8.1f} s  {100 * stage['share']:5.1f}%"
-              f"{'  (snakemake seeds)' if stage['seed_study'] else ''}")
-    if last["seed_study"]["stages"]:
-        print(f"  of which the seed study (snakemake seeds): {last['seed_study']['stages']} stages, "
-              f"{last['seed_study']['seconds']:.0f} s")
+                                   for t in threads]}
     write_json(results / "bench/bench.json", report)
     print(json.dumps({"cpu": report["cpu"], "written": str(results / "bench/bench.json")}))
 

@@ -17,7 +17,7 @@ import yaml
 from thai_grpo.workflow import deep_merge, load_config_files, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
-    rows_per_chunk, saved_per_token_layer,
+    rows_per_chunk,
 )
 from thai_grpo.jobs.memory_stages import (
     AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision, activation_bytes,
@@ -48,15 +48,6 @@ def real_config(root, *extra) -> dict:
     """The real run's config as Snakemake builds it from the files under ``root`` (schema defaults filled), with
     ``extra`` files on top."""
     return load_config_files([Path(root) / path for path in REAL_CONFIGS] + list(extra))
-
-
-def activation_floats(shape: Shape, lora: Lora | None, tokens: int, checkpointing: bool = False) -> int:
-    """Floats saved for the backward pass of ``tokens`` tokens through the whole model. With activation checkpointing
-    only each layer's input is kept, plus one layer's saved tensors while it is recomputed."""
-    per_layer = saved_per_token_layer(shape, lora)
-    if checkpointing:
-        return tokens * (shape.num_layers * shape.hidden_size + per_layer)
-    return tokens * (saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * per_layer)
 
 
 def evaluation_precision(config: dict, training: Precision) -> Precision:
@@ -168,8 +159,6 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     """Every stage of a real-config run for ``shape`` on one device holding tensors as ``precision`` says, prompts of
     up to ``prompt`` tokens, ``auto`` as a card of ``card_gib`` GiB chooses; ``logprob_rows``: the completions the
     token log-probs stage scores at once."""
-    from thai_grpo.workflow import passk_settings
-
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)
@@ -226,10 +215,12 @@ def markdown_table(plans: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def write_plan(out_dir: Path) -> list[dict]:
-    """The real config's plan and its sizes per card into ``out_dir`` (plan.json, plan.md), printed."""
+def main() -> int:
+    """The real config's plan and its sizes per card into OUT_DIR (plan.json, plan.md), printed."""
     from thai_grpo.core.io import write_json
 
+    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
+    out_dir.mkdir(parents=True, exist_ok=True)
     config = real_config(REPO)
     plans = stage_plans(config)
     sizes = {card: sizes_for_card(config, gib) for card, gib in CARDS_GIB.items()}
@@ -240,13 +231,6 @@ def write_plan(out_dir: Path) -> list[dict]:
     print(markdown_table(plans))
     for card, chosen in sizes.items():
         print(f"{card}: {chosen}")
-    return plans
-
-
-def main() -> int:
-    out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    write_plan(out_dir)
     return 0
 
 

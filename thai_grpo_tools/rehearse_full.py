@@ -82,8 +82,7 @@ def rehearsal_config(real: dict, preset: str, card_gib: float = CARD_GIB) -> dic
 
 
 def problem_count(config: dict) -> tuple[int, int]:
-    """(training rows, held-out rows): GRPO's generation batch of prompts or PPO's rollout batch, whichever is larger;
-    one generate call of held-out problems."""
+    """(training rows: GRPO's prompts per generation batch or PPO's rollout batch, held-out rows: one generate call)."""
     grpo = config["grpo"]
     prompts = grpo["per_device_train_batch_size"] * grpo.get("gradient_accumulation_steps", 1) // grpo[
         "num_generations"]
@@ -97,8 +96,7 @@ def device_precision(device: str, dtype: str) -> Precision:
 
 
 def plans(config: dict, precision: Precision, prompt: int, completions: int, card_gib: float = CARD_GIB) -> list[dict]:
-    """The memory plan at exactly the rehearsal's sizes: the stand-in adapter's LoRA, prompts of ``prompt`` tokens,
-    ``completions`` scored by the token log-probs stage."""
+    """The memory plan at exactly the rehearsal's sizes (the stand-in's LoRA, its prompt and completion counts)."""
     from thai_grpo.jobs.memory_plan import Lora
     from thai_grpo_tools.rehearsal import STANDIN_ADAPTER
 
@@ -154,8 +152,7 @@ def table(rows: list[dict], memory: str) -> str:
 
 # ----------------------------------------------------------------------------------------- the inputs
 def cached_real_weights(config: dict, cache_dir: str | Path | None = None) -> dict | None:
-    """The real base and SFT adapter at their revisions where the local hub cache holds both (their snapshot folders,
-    nothing downloaded); else None."""
+    """The real base's and SFT adapter's snapshot folders where the local hub cache holds both, else None."""
     from huggingface_hub import snapshot_download
     from huggingface_hub.errors import LocalEntryNotFoundError
 
@@ -183,7 +180,6 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
 
     def ids(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
-
     filler = ids("คิดทีละขั้น " * completion_tokens)
 
     def completion(number: int) -> str:
@@ -293,8 +289,7 @@ def start_on_first_call(module, name: str, meter: Meter):
 
 
 def update_record(result: dict) -> dict:
-    """A training result's loss finite at every step, and its counts of lost and redone updates
-    (``thai_grpo.methods.recorder``)."""
+    """A training result's loss finite at every step, and its counts of lost and redone updates."""
     from thai_grpo.core.io import UPDATE_COUNTS as COUNTS
 
     losses = [step[key] for step in result.get("steps", []) for key in ("loss", "policy_loss") if key in step]
@@ -333,10 +328,9 @@ def run_stages(names: list[str], work: Path, device: str) -> None:
 
 def run_measured(name: str, work: Path, meter: Meter) -> dict:
     """What a stage runs, ``meter`` started where its own work begins."""
-    from thai_grpo.workflow import eval_settings
     from thai_grpo.core.io import read_jsonl, write_jsonl
     from thai_grpo.methods import RunSpec, train_variant
-    from thai_grpo.workflow import variant_plan
+    from thai_grpo.workflow import eval_settings, variant_plan
 
     spec = json.loads((work / "spec.json").read_text(encoding="utf-8"))
     config, base, sft = spec["config"], spec["base"], spec["adapter"]
@@ -469,7 +463,7 @@ def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: st
 
 # ----------------------------------------------------------------------------------------- the parent
 def stage_env(device: str, dtype: str, threads: int | None) -> dict:
-    """A stage's environment: glibc returning freed tensors, ``threads`` CPU threads (all cores when None), CUDA's
+    """A stage's environment: offline, glibc returning freed tensors, ``threads`` CPU threads (None: all), CUDA's
     allocator with expandable segments (as the jobs'); on CUDA with float16 forced, a T4's capability."""
     env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
            "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}

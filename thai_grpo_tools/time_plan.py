@@ -1,14 +1,8 @@
-"""The real run's time plan, checked against measurements (docs/real-run.md's generated tables, `make docs`); the
-cost model is ``thai_grpo_tools.time_model``'s.
-
-- Each stage's work in the model's counts (``grpo_step``, ``pair_step``, ``ppo_step``, ``token_logprobs_work``,
-  ``time_model.sampling_job``), every completion at its full budget (an upper bound for a real model).
-- ``calibration``: the work each `make gpu-check` stage did (``rehearse_full``: one optimizer step of each trainer,
-  one held-out batch, the k1-vs-k3 passes; the record's sizes and prompt length) with the code that made the records
-  (``generate``), and the chapter's two T4 times of GRPO's stage; ``time_model.fit`` on them.
-- ``plan``: the real comparison at the sizes each card chooses, prompts at the memory plan's 256 tokens, with the
-  decode loop the code runs now; its total (pass@k apart) against the goals.
-"""
+"""The real run's time plan, checked against measurements (docs/real-run.md's generated tables, `make docs`), by
+``thai_grpo_tools.time_model``'s costs: each stage's work counted as its code runs it, every completion at its full
+budget (an upper bound for a real model); ``calibration``: those costs fitted on the work each `make gpu-check` stage
+did and on the chapter's two T4 times of GRPO's stage; ``plan``: the real comparison at the sizes each card chooses,
+prompts at the memory plan's 256 tokens, its total (pass@k apart) against the goals."""
 
 from __future__ import annotations
 
@@ -133,8 +127,7 @@ def record_sizes(record: dict) -> dict:
 
 
 def rehearsal_stage_work(stage: str, config: dict, prompt: int, sizes: dict, shape: Shape) -> Work:
-    """What one stage of ``rehearse_full`` ran between its meter's start and stop, with the code
-    that made the records (``generate``)."""
+    """What one stage of ``rehearse_full`` ran between its meter's start and stop, with the records' code."""
     grpo, variants, length = config["grpo"], config["variants"], int(config["grpo"]["max_completion_length"])
     if stage in ("grpo", "grpo_fast", "rloo"):
         args = {**grpo, **variants.get(stage, {}).get("grpo", {})}
