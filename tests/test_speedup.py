@@ -1,6 +1,6 @@
 """The pipeline's schedule (tests/schedule_replay.py replays Snakemake's): its choice of jobs against brute force,
 dependencies kept on a hand-made DAG, and the headline never waiting for the other methods, simulated on the real DAG
-at 1 to 8 cores; the benchmark files' job names and seconds (thai_grpo_tools.speedup)."""
+at 1 to 8 cores; the benchmark files' job names and seconds (thai_grpo_tools.reference)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from schedule_replay import job_name, pick_jobs, simulate, workflow_jobs
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo_tools.speedup import read_benchmarks
+from thai_grpo_tools.reference import read_benchmarks
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],

@@ -11,6 +11,7 @@ A generated block is ``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``; each 
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime
 import json
 import os
@@ -276,7 +277,7 @@ def summarise_bench(bench: dict) -> dict:
                                                             ("dpo_step", "DPO")) if bench.get(key)})
     steps.update({f"held-out sampling, {record['problems']} problems ({threads(record)})": split(record)
                   for record in bench.get("heldout_sampling", [])})
-    return {"cpu": bench.get("cpu"), "steps": steps, "other_cpus": bench.get("other_cpus", [])}
+    return {"cpu": bench.get("cpu"), "steps": steps}
 
 
 def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: str = "grpo") -> dict | None:
@@ -354,12 +355,22 @@ def wall_from_time_output(text: str) -> float | None:
     return None
 
 
+def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
+    """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
+    out = {}
+    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
+        with open(path, encoding="utf-8") as handle:
+            rows = list(csv.DictReader(handle, delimiter="\t"))
+        if rows:
+            out[path.stem] = float(rows[0]["s"])
+    return out
+
+
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
               walls: dict | None = None) -> dict:
     """{part: summary with its source} for each part under ``results``; ``untimed``, ``notes``, ``walls`` by part."""
     if not (results / "results.json").exists():
         sys.exit(f"no {results / 'results.json'}: run `make run` first (or pass --results DIR)")
-    from thai_grpo_tools.speedup import read_benchmarks
 
     commit, cpu, cores = commit_of(results.parent), this_cpu(), len(os.sched_getaffinity(0))
     timed = {stem: ((results / "benchmarks" / f"{stem}.tsv").stat().st_mtime, s)
@@ -716,18 +727,6 @@ def table_bench_steps(ref, _):
                                                                step["seconds"].items() if part != "total" and value)]
             for name, step in ref["bench"]["steps"].items()]
     return titled(ref["bench"]["source"], grid(["step", "seconds", "parts (seconds)"], rows))
-
-
-@table("projection", "bench")
-def table_projection(ref, _):
-    """`make bench`'s projection of the reference run onto other CPUs."""
-    bench = ref["bench"]
-    if not bench.get("other_cpus"):
-        return missing("bench")
-    rows = [[row["cpu"], row["model"], fmt_seconds(row["headline_s"]), fmt_seconds(row["jobs_s"])]
-            for row in bench["other_cpus"]]
-    return titled(bench["source"], grid(["CPU", "stage model", "headline ready", "all jobs (add the venv build)"], rows),
-                  ", from the last run's stage times")
 
 
 @table("passk", "passk")
