@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thai_grpo.core.io import UPDATE_COUNTS, read_appended_jsonl
+from thai_grpo.core.io import UPDATE_COUNTS, read_appended_jsonl, write_jsonl
 from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text, empty_think, hollow_think
 
 METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE = "step_metrics.jsonl", "updates.jsonl", "rollouts.jsonl"
@@ -47,9 +47,7 @@ def start_step_log(checkpoint_dir: str | Path) -> tuple[Path, str | None]:
     resume_from = resume_point(checkpoint_dir)
     step = int(Path(resume_from).name.split("-")[-1]) if resume_from else 0
     for name in (METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE):
-        kept = read_step_metrics(checkpoint_dir / name, up_to_step=step) if resume_from else []
-        (checkpoint_dir / name).write_text("".join(json.dumps(s, ensure_ascii=False) + "\n" for s in kept),
-                                           encoding="utf-8")
+        write_jsonl(checkpoint_dir / name, read_step_metrics(checkpoint_dir / name, step) if resume_from else [])
     return checkpoint_dir / METRICS_FILE, resume_from
 
 
@@ -182,9 +180,9 @@ def check_lost_updates(run: str, records: list[dict], total_steps: int, max_shar
         raise LostUpdates(
             f"{run}: {lost} of {total_steps} optimizer updates lost by step {records[-1]['step']} "
             f"({counts['optimizer_steps_skipped']} skipped by the float16 loss scaler, "
-            f"{counts['nonfinite_grad_steps']} with non-finite gradients), more than training.max_lost_update_share={max_share:g} allows: the "
-            "checkpoints are kept; use bfloat16 (base.dtype) on a GPU that has it, lower the learning rate, or raise "
-            "the share and rerun to resume")
+            f"{counts['nonfinite_grad_steps']} with non-finite gradients), more than "
+            f"training.max_lost_update_share={max_share:g} allows: the checkpoints are kept; use bfloat16 (base.dtype) "
+            "on a GPU that has it, lower the learning rate, or raise the share and rerun to resume")
 
 
 def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size: int | None = None, tokenizer=None,
