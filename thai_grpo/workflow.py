@@ -57,6 +57,7 @@ def schema_refusal(error) -> str:
 def checked_config(config: dict, schema: str | Path = SCHEMA) -> dict:
     """``config`` with scalars coerced and the schema's defaults filled in, after every check: the schema's, then
     ``check_config``'s; ``ConfigError`` in one line on the first problem."""
+    import jsonschema
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 
@@ -64,6 +65,8 @@ def checked_config(config: dict, schema: str | Path = SCHEMA) -> dict:
     try:
         validate(config, str(Path(schema).resolve()))
     except WorkflowError as error:  # Snakemake raises it from the schema's ValidationError
+        if not isinstance(error.__context__, jsonschema.ValidationError):
+            raise  # not a value the schema refused (e.g. an unreadable schema): Snakemake's own message
         raise ConfigError(schema_refusal(error.__context__)) from None
     check_config(config)
     return config
