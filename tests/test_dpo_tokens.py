@@ -9,7 +9,8 @@ import pytest
 
 from thai_grpo.core.config import ConfigError
 from thai_grpo.methods.dpo import TOKEN_COLUMNS, sampled_token_trainer, token_rows
-from thai_grpo.methods.preferences import build_pairs, prompt_token_ids
+from thai_grpo.data.prompts import prompt_token_ids
+from thai_grpo.methods.preferences import build_pairs
 from thai_grpo.methods.dpo import check_max_length
 from thai_grpo.workflow import check_max_length_in_config
 

@@ -13,7 +13,7 @@ import yaml
 from snakemake_dry_run import fake_nvidia_smi
 
 from thai_grpo.methods.dpo import token_rows
-from thai_grpo.methods.preferences import prompt_token_ids
+from thai_grpo.data.prompts import prompt_token_ids
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU
 from thai_grpo_tools.memory_plan import merged_configs, sizes_for_card
 from thai_grpo_tools.rehearse_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,

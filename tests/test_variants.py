@@ -397,7 +397,7 @@ def test_dpo_and_rloo_train_a_tiny_adapter(tiny_model_dir, tiny_adapter_dir, syn
     from thai_grpo.data.problems import normalize_rows
     from thai_grpo.data.prompts import SYSTEM_PROMPT, build_prompt
 
-    from thai_grpo.methods.preferences import prompt_token_ids
+    from thai_grpo.data.prompts import prompt_token_ids
     from thai_grpo.models.loading import load_tokenizer
 
     rows, _ = normalize_rows(synthetic_rows[:4], "translated_question", "translated_answer")

@@ -176,7 +176,8 @@ def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tok
     """DPO's and the reward model's pairs in ``preferences.build_pairs``' format: chosen the right number, rejected a
     wrong one, each after a think block filled to ``completion_tokens`` tokens (the budget the plan counts)."""
     from thai_grpo.data.prompts import build_prompt
-    from thai_grpo.methods.preferences import prompt_token_ids, token_fields
+    from thai_grpo.data.prompts import prompt_token_ids
+    from thai_grpo.methods.preferences import token_fields
 
     def ids(text: str) -> list[int]:
         return tokenizer(text, add_special_tokens=False)["input_ids"]
