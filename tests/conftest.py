@@ -69,19 +69,14 @@ def tiny_adapter_dir(tmp_path_factory, tiny_model_dir):
 
 def pytest_collection_modifyitems(config, items):
     """Files with end-to-end runs (``slow``) first, the one with most such tests first, then every other file, largest
-    first; a file's own order is kept. ``make test`` runs one file per worker at a time (``--dist loadfile``) in this
-    order (``--no-loadscope-reorder``), so the long runs start at once and the short files fill in beside them."""
+    first; a file's own order is kept (a stable sort of contiguous files). ``make test`` runs one file per worker at a
+    time (``--dist loadfile``) in this order (``--no-loadscope-reorder``), so the long runs start at once and the
+    short files fill in beside them."""
     from collections import Counter
 
-    slow = Counter(item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow"))
-    size = Counter(item.nodeid.split("::")[0] for item in items)
-    first = {}
-    for index, item in enumerate(items):
-        first.setdefault(item.nodeid.split("::")[0], index)
+    def file_of(item):
+        return item.nodeid.split("::")[0]
 
-    def order(indexed):
-        index, item = indexed
-        name = item.nodeid.split("::")[0]
-        return -slow[name], -size[name], first[name], index
-
-    items[:] = [item for _, item in sorted(enumerate(items), key=order)]
+    slow = Counter(file_of(item) for item in items if item.get_closest_marker("slow"))
+    size = Counter(file_of(item) for item in items)
+    items.sort(key=lambda item: (-slow[file_of(item)], -size[file_of(item)]))
