@@ -16,7 +16,7 @@ from pathlib import Path
 
 from thai_grpo.workflow import eval_settings, load_config_files
 from thai_grpo.core.io import read_jsonl
-from thai_grpo.models.sampling import reward_breakdown
+from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.prompts import SYSTEM_PROMPT
 
 

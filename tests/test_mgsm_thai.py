@@ -8,8 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from thai_grpo.core.rewards import extract_answer, thai_reward
-from thai_grpo.models.sampling import reward_breakdown
+from thai_grpo.core.rewards import extract_answer, reward_breakdown, thai_reward
 from thai_grpo.data.problems import (SUPPORTED_LOCAL_FORMATS, extra_heldout_rows, extra_set_source, load_source_dataset,
                                      read_question_answer_tsv)
 from thai_grpo.data.prompts import build_prompt

@@ -17,13 +17,13 @@ from thai_grpo.core.rewards import (
     correctness_reward,
     extract_answer,
     format_reward,
+    reward_breakdown,
     reward_functions,
     thai_reward,
     thai_script,
     think_format,
     think_format_lenient,
 )
-from thai_grpo.models.sampling import reward_breakdown
 
 
 def total_reward(completion: str, gold: int, lenient_format: bool = False) -> float:

@@ -196,6 +196,13 @@ def _message_text(message: Any) -> str:
     return content
 
 
+def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -> dict[str, float]:
+    """{"correct", "format", "thai", "total"}: one completion's code rewards and their sum."""
+    parts = {"correct": correctness_reward(completion, gold),
+             "format": format_reward(completion, lenient=lenient_format), "thai": thai_reward(completion)}
+    return {**parts, "total": parts["correct"] + parts["format"] + parts["thai"]}
+
+
 def completion_text(completion: Any) -> str:
     """Plain text of a TRL completion (a string, or chat messages joined by newlines), with any think block a response
     parser split off put back."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import hashlib
 
-from thai_grpo.core.rewards import correctness_reward, format_reward, thai_reward
+from thai_grpo.core.rewards import reward_breakdown
 from thai_grpo.data.prompts import chat_prompt_texts
 
 
@@ -209,13 +209,6 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
     return [completions[i * rows:(i + 1) * rows] for i in range(len(questions))]
-
-
-def reward_breakdown(completion: str, gold: int, lenient_format: bool = False) -> dict[str, float]:
-    """{"correct", "format", "thai", "total"}: one completion's code rewards and their sum."""
-    parts = {"correct": correctness_reward(completion, gold), "format": format_reward(completion, lenient=lenient_format),
-             "thai": thai_reward(completion)}
-    return {**parts, "total": parts["correct"] + parts["format"] + parts["thai"]}
 
 
 def score_completion(completion: dict, gold: int) -> dict:
