@@ -89,8 +89,7 @@ def same_group_pairs(groups: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers up (``best_up``), positive rewards below the mean
-    down (``positive_down``)."""
+    """Figure 5.1's claim on this run's mixed group: the best answers up, positive rewards below the mean down."""
     if not group or not group.get("rewards"):
         return None
     rewards, advantages = group["rewards"], group.get("advantages") or []
@@ -224,8 +223,7 @@ def clip_lesson(results: dict) -> dict | None:
 
 
 def cost_lesson(results: dict, methods: list[dict]) -> dict | None:
-    """What peak memory measures here: the base's float32 size against the trained methods' peaks, and whether SFT's
-    row is a shipped adapter (its time and memory are a load)."""
+    """What peak memory measures: the base's float32 size against the methods' peaks, and whether SFT's is a load."""
     peaks = {m["method"]: m["peak_memory_mb"] for m in methods if m.get("model") not in ("base", "sft")
              and isinstance(m.get("peak_memory_mb"), (int, float))}
     parameters = ((results.get("run") or {}).get("model") or {}).get("base_parameters")

@@ -149,8 +149,7 @@ def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
 
 
 def jobs_ran_on(logs) -> list[dict]:
-    """Which CPUs and commits the jobs of ``logs`` ran on: one {"cpu", "commit", "jobs"} per pair, most jobs first, from
-    each log's last machine line (a rerun appends to its log)."""
+    """{"cpu", "commit", "jobs"} per pair the jobs of ``logs`` ran on, most first, from each log's last machine line."""
     unknown = {"cpu": "not recorded", "commit": "not recorded"}
     machines = Counter()
     for log in map(Path, logs):
