@@ -13,8 +13,6 @@ from thai_grpo.report.verdicts import pair_test, versus_verdict
 
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 SIDE_BY_SIDE_PROBLEMS = 2  # the body's side-by-side rows (the appendix has every SAMPLE_PROBLEMS)
-
-
 PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
                    "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by `pitfalls`
 
@@ -29,8 +27,7 @@ def pick_completions(completions: list[dict]) -> list[dict]:
     """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
     right = [c for c in completions if c.get("correct", 0) > 0]
     wrong = [c for c in completions if c.get("correct", 0) <= 0]
-    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
-    return picked[:SAMPLE_COMPLETIONS]
+    return right[:1] + wrong[:1] if right and wrong else completions[:SAMPLE_COMPLETIONS]
 
 
 def samples_shown(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
