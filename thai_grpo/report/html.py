@@ -184,8 +184,8 @@ def _pitfalls(results: dict) -> dict:
     return {"sets": sets, "lenient_runs": lenient}
 
 
-def _headline(results: dict, health: dict, plan: dict) -> dict | None:
-    """What happened, first: each method's pass@1 and tests against SFT, GRPO's pass@k verdict, the health flags."""
+def _headline(results: dict, health: dict) -> dict | None:
+    """What happened, method by method: each method's pass@1 and tests against SFT, and the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
         return None
@@ -198,11 +198,8 @@ def _headline(results: dict, health: dict, plan: dict) -> dict | None:
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
                       "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
                                    for t in tests.values() if t and t.get("verdict") in VERDICT_KEYS]})
-    narrowing = (results.get("comparison") or {}).get("narrowing")
-    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": plan,
-            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
-            if "grpo" in evals else None,
-            "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
+    return {"lines": lines, "health_verdict": health_verdict(health), "problems": evals["sft"].get("num_problems"),
+            "samples": evals["sft"].get("n_samples")}
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
@@ -277,14 +274,13 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     prose = glance.prose_names(results)
     names = {model: model for model in evals} | prose
     pair_names = (names[pair[0]], names[pair[1]]) if pair else None
-    plan = plan_facts(glance.plan_of(results))
     tested_narrowing = bool(pair) and (narrowing.get("weaker"), narrowing.get("stronger")) == pair
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
-        "headline": _headline(results, health, plan),
+        "headline": _headline(results, health),
         "pairwise": _pairwise(results),
-        "plan": plan,
+        "plan": plan_facts(glance.plan_of(results)),
         "name_of": names,
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], pair_names,
                                                narrowing if tested_narrowing else None) if pair else None,

@@ -150,8 +150,7 @@ def kl_lesson(results: dict, takeaway: dict | None) -> dict | None:
         return None
     lr = departure(results.get("run") or {}, "grpo.learning_rate")
     logp, logq = np.asarray(kl_real.get("logp_policy") or [], float), np.asarray(kl_real.get("logp_ref") or [], float)
-    return {"better": takeaway["better"], "ratio": takeaway["ratio"], "agrees": takeaway["agrees"],
-            "lr": {**lr, "factor": lr["value"] / lr["chapter"]} if lr else None,
+    return {"better": takeaway["better"], "lr": {**lr, "factor": lr["value"] / lr["chapter"]} if lr else None,
             "train_kl": step_means((results.get("train") or {}).get("steps") or [], "kl")[1],
             "exact_kl": summary["means"]["exact"]["mean"], "share_k3": summary["share_k3_lower_variance"],
             "k1_negative": float(np.mean(kl.k1(logp, logq) < 0)) if logp.size else None}
