@@ -130,16 +130,12 @@ def lead(results: dict) -> dict:
 def caveat(results: dict) -> dict | None:
     """The first screen's caveat: one training seed per method, on which problems; None without the run's config."""
     config = results.get("config") or {}
-    if not config.get("data"):
+    data = config.get("data")
+    if not data:
         return None
-    data = config["data"]
-    if data["source"] == "synthetic":
-        source = "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai"
-    elif data["source"] == "hub":
-        source = f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"
-    else:
-        source = "a local dataset's problems"
-    return {"seed": config.get("seed"), "data": source}
+    sources = {"synthetic": "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai",
+               "hub": f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"}
+    return {"seed": config.get("seed"), "data": sources.get(data["source"], "a local dataset's problems")}
 
 
 def report_words(results: dict) -> dict:
