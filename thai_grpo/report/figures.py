@@ -117,7 +117,8 @@ def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
     """Bars of one group's advantages coloured by sign, each annotated with its reward."""
     if group:
-        title += f", mean reward {np.mean(group['rewards']):.2f} (the line A = 0)"
+        step = f" (step {group['step']})" if group.get("step") is not None else ""
+        title += f"{step}, mean reward {np.mean(group['rewards']):.2f} (the line A = 0)"
     ax.set_title(title, fontsize=10)
     if not group:
         ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
@@ -139,16 +140,12 @@ def _short(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _step_of(group: dict | None) -> str:
-    return f" (step {group['step']})" if group and group.get("step") is not None else ""
-
-
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
-    _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
-    _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
+    _advantage_panel(axes[0], mixed, "Mixed group")
+    _advantage_panel(axes[1], equal, "All-equal group")
     if equal:
         axes[1].text(0.5, 0.7, "all advantages 0:\nthis group teaches nothing", ha="center",
                      transform=axes[1].transAxes, color=NEUTRAL)
