@@ -17,7 +17,6 @@ from thai_grpo.core.io import atomic_write_text
 from thai_grpo.analyses.health import step_means, training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
-from thai_grpo.report.lessons import PITFALL_FIGURES
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
 from thai_grpo.report.plan_words import METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_word
 from thai_grpo.report.results import chapter_token_budget
@@ -177,8 +176,8 @@ def _pitfalls(results: dict) -> dict:
     for pitfall, names in (results.get("pitfalls") or {}).items():
         rows = [_pitfall_run(n, runs[n], evals, results.get("eval_own_temperature") or {}) for n in names if n in runs]
         if len(rows) > 1:
-            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall), "figure": PITFALL_FIGURES.get(pitfall),
-                             "runs": rows}
+            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall),
+                             "figure": lessons.PITFALL_FIGURES.get(pitfall), "runs": rows}
     hacking = sets.get("reward_hacking", {}).get("runs", [])
     lenient = [r for r in hacking if "format_lenient" in (r["settings"].get("rewards") or [])]
     return {"sets": sets, "lenient_runs": lenient}
