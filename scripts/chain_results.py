@@ -10,7 +10,7 @@ from thai_grpo_studies.chain_stats import chain_study
 from thai_grpo.evaluation.plan import analysis_plan
 from thai_grpo_studies.hacking import summarise_hacking_chains
 from thai_grpo_studies.study_words import with_sentences
-from thai_grpo.report.results import benchmark_seconds, jobs_ran_on, stage_logs
+from thai_grpo.report.results import benchmark_column, jobs_ran_on, stage_logs
 
 log_to(snakemake.log[0])
 params = snakemake.params
@@ -26,7 +26,7 @@ for seed in params.seeds:
 hacking = {seed: read_json(path) for seed, path in zip(params.seeds, snakemake.input.hacking)}
 study = chain_study(runs, n_boot=params.n_boot, seed=params.eval_seed, plan=analysis_plan({"analysis": params.analysis}))
 study["pairs"] = {metric: with_sentences(tests, len(params.seeds)) for metric, tests in study["pairs"].items()}
-seconds = {seed: benchmark_seconds(folder) for seed, folder in params.benchmarks.items()}
+seconds = {seed: benchmark_column(folder, "s") for seed, folder in params.benchmarks.items()}
 # A chain's cost: the stages an added chain runs (its own benchmarks), counted alike in the config's chain, whose
 # benchmarks folder also holds the optional targets' stages (seeds, passk, losses ...).
 chain_stages = set().union(*(stages for seed, stages in seconds.items() if seed != params.default_seed))

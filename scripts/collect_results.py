@@ -5,8 +5,8 @@ from thai_grpo.jobs.job import end_job, log_to
 from thai_grpo.analyses.chapter import recorded_values, stage_records
 from thai_grpo.analyses.update_size import adapter_displacements
 from thai_grpo.jobs.machine import commit_of
-from thai_grpo.report.results import (assemble, benchmark_max_rss, benchmark_seconds, jobs_ran_on,
-                                      safetensors_parameter_count, stage_logs)
+from thai_grpo.report.results import (assemble, benchmark_column, jobs_ran_on, safetensors_parameter_count,
+                                      stage_logs)
 from thai_grpo.report.rollouts import example_groups, hollow_think_completions, pitfall_numbers
 
 log_to(snakemake.log[0])
@@ -35,10 +35,10 @@ extra_sets = {name: {"stats": read_json(stats),
 own_temperature = {model: read_json(path) for model, path in
                    zip(params.own_temperature, snakemake.input.get("own_temperature", []))}
 results = assemble(params.config, read_json(snakemake.input.stats), scores, trains,
-                   benchmark_seconds(params.benchmarks), safetensors_parameter_count(snakemake.input.base),
+                   benchmark_column(params.benchmarks, "s"), safetensors_parameter_count(snakemake.input.base),
                    params.config["eval"]["bootstrap_samples"], params.config["eval"]["seed"],
                    plans=params.plans, pairs=pairs, kl_real=kl_real, extra_sets=extra_sets,
-                   own_temperature=own_temperature, peak_memory=benchmark_max_rss(params.benchmarks),
+                   own_temperature=own_temperature, peak_memory=benchmark_column(params.benchmarks, "max_rss"),
                    reward_model=reward_model, sizes=sizes,
                    displacements=adapter_displacements(dict(zip(params.variants, snakemake.input.adapters)),
                                                        snakemake.input.sft_adapter),

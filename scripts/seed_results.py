@@ -3,7 +3,7 @@
 from thai_grpo.core.io import read_json, write_json
 from thai_grpo.jobs.job import log_to
 from thai_grpo.evaluation.plan import analysis_plan
-from thai_grpo.report.results import benchmark_seconds, jobs_ran_on, stage_logs
+from thai_grpo.report.results import benchmark_column, jobs_ran_on, stage_logs
 from thai_grpo_studies.seed_stats import seed_costs, seed_study
 from thai_grpo_studies.study_words import with_sentences
 
@@ -15,7 +15,7 @@ for (variant, run, seed), sampling_seed, path in zip(params.runs, params.samplin
                                          "scores": read_json(path)})
 study = seed_study(runs, plan=analysis_plan({"analysis": params.analysis}))
 study["pairs"] = with_sentences(study["pairs"])  # the sentences the main report shows
-cost = seed_costs(benchmark_seconds(params.benchmarks), [run for _, run, _ in params.runs],
+cost = seed_costs(benchmark_column(params.benchmarks, "s"), [run for _, run, _ in params.runs],
                   [variant for variant, _, _ in params.runs])
 write_json(snakemake.output.results, {
     "training_seeds": list(params.seeds), "default_seed": params.default_seed, "eval_seed": params.eval_seed,

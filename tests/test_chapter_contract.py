@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from thai_grpo.analyses.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures, optimizer_steps
+from thai_grpo.analyses.chapter import CHAPTER, FACTS, OFFLINE_REASONS, TRAIN_SIZE, departures
 from thai_grpo.workflow import load_config_files, variant_settings
-from trainer_arguments import resolved_values, rollout_steps, stage_arguments
+from trainer_arguments import optimizer_steps, resolved_values, rollout_steps, stage_arguments
 
 REPO = Path(__file__).resolve().parents[1]
 OFFLINE = [str(REPO / "config/config.yaml")]

@@ -348,14 +348,14 @@ def test_ppo_rows_count_the_reward_model_and_the_ablation_is_a_row_too():
 
 
 def test_benchmark_readers_take_a_column_and_skip_what_is_not_a_number(tmp_path):
-    from thai_grpo.report.results import benchmark_max_rss, benchmark_seconds
+    from thai_grpo.report.results import benchmark_column
 
     header = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
     (tmp_path / "train-ppo.tsv").write_text(header + "10.0\t0:00:10\t2159.78\t1\t1\t1\t0\t0\t50\t9\n"
                                             "12.0\t0:00:12\t2000.0\t1\t1\t1\t0\t0\t50\t9\n")
     (tmp_path / "split.tsv").write_text(header + "0.5\t0:00:00\t-\t-\t-\t-\t-\t-\t-\t0\n")
-    assert benchmark_seconds(tmp_path) == {"split": 0.5, "train-ppo": 11.0}
-    assert benchmark_max_rss(tmp_path) == {"train-ppo": 2079.89}
+    assert benchmark_column(tmp_path, "s") == {"split": 0.5, "train-ppo": 11.0}
+    assert benchmark_column(tmp_path, "max_rss") == {"train-ppo": 2079.89}
 
 
 def test_scope_benchmarks_keep_only_the_reports_models():

@@ -5,9 +5,10 @@ own argument classes: the values the chapter's contract (tests/test_chapter_cont
 from __future__ import annotations
 
 import dataclasses
+import math
 import tempfile
 
-from thai_grpo.analyses.chapter import contract_values, optimizer_steps, stages_run
+from thai_grpo.analyses.chapter import contract_values, stages_run
 
 
 def stage_arguments(config: dict, stage: str):
@@ -33,8 +34,18 @@ def stage_arguments(config: dict, stage: str):
     return ppo_settings(plan["grpo_args"], plan["ppo"])
 
 
+def optimizer_steps(rows: int, num_generations: int, per_device_train_batch_size: int,
+                    gradient_accumulation_steps: int, num_train_epochs: float, max_steps: int,
+                    num_processes: int = 1) -> int:
+    """The optimizer steps of a GRPO-family run over ``rows`` prompts, counted as transformers' Trainer counts them."""
+    if max_steps > 0:
+        return max_steps
+    per_step = per_device_train_batch_size * gradient_accumulation_steps * num_processes
+    return math.ceil(num_train_epochs * math.ceil(rows * num_generations / per_step))
+
+
 def rollout_steps(arguments, rows: int) -> int:
-    """Optimizer steps of a GRPO or RLOO run over ``rows`` prompts with ``arguments`` (``chapter.optimizer_steps``)."""
+    """Optimizer steps of a GRPO or RLOO run over ``rows`` prompts with ``arguments`` (``optimizer_steps``)."""
     return optimizer_steps(rows, arguments.num_generations, arguments.per_device_train_batch_size,
                            arguments.gradient_accumulation_steps, arguments.num_train_epochs, arguments.max_steps)
 

@@ -1,6 +1,5 @@
-"""The chapter's experiment as a contract: every number and choice it makes, with where the chapter says so, and each
-run's values beside it, read from what its stages recorded; ``departures`` lists where they differ, with the offline
-default's reasons (``OFFLINE_REASONS``)."""
+"""The chapter's experiment as a contract: every number and choice it makes, where the chapter says so, and each run's
+recorded values beside it; ``departures`` lists where they differ, with the offline default's ``OFFLINE_REASONS``."""
 
 from __future__ import annotations
 
@@ -136,16 +135,6 @@ OFFLINE_REASONS = {
 }
 
 
-def optimizer_steps(rows: int, num_generations: int, per_device_train_batch_size: int,
-                    gradient_accumulation_steps: int, num_train_epochs: float, max_steps: int,
-                    num_processes: int = 1) -> int:
-    """The optimizer steps of a GRPO-family run over ``rows`` prompts, counted as transformers' Trainer counts them."""
-    if max_steps > 0:
-        return max_steps
-    per_step = per_device_train_batch_size * gradient_accumulation_steps * num_processes
-    return math.ceil(num_train_epochs * math.ceil(rows * num_generations / per_step))
-
-
 def _same(value, expected) -> bool:
     if isinstance(expected, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
         return math.isclose(value, expected, rel_tol=1e-9)
@@ -155,8 +144,7 @@ def _same(value, expected) -> bool:
 
 
 def departures(values: dict[str, object]) -> list[dict]:
-    """``{key, chapter, value, source}`` per fact whose value in ``values`` (one run's) differs from the chapter's, in
-    CHAPTER's order; a key absent from ``values`` (a stage the run does not train) is no departure."""
+    """``{key, chapter, value, source}`` per fact of ``values`` (one run's, CHAPTER's order) unlike the chapter's."""
     return [{"key": fact.key, "chapter": fact.value, "value": values[fact.key], "source": fact.source}
             for fact in CHAPTER if fact.key in values and not _same(values[fact.key], fact.value)]
 

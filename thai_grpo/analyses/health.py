@@ -71,14 +71,6 @@ def detector_z(n_windows: int, alpha: float) -> float:
     return NormalDist().inv_cdf(1.0 - alpha / max(1, n_windows))
 
 
-def _step_arrays(steps: list[dict], default_n: int) -> tuple[np.ndarray, ...]:
-    """Per step: paid hollow share, accuracy (NaN where missing) and completion count."""
-    share = np.array([s.get("hollow_think_paid_share") for s in steps], dtype=float)
-    accuracy = np.array([s.get("accuracy") for s in steps], dtype=float)
-    counts = np.array([s.get("num_completions") or s.get("batch_size") or default_n for s in steps], dtype=float)
-    return share, accuracy, counts
-
-
 def _noise_sd(values: np.ndarray) -> np.ndarray:
     """Per-step SD, 1.4826 x median |step-to-step change| / sqrt(2): the median ignores a level shift's two jumps."""
     changes = np.abs(np.diff(values, axis=-1))
@@ -151,7 +143,10 @@ def hacking_episodes(steps: list[dict], settings: DetectorSettings = DetectorSet
              "settings": asdict(settings), "counts": None}
     if reward is None or len(steps) < b + w:
         return empty
-    share, accuracy, counts = _step_arrays(steps, settings.completions_per_step)
+    share = np.array([s.get("hollow_think_paid_share") for s in steps], dtype=float)  # NaN where missing
+    accuracy = np.array([s.get("accuracy") for s in steps], dtype=float)
+    counts = np.array([s.get("num_completions") or s.get("batch_size") or settings.completions_per_step
+                       for s in steps], dtype=float)
     if not np.isfinite(share).any():
         return empty
     flags = flagged_windows(share, accuracy, counts, settings)[0]

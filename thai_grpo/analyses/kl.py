@@ -110,9 +110,6 @@ def real_kl_summary(kl_real: dict, n_boot: int = 10_000, seed: int = 0) -> dict:
     logp, logq = np.asarray(kl_real["logp_policy"], float), np.asarray(kl_real["logp_ref"], float)
     exact = np.asarray(kl_real["kl_exact"], float)
     e1, e3 = k1(logp, logq), k3(logp, logq)
-    if "completion_problems" not in kl_real:
-        raise ValueError("token_logprobs.json has no completion_problems (written before it kept each completion's "
-                         "problem id): rerun its rule (snakemake --forcerun token_logprobs)")
     means = cluster_bootstrap_means({"exact": exact, "k1": e1, "k3": e3, "k1_minus_exact": e1 - exact,
                                      "k3_minus_exact": e3 - exact}, kl_real["completion_lengths"],
                                     kl_real["completion_problems"], n_boot, seed)

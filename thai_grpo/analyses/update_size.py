@@ -35,10 +35,8 @@ def lora_tensors(adapter_dir: str | Path) -> dict:
     """The LoRA A and B tensors of a saved PEFT adapter (``adapter_model.safetensors``), as float64 arrays."""
     from safetensors.numpy import load_file
 
-    path = Path(adapter_dir) / ADAPTER_FILE
-    if not path.exists():
-        raise FileNotFoundError(f"{path}: not a saved PEFT adapter (rerun the stage that trains it)")
-    return {k: v.astype(np.float64) for k, v in load_file(str(path)).items() if "lora_" in k}
+    tensors = load_file(str(Path(adapter_dir) / ADAPTER_FILE))
+    return {k: v.astype(np.float64) for k, v in tensors.items() if "lora_" in k}
 
 
 def adapter_displacements(adapters: dict, start_dir: str | Path) -> dict:

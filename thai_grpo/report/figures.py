@@ -14,6 +14,8 @@ from thai_grpo.analyses import kl
 from thai_grpo.report import glance, lessons, run_words
 from thai_grpo.report.figures_gains import gains_figure
 from thai_grpo.report.plotting import save_figure, step_series
+from thai_grpo.report.verdicts import kl_takeaway
+
 REWARD_COLOURS = {"correct": "#2b8a3e", "format": "#1971c2", "thai": "#e8590c"}
 POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 
@@ -21,8 +23,6 @@ POSITIVE, NEGATIVE, NEUTRAL = "#2b8a3e", "#c92a2a", "#868e96"
 def solve_rate_transitions(before, after) -> dict[str, int]:
     """Problems by how their correct count c_i moved from ``before`` to ``after`` (``no_signal_ever``: 0 in both)."""
     b, a = np.asarray(before, dtype=int), np.asarray(after, dtype=int)
-    if b.shape != a.shape:
-        raise ValueError(f"before and after cover different problems: {b.shape} vs {a.shape}")
     return {
         "moved_up": int((a > b).sum()),
         "newly_solved": int(((a > 0) & (b == 0)).sum()),
@@ -117,7 +117,8 @@ def plot_ppo_score_vs_reward(steps: list[dict], path) -> None:
 def _advantage_panel(ax, group: dict | None, title: str) -> None:
     """Bars of one group's advantages coloured by sign, each annotated with its reward."""
     if group:
-        title += f", mean reward {np.mean(group['rewards']):.2f} (the line A = 0)"
+        step = f" (step {group['step']})" if group.get("step") is not None else ""
+        title += f"{step}, mean reward {np.mean(group['rewards']):.2f} (the line A = 0)"
     ax.set_title(title, fontsize=10)
     if not group:
         ax.text(0.5, 0.5, "not recorded", ha="center", va="center", transform=ax.transAxes)
@@ -139,16 +140,12 @@ def _short(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _step_of(group: dict | None) -> str:
-    return f" (step {group['step']})" if group and group.get("step") is not None else ""
-
-
 def plot_group_advantages(example_groups: dict, path) -> None:
     """Figure 5.1: a group with mixed rewards (learning signal) beside an all-equal group (all zero)."""
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.0), sharey=True, layout="constrained")
     mixed, equal = example_groups.get("mixed"), example_groups.get("all_equal")
-    _advantage_panel(axes[0], mixed, "Mixed group" + _step_of(mixed))
-    _advantage_panel(axes[1], equal, "All-equal group" + _step_of(equal))
+    _advantage_panel(axes[0], mixed, "Mixed group")
+    _advantage_panel(axes[1], equal, "All-equal group")
     if equal:
         axes[1].text(0.5, 0.7, "all advantages 0:\nthis group teaches nothing", ha="center",
                      transform=axes[1].transAxes, color=NEUTRAL)
@@ -211,10 +208,8 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
     p, q = SYNTHETIC_P / SYNTHETIC_P.sum(), SYNTHETIC_Q / SYNTHETIC_Q.sum()
     runs = [kl.sample_kl_estimates(p, q, n, np.random.default_rng(seed + i)) for i in range(n_seeds)]
     true_kl = float(runs[0]["true_kl"])
-    k1_runs = np.array([kl.running_mean(r["k1"]) for r in runs])
-    k3_runs = np.array([kl.running_mean(r["k3"]) for r in runs])
-    neg_k1 = float(np.mean([np.mean(np.asarray(r["k1"]) < 0) for r in runs]))
-    neg_k3 = float(np.mean([np.mean(np.asarray(r["k3"]) < 0) for r in runs]))
+    running = {name: np.array([kl.running_mean(r[name]) for r in runs]) for name in ("k1", "k3")}
+    negative = {name: float(np.mean([np.mean(np.asarray(r[name]) < 0) for r in runs])) for name in ("k1", "k3")}
     fig, axes = plt.subplots(1, 2, figsize=(10, 2.9), layout="constrained",
                              gridspec_kw={"width_ratios": [1, 2]})
     cats = np.arange(len(p))
@@ -222,8 +217,8 @@ def plot_k1_vs_k3_synthetic(path, seed: int = 0, n: int = 4096, n_seeds: int = 3
     axes[0].bar(cats + 0.2, q, 0.4, label="q (reference)", color=NEUTRAL)
     axes[0].set(title=f"Two categorical distributions\nKL(p || q) = {true_kl:.4f}", xlabel="token")
     axes[0].legend(fontsize=8)
-    _running_panel(axes[1], k1_runs, k3_runs, true_kl, "samples drawn from p", legend="upper right")
-    axes[1].set_title(f"Running means; single samples below 0: k1 {neg_k1:.0%}, k3 {neg_k3:.0%}")
+    _running_panel(axes[1], running["k1"], running["k3"], true_kl, "samples drawn from p", legend="upper right")
+    axes[1].set_title(f"Running means; single samples below 0: k1 {negative['k1']:.0%}, k3 {negative['k3']:.0%}")
     for edge in (10, 500):
         axes[1].axvline(edge, color="grey", ls=":", lw=1)
     axes[1].text(12, 0.97, "batch sizes of tens to hundreds", transform=axes[1].get_xaxis_transform(),
@@ -290,9 +285,9 @@ def _estimator_means_panel(ax, summary: dict) -> None:
                         mfc="white", label="+-1.96 exact standard error" if name == "k1" else None)
     ax.axhline(means["exact"]["mean"], color="black", ls="--", lw=1)
     ax.set_xticks(range(3), ["exact KL", "k1", "k3"])
-    better, worse = sorted(("k1", "k3"), key=lambda name: exact_se[name])
-    ratio = exact_se[worse] / exact_se[better] if exact_se[better] > 0 else float("inf")
-    ax.set(title=f"(b) open bars: {better}'s own error {ratio:.{0 if ratio >= 10 else 1}f}x smaller",
+    takeaway = kl_takeaway(summary)
+    ratio = takeaway["ratio"] or float("inf")
+    ax.set(title=f"(b) open bars: {takeaway['better']}'s own error {ratio:.{0 if ratio >= 10 else 1}f}x smaller",
            ylabel="nats / token")
     ax.legend(fontsize=7, loc="best")
     ax.grid(alpha=0.3, axis="y")
@@ -352,10 +347,9 @@ def plot_pass_at_k_gap(before: list[float], after: list[float], labels: tuple[st
 
 
 def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("SFT", "GRPO"),
-                            seed: int = 0) -> dict[str, int]:
-    """Per-problem solve rate c_i / n before vs after training (jittered); returns ``solve_rate_transitions``."""
+                            seed: int = 0) -> None:
+    """Per-problem solve rate c_i / n before vs after training (jittered), coloured by the way each moved."""
     b, a = np.asarray(before_counts, float) / n, np.asarray(after_counts, float) / n
-    counts = solve_rate_transitions(before_counts, after_counts)
     rng = np.random.default_rng(seed)
     jitter = min(0.25 / n, 0.03)
     colour = np.where(a > b, POSITIVE, np.where(a < b, NEGATIVE, NEUTRAL))
@@ -367,7 +361,6 @@ def plot_solve_rate_scatter(before_counts, after_counts, n: int, path, labels=("
            ylabel=f"solve rate, {labels[1]}", title="Per-problem solve rate (c / n)")
     ax.grid(alpha=0.3)
     save_figure(fig, path)
-    return counts
 
 
 def solve_rate_pair(eval_results: dict) -> tuple[str, str] | None:

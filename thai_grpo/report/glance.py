@@ -25,8 +25,7 @@ def comparison_names(results: dict) -> dict[str, str]:
 
 
 def model_names(results: dict) -> dict[str, str]:
-    """{model: its comparison name} ("grpo" -> "GRPO") of the evaluated models in ``eval.models`` order (the config's),
-    then any other evaluated one; a model without a comparison row keeps its own name."""
+    """{model: its comparison name, else its own} of the evaluated models, ``eval.models`` order then any other."""
     named, evals = comparison_names(results), results.get("eval") or {}
     listed = ((results.get("config") or {}).get("eval") or {}).get("models") or []
     return {model: named.get(model, model) for model in dict.fromkeys([*listed, *evals]) if model in evals}

@@ -17,10 +17,8 @@ from thai_grpo.core.io import atomic_write_text
 from thai_grpo.analyses.health import step_means, training_health
 from thai_grpo.report import figures as fig
 from thai_grpo.report import glance, lessons, run_words
-from thai_grpo.report.lessons import PITFALL_FIGURES
 from thai_grpo.evaluation.plan import VERDICTS as VERDICT_KEYS
-from thai_grpo.report.plan_words import (METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_phrase,
-                                         verdict_word)
+from thai_grpo.report.plan_words import METRIC_NAMES, family_text, fmt_p, p_text, plan_facts, verdict_word
 from thai_grpo.report.results import chapter_token_budget
 from thai_grpo.report.verdicts import (health_verdict, kl_takeaway, narrowing_numbers, pair_test, pass_at_k_verdict,
                                       versus_verdict)
@@ -53,7 +51,6 @@ PITFALL_TITLES = {"group_size": "Group size G", "temperature": "Sampling tempera
                   "clipping": "The clip: on-policy steps never clip"}
 HACK_EXAMPLES_SHOWN = 5
 NOT_RUN = "not run"
-
 
 
 def figure_paths(figures: dict[str, Path] | str | Path) -> dict[str, Path]:
@@ -179,15 +176,15 @@ def _pitfalls(results: dict) -> dict:
     for pitfall, names in (results.get("pitfalls") or {}).items():
         rows = [_pitfall_run(n, runs[n], evals, results.get("eval_own_temperature") or {}) for n in names if n in runs]
         if len(rows) > 1:
-            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall), "figure": PITFALL_FIGURES.get(pitfall),
-                             "runs": rows}
+            sets[pitfall] = {"title": PITFALL_TITLES.get(pitfall, pitfall),
+                             "figure": lessons.PITFALL_FIGURES.get(pitfall), "runs": rows}
     hacking = sets.get("reward_hacking", {}).get("runs", [])
     lenient = [r for r in hacking if "format_lenient" in (r["settings"].get("rewards") or [])]
     return {"sets": sets, "lenient_runs": lenient}
 
 
-def _headline(results: dict, health: dict, plan: dict) -> dict | None:
-    """What happened, first: each method's pass@1 and tests against SFT, GRPO's pass@k verdict, the health flags."""
+def _headline(results: dict, health: dict) -> dict | None:
+    """What happened, method by method: each method's pass@1 and tests against SFT, and the health flags."""
     evals, pairwise = results.get("eval") or {}, (results.get("comparison") or {}).get("pairwise") or []
     if "sft" not in evals or len(evals) < 2:
         return None
@@ -200,11 +197,8 @@ def _headline(results: dict, health: dict, plan: dict) -> dict | None:
         lines.append({"model": model, "name": name, "pass1": evals[model].get("pass@1"),
                       "verdicts": [versus_verdict(t, name, names.get("sft") or "SFT", model != "base")
                                    for t in tests.values() if t and t.get("verdict") in VERDICT_KEYS]})
-    narrowing = (results.get("comparison") or {}).get("narrowing")
-    return {"lines": lines, "health": health, "health_verdict": health_verdict(health), "plan": plan,
-            "pass_at_k_verdict": pass_at_k_verdict(evals["sft"], evals["grpo"], narrowing=narrowing)
-            if "grpo" in evals else None,
-            "problems": evals["sft"].get("num_problems"), "samples": evals["sft"].get("n_samples")}
+    return {"lines": lines, "health_verdict": health_verdict(health), "problems": evals["sft"].get("num_problems"),
+            "samples": evals["sft"].get("n_samples")}
 
 
 def _pairwise(results: dict) -> dict[str, dict]:
@@ -216,10 +210,9 @@ def _pairwise(results: dict) -> dict[str, dict]:
             continue
         group = grouped.setdefault(test["metric"], {"name": METRIC_NAMES.get(test["metric"], test["metric"]),
                                                     "tests": []})
-        group["tests"].append({**test, "p_text": p_text(test), "p_holm_text": fmt_p(test["p_holm"],
-                                                                                    test.get("p_at_floor")),
-                               "word": verdict_word(test), "family_text": family_text(test),
-                               "phrase": verdict_phrase(test, test["a"], test["b"])})
+        group["tests"].append({**test, "p_text": p_text(test), "word": verdict_word(test),
+                               "family_text": family_text(test),
+                               "p_holm_text": fmt_p(test["p_holm"], test.get("p_at_floor"))})
     return grouped
 
 
@@ -266,29 +259,27 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
     """Everything the template reads, with missing optional parts as None."""
     run, train, evals = results.get("run") or {}, results.get("train") or {}, results.get("eval") or {}
     pair = fig.solve_rate_pair(evals)
-    transitions = None
-    if pair:
-        transitions = fig.solve_rate_transitions(evals[pair[0]]["per_problem_correct"],
-                                                 evals[pair[1]]["per_problem_correct"])
+    transitions = fig.solve_rate_transitions(*(evals[m]["per_problem_correct"] for m in pair)) if pair else None
     benchmarks = run.get("benchmarks") or {}
     keys = pass_keys(evals)
     health = _health(train)
     kl_summary = (results.get("kl_real") or {}).get("summary")
+    takeaway = kl_takeaway(kl_summary) if kl_summary else None
     passk = results.get("passk") if (results.get("passk") or {}).get("curves") else None
     narrowing = (results.get("comparison") or {}).get("narrowing") or {}
     samples = lessons.samples_shown(samples_by_model)
+    methods = _method_rows(results)
     groups_stored = lessons.stored_groups(results)
     prose = glance.prose_names(results)
     names = {model: model for model in evals} | prose
     pair_names = (names[pair[0]], names[pair[1]]) if pair else None
-    plan = plan_facts(glance.plan_of(results))
     tested_narrowing = bool(pair) and (narrowing.get("weaker"), narrowing.get("stronger")) == pair
     return {
         "glance": glance.first_screen(results, health),
         "words": run_words.report_words(results),
-        "headline": _headline(results, health, plan),
+        "headline": _headline(results, health),
         "pairwise": _pairwise(results),
-        "plan": plan,
+        "plan": plan_facts(glance.plan_of(results)),
         "name_of": names,
         "pass_at_k_verdict": pass_at_k_verdict(evals[pair[0]], evals[pair[1]], pair_names,
                                                narrowing if tested_narrowing else None) if pair else None,
@@ -303,13 +294,13 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "advantage_lesson": lessons.advantage_lesson((train.get("example_groups") or {}).get("mixed")),
         "curve_lesson": lessons.curve_lesson(train.get("steps") or []),
         "ppo_lesson": lessons.ppo_lesson(results),
-        "kl_takeaway": kl_takeaway(kl_summary) if kl_summary else None,
-        "kl_lesson": lessons.kl_lesson(results, kl_takeaway(kl_summary) if kl_summary else None),
+        "kl_takeaway": takeaway,
+        "kl_lesson": lessons.kl_lesson(results, takeaway),
         "dr_grpo_lesson": lessons.dr_grpo_lesson(results, next(iter(lessons.same_group_pairs(groups_stored)), None)),
         "reward_floor": lessons.reward_floor(train.get("steps") or [], groups_stored),
         "length_lesson": lessons.length_lesson(results),
         "clip_lesson": lessons.clip_lesson(results),
-        "cost_lesson": lessons.cost_lesson(results, _method_rows(results)),
+        "cost_lesson": lessons.cost_lesson(results, methods),
         "health_numbers": lessons.health_numbers(train.get("steps") or [], health),
         "pitfall_numbers": train.get("pitfalls"),
         "grpo_config": (results.get("config") or {}).get("grpo") or {},
@@ -333,7 +324,7 @@ def build_context(results: dict, samples_by_model: dict, figures: dict[str, Path
         "n_samples": next((e.get("n_samples") for e in evals.values() if isinstance(e, dict)), None),
         "pair": pair,
         "transitions": transitions,
-        "methods": _method_rows(results),
+        "methods": methods,
         "preference_pairs": results.get("preference_pairs"),
         "reward_model": results.get("reward_model"),
         "ppo_health": {name: _health(run) for name, run in (results.get("runs") or {}).items()
@@ -359,8 +350,7 @@ def _environment(template_dir: Path) -> Environment:
         lstrip_blocks=True,
     )
     env.filters.update(pct=pct, interval=interval, thousands=thousands, duration=duration, signed=signed,
-                       p_value=p_value, verdict_word=verdict_word,
-                       verdict_class=verdict_class)
+                       p_value=p_value, verdict_word=verdict_word, verdict_class=verdict_class)
     return env
 
 
@@ -385,6 +375,5 @@ def render_report(results: dict, samples_by_model: dict[str, list[dict]], figure
 
 def write_report(results: dict, samples_by_model: dict[str, list[dict]], figures: dict[str, Path] | Path,
                  template_dir: Path, out_path: str | Path) -> Path:
-    out_path = Path(out_path)
-    atomic_write_text(out_path, render_report(results, samples_by_model, figures, template_dir))
-    return out_path
+    atomic_write_text(Path(out_path), render_report(results, samples_by_model, figures, template_dir))
+    return Path(out_path)

@@ -13,8 +13,6 @@ from thai_grpo.report.verdicts import pair_test, versus_verdict
 
 SAMPLE_PROBLEMS, SAMPLE_COMPLETIONS = 3, 2
 SIDE_BY_SIDE_PROBLEMS = 2  # the body's side-by-side rows (the appendix has every SAMPLE_PROBLEMS)
-
-
 PITFALL_FIGURES = {"group_size": "pitfall_group_size", "temperature": "pitfall_temperature",
                    "reward_hacking": "pitfall_reward_hacking", "clipping": "pitfall_clipping"}  # drawn by `pitfalls`
 
@@ -29,8 +27,7 @@ def pick_completions(completions: list[dict]) -> list[dict]:
     """Up to SAMPLE_COMPLETIONS completions, one correct and one wrong where the problem has both."""
     right = [c for c in completions if c.get("correct", 0) > 0]
     wrong = [c for c in completions if c.get("correct", 0) <= 0]
-    picked = (right[:1] + wrong[:1]) if right and wrong else completions[:SAMPLE_COMPLETIONS]
-    return picked[:SAMPLE_COMPLETIONS]
+    return right[:1] + wrong[:1] if right and wrong else completions[:SAMPLE_COMPLETIONS]
 
 
 def samples_shown(samples_by_model: dict[str, list[dict]]) -> dict[str, list[dict]]:
@@ -89,8 +86,7 @@ def same_group_pairs(groups: list[dict]) -> list[tuple[dict, dict]]:
 
 
 def advantage_lesson(group: dict | None) -> dict | None:
-    """Figure 5.1's claim on this run's mixed group: the best answers up (``best_up``), positive rewards below the mean
-    down (``positive_down``)."""
+    """Figure 5.1's claim on this run's mixed group: the best answers up, positive rewards below the mean down."""
     if not group or not group.get("rewards"):
         return None
     rewards, advantages = group["rewards"], group.get("advantages") or []
@@ -154,8 +150,7 @@ def kl_lesson(results: dict, takeaway: dict | None) -> dict | None:
         return None
     lr = departure(results.get("run") or {}, "grpo.learning_rate")
     logp, logq = np.asarray(kl_real.get("logp_policy") or [], float), np.asarray(kl_real.get("logp_ref") or [], float)
-    return {"better": takeaway["better"], "ratio": takeaway["ratio"], "agrees": takeaway["agrees"],
-            "lr": {**lr, "factor": lr["value"] / lr["chapter"]} if lr else None,
+    return {"better": takeaway["better"], "lr": {**lr, "factor": lr["value"] / lr["chapter"]} if lr else None,
             "train_kl": step_means((results.get("train") or {}).get("steps") or [], "kl")[1],
             "exact_kl": summary["means"]["exact"]["mean"], "share_k3": summary["share_k3_lower_variance"],
             "k1_negative": float(np.mean(kl.k1(logp, logq) < 0)) if logp.size else None}
@@ -224,8 +219,7 @@ def clip_lesson(results: dict) -> dict | None:
 
 
 def cost_lesson(results: dict, methods: list[dict]) -> dict | None:
-    """What peak memory measures here: the base's float32 size against the trained methods' peaks, and whether SFT's
-    row is a shipped adapter (its time and memory are a load)."""
+    """What peak memory measures: the base's float32 size against the methods' peaks, and whether SFT's is a load."""
     peaks = {m["method"]: m["peak_memory_mb"] for m in methods if m.get("model") not in ("base", "sft")
              and isinstance(m.get("peak_memory_mb"), (int, float))}
     parameters = ((results.get("run") or {}).get("model") or {}).get("base_parameters")

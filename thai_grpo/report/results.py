@@ -34,12 +34,12 @@ METHODS = {
     "rloo": ("RLOO", VERIFIER, SHARED_BASE),
 }
 PITFALLS = ("group_size", "temperature", "reward_hacking", "clipping")
+SETTING_PITFALLS = {"num_generations": "group_size", "temperature": "temperature", "num_iterations": "clipping"}
 
 
 def package_versions() -> dict:
-    names = ["torch", "transformers", "trl", "peft", "datasets", "tokenizers", "snakemake", "scipy"]
     versions = {"python": platform.python_version()}
-    for name in names:
+    for name in ["torch", "transformers", "trl", "peft", "datasets", "tokenizers", "snakemake", "scipy"]:
         try:
             versions[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
@@ -115,7 +115,8 @@ def run_sizes(sampling: dict, trains: dict, pairs: dict | None = None) -> dict:
 
 
 def benchmark_column(benchmark_dir: str | Path, column: str) -> dict:
-    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats), without non-numbers (``-``)."""
+    """One column of Snakemake's ``benchmark:`` files per rule (mean over repeats), without non-numbers (``-``): ``s``,
+    wall seconds; ``max_rss``, peak resident memory (MB) of the job's process tree."""
     values = {}
     for path in sorted(Path(benchmark_dir).glob("*.tsv")):
         with open(path, newline="") as handle:
@@ -149,8 +150,7 @@ def stage_logs(benchmarks_dir: str | Path, stages) -> list[Path]:
 
 
 def jobs_ran_on(logs) -> list[dict]:
-    """Which CPUs and commits the jobs of ``logs`` ran on: one {"cpu", "commit", "jobs"} per pair, most jobs first, from
-    each log's last machine line (a rerun appends to its log)."""
+    """{"cpu", "commit", "jobs"} per pair the jobs of ``logs`` ran on, most first, from each log's last machine line."""
     unknown = {"cpu": "not recorded", "commit": "not recorded"}
     machines = Counter()
     for log in map(Path, logs):
@@ -159,16 +159,6 @@ def jobs_ran_on(logs) -> list[dict]:
         machine = records[-1] if records else unknown
         machines[(machine["cpu"], machine["commit"])] += 1
     return [{"cpu": cpu, "commit": commit, "jobs": n} for (cpu, commit), n in machines.most_common()]
-
-
-def benchmark_seconds(benchmark_dir: str | Path) -> dict:
-    """Wall seconds per rule from Snakemake's ``benchmark:`` files (first column ``s``)."""
-    return benchmark_column(benchmark_dir, "s")
-
-
-def benchmark_max_rss(benchmark_dir: str | Path) -> dict:
-    """Peak resident memory (MB) of each rule's job, Snakemake's ``max_rss`` (the job's process tree)."""
-    return benchmark_column(benchmark_dir, "max_rss")
 
 
 def elapsed_seconds(benchmark_dir: str | Path, stages) -> float | None:
@@ -308,19 +298,12 @@ def pitfall_sets(plans: dict, reference: str = "grpo") -> dict:
     for name, plan in plans.items():
         if plan.get("group") != "pitfall":
             continue
-        if "overrides" in plan:
-            changes = set((plan["overrides"] or {}).get("grpo", {}))
-        else:
-            changes = {key for key in ("num_generations", "temperature", "num_iterations")
-                       if plan["grpo_args"].get(key) != ref_grpo.get(key)}
-        if "format_lenient" in plan["rewards"]:
-            sets["reward_hacking"].append(name)
-        elif "num_generations" in changes:
-            sets["group_size"].append(name)
-        elif "temperature" in changes:
-            sets["temperature"].append(name)
-        elif "num_iterations" in changes:
-            sets["clipping"].append(name)
+        changes = set((plan["overrides"] or {}).get("grpo", {})) if "overrides" in plan else {
+            key for key in SETTING_PITFALLS if plan["grpo_args"].get(key) != ref_grpo.get(key)}
+        pitfall = "reward_hacking" if "format_lenient" in plan["rewards"] else next(
+            (pitfall for key, pitfall in SETTING_PITFALLS.items() if key in changes), None)
+        if pitfall:
+            sets[pitfall].append(name)
     sets["group_size"].sort(key=lambda n: plans[n]["grpo_args"]["num_generations"])
     with_reference = [reference] if reference in plans else []
     return {name: with_reference + runs if runs else [] for name, runs in sets.items()}

@@ -27,8 +27,7 @@ def group_record(step: int, lines: list[dict], problems: dict) -> dict:
 
 
 def example_groups(rollouts: list[dict], group_size: int, max_steps: int, problems: dict) -> dict:
-    """The run's first mixed and first all-equal group, and at each of ``browse_steps`` that step's first mixed group
-    (else its first)."""
+    """The run's first mixed and all-equal group, and at each ``browse_steps`` its first mixed one (else its first)."""
     steps: dict = {}
     for line in rollouts:
         steps.setdefault(line["step"], []).append(line)

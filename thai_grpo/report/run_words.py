@@ -111,8 +111,7 @@ def supervision_lists(rows: list[dict]) -> dict[str, list[str]]:
 
 
 def sampling_lists(rows: list[dict]) -> dict[str, list[str]]:
-    """Where each method's generated tokens come from: ``own`` (sampled while training), ``dpo`` (pairs drawn once from
-    the SFT model) and ``ppo`` (a reward model learned from pairs the verifier ranked)."""
+    """Where each method's tokens come from: ``own`` (its training), ``dpo`` (SFT's pairs), ``ppo`` (its RM's pairs)."""
     dpo = [r["method"] for r in rows if r.get("human_labels") == METHODS["dpo"][1]]
     return {"own": [r["method"] for r in rows if r["method"] not in dpo], "dpo": dpo,
             "ppo": [r["method"] for r in rows if r.get("human_labels") == METHODS["ppo"][1]]}
@@ -129,19 +128,14 @@ def lead(results: dict) -> dict:
 
 
 def caveat(results: dict) -> dict | None:
-    """What one run of the comparison is: one training seed per method, on which problems (the first screen's
-    caveat); None without the run's config."""
+    """The first screen's caveat: one training seed per method, on which problems; None without the run's config."""
     config = results.get("config") or {}
-    if not config.get("data"):
+    data = config.get("data")
+    if not data:
         return None
-    data = config["data"]
-    if data["source"] == "synthetic":
-        source = "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai"
-    elif data["source"] == "hub":
-        source = f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"
-    else:
-        source = "a local dataset's problems"
-    return {"seed": config.get("seed"), "data": source}
+    sources = {"synthetic": "synthetic Thai word problems generated offline, not the chapter's GSM8K-Thai",
+               "hub": f"{(data.get('hub') or {}).get('path', 'a hub dataset')} problems"}
+    return {"seed": config.get("seed"), "data": sources.get(data["source"], "a local dataset's problems")}
 
 
 def report_words(results: dict) -> dict:

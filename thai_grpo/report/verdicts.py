@@ -49,8 +49,7 @@ def p_pair(test: dict) -> str:
 
 
 def versus_verdict(test: dict, after: str, before: str, trained_from: bool = True) -> str:
-    """One paired difference in a sentence: its size, 95% interval, p-values, family and the plan's verdict;
-    ``trained_from``: ``after`` was trained from ``before``."""
+    """One paired difference in a sentence; ``trained_from``: ``after`` was trained from ``before``."""
     metric, diff = METRIC_NAMES.get(test["metric"], test["metric"]), test["mean_diff"]
     interval = f"[{bound(test['ci_low'])}, {bound(test['ci_high'])}]"
     numbers = f"(paired 95% interval over problems {interval} points, {p_pair(test)}; {family_text(test)})"
