@@ -1,8 +1,7 @@
 """`make bench`: where the time goes on this machine (figures, not tests), printed and written to
-results/bench/bench.json: the sampler against its forward-pass bound; one step of GRPO, Dr.GRPO, PPO and DPO and
-held-out sampling split into parts by timing their methods in place (``PartTimer``; other = the step's wall time minus
-its parts). Needs the config's base, SFT adapter, data and reward model (make bench builds them).
-"""
+results/bench/bench.json: one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into parts by timing
+their methods in place (``PartTimer``; other = the step's wall time minus its parts). Needs the config's base, SFT
+adapter, data and reward model (make bench builds them)."""
 
 from __future__ import annotations
 
@@ -18,34 +17,6 @@ PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward p
              "backward and optimizer")
 DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
 SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)")
-
-
-# ----------------------------------------------------------------------------------------- bookkeeping
-def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int,
-                       max_new_tokens: int, temperature: float, seed: int, chat_template_kwargs: dict | None = None):
-    """Generated tokens per second of one ``generate`` call (len(questions) x num_samples sequences) and of one
-    forward pass over the same final sequences (the bound), and their ratio."""
-    import torch
-
-    from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config, stop_token_ids
-
-    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
-    stop_ids = stop_token_ids(model, tokenizer)
-    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        start = time.perf_counter()
-        output = model.generate(**encoded, generation_config=config)
-        generate_s = time.perf_counter() - start
-        new = output[:, encoded["input_ids"].shape[1]:]
-        generated = sum(completion_length(row.tolist(), stop_ids)[0] for row in new)
-        mask = torch.cat([encoded["attention_mask"].repeat_interleave(num_samples, 0), torch.ones_like(new)], dim=1)
-        start = time.perf_counter()
-        model(input_ids=output, attention_mask=mask)
-        bound_s = time.perf_counter() - start
-    return {"sequences": int(output.shape[0]), "prompt_tokens": int(encoded["input_ids"].shape[1]),
-            "generated_tokens": generated, "generate_s": generate_s, "tokens_per_s": generated / generate_s,
-            "bound_s": bound_s, "bound_tokens_per_s": generated / bound_s, "ratio_to_bound": bound_s / generate_s}
 
 
 class PartTimer:
@@ -122,38 +93,6 @@ def print_split(title: str, split: dict) -> None:
           f"{split['seconds']['total']:.2f} s", flush=True)
     for part, share in split["share"].items():
         print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
-
-
-def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]:
-    """``generate`` at GRPO's generation batch, the SFT policy merged (as a CPU's rollouts) and unmerged."""
-    import torch
-
-    from thai_grpo.workflow import eval_settings
-    from thai_grpo.core.io import read_jsonl
-    from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.workflow import variant_plan
-    from thai_grpo.models.loading import load_policy, load_tokenizer
-
-    ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo_args"]
-    system = config["data"].get("system_prompt", SYSTEM_PROMPT)
-    tokenizer = load_tokenizer(results / "model/base")
-    questions = [r["question"] for r in read_jsonl(results / "data/heldout.jsonl")]
-    prompts_per_step = grpo["per_device_train_batch_size"] // grpo["num_generations"]
-    calls = [("GRPO generation batch", True, prompts_per_step, grpo["num_generations"]),
-             ("GRPO generation batch, LoRA unmerged", False, prompts_per_step, grpo["num_generations"])]
-    rows = []
-    for thread_count in threads:
-        torch.set_num_threads(thread_count)
-        for label, merged, problems, samples in calls:
-            model = load_policy(results / "model/base", results / "model/sft_adapter", merged=merged).eval()
-            sampler_throughput(model, tokenizer, questions[:2], system, 2, 8, 1.0, 0)  # warm-up
-            row = sampler_throughput(model, tokenizer, questions[:problems], system, samples, ev["max_new_tokens"],
-                                     ev["temperature"], ev["seed"], ev.get("chat_template_kwargs"))
-            rows.append({"call": label, "threads": thread_count, "merged": merged, **row})
-            print(f"sampler  {label:38s} threads {thread_count}  {row['sequences']:4d} seqs  "
-                  f"{row['tokens_per_s']:8.0f} tok/s  bound {row['bound_tokens_per_s']:8.0f} tok/s  "
-                  f"ratio {row['ratio_to_bound']:.2f}", flush=True)
-    return rows
 
 
 def train_bench(config: dict, results: Path, variant: str, section: str, steps: int, threads: int, train,
@@ -323,7 +262,6 @@ def main() -> None:
     steps, threads = options.grpo_steps, options.threads
     report = {"cpu": lscpu_fields().get("Model name") or platform.processor() or "unknown",
               "cores": torch.get_num_threads(), "torch": torch.__version__,
-              "sampler": bench_sampler(config, results, threads),
               "grpo_step": [bench_grpo_step(config, results, steps, t) for t in threads],
               # each as the pipeline runs it: Dr.GRPO, PPO and DPO with 1 thread, held-out sampling with both
               "dr_grpo_step": bench_grpo_step(config, results, steps, 1, "dr_grpo"),

@@ -31,7 +31,6 @@ from thai_grpo_studies.hacking_words import hacking_outcome
 from thai_grpo_tools.compare_runs import flatten
 from thai_grpo_tools.memory_plan import markdown_table, real_config, stage_plans
 from thai_grpo_tools.rehearse_full import table as gpu_check_table
-from thai_grpo_tools.time_plan import tables as time_plan_tables
 
 REPO = Path(__file__).resolve().parents[1]
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
@@ -887,51 +886,7 @@ def table_variance_sources(ref, _):
             f"{len(ratios)} methods both studies trained.")
 
 
-@table("headline-detail")
-def table_headline_detail(ref, _):
-    """GRPO against SFT on the reference chain, and its training curves' first and last thirds."""
-    main = ref["main"]
-    sft, grpo = main["models"]["sft"], main["models"]["grpo"]
-    tests, run = main["vs_sft"]["grpo"], main["training"]["grpo"]
 
-    def before_after(metric, key=None):
-        return f"SFT {fmt(sft[metric]['estimate'])} -> GRPO {fmt(grpo[metric]['estimate'])}" + \
-            (f" ({diff(tests[key])}, {verdict_cell(tests[key])})" if key else "")
-
-    return titled(main["source"], f"- pass@1: {before_after('pass@1', 'pass@1')}.\n"
-                  f"- pass@{grpo['pass@n']['k']}: {before_after('pass@n')}.\n"
-                  f"- greedy accuracy: {before_after('greedy', 'greedy')}.\n"
-                  f"- training, first -> last third of its {run['steps']} steps: rollout accuracy "
-                  f"{' -> '.join(fmt(v, 2) for v in run['accuracy'])}, KL to the reference per token "
-                  f"{' -> '.join(fmt(v, 3) for v in run['kl'])}.")
-
-
-@table("kl-finding")
-def table_kl_finding(ref, _):
-    """k1 and k3 against the exact KL: their exact and bootstrap standard errors, and whether each interval holds it."""
-    kl = ref["main"].get("kl_real")
-    if not kl:
-        return NO_KL
-
-    def against(name):
-        v = kl[f"{name}_minus_exact"]
-        return f"{name} - exact {fmt_interval(v, 'mean', True, 4)} " + \
-            ("holds 0: agrees with the exact KL" if v["low"] <= 0 <= v["high"] else "excludes 0: misses the exact KL")
-
-    return (f"{provenance(ref['main']['source'])}: k3's exact standard error is "
-            f"{kl['exact_se_k3'] / kl['exact_se_k1']:.1f} times k1's ({fmt(kl['exact_se_k3'], 4)} against "
-            f"{fmt(kl['exact_se_k1'], 4)}); the bootstrap over {kl.get('interval_unit', 'completions')} saw "
-            f"{fmt(kl['k3']['bootstrap_se'], 4)} for k3 and {fmt(kl['k1']['bootstrap_se'], 4)} for k1. "
-            f"{against('k3')}; {against('k1')}. k3 has the lower exact variance at "
-            f"{kl['share_k3_lower_variance']:.0%} of the positions.")
-
-
-@table("ppo-scores", "pitfalls")
-def table_ppo_scores(ref, _):
-    pitfalls = ref["pitfalls"]
-    rows = [[label(m), fmt_interval(pitfalls["models"][m]["pass@1"]), f"{diff(t)}, p {test_p(t)}, {verdict_cell(t)}"]
-            for m in ("ppo", "ppo_verifier", "grpo") if m in pitfalls["models"] for t in [pitfalls["vs_sft"][m]["pass@1"]]]
-    return titled(pitfalls["source"], grid(["model", "pass@1 [95%]", "- SFT [95% paired]"], rows))
 
 
 @table("tokenizer")
@@ -957,7 +912,7 @@ def table_pitfalls(ref, _):
 
 
 def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, str]:
-    """Every generated block by name: ``TABLES``, the memory and time plans, and docs/reference/gpu_check*.json."""
+    """Every generated block by name: ``TABLES``, the memory plan, and docs/reference/gpu_check*.json."""
     paths = sorted((root / "docs" / "reference").glob("gpu_check*.json"))
     records = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
     checks = [f"`{path.name}`: {r['machine']}, preset {r['preset']}, {r['precision']}"
@@ -965,7 +920,7 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, st
               + gpu_check_table(r["stages"], r.get("memory", "torch.cuda.max_memory_allocated"))
               for path, r in zip(paths, records)]
     return {**{name: render(ref, elsewhere) for name, render in TABLES.items()},
-            "memory-plan": markdown_table(stage_plans(real_config(root))), **time_plan_tables(real_config(root), records),
+            "memory-plan": markdown_table(stage_plans(real_config(root))),
             "gpu-check": "\n\n".join(checks) or "No `make gpu-check` record is kept here yet."}
 
 

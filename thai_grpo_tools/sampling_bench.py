@@ -11,7 +11,7 @@ A decode step's counts at 160 and 1,024 rows on a Qwen3-shaped stand-in (full vo
 operators torch dispatches (its profiler's ``aten::`` events, each a kernel launch or more on a GPU) and the host's
 reads of device data (``tolist``, ``item``, a tensor's truth value, and the operators whose output size depends on the
 data, ``nonzero`` and kin: each a synchronisation on a GPU), a long call's less a one-token call's, per step; no row
-stops, so no compaction is counted. The time plan prices a decode step's launches and synchronisations from these.
+stops, so no compaction is counted.
 """
 
 from __future__ import annotations
