@@ -6,11 +6,13 @@ adapter, data and reward model (make bench builds them)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 PARTS = ("generation", "rewards", "reference/old log-probs", "forward", "backward", "optimizer")
 PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward passes", "forward (policy, value)",
@@ -19,22 +21,14 @@ DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
 SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)")
 
 
-class PartTimer:
-    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block.
-    ``wrap``: ``owner.name`` adds its wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed),
-    after calling ``before(*args)``."""
+class PartTimer(contextlib.ExitStack):
+    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block: ``wrap``
+    adds ``owner.name``'s wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed)."""
 
     def __init__(self):
+        super().__init__()
         self.steps: list[dict] = []
         self._start: float | None = None
-        self._originals: list[tuple] = []
-
-    def __enter__(self) -> "PartTimer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for owner, name, original in reversed(self._originals):
-            setattr(owner, name, original)
 
     def begin_step(self, *_, **__) -> None:
         self.end_step()
@@ -51,8 +45,7 @@ class PartTimer:
             self.steps[-1][part] = self.steps[-1].get(part, 0.0) + seconds
 
     def patch(self, owner, name: str, function) -> None:
-        self._originals.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, function)
+        self.enter_context(mock.patch.object(owner, name, function))
 
     def wrap(self, owner, name: str, part, before=None) -> None:
         original = getattr(owner, name)
@@ -70,12 +63,17 @@ class PartTimer:
 
         self.patch(owner, name, timed)
 
-    def split(self, parts: tuple[str, ...], **fields) -> dict:
-        """The mean split after the warm-up step (``step_split``), each step's own, and ``fields``."""
+    def split(self, title: str, parts: tuple[str, ...], **fields) -> dict:
+        """The mean split after the warm-up step (``step_split``), each step's own and ``fields``, printed."""
         self.end_step()
         steps = [{**{p: s.get(p, 0.0) for p in parts}, "total": s["total"],
                   "other": s["total"] - sum(s.get(p, 0.0) for p in parts)} for s in self.steps if "total" in s]
-        return {**step_split(steps, 1, parts), "per_step": steps, **fields}
+        split, threads = {**step_split(steps, 1, parts), "per_step": steps, **fields}, fields["threads"]
+        print(f"{title} ({threads} thread{'s' if threads > 1 else ''}), mean of {split['steps_timed']} after a "
+              f"warm-up: {split['seconds']['total']:.2f} s", flush=True)
+        for part, share in split["share"].items():
+            print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
+        return split
 
 
 def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = PARTS) -> dict:
@@ -87,18 +85,9 @@ def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = 
 
 
 # ----------------------------------------------------------------------------------------- the measurements
-def print_split(title: str, split: dict) -> None:
-    threads = split["threads"]
-    print(f"{title} ({threads} thread{'s' if threads > 1 else ''}), mean of {split['steps_timed']} after a warm-up: "
-          f"{split['seconds']['total']:.2f} s", flush=True)
-    for part, share in split["share"].items():
-        print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
-
-
 def train_bench(config: dict, results: Path, variant: str, section: str, steps: int, threads: int, train,
                 **extra) -> None:
-    """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps (its plan's ``section``), from the last
-    run's base and SFT adapter, in a scratch folder."""
+    """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps, from the last run's models, in scratch."""
     import torch
 
     from thai_grpo.core.io import read_jsonl
@@ -151,9 +140,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 
     with PartTimer() as timer:
         train_bench(config, results, variant, "grpo_args", steps, threads, train)
-    split = timer.split(PARTS, variant=variant, threads=threads)
-    print_split(f"{variant} step", split)
-    return split
+    return timer.split(f"{variant} step", PARTS, variant=variant, threads=threads)
 
 
 def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
@@ -184,9 +171,7 @@ def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 
         timer.patch(ppo, "_update", timed_update)
         train_bench(config, results, "ppo", "ppo", steps, threads, ppo.train, reward_dir=results / "model/reward_model")
-    split = timer.split(PPO_PARTS, threads=threads)
-    print_split("ppo step", split)
-    return split
+    return timer.split("ppo step", PPO_PARTS, threads=threads)
 
 
 def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
@@ -205,15 +190,12 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
         timer.wrap(torch.optim.AdamW, "step", "optimizer")
         train_bench(config, results, "dpo", "dpo", steps, threads, dpo.train,
                     pairs=read_jsonl(results / "data/preference_pairs.jsonl"))
-    split = timer.split(DPO_PARTS, threads=threads)
-    print_split("dpo step", split)
-    return split
+    return timer.split("dpo step", DPO_PARTS, threads=threads)
 
 
 def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
-    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings; each problem's
-    greedy answer one more row of its call) on the first ``problems`` held-out problems, split into the prompts'
-    prefill and the decoding."""
+    """Held-out sampling of the SFT policy as the sample rule runs it, on the first ``problems`` held-out problems, split
+    into the prompts' prefill and the decoding."""
     import torch
 
     import thai_grpo.models.decoding as decoding
@@ -239,9 +221,8 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
                                     ev["seed"], ev.get("chat_template_kwargs"))
         for step in timer.steps:  # the prefill ran inside the sampling calls: count it once
             step[decode] = step.get(decode, 0.0) - step.get(prefill, 0.0)
-        split = timer.split(SAMPLING_PARTS, threads=threads, problems=len(rows))
-    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']}", split)
-    return split
+        return timer.split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']}", SAMPLING_PARTS,
+                           threads=threads, problems=len(rows))
 
 
 def main() -> None:

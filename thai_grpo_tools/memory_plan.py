@@ -1,8 +1,6 @@
 """`make memory-plan`: the real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed, not
-measured (results/memory_plan/plan.json and plan.md). ``stage_plans`` builds every stage of a real-config run from
-``thai_grpo.jobs.memory_plan``'s pieces and ``thai_grpo.jobs.memory_stages``' stages; ``sizes_for_card`` gives the
-sizes a card chooses for ``auto``. Each stage's formula is checked against the stage's own code in
-tests/test_memory_measured.py; at Qwen3-0.6B's own shape by ``thai_grpo_tools.rehearse_full``.
+measured (results/memory_plan/plan.json and plan.md), from ``thai_grpo.jobs.memory_plan``'s pieces and
+``thai_grpo.jobs.memory_stages``' stages; checked in tests/test_memory_measured.py and by `make rehearse-full`.
 """
 
 from __future__ import annotations
@@ -45,8 +43,7 @@ def merged_configs(paths) -> dict:
 
 
 def real_config(root, *extra) -> dict:
-    """The real run's config as Snakemake builds it from the files under ``root`` (schema defaults filled), with
-    ``extra`` files on top."""
+    """The real run's config as Snakemake builds it from the files under ``root``, ``extra`` files on top."""
     return load_config_files([Path(root) / path for path in REAL_CONFIGS] + list(extra))
 
 
@@ -57,8 +54,7 @@ def evaluation_precision(config: dict, training: Precision) -> Precision:
 
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
-    """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
-    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` per row."""
+    """A TRL trainer's forward-backward on ``rows`` x ``width`` tokens, (``lm`` head) with one tile of its fused head."""
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
@@ -88,8 +84,7 @@ def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int,
 
 
 def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
-    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when at hand, else the reward model's shape with
-    dropout 0.05, as many hub adapters have it."""
+    """(the SFT adapter's LoRA: ``sft_lora``, else the reward model's shape with dropout 0.05; the reward model's)."""
     reward_lora = config.get("reward_model", {}).get("lora") or {}
     reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
         "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
@@ -115,10 +110,7 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
 
 def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                    precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
-    """``eval.batch_size``, ``passk.batch_size`` and each PPO variant's ``ppo.chunk_floats`` as the jobs choose them
-    for ``auto`` on a card of ``card_gib`` GiB; a number set in the config is kept."""
-    from thai_grpo.workflow import passk_settings
-
+    """``eval.batch_size``, ``passk.batch_size`` and ``ppo.chunk_floats`` as the jobs size ``auto`` on ``card_gib``."""
     grpo, ev = config["grpo"], config["eval"]
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
     passk = passk_settings(config)
@@ -156,9 +148,8 @@ def sized_config(config: dict, sizes: dict) -> dict:
 def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                 chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
                 logprob_rows: int = 32, card_gib: float = CARD_GIB) -> list[dict]:
-    """Every stage of a real-config run for ``shape`` on one device holding tensors as ``precision`` says, prompts of
-    up to ``prompt`` tokens, ``auto`` as a card of ``card_gib`` GiB chooses; ``logprob_rows``: the completions the
-    token log-probs stage scores at once."""
+    """Every stage of a real-config run for ``shape`` in ``precision``, ``auto`` sized for ``card_gib``;
+    ``logprob_rows``: the completions the token log-probs stage scores at once."""
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)

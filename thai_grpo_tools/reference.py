@@ -2,16 +2,13 @@
 summaries of the reference run (docs/reference/*.json).
 
     python -m thai_grpo_tools.reference summarise   results/ -> docs/reference/*.json, with commit, command and CPU
-    python -m thai_grpo_tools.reference render      rewrite the documents' generated blocks (``TABLES``)
+    python -m thai_grpo_tools.reference render      rewrite each ``<!-- table:NAME -->`` block (``TABLES``)
     python -m thai_grpo_tools.reference compare     results/ against the summaries, within the spread between runs
-
-A generated block is ``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``; each is one renderer in ``TABLES``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import json
 import os
@@ -25,6 +22,7 @@ import numpy as np
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
 from thai_grpo.evaluation.plan import VERDICTS
 from thai_grpo.jobs.machine import commit_of, this_cpu
+from thai_grpo.report.results import benchmark_column
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, family_text, fmt_p
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
@@ -35,12 +33,9 @@ from thai_grpo_tools.rehearse_full import table as gpu_check_table
 REPO = Path(__file__).resolve().parents[1]
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
-         "passk": ("passk/results.json", "snakemake --cores 2 passk"),
-         "seeds": ("seeds/results.json", "snakemake --cores 2 seeds"),
-         "hacking": ("hacking/results.json", "snakemake --cores 2 hacking"),
-         "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls"),
-         "losses": ("losses/results.json", "snakemake --cores 2 losses"),
-         "chain_study": ("chains/results.json", "snakemake --cores 2 chains"),
+         **{part: (f"{target}/results.json", f"snakemake --cores 2 {target}") for part, target in (
+             ("passk", "passk"), ("seeds", "seeds"), ("hacking", "hacking"), ("pitfalls", "pitfalls"),
+             ("losses", "losses"), ("chain_study", "chains"))},
          "bench": ("bench/bench.json", "make bench")}
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
@@ -125,8 +120,7 @@ def summarise_scores(results: dict) -> dict:
 
 @summariser("main")
 def summarise_main(results: dict) -> dict:
-    """Scores and tests, each trained run's rollout accuracy and KL (first -> last third) and health flag, the k1/k3
-    study, PPO's reward model, each method's training cost and each stage's seconds."""
+    """Scores and tests, each run's training curves (first -> last third) and health, the k1/k3 study, costs."""
     runs = {name: {"accuracy": _thirds(run["steps"], "accuracy"), "kl": _thirds(run["steps"], "kl"),
                    "steps": len(run["steps"]),
                    "flagged": bool(run["health"]["hacking_suspect"] or run["health"]["truncation_failed"])}
@@ -185,8 +179,7 @@ def _seed_power(power: dict) -> dict:
 
 @summariser("seeds")
 def summarise_seeds(seeds: dict) -> dict:
-    """Per method pass@1 per training seed, between-seed mean, t interval, SD, re-sampling SD, within-run SE and the
-    crossed interval; each contrast against the baseline; the seeds the family needs."""
+    """Per method pass@1 per training seed and its spreads; each contrast against the baseline; the seeds needed."""
     methods = {m: {"per_seed": {str(r["seed"]): r["estimate"] for r in s["runs"]},
                    **{k: s["between_seed"][k] for k in ("mean", "t_low", "t_high", "sd")},
                    "crossed_low": s["crossed"]["low"], "crossed_high": s["crossed"]["high"],
@@ -216,8 +209,7 @@ def summarise_hacking(hacking: dict) -> dict:
 
 @summariser("chain_study")
 def summarise_chain_study(study: dict) -> dict:
-    """Per model pass@1 per chain and the methods' gain over SFT with its crossed mean; each pair's test; the chains
-    each family needs; the sampling seeds and the hacking runs per variant."""
+    """Per model pass@1 and gain over SFT per chain; each pair's test; the chains each family needs; hacking."""
     models = {}
     for model, entry in study["models"].items():
         models[model] = {"pass1": {str(c["seed"]): c["pass@1"]["estimate"] for c in entry["chains"]}}
@@ -236,8 +228,7 @@ def summarise_chain_study(study: dict) -> dict:
 
 @summariser("losses")
 def summarise_losses(losses: dict) -> dict:
-    """Per loss variant what it changes, its first metric per seed and crossed mean, its flagged runs and seconds;
-    per metric each variant against the baseline; the seeds the family needs."""
+    """Per loss variant its changes, first metric per seed, flags and seconds; each against the baseline per metric."""
     metric = losses["metrics"][0]
 
     def variant(v: dict) -> dict:
@@ -341,8 +332,7 @@ def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | N
 
 
 def wall_from_time_output(text: str) -> float | None:
-    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time (``0:11:52elapsed``, ``Elapsed (wall
-    clock) time ...: 11:52.12``); None when neither is there."""
+    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time's output; None when neither is there."""
     match = re.search(r"real\s+(?:(\d+)h)?(\d+)m([\d.]+)s", text)
     if match:
         hours, minutes, seconds = match.groups()
@@ -354,17 +344,6 @@ def wall_from_time_output(text: str) -> float | None:
     return None
 
 
-def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
-    """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
-    out = {}
-    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
-        with open(path, encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        if rows:
-            out[path.stem] = float(rows[0]["s"])
-    return out
-
-
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
               walls: dict | None = None) -> dict:
     """{part: summary with its source} for each part under ``results``; ``untimed``, ``notes``, ``walls`` by part."""
@@ -373,7 +352,7 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
 
     commit, cpu, cores = commit_of(results.parent), this_cpu(), len(os.sched_getaffinity(0))
     timed = {stem: ((results / "benchmarks" / f"{stem}.tsv").stat().st_mtime, s)
-             for stem, s in read_benchmarks(results / "benchmarks").items()}
+             for stem, s in benchmark_column(results / "benchmarks", "s").items()}
     out = {}
     for part, (path, _) in PARTS.items():
         if not (results / path).exists():
@@ -413,8 +392,7 @@ def chain_row(src: dict, note: str, values: dict) -> dict:
 
 
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
-    """The whole-chain runs the docs know: those kept in elsewhere.json, the reference chain study's other chains and
-    the reference run itself, each {"cpu", "command", "note", "values": {flat key: number}}."""
+    """The whole-chain runs the docs know (elsewhere.json's, the chain study's, the reference run): ``chain_row``s."""
     kept = {k for chain in elsewhere.get("chains", []) for k in chain["values"]}
     own = {key: value for key, value in numbers(ref).items() if key in kept}
     return [*elsewhere.get("chains", []), *study_chains(ref.get("chain_study")),
@@ -456,8 +434,7 @@ def is_cost(key: str) -> bool:
 
 
 def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
-    """Every number of the reference summaries also in ``own`` that differs: reference, own, difference (and ratio for
-    times and memory), and where ``spreads`` has the key, whether it is within the largest seen between two runs."""
+    """Each reference number that differs in ``own``: both, the difference (costs: ratio), within the spread or not."""
     own_flat, rows = numbers(own), []
     for key, ref_value in numbers({p: s for p, s in reference.items() if p in own}).items():
         value = own_flat.get(key)
@@ -473,8 +450,7 @@ def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
 
 
 def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool = False) -> str:
-    """The differences as text: the sources side by side; each differing result with a stated spread or in the
-    headline (all with ``show_all``), the rest counted; times and memory as one median ratio."""
+    """The differences as text: sources, the results with a spread or in the headline (``show_all``: all), costs."""
     lines = []
     for part in (part for part in reference if part in own):
         lines += [f"{part}: reference {provenance(reference[part]['source'])}",
@@ -510,7 +486,6 @@ def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool 
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
           "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
 P_FAMILY, VERDICT_PLAN = "p (adjusted in its family)", "verdict (family; the declared plan)"
-NO_KL = "*The reference run has no k1/k3 study.*"
 
 
 def fmt(value, digits: int = 3, signed: bool = False) -> str:
@@ -626,7 +601,7 @@ def table_pairs(ref, _):
 def table_kl(ref, _):
     kl = ref["main"].get("kl_real")
     if not kl:
-        return NO_KL
+        return "*The reference run has no k1/k3 study.*"
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
             for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
@@ -807,8 +782,7 @@ def table_chain_study(ref, _):
 
 @table("losses", "losses")
 def table_losses(ref, _):
-    """Per loss variant: what it changes, its confirmatory metric per seed, its mean and its contrast with the
-    baseline; its other metrics' contrasts (secondary families); the runs the health detector flagged."""
+    """Per loss variant its changes, confirmatory metric per seed and contrast; the secondary metrics; flagged runs."""
     losses = ref["losses"]
     metric, baseline, order = losses["metric"], losses["baseline"], [str(s) for s in losses["seeds"]]
     rows = []

@@ -1,29 +1,25 @@
 """`make bench-sampling`: held-out sampling before and after the decode loop, timed on this CPU (a measurement, not
 a test), then what one decode step asks of the host; printed and written to results/sampling_bench/bench.json.
 
-The held-out sampling stage (``sampling.sample_heldout``: the samples and the greedy answers) runs at the real
-config's settings on the rehearsal's Qwen3-shaped stand-ins (built in --standins the first time), once through the
-decode loop ("after") and once through the path it replaced ("before": ``generate`` with each prompt prefilled once),
-on the same problems and seeds, interleaved so that a change in the machine's load falls on both alike. On a machine
-that other jobs share, the figures are indicative only.
+``sampling.sample_heldout`` at the real config's settings on the rehearsal's Qwen3-shaped stand-ins (built in
+--standins the first time), through the decode loop ("after") and through ``generate`` with each prompt prefilled once
+("before"), on the same problems and seeds, interleaved so that the machine's load falls on both alike.
 
-A decode step's counts at 160 and 1,024 rows on a Qwen3-shaped stand-in (full vocabulary, 4 layers, hidden 128): the
-operators torch dispatches (its profiler's ``aten::`` events, each a kernel launch or more on a GPU) and the host's
-reads of device data (``tolist``, ``item``, a tensor's truth value, and the operators whose output size depends on the
-data, ``nonzero`` and kin: each a synchronisation on a GPU), a long call's less a one-token call's, per step; no row
-stops, so no compaction is counted.
+A decode step at 160 and 1,024 rows (full vocabulary, 4 layers, hidden 128): the operators torch dispatches (each a
+kernel launch or more on a GPU) and the host's reads of device data (``tolist``, ``item``, truth values, ``nonzero``
+and kin: each a synchronisation on a GPU), a long call's less a one-token call's, per step; no row stops.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
 import json
 import os
 import statistics
 import time
 from pathlib import Path
+from unittest import mock
 
 PATHS = ("before", "after")
 SYNCING_OPS = ("aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_consecutive",
@@ -31,41 +27,21 @@ SYNCING_OPS = ("aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::
 HOST_READS = ("tolist", "item", "__bool__", "__int__", "__float__", "__index__")  # torch.Tensor's entry points
 
 
-@dataclasses.dataclass(frozen=True)
-class Counts:
-    """Dispatched operators and host synchronisations of a call."""
-    ops: int
-    syncs: int
-
-    def __sub__(self, other: "Counts") -> "Counts":
-        return Counts(self.ops - other.ops, self.syncs - other.syncs)
-
-
-@contextlib.contextmanager
-def counted_host_reads(reads: list):
+def counted_host_reads(reads: list) -> contextlib.ExitStack:
     """Within the block, each call of a ``HOST_READS`` method of a torch.Tensor appends its name to ``reads``."""
     import torch
 
-    own = {name: getattr(torch.Tensor, name) for name in HOST_READS}
+    def counting(name, own):
+        return lambda tensor, *args, **kwargs: reads.append(name) or own(tensor, *args, **kwargs)
 
-    def counting(name):
-        def read(tensor, *args, **kwargs):
-            reads.append(name)
-            return own[name](tensor, *args, **kwargs)
-        return read
-
+    stack = contextlib.ExitStack()
     for name in HOST_READS:
-        setattr(torch.Tensor, name, counting(name))
-    try:
-        yield
-    finally:
-        for name, method in own.items():
-            setattr(torch.Tensor, name, method)
+        stack.enter_context(mock.patch.object(torch.Tensor, name, counting(name, getattr(torch.Tensor, name))))
+    return stack
 
 
-def count_call(call) -> Counts:
-    """The operators ``call()`` dispatches and its host synchronisations (host reads, and syncing operators not
-    already counted as one: ``item`` runs ``_local_scalar_dense``)."""
+def count_call(call) -> tuple[int, int]:
+    """The operators ``call()`` dispatches and its host synchronisations (``item``'s ``_local_scalar_dense`` once)."""
     from torch.profiler import ProfilerActivity, profile
 
     reads: list = []
@@ -74,12 +50,11 @@ def count_call(call) -> Counts:
     names = [event.name for event in profiler.events()]
     ops = sum(name.startswith("aten::") for name in names)
     syncing = sum(name in SYNCING_OPS for name in names) - sum(name == "aten::_local_scalar_dense" for name in names)
-    return Counts(ops, len(reads) + syncing)
+    return ops, len(reads) + syncing
 
 
 def per_step(model, prompts: int, samples: int, prompt: int = 32, steps: int = 32) -> dict:
-    """A decode step's operators and synchronisations on ``prompts`` x ``samples`` rows, averaged over ``steps``
-    steps (``sample_continuations`` at temperature 1, stop token id -1: no row stops)."""
+    """A decode step's operators and synchronisations on ``prompts`` x ``samples`` rows (no row stops), per step."""
     import torch
 
     from thai_grpo.models.sampling import generation_config, row_seeds, sample_continuations
@@ -96,14 +71,13 @@ def per_step(model, prompts: int, samples: int, prompt: int = 32, steps: int = 3
 
     with torch.no_grad():
         call(2)()  # warm: the first call pays for lazy imports and registrations
-        counts = count_call(call(steps + 1)) - count_call(call(1))
-    return {"rows": prompts * samples, "steps": steps, "ops_per_step": counts.ops / steps,
-            "syncs_per_step": counts.syncs / steps}
+        (ops, syncs), (one_ops, one_syncs) = count_call(call(steps + 1)), count_call(call(1))
+    return {"rows": prompts * samples, "steps": steps, "ops_per_step": (ops - one_ops) / steps,
+            "syncs_per_step": (syncs - one_syncs) / steps}
 
 
 def standin(vocab_size: int | None = None):
-    """The Qwen3-shaped stand-in: Qwen3-0.6B's config at 4 layers and hidden 128 (``vocab_size``: another vocabulary,
-    for a quicker count: the counts do not depend on it), random weights, float32."""
+    """Qwen3-0.6B's config at 4 layers and hidden 128, random float32 weights (``vocab_size``: a quicker count)."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -146,8 +120,7 @@ def summary(seconds: dict[str, list[float]]) -> dict:
 
 
 def generate_sharing_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
-    """The path before the decode loop: ``generate`` with each prompt prefilled once, greedy over
-    ``sampling.seeded_per_row``'s choices (the same draws)."""
+    """The path before the decode loop: ``generate`` with each prompt prefilled once, the same seeded draws."""
     import torch
 
     from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
@@ -158,22 +131,16 @@ def generate_sharing_continuations(model, input_ids, attention_mask, config, see
         return generate_sharing_prompts(model, input_ids, attention_mask, greedy, logits_processor=processors)
 
 
-@contextlib.contextmanager
 def path_before():
     """Within the block, ``sample_heldout`` runs as before the decode loop: ``generate_sharing_continuations``."""
     import thai_grpo.models.sampling as sampling
 
-    saved = sampling.sample_continuations
-    sampling.sample_continuations = generate_sharing_continuations
-    try:
-        yield
-    finally:
-        sampling.sample_continuations = saved
+    return mock.patch.object(sampling, "sample_continuations", generate_sharing_continuations)
 
 
 def measure(folder: Path, problems: int, repeats: int, threads: int, settings: dict | None = None) -> dict:
-    """Time the held-out sampling stage before and after, interleaved, on the stand-ins in ``folder``, and print it.
-    ``settings``: eval settings over the real config's (num_samples, max_new_tokens, ...)."""
+    """The held-out sampling stage before and after, interleaved, on the stand-ins in ``folder`` (``settings`` over the
+    real config's eval settings), timed and printed."""
     import torch
 
     from thai_grpo.workflow import eval_settings
