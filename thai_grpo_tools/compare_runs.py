@@ -25,8 +25,7 @@ class RunMismatch(ValueError):
 
 
 def load_run(path: str | Path) -> dict:
-    """A finished run's path, recorded commit, config, held-out ids, and per model its ids, correct counts per problem
-    and samples per problem."""
+    """A finished run's path, commit, config, held-out ids, and per model its ids, correct counts and samples."""
     path = Path(path).resolve()
     if (path / "results" / "results.json").is_file() and not (path / "results.json").is_file():
         raise RunMismatch(f"{path} holds a run in results/ (`cp -r results DIR` into an existing DIR copies inside "
@@ -97,8 +96,7 @@ def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
 
 
 def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """Per model in both runs pass@1 before and after, the paired bootstrap of after - before (B and seed by default
-    the after run's), p Holm-adjusted; the models in one run only; the config keys that differ; a verdict."""
+    """Per model pass@1 before and after, the paired bootstrap of the difference, p Holm-adjusted; config differences."""
     differences = config_differences(before["config"], after["config"])
     check_same_problems(before, after, differences)
     evaluation = after["config"].get("eval") or {}

@@ -69,10 +69,8 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
 
 def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int, completion: int,
                          chunk_floats: int = CHUNK_FLOATS, shortest_prompt: int = 1) -> dict:
-    """The token log-probs stage, float32 on every device: the base with two adapters, then per chunk of rows the
-    larger of two phases: three logits-sized tensors over the positions from the shortest prompt's last on (the
-    logits' log-softmax, the policy's held while the reference's is made); or both log-softmax batches and the exact
-    KL of one completion (nine float64 tensors of its positions x vocabulary and a mask)."""
+    """The token log-probs stage in float32, per chunk the larger phase: three logits-sized tensors (a log-softmax, the
+    policy's held while the reference's is made), or two and one completion's exact KL (nine float64 tensors)."""
     rows = rows_per_chunk(logprob_pass_floats(shape, width), completions, chunk_floats)
     batch = rows * (width - shortest_prompt + 1) * shape.vocab_size * 4  # one chunk's logits, float32
     weights = {"weights": (base_parameters(shape) + 2 * lora_parameters(shape, lora)) * 4}
@@ -197,13 +195,17 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     return plans
 
 
+def grid(head: list[str], rows: list[list[str]]) -> str:
+    """A markdown table."""
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                      *("| " + " | ".join(row) + " |" for row in rows)])
+
+
 def markdown_table(plans: list[dict]) -> str:
     """The plan as a markdown table: stage, its pieces in GiB, the peak and the verdict."""
-    lines = ["| stage | pieces (GiB) | peak (GiB) | verdict |", "|---|---|---|---|"]
-    for plan in plans:
-        pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
-        lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
-    return "\n".join(lines)
+    return grid(["stage", "pieces (GiB)", "peak (GiB)", "verdict"],
+                [[plan["stage"], ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items()),
+                  str(plan["peak_gib"]), plan["verdict"]] for plan in plans])
 
 
 def main() -> int:

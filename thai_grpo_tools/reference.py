@@ -27,7 +27,7 @@ from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, family_text
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
 from thai_grpo_tools.compare_runs import flatten
-from thai_grpo_tools.memory_plan import markdown_table, real_config, stage_plans
+from thai_grpo_tools.memory_plan import grid, markdown_table, real_config, stage_plans
 from thai_grpo_tools.rehearse_full import table as gpu_check_table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -525,12 +525,6 @@ def label(model: str) -> str:
 def pair_label(pair: str) -> str:
     """'dr_grpo - grpo' -> 'Dr.GRPO - GRPO'."""
     return " - ".join(label(m) for m in pair.replace("_vs_", " - ").split(" - "))
-
-
-def grid(head: list[str], rows: list[list[str]]) -> str:
-    """A markdown table."""
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-                      *("| " + " | ".join(row) + " |" for row in rows)])
 
 
 def titled(source: dict, body: str, after: str = "") -> str:

@@ -21,7 +21,8 @@ from thai_grpo.jobs.devices import job_device
 from thai_grpo.jobs.machine import this_cpu
 from thai_grpo.workflow import deep_merge
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU, T4, Precision
-from thai_grpo_tools.memory_plan import QWEN3_0_6B, REPO, real_config, sized_config, sizes_for_card, stage_plans
+from thai_grpo_tools.memory_plan import (QWEN3_0_6B, REPO, grid, real_config, sized_config, sizes_for_card,
+                                         stage_plans)
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
 PPO_CPU = {"batch_size": 4, "max_steps": 1, "num_ppo_epochs": 1, "num_mini_batches": 1}
@@ -135,15 +136,12 @@ def table(rows: list[dict], memory: str) -> str:
         return f"{finite}; {row['optimizer_steps_skipped']} skipped, {row['nonfinite_grad_steps']} non-finite{redone}"
 
     counted = any("optimizer_steps_skipped" in row for row in rows)
-    lines = [f"| stage | predicted GiB | measured GiB ({memory}) | measured / predicted | s/step | steps |"
-             + (" loss; updates lost |" if counted else ""), "|---|---|---|---|---|---|" + ("---|" if counted else "")]
-    for row in rows:
-        seconds = row.get("seconds_per_step")
-        lines.append(f"| {row['stage']} | {gib(row['predicted_bytes'])} | {gib(row.get('peak_bytes'))} | "
-                     f"{'-' if row['ratio'] is None else row['ratio']} | "
-                     f"{'-' if seconds is None else f'{seconds:.1f}'} | {row.get('steps', '-')} |"
-                     + (f" {updates(row)} |" if counted else ""))
-    return "\n".join(lines)
+    return grid(["stage", "predicted GiB", f"measured GiB ({memory})", "measured / predicted", "s/step", "steps",
+                 *(["loss; updates lost"] if counted else [])],
+                [[row["stage"], gib(row["predicted_bytes"]), gib(row.get("peak_bytes")),
+                  "-" if row["ratio"] is None else str(row["ratio"]),
+                  "-" if row.get("seconds_per_step") is None else f"{row['seconds_per_step']:.1f}",
+                  str(row.get("steps", "-")), *([updates(row)] if counted else [])] for row in rows])
 
 
 # ----------------------------------------------------------------------------------------- the inputs
