@@ -6,13 +6,10 @@ measured (results/memory_plan/plan.json and plan.md), from ``thai_grpo.jobs.memo
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from pathlib import Path
 
-import yaml
-
-from thai_grpo.workflow import deep_merge, load_config_files, passk_settings
+from thai_grpo.workflow import load_config_files, passk_settings
 from thai_grpo.jobs.memory_plan import (
     ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
     rows_per_chunk,
@@ -22,12 +19,10 @@ from thai_grpo.jobs.memory_stages import (
     attention_bias_bytes, backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
     sampling_batch_for_card, sampling_stage, stage, trained_bytes,
 )
+from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
-# Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
-# 128, vocabulary 151,936, tied embeddings.
-QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
-                   num_kv_heads=8, head_dim=128)
+QWEN3_0_6B = Shape.from_config(QWEN3_0_6B_CONFIG)
 #: The cards the documents size for, by the total memory CUDA reports (GiB): a 16 GB T4 and an 80 GB A100 or H100.
 CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
 # TRL's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
@@ -35,11 +30,6 @@ CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
 TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
 #: The real run's config files, in the order Snakemake merges them (`--configfile` on top of the default).
 REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
-
-
-def merged_configs(paths) -> dict:
-    """YAML config files merged in order, key by key, as Snakemake merges them."""
-    return functools.reduce(deep_merge, (yaml.safe_load(Path(path).read_text(encoding="utf-8")) for path in paths), {})
 
 
 def real_config(root, *extra) -> dict:

@@ -27,10 +27,9 @@ from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, family_text
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
 from thai_grpo_tools.compare_runs import flatten
-from thai_grpo_tools.memory_plan import grid, markdown_table, real_config, stage_plans
+from thai_grpo_tools.memory_plan import REPO, grid, markdown_table, real_config, stage_plans
 from thai_grpo_tools.rehearse_full import table as gpu_check_table
 
-REPO = Path(__file__).resolve().parents[1]
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
          **{part: (f"{target}/results.json", f"snakemake --cores 2 {target}") for part, target in (

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from thai_grpo.data.prompts import build_prompt
 
-REPO = Path(__file__).resolve().parents[1]
 # With thinking on, a think block with more Thai letters than the ten Latin ones of its tags (so the Thai-script
 # reward can pay); with thinking off, nothing.
 THINKING_ON, THINKING_OFF = "<think>\nคิดทีละขั้นตอนแล้วตอบเป็นตัวเลข\n</think>\n\n", ""
