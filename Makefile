@@ -59,7 +59,7 @@ bench: setup  ## where the time goes: one step of each method split into its par
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python -m thai_grpo_tools.bench
 
-bench-sampling: setup  ## held-out sampling timed before and after the decode loop, on the real config's stand-ins
+bench-sampling: setup  ## held-out sampling timed on the real config's stand-ins, and a decode step's host work
 	$(BIN)/python -m thai_grpo_tools.sampling_bench
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:

@@ -182,8 +182,7 @@ def summarise_seeds(seeds: dict) -> dict:
     methods = {m: {"per_seed": {str(r["seed"]): r["estimate"] for r in s["runs"]},
                    **{k: s["between_seed"][k] for k in ("mean", "t_low", "t_high", "sd")},
                    "crossed_low": s["crossed"]["low"], "crossed_high": s["crossed"]["high"],
-                   "resampling_sd": s["resampling_sd"], "within_run_se": s["within_run_se"]}
-               for m, s in seeds["methods"].items()}
+                   **{k: s[k] for k in ("resampling_sd", "within_run_se")}} for m, s in seeds["methods"].items()}
     return {"seeds": seeds["training_seeds"], "methods": methods,
             "pairs": {f"{p['a']} - {p['b']}": contrast(p, "p p_holm df verdict family_text") for p in seeds["pairs"]},
             "power": _seed_power(seeds.get("power") or {})}
@@ -201,8 +200,8 @@ def summarise_hacking(hacking: dict) -> dict:
                          for key in HACKING_CURVES if key in run["means"]},
                       "empty_peak": empty[peak] if peak is not None else None,
                       "empty_peak_step": run["steps"][peak]["step"] if peak is not None else None,
-                      "flagged": bool(run["health"]["hacking_suspect"]),
-                      "outcome": hacking_outcome(run), "rates": run.get("rates")}
+                      "flagged": bool(run["health"]["hacking_suspect"]), "outcome": hacking_outcome(run),
+                      "rates": run.get("rates")}
     return {"runs": runs, "title": hacking.get("title")}
 
 
@@ -727,13 +726,12 @@ def table_seeds(ref, _):
              f"{fmt(v['t_high'])}]", f"[{fmt(v['crossed_low'])}, {fmt(v['crossed_high'])}]",
              *(fmt(100 * v[k], 1) for k in ("sd", "resampling_sd", "within_run_se"))] for m, v in seeds["methods"].items()]
     family = family_of(seeds["pairs"])
-    return titled(seeds["source"], grid(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]",
-                                         "crossed 95% (seeds and problems)", "seed SD (points)", "re-sampling SD",
-                                         "within-run SE"], rows)
-                  + "\n\n" + grid(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict"],
-                                    [[pair_label(c), diff(v), fmt_p(v["p_holm"]), VERDICT_WORDS[v["verdict"]]]
-                                     for c, v in seeds["pairs"].items()])
-                  + (f"\n\nFamily: {family}." if family else ""))
+    head = ["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]", "crossed 95% (seeds and problems)",
+            "seed SD (points)", "re-sampling SD", "within-run SE"]
+    contrasts = grid(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict"],
+                     [[pair_label(c), diff(v), fmt_p(v["p_holm"]), VERDICT_WORDS[v["verdict"]]]
+                      for c, v in seeds["pairs"].items()])
+    return titled(seeds["source"], f"{grid(head, rows)}\n\n{contrasts}" + (f"\n\nFamily: {family}." if family else ""))
 
 
 @table("hacking", "hacking")

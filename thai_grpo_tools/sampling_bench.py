@@ -1,9 +1,8 @@
-"""`make bench-sampling`: held-out sampling before and after the decode loop, timed on this CPU (a measurement, not
-a test), then what one decode step asks of the host; printed and written to results/sampling_bench/bench.json.
+"""`make bench-sampling`: held-out sampling timed on this CPU (a measurement, not a test), then what one decode step
+asks of the host; printed and written to results/sampling_bench/bench.json.
 
 ``sampling.sample_heldout`` at the real config's settings on the rehearsal's Qwen3-shaped stand-ins (built in
---standins the first time), through the decode loop ("after") and through ``generate`` with each prompt prefilled once
-("before"), on the same problems and seeds, interleaved so that the machine's load falls on both alike.
+--standins the first time), run ``--repeats`` times on the same problems and seeds.
 
 A decode step at 160 and 1,024 rows (full vocabulary, 4 layers, hidden 128): the operators torch dispatches (each a
 kernel launch or more on a GPU) and the host's reads of device data (``tolist``, ``item``, truth values, ``nonzero``
@@ -21,7 +20,6 @@ import time
 from pathlib import Path
 from unittest import mock
 
-PATHS = ("before", "after")
 SYNCING_OPS = ("aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_consecutive",
                "aten::_local_scalar_dense")  # their output's size, or value, is read on the host
 HOST_READS = ("tolist", "item", "__bool__", "__int__", "__float__", "__index__")  # torch.Tensor's entry points
@@ -108,39 +106,9 @@ def decode_step_report() -> list[dict]:
     return counts
 
 
-def interleaved(repeats: int) -> list[str]:
-    """``repeats`` pairs of runs, every other pair reversed (before, after, after, before, ...)."""
-    return [path for pair in range(repeats) for path in (PATHS if pair % 2 == 0 else PATHS[::-1])]
-
-
-def summary(seconds: dict[str, list[float]]) -> dict:
-    """Per path its runs' seconds and median, and the median before over the median after (> 1: after is faster)."""
-    medians = {path: statistics.median(runs) for path, runs in seconds.items()}
-    return {"seconds": seconds, "median_s": medians, "speedup": medians["before"] / medians["after"]}
-
-
-def generate_sharing_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
-    """The path before the decode loop: ``generate`` with each prompt prefilled once, the same seeded draws."""
-    import torch
-
-    from thai_grpo.models.cpu.shared_prefix import generate_sharing_prompts
-    from thai_grpo.models.sampling import seeded_per_row
-
-    greedy, processors = seeded_per_row(config, seeds, input_ids.device, input_ids.shape[1])
-    with torch.no_grad():
-        return generate_sharing_prompts(model, input_ids, attention_mask, greedy, logits_processor=processors)
-
-
-def path_before():
-    """Within the block, ``sample_heldout`` runs as before the decode loop: ``generate_sharing_continuations``."""
-    import thai_grpo.models.sampling as sampling
-
-    return mock.patch.object(sampling, "sample_continuations", generate_sharing_continuations)
-
-
 def measure(folder: Path, problems: int, repeats: int, threads: int, settings: dict | None = None) -> dict:
-    """The held-out sampling stage before and after, interleaved, on the stand-ins in ``folder`` (``settings`` over the
-    real config's eval settings), timed and printed."""
+    """The held-out sampling stage ``repeats`` times on the stand-ins in ``folder`` (``settings`` over the real config's
+    eval settings), timed and printed."""
     import torch
 
     from thai_grpo.workflow import eval_settings
@@ -162,22 +130,17 @@ def measure(folder: Path, problems: int, repeats: int, threads: int, settings: d
     cpu = this_cpu()
     print(f"CPU: {cpu}; {threads} thread(s)\nheld-out sampling of {len(rows)} problems x {ev['num_samples']} samples "
           f"+ greedy, budget {ev['max_new_tokens']} tokens, {batch} problems per call, stand-ins in {folder}")
-    seconds: dict[str, list[float]] = {path: [] for path in PATHS}
-    records = {}
-    for path in interleaved(repeats):
-        with path_before() if path == "before" else contextlib.nullcontext():
-            start = time.perf_counter()
-            records[path] = sample_heldout(model, tokenizer, rows, config["data"]["system_prompt"], ev["num_samples"],
-                                           ev["max_new_tokens"], ev["temperature"], batch, ev["seed"],
-                                           ev.get("chat_template_kwargs"))
-            seconds[path].append(time.perf_counter() - start)
-        print(f"  {path:6s} {seconds[path][-1]:8.2f} s", flush=True)
-    result = {**summary(seconds), "same_records": records["before"] == records["after"], "cpu": cpu,
-              "threads": threads, "problems": len(rows), "batch_size": batch,
-              "settings": {key: ev[key] for key in ("num_samples", "max_new_tokens", "temperature")}}
-    print(f"median: before {result['median_s']['before']:.2f} s, after {result['median_s']['after']:.2f} s, "
-          f"{result['speedup']:.2f}x; the same records: {'yes' if result['same_records'] else 'NO'}")
-    return result
+    seconds = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        sample_heldout(model, tokenizer, rows, config["data"]["system_prompt"], ev["num_samples"], ev["max_new_tokens"],
+                       ev["temperature"], batch, ev["seed"], ev.get("chat_template_kwargs"))
+        seconds.append(time.perf_counter() - start)
+        print(f"  {seconds[-1]:8.2f} s", flush=True)
+    print(f"median: {statistics.median(seconds):.2f} s")
+    return {"seconds": seconds, "median_s": statistics.median(seconds), "cpu": cpu, "threads": threads,
+            "problems": len(rows), "batch_size": batch,
+            "settings": {key: ev[key] for key in ("num_samples", "max_new_tokens", "temperature")}}
 
 
 def main() -> None:
@@ -186,7 +149,7 @@ def main() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=16, help="held-out problems per run (default 16)")
-    parser.add_argument("--repeats", type=int, default=3, help="runs of each path, interleaved (default 3)")
+    parser.add_argument("--repeats", type=int, default=3, help="timed runs (default 3)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads, as a sampling job gets (default 1)")
     parser.add_argument("--max-new-tokens", type=int, help="completion budget (default: the real config's)")
     parser.add_argument("--num-samples", type=int, help="samples per problem (default: the real config's)")
