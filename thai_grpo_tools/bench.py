@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
@@ -85,6 +84,13 @@ def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = 
 
 
 # ----------------------------------------------------------------------------------------- the measurements
+def without_grad(part: str):
+    """A ``wrap`` part: ``part`` for a call made without gradients (a log-prob pass), untimed with them."""
+    import torch
+
+    return lambda *args, **kwargs: None if torch.is_grad_enabled() else part
+
+
 def train_bench(config: dict, results: Path, variant: str, section: str, steps: int, threads: int, train,
                 **extra) -> None:
     """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps, from the last run's models, in scratch."""
@@ -108,7 +114,6 @@ def train_bench(config: dict, results: Path, variant: str, section: str, steps: 
 
 def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
     """``steps`` steps of a GRPO-family variant, each split into its parts."""
-    import torch
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -118,8 +123,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
         trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, spec.plan["grpo_args"], spec)
         timer.wrap(trainer, "_generate", "generation")
         timer.wrap(trainer, "_calculate_rewards", "rewards")
-        timer.wrap(trainer, "_get_per_token_logps_and_entropies",
-                   lambda *a, **k: None if torch.is_grad_enabled() else "reference/old log-probs")
+        timer.wrap(trainer, "_get_per_token_logps_and_entropies", without_grad("reference/old log-probs"))
         timer.wrap(trainer, "compute_loss", "forward")
         timer.wrap(trainer.accelerator, "backward", "backward")
         trainer.add_callback(Events())
@@ -145,18 +149,13 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 
 def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
     """``steps`` PPO steps (the config's ppo variant, with its reward model) split into their parts."""
-    import torch
-
     import thai_grpo.methods.ppo as ppo
-
-    def no_grad(name):
-        return lambda *a, **k: None if torch.is_grad_enabled() else name
 
     with PartTimer() as timer:
         timer.wrap(ppo, "_rollout", None, before=timer.begin_step)
         timer.wrap(ppo, "generate_by_chunks", "generation")
-        timer.wrap(ppo, "sequence_logprobs", no_grad("policy and reference log-probs"))
-        timer.wrap(ppo, "token_scores", no_grad("value and reward passes"))
+        timer.wrap(ppo, "sequence_logprobs", without_grad("policy and reference log-probs"))
+        timer.wrap(ppo, "token_scores", without_grad("value and reward passes"))
         timer.wrap(ppo, "last_token_scores", "value and reward passes")
         timer.wrap(ppo, "_chunk_losses", "forward (policy, value)")
         update = ppo._update
@@ -229,7 +228,7 @@ def main() -> None:
     import torch
 
     from thai_grpo.core.io import write_json
-    from thai_grpo.jobs.machine import lscpu_fields
+    from thai_grpo.jobs.machine import this_cpu
     from thai_grpo.workflow import load_config_files
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -241,7 +240,7 @@ def main() -> None:
     options = parser.parse_args()
     config, results = load_config_files(options.configfile), Path(options.results)
     steps, threads = options.grpo_steps, options.threads
-    report = {"cpu": lscpu_fields().get("Model name") or platform.processor() or "unknown",
+    report = {"cpu": this_cpu(),
               "cores": torch.get_num_threads(), "torch": torch.__version__,
               "grpo_step": [bench_grpo_step(config, results, steps, t) for t in threads],
               # each as the pipeline runs it: Dr.GRPO, PPO and DPO with 1 thread, held-out sampling with both

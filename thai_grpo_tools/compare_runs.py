@@ -17,7 +17,6 @@ from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
 from thai_grpo.evaluation.scoring import paired_test, per_problem_values
 
 ABSENT = "(absent)"
-NO_COMMIT = "commit not recorded"
 
 
 class RunMismatch(ValueError):
@@ -150,7 +149,7 @@ def render_text(comparison: dict) -> str:
     lines = []
     for label in ("before", "after"):
         run = comparison[label]
-        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT})")
+        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or 'commit not recorded'})")
     rows = comparison["models"]
     lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; "
               "difference = after - before",

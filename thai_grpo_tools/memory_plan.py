@@ -10,15 +10,12 @@ import sys
 from pathlib import Path
 
 from thai_grpo.workflow import load_config_files, passk_settings
-from thai_grpo.jobs.memory_plan import (
-    ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
-    rows_per_chunk,
-)
-from thai_grpo.jobs.memory_stages import (
-    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision, activation_bytes,
-    attention_bias_bytes, backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
-    sampling_batch_for_card, sampling_stage, stage, trained_bytes,
-)
+from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters,
+                                        logprob_pass_floats, lora_parameters, rows_per_chunk)
+from thai_grpo.jobs.memory_stages import (AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision,
+                                          activation_bytes, attention_bias_bytes, backward_working_bytes,
+                                          generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
+                                          sampling_batch_for_card, sampling_stage, stage, trained_bytes)
 from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]

@@ -52,9 +52,8 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "grpo_fast": ("GRPO fast: train step", "GRPO fast: rollouts"),
           "rloo": ("GRPO full: train step", "GRPO full: rollouts"),
           "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",), "cuda_graphs": ("held-out sampling",),
-          "token_logprobs": ("token log-probs (k1 vs k3)",),
-          "dpo": ("DPO (dpo): train step",), "reward_model": ("reward model: train step",),
-          "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
+          "token_logprobs": ("token log-probs (k1 vs k3)",), "dpo": ("DPO (dpo): train step",),
+          "reward_model": ("reward model: train step",), "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
           "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update"), "vllm_sample": ()}
 ORDER = tuple(STAGES)  # the order the stages run in
 TRAINERS = ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier")
@@ -358,15 +357,14 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
     if name == "sample":
         from thai_grpo.jobs.memory_stages import sampling_sizes
-        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
         requested = "auto" if spec["auto"].get("eval.batch_size") else ev["batch_size"]
         batch = sampling_sizes(requested, base, ev["num_samples"], ev["max_new_tokens"], len(heldout),
                                job_device())["batch_size"]  # as the job sizes it: before its weights load
-        model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+        model, tokenizer = evaluated(base, policy, ev)
         meter.start()
-        records = sample_heldout(model, load_tokenizer(base), heldout, system, ev["num_samples"], ev["max_new_tokens"],
+        records = sample_heldout(model, tokenizer, heldout, system, ev["num_samples"], ev["max_new_tokens"],
                                  ev["temperature"], batch, ev["seed"], ev.get("chat_template_kwargs"))
         write_jsonl(work / "outputs" / "samples.jsonl", records)
         return {**meter.stop(batches), "sized": {"batch_size": batch, "planned": ev["batch_size"]}}
@@ -386,17 +384,22 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     raise ValueError(f"unknown stage {name!r}: use one of {', '.join(ORDER)}")
 
 
+def evaluated(base: str, policy: str, ev: dict) -> tuple:
+    """(the policy loaded for evaluation in ``eval.dtype`` on the job's device, its tokenizer)."""
+    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+
+    return load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device()), load_tokenizer(base)
+
+
 def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
     """One held-out call's decode loop, a third of the problems stopping after an eighth of the budget (as a real
     model's answers do, random weights' never), so the loop compacts its buffers while the other rows decode on."""
     import torch
 
     from thai_grpo.models.decoding import decode
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
     from thai_grpo.models.sampling import encode_prompts
 
-    tokenizer = load_tokenizer(base)
-    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    model, tokenizer = evaluated(base, policy, ev)
     problems, samples, budget = int(ev["batch_size"]), int(ev["num_samples"]), int(ev["max_new_tokens"])
     encoded = encode_prompts(tokenizer, [row["question"] for row in heldout[:problems]], system,
                              ev.get("chat_template_kwargs") or {}).to(model.device)
@@ -420,11 +423,9 @@ def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: st
     call's seconds and whether the graphed calls gave the eager tokens, what that key waits on."""
     import torch
 
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
     from thai_grpo.models.sampling import generate
 
-    tokenizer = load_tokenizer(base)
-    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    model, tokenizer = evaluated(base, policy, ev)
     rows = heldout[:int(ev["batch_size"])]
 
     def timed(graphs: bool) -> tuple[list, float]:
@@ -446,10 +447,8 @@ def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: st
 def stage_env(device: str, dtype: str, threads: int | None) -> dict:
     """A stage's environment: offline, ``MALLOC_ENV``, ``threads`` (None: all), the jobs' CUDA allocator; float16 on
     CUDA acts as a T4 (capability 7.5)."""
-    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
+    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTORCH_CUDA_ALLOC_CONF":
+           "expandable_segments:True", **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     env.pop("THAI_GRPO_CAPABILITY", None)
     if device == "cuda" and dtype == "float16":
         env["THAI_GRPO_CAPABILITY"] = "7.5"
