@@ -193,8 +193,8 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 
 
 def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
-    """Held-out sampling of the SFT policy as the sample rule runs it, on the first ``problems`` held-out problems, split
-    into the prompts' prefill and the decoding."""
+    """Held-out sampling of the SFT policy as the sample rule runs it, on the first ``problems`` held-out problems,
+    split into the prompts' prefill and the decoding."""
     import torch
 
     import thai_grpo.models.decoding as decoding

@@ -95,7 +95,8 @@ def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
 
 
 def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """Per model pass@1 before and after, the paired bootstrap of the difference, p Holm-adjusted; config differences."""
+    """Per model pass@1 before and after, the paired bootstrap of the difference, p Holm-adjusted; the config keys
+    that differ."""
     differences = config_differences(before["config"], after["config"])
     check_same_problems(before, after, differences)
     evaluation = after["config"].get("eval") or {}
@@ -146,10 +147,8 @@ def _p(row: dict) -> str:
 
 def render_text(comparison: dict) -> str:
     """The comparison as the text `make compare BEFORE=DIR` prints."""
-    lines = []
-    for label in ("before", "after"):
-        run = comparison[label]
-        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or 'commit not recorded'})")
+    lines = [f"{label + ':':8}{comparison[label]['path']}  ({comparison[label]['commit'] or 'commit not recorded'})"
+             for label in ("before", "after")]
     rows = comparison["models"]
     lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; "
               "difference = after - before",

@@ -1,11 +1,8 @@
 """What one GRPO training job imports of the package, in both of its processes: Snakemake's and the job's own.
 
-    python -m thai_grpo_tools.import_weight [--directory CHECKOUT]
-
-retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
+Retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
 a ``sitecustomize`` on PYTHONPATH that records each process's ``sys.modules`` as it exits, then prints the
-``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two.
-"""
+``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two."""
 
 from __future__ import annotations
 

@@ -41,7 +41,7 @@ def evaluation_precision(config: dict, training: Precision) -> Precision:
 
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
-    """A TRL trainer's forward-backward on ``rows`` x ``width`` tokens, (``lm`` head) with one tile of its fused head."""
+    """A TRL trainer's forward-backward on ``rows`` x ``width`` tokens (``lm`` head: one tile of its fused head)."""
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
@@ -200,7 +200,6 @@ def main() -> int:
     from thai_grpo.core.io import write_json
 
     out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
-    out_dir.mkdir(parents=True, exist_ok=True)
     config = real_config(REPO)
     plans = stage_plans(config)
     sizes = {card: sizes_for_card(config, gib) for card, gib in CARDS_GIB.items()}

@@ -22,8 +22,8 @@ import numpy as np
 from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_json
 from thai_grpo.evaluation.plan import VERDICTS
 from thai_grpo.jobs.machine import commit_of, this_cpu
-from thai_grpo.report.results import benchmark_column
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, family_text, fmt_p
+from thai_grpo.report.results import benchmark_column
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
 from thai_grpo_tools.compare_runs import flatten
@@ -247,13 +247,12 @@ def summarise_losses(losses: dict) -> dict:
 
 @summariser("pitfalls")
 def summarise_pitfalls(results: dict) -> dict:
-    scores = summarise_scores(results)
-    return {"models": scores["models"], "vs_sft": scores["vs_sft"]}
+    return {key: value for key, value in summarise_scores(results).items() if key in ("models", "vs_sft")}
 
 
 @summariser("bench")
 def summarise_bench(bench: dict) -> dict:
-    """`make bench`: each method's step and held-out sampling split into parts, and the last run on other CPUs."""
+    """`make bench`: each method's step and held-out sampling split into parts."""
     def split(record: dict) -> dict:
         return {"threads": record.get("threads"), "seconds": dict(record["seconds"])}
 
@@ -272,12 +271,12 @@ def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: 
     """The first held-out problem ``after`` answers right and ``before`` wrong (else right), both greedy answers."""
     if before not in samples or after not in samples:
         return None
-    pairs = list(zip(samples[before], samples[after]))
-    chosen = next((b for b, a in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]), None) or \
-        next((b for b, a in pairs if a["greedy"]["correct"]), None)
-    if chosen is None:
+    pairs = list(enumerate(zip(samples[before], samples[after])))
+    index = next((i for i, (b, a) in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]),
+                 next((i for i, (_, a) in pairs if a["greedy"]["correct"]), None))
+    if index is None:
         return None
-    index = [b["id"] for b, _ in pairs].index(chosen["id"])
+    chosen = samples[before][index]
     return {"id": chosen["id"], "index": index, "question": chosen["question"], "gold": chosen["gold"],
             "greedy": {model: {key: samples[model][index]["greedy"][key]
                                for key in ("text", "correct", "format", "thai", "total")} for model in (before, after)}}
@@ -596,7 +595,7 @@ def table_kl(ref, _):
         return "*The reference run has no k1/k3 study.*"
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
-            for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
+            for name in KL_NAMES]
     unit = kl.get("interval_unit", "completions")
     of = f"{kl['completions']} completions" + (f" of {kl['problems']} problems" if kl.get("problems") else "")
     caveat = ("" if unit == "problems" else "\n\n*These intervals resample completions, not problems: where the KL "
@@ -609,8 +608,7 @@ def table_kl(ref, _):
 
 @table("ppo")
 def table_ppo(ref, _):
-    main = ref["main"]
-    rm = main.get("reward_model")
+    main, rm = ref["main"], ref["main"].get("reward_model")
     if not rm or "ppo" not in main["models"]:
         return "*The reference run has no PPO row.*"
     t, run = main["vs_sft"]["ppo"]["pass@1"], main["training"].get("ppo", {})
@@ -650,8 +648,7 @@ def table_spread(ref, elsewhere):
 
 @table("stages")
 def table_stages(ref, _):
-    main = ref["main"]
-    stages = main["stage_seconds"]
+    main, stages = ref["main"], ref["main"]["stage_seconds"]
     if main["source"]["wall_seconds"] is None:
         return f"*Not measured in the reference run: {main['source'].get('note') or 'no wall time recorded'}.*"
     rows = [[f"`{stage}`", f"{seconds:.0f}"] for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])]

@@ -109,6 +109,7 @@ def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps
           learning_rate: float = 3e-3, seed: int = 0) -> float:
     """A few AdamW steps of next-token loss on the completions only; returns the last batch's loss."""
     import torch
+    from torch.nn.utils.rnn import pad_sequence as pad
 
     generator = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
@@ -116,14 +117,9 @@ def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps
     loss = torch.tensor(0.0)
     for _ in range(steps):
         batch = [examples[generator.randrange(len(examples))] for _ in range(batch_size)]
-        width = max(len(p) + len(c) for p, c in batch)
-        ids = torch.full((batch_size, width), pad_id)
-        mask = torch.zeros((batch_size, width), dtype=torch.long)
-        labels = torch.full((batch_size, width), -100)
-        for row, (prompt, completion) in enumerate(batch):
-            ids[row, :len(prompt) + len(completion)] = torch.tensor(prompt + completion)
-            mask[row, :len(prompt) + len(completion)] = 1
-            labels[row, len(prompt):len(prompt) + len(completion)] = torch.tensor(completion)
+        ids = pad([torch.tensor(p + c) for p, c in batch], batch_first=True, padding_value=pad_id)
+        mask = pad([torch.ones(len(p) + len(c), dtype=torch.long) for p, c in batch], batch_first=True)
+        labels = pad([torch.tensor([-100] * len(p) + c) for p, c in batch], batch_first=True, padding_value=-100)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -204,9 +200,8 @@ def learned_size(tokenizer) -> int:
 def save_base(model, tokenizer, target: Path, config: dict) -> None:
     """A base model folder as the hub's: weights, ``config`` as its config.json, Qwen3's generation config, tokenizer."""
     model.save_pretrained(target, safe_serialization=True)
-    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    (target / "generation_config.json").write_text(json.dumps(QWEN3_GENERATION_CONFIG, indent=2) + "\n",
-                                                   encoding="utf-8")
+    for name, content in (("config.json", config), ("generation_config.json", QWEN3_GENERATION_CONFIG)):
+        (target / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
     tokenizer.save_pretrained(target)
 
 
@@ -259,7 +254,6 @@ def standin_models(folder: Path, system_prompt: str) -> tuple[Path, Path]:
     """(base, adapter): the taught stand-ins, built in ``folder`` the first time (a minute or two), reused after."""
     base, adapter = folder / "base", folder / "adapter"
     if not (base / "config.json").exists():
-        base.mkdir(parents=True, exist_ok=True)
         build_standin_base(base, standin_problems(24), [], system_prompt)
     if not (adapter / "adapter_config.json").exists():
         build_standin_adapter(base, adapter)

@@ -253,14 +253,11 @@ class Meter:
     def stop(self, steps: int) -> dict:
         import torch
 
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - self.t0
         if self.device == "cuda":  # what the allocator held (the card's memory the plan must cover), and its tensors
+            torch.cuda.synchronize()
             self.record["allocated_bytes"] = torch.cuda.max_memory_allocated()
-            peak = torch.cuda.max_memory_reserved()
-        else:
-            peak = rss("VmHWM") - self.baseline
+        seconds = time.perf_counter() - self.t0
+        peak = torch.cuda.max_memory_reserved() if self.device == "cuda" else rss("VmHWM") - self.baseline
         return {**self.record, "peak_bytes": peak, "seconds": round(seconds, 2), "steps": steps,
                 "seconds_per_step": seconds / max(steps, 1)}
 

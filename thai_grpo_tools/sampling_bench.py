@@ -1,12 +1,8 @@
 """`make bench-sampling`: held-out sampling timed on this CPU (a measurement, not a test), then what one decode step
-asks of the host; printed and written to results/sampling_bench/bench.json.
-
-``sampling.sample_heldout`` at the real config's settings on the rehearsal's Qwen3-shaped stand-ins (built in
---standins the first time), run ``--repeats`` times on the same problems and seeds.
-
-A decode step at 160 and 1,024 rows (full vocabulary, 4 layers, hidden 128): the operators torch dispatches (each a
-kernel launch or more on a GPU) and the host's reads of device data (``tolist``, ``item``, truth values, ``nonzero``
-and kin: each a synchronisation on a GPU), a long call's less a one-token call's, per step; no row stops.
+asks of the host; printed and written to results/sampling_bench/bench.json. ``sampling.sample_heldout`` runs at the real
+config's settings on the rehearsal's Qwen3-shaped stand-ins (built in --standins the first time). A decode step at 160
+and 1,024 rows (full vocabulary, 4 layers, hidden 128): the operators torch dispatches (each a kernel launch or more on
+a GPU) and the host's reads of device data (each a synchronisation on a GPU), per step; no row stops.
 """
 
 from __future__ import annotations
@@ -18,6 +14,7 @@ import os
 import statistics
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from unittest import mock
 
 SYNCING_OPS = ("aten::nonzero", "aten::masked_select", "aten::_unique2", "aten::unique_consecutive",
@@ -57,14 +54,11 @@ def per_step(model, prompts: int, samples: int, prompt: int = 32, steps: int = 3
 
     from thai_grpo.models.sampling import generation_config, row_seeds, sample_continuations
 
-    class Tokenizer:
-        pad_token_id = 0
-
     ids = torch.randint(1, model.config.vocab_size, (prompts, prompt), generator=torch.Generator().manual_seed(0))
     mask, seeds = torch.ones_like(ids), row_seeds(0, range(prompts), samples)
 
     def call(budget: int):
-        config = generation_config(Tokenizer, [-1], samples, budget, 1.0)
+        config = generation_config(SimpleNamespace(pad_token_id=0), [-1], samples, budget, 1.0)
         return lambda: sample_continuations(model, ids, mask, config, seeds)
 
     with torch.no_grad():
@@ -156,8 +150,8 @@ def main() -> None:
     parser.add_argument("--standins", type=Path, default=Path("results/sampling_bench/standins"))
     parser.add_argument("--out", type=Path, default=Path("results/sampling_bench/bench.json"))
     args = parser.parse_args()
-    settings = {key: value for key, value in (("max_new_tokens", args.max_new_tokens),
-                                              ("num_samples", args.num_samples)) if value is not None}
+    settings = {key: value for key, value in vars(args).items()
+                if key in ("max_new_tokens", "num_samples") and value is not None}
     result = measure(args.standins, args.problems, args.repeats, args.threads, settings)
     result["decode_step"] = decode_step_report()
     args.out.parent.mkdir(parents=True, exist_ok=True)
