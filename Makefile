@@ -53,14 +53,13 @@ $(STAMP): requirements.txt pyproject.toml
 run: setup  ## the whole pipeline on the offline default config -> results/report.html
 	$(BIN)/snakemake --cores $(CORES)
 
-# Where the time goes on this machine: sampler vs its forward-pass bound, one step of GRPO, Dr.GRPO, PPO and DPO and
-# held-out sampling split into their parts (results/bench/bench.json). Builds the base, SFT adapter, preference pairs
-# and reward model first if needed.
+# Where the time goes on this machine: one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into
+# their parts (results/bench/bench.json). Builds the base, SFT adapter, preference pairs and reward model first if needed.
 bench: setup  ## where the time goes: one step of each method split into its parts
 	$(BIN)/snakemake --cores $(CORES) results/model/sft_adapter results/data/train.jsonl results/model/reward_model --quiet progress
 	$(BIN)/python -m thai_grpo_tools.bench
 
-bench-sampling: setup  ## held-out sampling timed before and after the decode loop, on the real config's stand-ins
+bench-sampling: setup  ## held-out sampling timed on the real config's stand-ins, and a decode step's host work
 	$(BIN)/python -m thai_grpo_tools.sampling_bench
 
 # The shipped base and SFT adapter (assets/tiny-base/, base.source: shipped) recreated from a scratch build:
@@ -102,8 +101,8 @@ lint: setup  ## snakemake --lint, snakefmt --check, lint-imports
 	$(BIN)/snakemake --lint
 	$(BIN)/snakefmt --check Snakefile rules/
 
-# On a GPU machine, no network needed (about 12 min on an H100 by the time plan): nvidia-smi, torch's CUDA view (.venv's, or the
-# machine's own CUDA torch with the other pins from `make wheels`), then Qwen3-0.6B at full size (the real weights
+# On a GPU machine, no network needed: nvidia-smi, torch's CUDA view (.venv's, or the machine's own CUDA torch with
+# the other pins from `make wheels`), then Qwen3-0.6B at full size (the real weights
 # where the hub cache holds them, else random ones) through every stage at the chapter's sizes, `auto` as this card
 # chooses it, in float16 (a T4's path), the trainers in bfloat16, vLLM where it imports: each stage's peak reserved CUDA memory
 # beside the memory plan, its s/step, its loss and lost and redone updates (results/gpu_check/, docs/real-run.md); on a

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Device check, one command on a GPU machine (`make gpu-check`, about 12 minutes on an H100 by the time plan, no network):
+# Device check, one command on a GPU machine (`make gpu-check`, no network):
 #   1. nvidia-smi, then a Python whose torch sees CUDA: .venv where `make setup` built it with a CUDA torch; else the
 #      machine's own CUDA torch (PYTHON, default python3) in .venv-gpu, a venv that sees it, with every other pinned
 #      package installed from the wheels `make wheels` downloaded beforehand (WHEELS, default wheels/). The first line

@@ -8,9 +8,10 @@ import shutil
 from pathlib import Path
 
 import yaml
+from workflow import REPO
 
 from thai_grpo.data.problems import read_question_answer_tsv
-from thai_grpo_tools.rehearsal import REPO, build_standin_adapter, build_standin_base, standin_problems
+from thai_grpo_tools.rehearsal import build_standin_adapter, build_standin_base, standin_problems
 
 REAL_CONFIG = REPO / "config" / "qwen3-0.6b.yaml"
 FAKE_COMMIT = "0" * 39 + "1"  # what refs/<branch> points at for a revision that is not a commit hash

@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 import yaml
 from snakemake_dry_run import fake_nvidia_smi
+from workflow import merged_configs
 
 from thai_grpo.methods.dpo import token_rows
 from thai_grpo.data.prompts import prompt_token_ids
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU
-from thai_grpo_tools.memory_plan import merged_configs, sizes_for_card
+from thai_grpo_tools.memory_plan import sizes_for_card
 from thai_grpo_tools.rehearse_full import (PRESETS, STAGES, answer_pairs, comparison, device_precision, plans,
                                             predicted_bytes, problem_count, rehearsal_config, table)
 from thai_grpo_tools.rehearsal import synthetic_rows

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+from workflow import REPO, merged_configs
 
 from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
                                           rows_per_chunk, sampling_kv_floats, saved_per_token_layer)
 from thai_grpo.jobs.memory_stages import CPU, T4
-from thai_grpo_tools.memory_plan import QWEN3_0_6B, merged_configs, stage_plans
+from thai_grpo_tools.memory_plan import QWEN3_0_6B, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
 SHAPES = [Shape(vocab_size=151936, hidden_size=32, intermediate_size=96, num_layers=2, num_heads=4, num_kv_heads=2,
@@ -103,8 +104,6 @@ def test_the_offline_default_keeps_every_ppo_pass_in_one_chunk():
 
 
 def real_config(**sections) -> dict:
-    from workflow import REPO
-
     config = merged_configs([REPO / "config" / "config.yaml", REPO / "config" / "qwen3-0.6b.yaml"])
     for section, values in sections.items():
         config[section] = {**config.get(section, {}), **values}
@@ -202,7 +201,7 @@ def test_each_card_gets_its_own_sizes_and_each_fits_its_card():
 def test_numbers_set_in_the_config_are_kept_on_every_card():
     from thai_grpo_tools.memory_plan import CARDS_GIB, sizes_for_card
 
-    offline = merged_configs([__import__("workflow").REPO / "config" / "config.yaml"])
+    offline = merged_configs([REPO / "config" / "config.yaml"])
     for gib in CARDS_GIB.values():
         sizes = sizes_for_card(offline, gib)
         assert sizes["eval.batch_size"] == offline["eval"]["batch_size"] == 64

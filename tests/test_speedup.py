@@ -1,6 +1,6 @@
 """The pipeline's schedule (tests/schedule_replay.py replays Snakemake's): its choice of jobs against brute force,
 dependencies kept on a hand-made DAG, and the headline never waiting for the other methods, simulated on the real DAG
-at 1 to 8 cores; the benchmark files' job names and seconds (thai_grpo_tools.reference)."""
+at 1 to 8 cores; the benchmark files' job names and seconds."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from schedule_replay import job_name, pick_jobs, simulate, workflow_jobs
 from workflow import copy_workflow
 
 from thai_grpo.report.headline import headline, headline_line
-from thai_grpo_tools.reference import read_benchmarks
+from thai_grpo.report.results import benchmark_column
 
 # base -> sft -> {grpo, rloo, pairs -> dpo}; each trained model -> sample -> score; all scores -> results
 DEPS = {"split": [], "base": ["split"], "sft": ["base"], "grpo": ["sft"], "rloo": ["sft"], "pairs": ["sft"],
@@ -25,7 +25,7 @@ LONGEST_CHAIN_S = 1 + 300 + 50 + 250 + 20 + 2  # split -> base -> sft -> rloo ->
 def test_benchmark_names_and_files(tmp_path):
     assert job_name("train", {"run": "grpo"}) == "train-grpo" and job_name("split", {}) == "split"
     (tmp_path / "train-grpo.tsv").write_text("s\th:m:s\tmax_rss\n158.25\t0:02:38\t900\n")
-    assert read_benchmarks(tmp_path) == {"train-grpo": 158.25}
+    assert benchmark_column(tmp_path, "s") == {"train-grpo": 158.25}
 
 
 def test_headline_is_the_paired_difference_of_grpo_and_sft():

@@ -1,8 +1,9 @@
-"""Helpers for tests that run the workflow: a scratch copy of it, Snakemake called as a user would (offline),
-and the report's fixture."""
+"""Helpers for tests that run the workflow: a scratch copy of it, Snakemake called as a user would (offline), config
+files merged as Snakemake merges them, and the report's fixture."""
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -10,10 +11,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
+from thai_grpo.workflow import deep_merge
+
 REPO = Path(__file__).resolve().parents[1]
 WORKFLOW_FILES = ["Snakefile", "rules", "scripts", "config", "report", "envs", "profiles", "data", "assets"]
 FIXTURES = REPO / "tests" / "fixtures"
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "PYTHONHASHSEED": "0"}
+
+
+def merged_configs(paths) -> dict:
+    """YAML config files merged in order, key by key, as Snakemake merges them."""
+    return functools.reduce(deep_merge, (yaml.safe_load(Path(path).read_text(encoding="utf-8")) for path in paths), {})
 
 
 def copy_workflow(target: Path) -> Path:

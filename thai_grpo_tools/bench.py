@@ -1,17 +1,17 @@
 """`make bench`: where the time goes on this machine (figures, not tests), printed and written to
-results/bench/bench.json: the sampler against its forward-pass bound; one step of GRPO, Dr.GRPO, PPO and DPO and
-held-out sampling split into parts by timing their methods in place (``PartTimer``; other = the step's wall time minus
-its parts). Needs the config's base, SFT adapter, data and reward model (make bench builds them).
-"""
+results/bench/bench.json: one step of GRPO, Dr.GRPO, PPO and DPO and held-out sampling split into parts by timing
+their methods in place (``PartTimer``; other = the step's wall time minus its parts). Needs the config's base, SFT
+adapter, data and reward model (make bench builds them)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
-import platform
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 PARTS = ("generation", "rewards", "reference/old log-probs", "forward", "backward", "optimizer")
 PPO_PARTS = ("generation", "policy and reference log-probs", "value and reward passes", "forward (policy, value)",
@@ -20,50 +20,14 @@ DPO_PARTS = ("forward (policy and reference)", "backward", "optimizer")
 SAMPLING_PARTS = ("prefill (once per problem)", "sampling (decode)")
 
 
-# ----------------------------------------------------------------------------------------- bookkeeping
-def sampler_throughput(model, tokenizer, questions: list[str], system_prompt: str, num_samples: int,
-                       max_new_tokens: int, temperature: float, seed: int, chat_template_kwargs: dict | None = None):
-    """Generated tokens per second of one ``generate`` call (len(questions) x num_samples sequences) and of one
-    forward pass over the same final sequences (the bound), and their ratio."""
-    import torch
-
-    from thai_grpo.models.sampling import completion_length, encode_prompts, generation_config, stop_token_ids
-
-    encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {})
-    stop_ids = stop_token_ids(model, tokenizer)
-    config = generation_config(tokenizer, stop_ids, num_samples, max_new_tokens, temperature)
-    torch.manual_seed(seed)
-    with torch.no_grad():
-        start = time.perf_counter()
-        output = model.generate(**encoded, generation_config=config)
-        generate_s = time.perf_counter() - start
-        new = output[:, encoded["input_ids"].shape[1]:]
-        generated = sum(completion_length(row.tolist(), stop_ids)[0] for row in new)
-        mask = torch.cat([encoded["attention_mask"].repeat_interleave(num_samples, 0), torch.ones_like(new)], dim=1)
-        start = time.perf_counter()
-        model(input_ids=output, attention_mask=mask)
-        bound_s = time.perf_counter() - start
-    return {"sequences": int(output.shape[0]), "prompt_tokens": int(encoded["input_ids"].shape[1]),
-            "generated_tokens": generated, "generate_s": generate_s, "tokens_per_s": generated / generate_s,
-            "bound_s": bound_s, "bound_tokens_per_s": generated / bound_s, "ratio_to_bound": bound_s / generate_s}
-
-
-class PartTimer:
-    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block.
-    ``wrap``: ``owner.name`` adds its wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed),
-    after calling ``before(*args)``."""
+class PartTimer(contextlib.ExitStack):
+    """Times named parts of each step by wrapping functions in place, undone on leaving the ``with`` block: ``wrap``
+    adds ``owner.name``'s wall time to ``part`` (or to the name ``part(*args)`` gives; None: not timed)."""
 
     def __init__(self):
+        super().__init__()
         self.steps: list[dict] = []
         self._start: float | None = None
-        self._originals: list[tuple] = []
-
-    def __enter__(self) -> "PartTimer":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for owner, name, original in reversed(self._originals):
-            setattr(owner, name, original)
 
     def begin_step(self, *_, **__) -> None:
         self.end_step()
@@ -80,8 +44,7 @@ class PartTimer:
             self.steps[-1][part] = self.steps[-1].get(part, 0.0) + seconds
 
     def patch(self, owner, name: str, function) -> None:
-        self._originals.append((owner, name, getattr(owner, name)))
-        setattr(owner, name, function)
+        self.enter_context(mock.patch.object(owner, name, function))
 
     def wrap(self, owner, name: str, part, before=None) -> None:
         original = getattr(owner, name)
@@ -99,12 +62,17 @@ class PartTimer:
 
         self.patch(owner, name, timed)
 
-    def split(self, parts: tuple[str, ...], **fields) -> dict:
-        """The mean split after the warm-up step (``step_split``), each step's own, and ``fields``."""
+    def split(self, title: str, parts: tuple[str, ...], **fields) -> dict:
+        """The mean split after the warm-up step (``step_split``), each step's own and ``fields``, printed."""
         self.end_step()
         steps = [{**{p: s.get(p, 0.0) for p in parts}, "total": s["total"],
                   "other": s["total"] - sum(s.get(p, 0.0) for p in parts)} for s in self.steps if "total" in s]
-        return {**step_split(steps, 1, parts), "per_step": steps, **fields}
+        split, threads = {**step_split(steps, 1, parts), "per_step": steps, **fields}, fields["threads"]
+        print(f"{title} ({threads} thread{'s' if threads > 1 else ''}), mean of {split['steps_timed']} after a "
+              f"warm-up: {split['seconds']['total']:.2f} s", flush=True)
+        for part, share in split["share"].items():
+            print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
+        return split
 
 
 def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = PARTS) -> dict:
@@ -116,50 +84,16 @@ def step_split(steps: list[dict], skip_first: int = 1, parts: tuple[str, ...] = 
 
 
 # ----------------------------------------------------------------------------------------- the measurements
-def print_split(title: str, split: dict) -> None:
-    threads = split["threads"]
-    print(f"{title} ({threads} thread{'s' if threads > 1 else ''}), mean of {split['steps_timed']} after a warm-up: "
-          f"{split['seconds']['total']:.2f} s", flush=True)
-    for part, share in split["share"].items():
-        print(f"  {part:32s} {split['seconds'][part]:7.2f} s  {100 * share:5.1f}%")
-
-
-def bench_sampler(config: dict, results: Path, threads: list[int]) -> list[dict]:
-    """``generate`` at GRPO's generation batch, the SFT policy merged (as a CPU's rollouts) and unmerged."""
+def without_grad(part: str):
+    """A ``wrap`` part: ``part`` for a call made without gradients (a log-prob pass), untimed with them."""
     import torch
 
-    from thai_grpo.workflow import eval_settings
-    from thai_grpo.core.io import read_jsonl
-    from thai_grpo.data.prompts import SYSTEM_PROMPT
-    from thai_grpo.workflow import variant_plan
-    from thai_grpo.models.loading import load_policy, load_tokenizer
-
-    ev, grpo = eval_settings(config), variant_plan(config, "grpo")["grpo_args"]
-    system = config["data"].get("system_prompt", SYSTEM_PROMPT)
-    tokenizer = load_tokenizer(results / "model/base")
-    questions = [r["question"] for r in read_jsonl(results / "data/heldout.jsonl")]
-    prompts_per_step = grpo["per_device_train_batch_size"] // grpo["num_generations"]
-    calls = [("GRPO generation batch", True, prompts_per_step, grpo["num_generations"]),
-             ("GRPO generation batch, LoRA unmerged", False, prompts_per_step, grpo["num_generations"])]
-    rows = []
-    for thread_count in threads:
-        torch.set_num_threads(thread_count)
-        for label, merged, problems, samples in calls:
-            model = load_policy(results / "model/base", results / "model/sft_adapter", merged=merged).eval()
-            sampler_throughput(model, tokenizer, questions[:2], system, 2, 8, 1.0, 0)  # warm-up
-            row = sampler_throughput(model, tokenizer, questions[:problems], system, samples, ev["max_new_tokens"],
-                                     ev["temperature"], ev["seed"], ev.get("chat_template_kwargs"))
-            rows.append({"call": label, "threads": thread_count, "merged": merged, **row})
-            print(f"sampler  {label:38s} threads {thread_count}  {row['sequences']:4d} seqs  "
-                  f"{row['tokens_per_s']:8.0f} tok/s  bound {row['bound_tokens_per_s']:8.0f} tok/s  "
-                  f"ratio {row['ratio_to_bound']:.2f}", flush=True)
-    return rows
+    return lambda *args, **kwargs: None if torch.is_grad_enabled() else part
 
 
 def train_bench(config: dict, results: Path, variant: str, section: str, steps: int, threads: int, train,
                 **extra) -> None:
-    """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps (its plan's ``section``), from the last
-    run's base and SFT adapter, in a scratch folder."""
+    """``train(spec)`` on a run of ``variant`` stopped after ``steps`` steps, from the last run's models, in scratch."""
     import torch
 
     from thai_grpo.core.io import read_jsonl
@@ -180,7 +114,6 @@ def train_bench(config: dict, results: Path, variant: str, section: str, steps: 
 
 def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, variant: str = "grpo") -> dict:
     """``steps`` steps of a GRPO-family variant, each split into its parts."""
-    import torch
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
@@ -190,8 +123,7 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
         trainer, *_ = rollout_trainer(GRPOTrainer, GRPOConfig, spec.plan["grpo_args"], spec)
         timer.wrap(trainer, "_generate", "generation")
         timer.wrap(trainer, "_calculate_rewards", "rewards")
-        timer.wrap(trainer, "_get_per_token_logps_and_entropies",
-                   lambda *a, **k: None if torch.is_grad_enabled() else "reference/old log-probs")
+        timer.wrap(trainer, "_get_per_token_logps_and_entropies", without_grad("reference/old log-probs"))
         timer.wrap(trainer, "compute_loss", "forward")
         timer.wrap(trainer.accelerator, "backward", "backward")
         trainer.add_callback(Events())
@@ -212,25 +144,18 @@ def bench_grpo_step(config: dict, results: Path, steps: int, threads: int, varia
 
     with PartTimer() as timer:
         train_bench(config, results, variant, "grpo_args", steps, threads, train)
-    split = timer.split(PARTS, variant=variant, threads=threads)
-    print_split(f"{variant} step", split)
-    return split
+    return timer.split(f"{variant} step", PARTS, variant=variant, threads=threads)
 
 
 def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
     """``steps`` PPO steps (the config's ppo variant, with its reward model) split into their parts."""
-    import torch
-
     import thai_grpo.methods.ppo as ppo
-
-    def no_grad(name):
-        return lambda *a, **k: None if torch.is_grad_enabled() else name
 
     with PartTimer() as timer:
         timer.wrap(ppo, "_rollout", None, before=timer.begin_step)
         timer.wrap(ppo, "generate_by_chunks", "generation")
-        timer.wrap(ppo, "sequence_logprobs", no_grad("policy and reference log-probs"))
-        timer.wrap(ppo, "token_scores", no_grad("value and reward passes"))
+        timer.wrap(ppo, "sequence_logprobs", without_grad("policy and reference log-probs"))
+        timer.wrap(ppo, "token_scores", without_grad("value and reward passes"))
         timer.wrap(ppo, "last_token_scores", "value and reward passes")
         timer.wrap(ppo, "_chunk_losses", "forward (policy, value)")
         update = ppo._update
@@ -245,9 +170,7 @@ def bench_ppo_step(config: dict, results: Path, steps: int, threads: int) -> dic
 
         timer.patch(ppo, "_update", timed_update)
         train_bench(config, results, "ppo", "ppo", steps, threads, ppo.train, reward_dir=results / "model/reward_model")
-    split = timer.split(PPO_PARTS, threads=threads)
-    print_split("ppo step", split)
-    return split
+    return timer.split("ppo step", PPO_PARTS, threads=threads)
 
 
 def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dict:
@@ -266,15 +189,12 @@ def bench_dpo_step(config: dict, results: Path, steps: int, threads: int) -> dic
         timer.wrap(torch.optim.AdamW, "step", "optimizer")
         train_bench(config, results, "dpo", "dpo", steps, threads, dpo.train,
                     pairs=read_jsonl(results / "data/preference_pairs.jsonl"))
-    split = timer.split(DPO_PARTS, threads=threads)
-    print_split("dpo step", split)
-    return split
+    return timer.split("dpo step", DPO_PARTS, threads=threads)
 
 
 def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: int) -> dict:
-    """Held-out sampling of the SFT policy as the sample rule runs it (merged adapter, eval settings; each problem's
-    greedy answer one more row of its call) on the first ``problems`` held-out problems, split into the prompts'
-    prefill and the decoding."""
+    """Held-out sampling of the SFT policy as the sample rule runs it, on the first ``problems`` held-out problems,
+    split into the prompts' prefill and the decoding."""
     import torch
 
     import thai_grpo.models.decoding as decoding
@@ -300,16 +220,15 @@ def bench_heldout_sampling(config: dict, results: Path, threads: int, problems: 
                                     ev["seed"], ev.get("chat_template_kwargs"))
         for step in timer.steps:  # the prefill ran inside the sampling calls: count it once
             step[decode] = step.get(decode, 0.0) - step.get(prefill, 0.0)
-        split = timer.split(SAMPLING_PARTS, threads=threads, problems=len(rows))
-    print_split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']}", split)
-    return split
+        return timer.split(f"held-out sampling of {len(rows)} problems x {ev['num_samples']}", SAMPLING_PARTS,
+                           threads=threads, problems=len(rows))
 
 
 def main() -> None:
     import torch
 
     from thai_grpo.core.io import write_json
-    from thai_grpo.jobs.machine import lscpu_fields
+    from thai_grpo.jobs.machine import this_cpu
     from thai_grpo.workflow import load_config_files
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -321,9 +240,8 @@ def main() -> None:
     options = parser.parse_args()
     config, results = load_config_files(options.configfile), Path(options.results)
     steps, threads = options.grpo_steps, options.threads
-    report = {"cpu": lscpu_fields().get("Model name") or platform.processor() or "unknown",
+    report = {"cpu": this_cpu(),
               "cores": torch.get_num_threads(), "torch": torch.__version__,
-              "sampler": bench_sampler(config, results, threads),
               "grpo_step": [bench_grpo_step(config, results, steps, t) for t in threads],
               # each as the pipeline runs it: Dr.GRPO, PPO and DPO with 1 thread, held-out sampling with both
               "dr_grpo_step": bench_grpo_step(config, results, steps, 1, "dr_grpo"),

@@ -17,7 +17,6 @@ from thai_grpo.evaluation.plan import analysis_plan, holm_adjust
 from thai_grpo.evaluation.scoring import paired_test, per_problem_values
 
 ABSENT = "(absent)"
-NO_COMMIT = "commit not recorded"
 
 
 class RunMismatch(ValueError):
@@ -25,8 +24,7 @@ class RunMismatch(ValueError):
 
 
 def load_run(path: str | Path) -> dict:
-    """A finished run's path, recorded commit, config, held-out ids, and per model its ids, correct counts per problem
-    and samples per problem."""
+    """A finished run's path, commit, config, held-out ids, and per model its ids, correct counts and samples."""
     path = Path(path).resolve()
     if (path / "results" / "results.json").is_file() and not (path / "results.json").is_file():
         raise RunMismatch(f"{path} holds a run in results/ (`cp -r results DIR` into an existing DIR copies inside "
@@ -97,8 +95,8 @@ def paired_scores(name: str, before: dict, after: dict) -> tuple[dict, dict]:
 
 
 def compare_runs(before: dict, after: dict, n_boot: int | None = None, seed: int | None = None) -> dict:
-    """Per model in both runs pass@1 before and after, the paired bootstrap of after - before (B and seed by default
-    the after run's), p Holm-adjusted; the models in one run only; the config keys that differ; a verdict."""
+    """Per model pass@1 before and after, the paired bootstrap of the difference, p Holm-adjusted; the config keys
+    that differ."""
     differences = config_differences(before["config"], after["config"])
     check_same_problems(before, after, differences)
     evaluation = after["config"].get("eval") or {}
@@ -149,10 +147,8 @@ def _p(row: dict) -> str:
 
 def render_text(comparison: dict) -> str:
     """The comparison as the text `make compare BEFORE=DIR` prints."""
-    lines = []
-    for label in ("before", "after"):
-        run = comparison[label]
-        lines.append(f"{label + ':':8}{run['path']}  ({run['commit'] or NO_COMMIT})")
+    lines = [f"{label + ':':8}{comparison[label]['path']}  ({comparison[label]['commit'] or 'commit not recorded'})"
+             for label in ("before", "after")]
     rows = comparison["models"]
     lines += ["", f"held-out pass@1 on the same {comparison['problems']} problems, paired by id; "
               "difference = after - before",

@@ -1,11 +1,8 @@
 """What one GRPO training job imports of the package, in both of its processes: Snakemake's and the job's own.
 
-    python -m thai_grpo_tools.import_weight [--directory CHECKOUT]
-
-retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
+Retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
 a ``sitecustomize`` on PYTHONPATH that records each process's ``sys.modules`` as it exits, then prints the
-``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two.
-"""
+``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two."""
 
 from __future__ import annotations
 
@@ -44,15 +41,13 @@ atexit.register(_write_modules)
 
 
 def package_modules(modules: dict[str, str | None], package: str = PACKAGE) -> dict[str, int]:
-    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with its lines as ``wc -l``
-    counts them."""
+    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with its ``wc -l`` lines."""
     return {name: Path(path).read_bytes().count(b"\n") for name, path in sorted(modules.items())
             if (name == package or name.startswith(package + ".")) and path}
 
 
 def process_role(argv: list[str]) -> str:
-    """``snakemake`` for Snakemake's own process, ``job`` for the training job (Snakemake runs a copy of
-    ``scripts/train.py`` from ``.snakemake/scripts/``), ``other`` for anything else (a job upstream that reran)."""
+    """``snakemake``, ``job`` (the copy of scripts/train.py Snakemake runs from .snakemake/scripts/) or ``other``."""
     if argv and Path(argv[0]).name == "snakemake":
         return "snakemake"
     scripts = [arg for arg in argv if ".snakemake/scripts/" in arg.replace(os.sep, "/")]

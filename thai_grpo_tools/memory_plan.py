@@ -1,35 +1,25 @@
 """`make memory-plan`: the real config's peak GPU memory per stage for Qwen3-0.6B on a 16 GB T4, computed, not
-measured (results/memory_plan/plan.json and plan.md). ``stage_plans`` builds every stage of a real-config run from
-``thai_grpo.jobs.memory_plan``'s pieces and ``thai_grpo.jobs.memory_stages``' stages; ``sizes_for_card`` gives the
-sizes a card chooses for ``auto``. Each stage's formula is checked against the stage's own code in
-tests/test_memory_measured.py; at Qwen3-0.6B's own shape by ``thai_grpo_tools.rehearse_full``.
+measured (results/memory_plan/plan.json and plan.md), from ``thai_grpo.jobs.memory_plan``'s pieces and
+``thai_grpo.jobs.memory_stages``' stages; checked in tests/test_memory_measured.py and by `make rehearse-full`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import sys
 from pathlib import Path
 
-import yaml
-
-from thai_grpo.workflow import deep_merge, load_config_files, passk_settings
-from thai_grpo.jobs.memory_plan import (
-    ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters, logprob_pass_floats, lora_parameters,
-    rows_per_chunk,
-)
-from thai_grpo.jobs.memory_stages import (
-    AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision, activation_bytes,
-    attention_bias_bytes, backward_working_bytes, generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
-    sampling_batch_for_card, sampling_stage, stage, trained_bytes,
-)
+from thai_grpo.workflow import load_config_files, passk_settings
+from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters,
+                                        logprob_pass_floats, lora_parameters, rows_per_chunk)
+from thai_grpo.jobs.memory_stages import (AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision,
+                                          activation_bytes, attention_bias_bytes, backward_working_bytes,
+                                          generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
+                                          sampling_batch_for_card, sampling_stage, stage, trained_bytes)
+from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
-# Qwen/Qwen3-0.6B's public config.json: hidden 1024, intermediate 3072, 28 layers, 16 heads, 8 KV heads, head_dim
-# 128, vocabulary 151,936, tied embeddings.
-QWEN3_0_6B = Shape(vocab_size=151936, hidden_size=1024, intermediate_size=3072, num_layers=28, num_heads=16,
-                   num_kv_heads=8, head_dim=128)
+QWEN3_0_6B = Shape.from_config(QWEN3_0_6B_CONFIG)
 #: The cards the documents size for, by the total memory CUDA reports (GiB): a 16 GB T4 and an 80 GB A100 or H100.
 CARDS_GIB = {"T4 16 GB": CARD_GIB, "80 GB (A100, H100)": 79.1}
 # TRL's GRPO, RLOO and DPO trainers never build a batch's full logits: their fused LM head
@@ -39,14 +29,8 @@ TRL_TILE_TOKENS, TRL_TILE_VOCAB = 4096, 32768
 REAL_CONFIGS = ("config/config.yaml", "config/qwen3-0.6b.yaml")
 
 
-def merged_configs(paths) -> dict:
-    """YAML config files merged in order, key by key, as Snakemake merges them."""
-    return functools.reduce(deep_merge, (yaml.safe_load(Path(path).read_text(encoding="utf-8")) for path in paths), {})
-
-
 def real_config(root, *extra) -> dict:
-    """The real run's config as Snakemake builds it from the files under ``root`` (schema defaults filled), with
-    ``extra`` files on top."""
+    """The real run's config as Snakemake builds it from the files under ``root``, ``extra`` files on top."""
     return load_config_files([Path(root) / path for path in REAL_CONFIGS] + list(extra))
 
 
@@ -57,8 +41,7 @@ def evaluation_precision(config: dict, training: Precision) -> Precision:
 
 def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: int, logits_positions: int,
                        note: str, precision: Precision, head: str = "lm", checkpointing: bool = False) -> dict:
-    """A TRL trainer's forward-backward: the frozen base, the trained parameters, saved activations of ``rows`` x
-    ``width`` tokens, and (``lm`` head) one tile of TRL's fused log-prob head over ``logits_positions`` per row."""
+    """A TRL trainer's forward-backward on ``rows`` x ``width`` tokens (``lm`` head: one tile of its fused head)."""
     head_params = shape.hidden_size if head == "score" else 0
     pieces = {"weights": base_parameters(shape, head) * precision.frozen_bytes,
               **trained_bytes(shape, lora, precision, head_params),
@@ -73,10 +56,8 @@ def trl_training_stage(name: str, shape: Shape, lora: Lora, rows: int, width: in
 
 def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int, completion: int,
                          chunk_floats: int = CHUNK_FLOATS, shortest_prompt: int = 1) -> dict:
-    """The token log-probs stage, float32 on every device: the base with two adapters, then per chunk of rows the
-    larger of two phases: three logits-sized tensors over the positions from the shortest prompt's last on (the
-    logits' log-softmax, the policy's held while the reference's is made); or both log-softmax batches and the exact
-    KL of one completion (nine float64 tensors of its positions x vocabulary and a mask)."""
+    """The token log-probs stage in float32, per chunk the larger phase: three logits-sized tensors (a log-softmax, the
+    policy's held while the reference's is made), or two and one completion's exact KL (nine float64 tensors)."""
     rows = rows_per_chunk(logprob_pass_floats(shape, width), completions, chunk_floats)
     batch = rows * (width - shortest_prompt + 1) * shape.vocab_size * 4  # one chunk's logits, float32
     weights = {"weights": (base_parameters(shape) + 2 * lora_parameters(shape, lora)) * 4}
@@ -88,8 +69,7 @@ def token_logprobs_stage(shape: Shape, lora: Lora, completions: int, width: int,
 
 
 def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
-    """(the SFT adapter's LoRA, the reward model's): ``sft_lora`` when at hand, else the reward model's shape with
-    dropout 0.05, as many hub adapters have it."""
+    """(the SFT adapter's LoRA: ``sft_lora``, else the reward model's shape with dropout 0.05; the reward model's)."""
     reward_lora = config.get("reward_model", {}).get("lora") or {}
     reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
         "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
@@ -115,10 +95,7 @@ def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Prec
 
 def sizes_for_card(config: dict, card_gib: float, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                    precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> dict:
-    """``eval.batch_size``, ``passk.batch_size`` and each PPO variant's ``ppo.chunk_floats`` as the jobs choose them
-    for ``auto`` on a card of ``card_gib`` GiB; a number set in the config is kept."""
-    from thai_grpo.workflow import passk_settings
-
+    """``eval.batch_size``, ``passk.batch_size`` and ``ppo.chunk_floats`` as the jobs size ``auto`` on ``card_gib``."""
     grpo, ev = config["grpo"], config["eval"]
     completion = int(ev.get("max_new_tokens") or grpo.get("max_completion_length", 256))
     passk = passk_settings(config)
@@ -156,9 +133,8 @@ def sized_config(config: dict, sizes: dict) -> dict:
 def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None = None,
                 chunk_floats: int = CHUNK_FLOATS, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
                 logprob_rows: int = 32, card_gib: float = CARD_GIB) -> list[dict]:
-    """Every stage of a real-config run for ``shape`` on one device holding tensors as ``precision`` says, prompts of
-    up to ``prompt`` tokens, ``auto`` as a card of ``card_gib`` GiB chooses; ``logprob_rows``: the completions the
-    token log-probs stage scores at once."""
+    """Every stage of a real-config run for ``shape`` in ``precision``, ``auto`` sized for ``card_gib``;
+    ``logprob_rows``: the completions the token log-probs stage scores at once."""
     config = sized_config(config, sizes_for_card(config, card_gib, shape, sft_lora, precision, prompt))
     grpo, ev, variants = config["grpo"], config["eval"], config.get("variants", {})
     sft, reward = sft_shape(config, sft_lora)
@@ -206,13 +182,17 @@ def stage_plans(config: dict, shape: Shape = QWEN3_0_6B, sft_lora: Lora | None =
     return plans
 
 
+def grid(head: list[str], rows: list[list[str]]) -> str:
+    """A markdown table."""
+    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
+                      *("| " + " | ".join(row) + " |" for row in rows)])
+
+
 def markdown_table(plans: list[dict]) -> str:
     """The plan as a markdown table: stage, its pieces in GiB, the peak and the verdict."""
-    lines = ["| stage | pieces (GiB) | peak (GiB) | verdict |", "|---|---|---|---|"]
-    for plan in plans:
-        pieces = ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items())
-        lines.append(f"| {plan['stage']} | {pieces} | {plan['peak_gib']} | {plan['verdict']} |")
-    return "\n".join(lines)
+    return grid(["stage", "pieces (GiB)", "peak (GiB)", "verdict"],
+                [[plan["stage"], ", ".join(f"{key} {value}" for key, value in plan["pieces_gib"].items()),
+                  str(plan["peak_gib"]), plan["verdict"]] for plan in plans])
 
 
 def main() -> int:
@@ -220,7 +200,6 @@ def main() -> int:
     from thai_grpo.core.io import write_json
 
     out_dir = Path(sys.argv[1]) if len(sys.argv) > 1 else REPO / "results" / "memory_plan"
-    out_dir.mkdir(parents=True, exist_ok=True)
     config = real_config(REPO)
     plans = stage_plans(config)
     sizes = {card: sizes_for_card(config, gib) for card, gib in CARDS_GIB.items()}

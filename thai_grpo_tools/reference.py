@@ -2,16 +2,13 @@
 summaries of the reference run (docs/reference/*.json).
 
     python -m thai_grpo_tools.reference summarise   results/ -> docs/reference/*.json, with commit, command and CPU
-    python -m thai_grpo_tools.reference render      rewrite the documents' generated blocks (``TABLES``)
+    python -m thai_grpo_tools.reference render      rewrite each ``<!-- table:NAME -->`` block (``TABLES``)
     python -m thai_grpo_tools.reference compare     results/ against the summaries, within the spread between runs
-
-A generated block is ``<!-- table:NAME -->`` ... ``<!-- /table:NAME -->``; each is one renderer in ``TABLES``.
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime
 import json
 import os
@@ -26,22 +23,18 @@ from thai_grpo.core.io import atomic_write_text, read_json, read_jsonl, write_js
 from thai_grpo.evaluation.plan import VERDICTS
 from thai_grpo.jobs.machine import commit_of, this_cpu
 from thai_grpo.report.plan_words import FAMILY_NAMES, VERDICT_WORDS, family_text, fmt_p
+from thai_grpo.report.results import benchmark_column
 from thai_grpo.report.verdicts import oriented
 from thai_grpo_studies.hacking_words import hacking_outcome
 from thai_grpo_tools.compare_runs import flatten
-from thai_grpo_tools.memory_plan import markdown_table, real_config, stage_plans
+from thai_grpo_tools.memory_plan import REPO, grid, markdown_table, real_config, stage_plans
 from thai_grpo_tools.rehearse_full import table as gpu_check_table
-from thai_grpo_tools.time_plan import tables as time_plan_tables
 
-REPO = Path(__file__).resolve().parents[1]
 #: The parts of a run a summary is made of: results file under results/, and the command that builds it.
 PARTS = {"main": ("results.json", "make run"),
-         "passk": ("passk/results.json", "snakemake --cores 2 passk"),
-         "seeds": ("seeds/results.json", "snakemake --cores 2 seeds"),
-         "hacking": ("hacking/results.json", "snakemake --cores 2 hacking"),
-         "pitfalls": ("pitfalls/results.json", "snakemake --cores 2 pitfalls"),
-         "losses": ("losses/results.json", "snakemake --cores 2 losses"),
-         "chain_study": ("chains/results.json", "snakemake --cores 2 chains"),
+         **{part: (f"{target}/results.json", f"snakemake --cores 2 {target}") for part, target in (
+             ("passk", "passk"), ("seeds", "seeds"), ("hacking", "hacking"), ("pitfalls", "pitfalls"),
+             ("losses", "losses"), ("chain_study", "chains"))},
          "bench": ("bench/bench.json", "make bench")}
 #: The benchmark files (results/benchmarks/STEM.tsv) whose jobs each optional target runs, by stem prefix.
 TARGET_STAGES = {"passk": ("sample_passk-", "score_passk-"), "hacking": ("sft_adapter_brief", "train-hack_"),
@@ -126,8 +119,7 @@ def summarise_scores(results: dict) -> dict:
 
 @summariser("main")
 def summarise_main(results: dict) -> dict:
-    """Scores and tests, each trained run's rollout accuracy and KL (first -> last third) and health flag, the k1/k3
-    study, PPO's reward model, each method's training cost and each stage's seconds."""
+    """Scores and tests, each run's training curves (first -> last third) and health, the k1/k3 study, costs."""
     runs = {name: {"accuracy": _thirds(run["steps"], "accuracy"), "kl": _thirds(run["steps"], "kl"),
                    "steps": len(run["steps"]),
                    "flagged": bool(run["health"]["hacking_suspect"] or run["health"]["truncation_failed"])}
@@ -186,13 +178,11 @@ def _seed_power(power: dict) -> dict:
 
 @summariser("seeds")
 def summarise_seeds(seeds: dict) -> dict:
-    """Per method pass@1 per training seed, between-seed mean, t interval, SD, re-sampling SD, within-run SE and the
-    crossed interval; each contrast against the baseline; the seeds the family needs."""
+    """Per method pass@1 per training seed and its spreads; each contrast against the baseline; the seeds needed."""
     methods = {m: {"per_seed": {str(r["seed"]): r["estimate"] for r in s["runs"]},
                    **{k: s["between_seed"][k] for k in ("mean", "t_low", "t_high", "sd")},
                    "crossed_low": s["crossed"]["low"], "crossed_high": s["crossed"]["high"],
-                   "resampling_sd": s["resampling_sd"], "within_run_se": s["within_run_se"]}
-               for m, s in seeds["methods"].items()}
+                   **{k: s[k] for k in ("resampling_sd", "within_run_se")}} for m, s in seeds["methods"].items()}
     return {"seeds": seeds["training_seeds"], "methods": methods,
             "pairs": {f"{p['a']} - {p['b']}": contrast(p, "p p_holm df verdict family_text") for p in seeds["pairs"]},
             "power": _seed_power(seeds.get("power") or {})}
@@ -210,15 +200,14 @@ def summarise_hacking(hacking: dict) -> dict:
                          for key in HACKING_CURVES if key in run["means"]},
                       "empty_peak": empty[peak] if peak is not None else None,
                       "empty_peak_step": run["steps"][peak]["step"] if peak is not None else None,
-                      "flagged": bool(run["health"]["hacking_suspect"]),
-                      "outcome": hacking_outcome(run), "rates": run.get("rates")}
+                      "flagged": bool(run["health"]["hacking_suspect"]), "outcome": hacking_outcome(run),
+                      "rates": run.get("rates")}
     return {"runs": runs, "title": hacking.get("title")}
 
 
 @summariser("chain_study")
 def summarise_chain_study(study: dict) -> dict:
-    """Per model pass@1 per chain and the methods' gain over SFT with its crossed mean; each pair's test; the chains
-    each family needs; the sampling seeds and the hacking runs per variant."""
+    """Per model pass@1 and gain over SFT per chain; each pair's test; the chains each family needs; hacking."""
     models = {}
     for model, entry in study["models"].items():
         models[model] = {"pass1": {str(c["seed"]): c["pass@1"]["estimate"] for c in entry["chains"]}}
@@ -237,8 +226,7 @@ def summarise_chain_study(study: dict) -> dict:
 
 @summariser("losses")
 def summarise_losses(losses: dict) -> dict:
-    """Per loss variant what it changes, its first metric per seed and crossed mean, its flagged runs and seconds;
-    per metric each variant against the baseline; the seeds the family needs."""
+    """Per loss variant its changes, first metric per seed, flags and seconds; each against the baseline per metric."""
     metric = losses["metrics"][0]
 
     def variant(v: dict) -> dict:
@@ -259,13 +247,12 @@ def summarise_losses(losses: dict) -> dict:
 
 @summariser("pitfalls")
 def summarise_pitfalls(results: dict) -> dict:
-    scores = summarise_scores(results)
-    return {"models": scores["models"], "vs_sft": scores["vs_sft"]}
+    return {key: value for key, value in summarise_scores(results).items() if key in ("models", "vs_sft")}
 
 
 @summariser("bench")
 def summarise_bench(bench: dict) -> dict:
-    """`make bench`: each method's step and held-out sampling split into parts, and the last run on other CPUs."""
+    """`make bench`: each method's step and held-out sampling split into parts."""
     def split(record: dict) -> dict:
         return {"threads": record.get("threads"), "seconds": dict(record["seconds"])}
 
@@ -284,12 +271,12 @@ def example_problem(samples: dict[str, list[dict]], before: str = "sft", after: 
     """The first held-out problem ``after`` answers right and ``before`` wrong (else right), both greedy answers."""
     if before not in samples or after not in samples:
         return None
-    pairs = list(zip(samples[before], samples[after]))
-    chosen = next((b for b, a in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]), None) or \
-        next((b for b, a in pairs if a["greedy"]["correct"]), None)
-    if chosen is None:
+    pairs = list(enumerate(zip(samples[before], samples[after])))
+    index = next((i for i, (b, a) in pairs if a["greedy"]["correct"] and not b["greedy"]["correct"]),
+                 next((i for i, (_, a) in pairs if a["greedy"]["correct"]), None))
+    if index is None:
         return None
-    index = [b["id"] for b, _ in pairs].index(chosen["id"])
+    chosen = samples[before][index]
     return {"id": chosen["id"], "index": index, "question": chosen["question"], "gold": chosen["gold"],
             "greedy": {model: {key: samples[model][index]["greedy"][key]
                                for key in ("text", "correct", "format", "thai", "total")} for model in (before, after)}}
@@ -342,8 +329,7 @@ def source(part: str, commit: str, cpu: str, cores: int, wall_seconds: float | N
 
 
 def wall_from_time_output(text: str) -> float | None:
-    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time (``0:11:52elapsed``, ``Elapsed (wall
-    clock) time ...: 11:52.12``); None when neither is there."""
+    """Wall seconds from bash's ``time`` (``real 11m52.123s``) or GNU time's output; None when neither is there."""
     match = re.search(r"real\s+(?:(\d+)h)?(\d+)m([\d.]+)s", text)
     if match:
         hours, minutes, seconds = match.groups()
@@ -355,17 +341,6 @@ def wall_from_time_output(text: str) -> float | None:
     return None
 
 
-def read_benchmarks(benchmark_dir: str | Path) -> dict[str, float]:
-    """{job name: wall seconds} from Snakemake's benchmark TSVs (``s`` column, first row)."""
-    out = {}
-    for path in sorted(Path(benchmark_dir).glob("*.tsv")):
-        with open(path, encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle, delimiter="\t"))
-        if rows:
-            out[path.stem] = float(rows[0]["s"])
-    return out
-
-
 def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), notes: dict | None = None,
               walls: dict | None = None) -> dict:
     """{part: summary with its source} for each part under ``results``; ``untimed``, ``notes``, ``walls`` by part."""
@@ -374,7 +349,7 @@ def summaries(results: Path, time_file: Path | None, untimed: list[str] = (), no
 
     commit, cpu, cores = commit_of(results.parent), this_cpu(), len(os.sched_getaffinity(0))
     timed = {stem: ((results / "benchmarks" / f"{stem}.tsv").stat().st_mtime, s)
-             for stem, s in read_benchmarks(results / "benchmarks").items()}
+             for stem, s in benchmark_column(results / "benchmarks", "s").items()}
     out = {}
     for part, (path, _) in PARTS.items():
         if not (results / path).exists():
@@ -414,8 +389,7 @@ def chain_row(src: dict, note: str, values: dict) -> dict:
 
 
 def chain_rows(ref: dict, elsewhere: dict) -> list[dict]:
-    """The whole-chain runs the docs know: those kept in elsewhere.json, the reference chain study's other chains and
-    the reference run itself, each {"cpu", "command", "note", "values": {flat key: number}}."""
+    """The whole-chain runs the docs know (elsewhere.json's, the chain study's, the reference run): ``chain_row``s."""
     kept = {k for chain in elsewhere.get("chains", []) for k in chain["values"]}
     own = {key: value for key, value in numbers(ref).items() if key in kept}
     return [*elsewhere.get("chains", []), *study_chains(ref.get("chain_study")),
@@ -457,8 +431,7 @@ def is_cost(key: str) -> bool:
 
 
 def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
-    """Every number of the reference summaries also in ``own`` that differs: reference, own, difference (and ratio for
-    times and memory), and where ``spreads`` has the key, whether it is within the largest seen between two runs."""
+    """Each reference number that differs in ``own``: both, the difference (costs: ratio), within the spread or not."""
     own_flat, rows = numbers(own), []
     for key, ref_value in numbers({p: s for p, s in reference.items() if p in own}).items():
         value = own_flat.get(key)
@@ -474,8 +447,7 @@ def compare(reference: dict, own: dict, spreads: dict[str, dict]) -> list[dict]:
 
 
 def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool = False) -> str:
-    """The differences as text: the sources side by side; each differing result with a stated spread or in the
-    headline (all with ``show_all``), the rest counted; times and memory as one median ratio."""
+    """The differences as text: sources, the results with a spread or in the headline (``show_all``: all), costs."""
     lines = []
     for part in (part for part in reference if part in own):
         lines += [f"{part}: reference {provenance(reference[part]['source'])}",
@@ -511,7 +483,6 @@ def compare_report(rows: list[dict], reference: dict, own: dict, show_all: bool 
 LABELS = {"base": "base (no adapter)", "sft": "SFT", "grpo": "GRPO", "dr_grpo": "Dr.GRPO", "rloo": "RLOO",
           "dpo": "DPO", "ppo": "PPO (reward model)", "ppo_verifier": "PPO (verifier)"}
 P_FAMILY, VERDICT_PLAN = "p (adjusted in its family)", "verdict (family; the declared plan)"
-NO_KL = "*The reference run has no k1/k3 study.*"
 
 
 def fmt(value, digits: int = 3, signed: bool = False) -> str:
@@ -551,12 +522,6 @@ def label(model: str) -> str:
 def pair_label(pair: str) -> str:
     """'dr_grpo - grpo' -> 'Dr.GRPO - GRPO'."""
     return " - ".join(label(m) for m in pair.replace("_vs_", " - ").split(" - "))
-
-
-def grid(head: list[str], rows: list[list[str]]) -> str:
-    """A markdown table."""
-    return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head),
-                      *("| " + " | ".join(row) + " |" for row in rows)])
 
 
 def titled(source: dict, body: str, after: str = "") -> str:
@@ -627,10 +592,10 @@ def table_pairs(ref, _):
 def table_kl(ref, _):
     kl = ref["main"].get("kl_real")
     if not kl:
-        return NO_KL
+        return "*The reference run has no k1/k3 study.*"
     rows = [[name.replace("_minus_", " - "), fmt_interval(kl[name], "mean", "minus" in name, 4),
              fmt(kl[name].get("bootstrap_se"), 4), fmt(kl.get(f"exact_se_{name}"), 4) if name in ("k1", "k3") else ""]
-            for name in ("exact", "k1", "k3", "k1_minus_exact", "k3_minus_exact")]
+            for name in KL_NAMES]
     unit = kl.get("interval_unit", "completions")
     of = f"{kl['completions']} completions" + (f" of {kl['problems']} problems" if kl.get("problems") else "")
     caveat = ("" if unit == "problems" else "\n\n*These intervals resample completions, not problems: where the KL "
@@ -643,8 +608,7 @@ def table_kl(ref, _):
 
 @table("ppo")
 def table_ppo(ref, _):
-    main = ref["main"]
-    rm = main.get("reward_model")
+    main, rm = ref["main"], ref["main"].get("reward_model")
     if not rm or "ppo" not in main["models"]:
         return "*The reference run has no PPO row.*"
     t, run = main["vs_sft"]["ppo"]["pass@1"], main["training"].get("ppo", {})
@@ -684,8 +648,7 @@ def table_spread(ref, elsewhere):
 
 @table("stages")
 def table_stages(ref, _):
-    main = ref["main"]
-    stages = main["stage_seconds"]
+    main, stages = ref["main"], ref["main"]["stage_seconds"]
     if main["source"]["wall_seconds"] is None:
         return f"*Not measured in the reference run: {main['source'].get('note') or 'no wall time recorded'}.*"
     rows = [[f"`{stage}`", f"{seconds:.0f}"] for stage, seconds in sorted(stages.items(), key=lambda kv: -kv[1])]
@@ -760,13 +723,12 @@ def table_seeds(ref, _):
              f"{fmt(v['t_high'])}]", f"[{fmt(v['crossed_low'])}, {fmt(v['crossed_high'])}]",
              *(fmt(100 * v[k], 1) for k in ("sd", "resampling_sd", "within_run_se"))] for m, v in seeds["methods"].items()]
     family = family_of(seeds["pairs"])
-    return titled(seeds["source"], grid(["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]",
-                                         "crossed 95% (seeds and problems)", "seed SD (points)", "re-sampling SD",
-                                         "within-run SE"], rows)
-                  + "\n\n" + grid(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict"],
-                                    [[pair_label(c), diff(v), fmt_p(v["p_holm"]), VERDICT_WORDS[v["verdict"]]]
-                                     for c, v in seeds["pairs"].items()])
-                  + (f"\n\nFamily: {family}." if family else ""))
+    head = ["method", *(f"seed {s}" for s in order), "mean [t 95% over seeds]", "crossed 95% (seeds and problems)",
+            "seed SD (points)", "re-sampling SD", "within-run SE"]
+    contrasts = grid(["contrast", "difference [simultaneous 95%]", "p (Dunnett-adjusted)", "verdict"],
+                     [[pair_label(c), diff(v), fmt_p(v["p_holm"]), VERDICT_WORDS[v["verdict"]]]
+                      for c, v in seeds["pairs"].items()])
+    return titled(seeds["source"], f"{grid(head, rows)}\n\n{contrasts}" + (f"\n\nFamily: {family}." if family else ""))
 
 
 @table("hacking", "hacking")
@@ -808,8 +770,7 @@ def table_chain_study(ref, _):
 
 @table("losses", "losses")
 def table_losses(ref, _):
-    """Per loss variant: what it changes, its confirmatory metric per seed, its mean and its contrast with the
-    baseline; its other metrics' contrasts (secondary families); the runs the health detector flagged."""
+    """Per loss variant its changes, confirmatory metric per seed and contrast; the secondary metrics; flagged runs."""
     losses = ref["losses"]
     metric, baseline, order = losses["metric"], losses["baseline"], [str(s) for s in losses["seeds"]]
     rows = []
@@ -887,51 +848,7 @@ def table_variance_sources(ref, _):
             f"{len(ratios)} methods both studies trained.")
 
 
-@table("headline-detail")
-def table_headline_detail(ref, _):
-    """GRPO against SFT on the reference chain, and its training curves' first and last thirds."""
-    main = ref["main"]
-    sft, grpo = main["models"]["sft"], main["models"]["grpo"]
-    tests, run = main["vs_sft"]["grpo"], main["training"]["grpo"]
 
-    def before_after(metric, key=None):
-        return f"SFT {fmt(sft[metric]['estimate'])} -> GRPO {fmt(grpo[metric]['estimate'])}" + \
-            (f" ({diff(tests[key])}, {verdict_cell(tests[key])})" if key else "")
-
-    return titled(main["source"], f"- pass@1: {before_after('pass@1', 'pass@1')}.\n"
-                  f"- pass@{grpo['pass@n']['k']}: {before_after('pass@n')}.\n"
-                  f"- greedy accuracy: {before_after('greedy', 'greedy')}.\n"
-                  f"- training, first -> last third of its {run['steps']} steps: rollout accuracy "
-                  f"{' -> '.join(fmt(v, 2) for v in run['accuracy'])}, KL to the reference per token "
-                  f"{' -> '.join(fmt(v, 3) for v in run['kl'])}.")
-
-
-@table("kl-finding")
-def table_kl_finding(ref, _):
-    """k1 and k3 against the exact KL: their exact and bootstrap standard errors, and whether each interval holds it."""
-    kl = ref["main"].get("kl_real")
-    if not kl:
-        return NO_KL
-
-    def against(name):
-        v = kl[f"{name}_minus_exact"]
-        return f"{name} - exact {fmt_interval(v, 'mean', True, 4)} " + \
-            ("holds 0: agrees with the exact KL" if v["low"] <= 0 <= v["high"] else "excludes 0: misses the exact KL")
-
-    return (f"{provenance(ref['main']['source'])}: k3's exact standard error is "
-            f"{kl['exact_se_k3'] / kl['exact_se_k1']:.1f} times k1's ({fmt(kl['exact_se_k3'], 4)} against "
-            f"{fmt(kl['exact_se_k1'], 4)}); the bootstrap over {kl.get('interval_unit', 'completions')} saw "
-            f"{fmt(kl['k3']['bootstrap_se'], 4)} for k3 and {fmt(kl['k1']['bootstrap_se'], 4)} for k1. "
-            f"{against('k3')}; {against('k1')}. k3 has the lower exact variance at "
-            f"{kl['share_k3_lower_variance']:.0%} of the positions.")
-
-
-@table("ppo-scores", "pitfalls")
-def table_ppo_scores(ref, _):
-    pitfalls = ref["pitfalls"]
-    rows = [[label(m), fmt_interval(pitfalls["models"][m]["pass@1"]), f"{diff(t)}, p {test_p(t)}, {verdict_cell(t)}"]
-            for m in ("ppo", "ppo_verifier", "grpo") if m in pitfalls["models"] for t in [pitfalls["vs_sft"][m]["pass@1"]]]
-    return titled(pitfalls["source"], grid(["model", "pass@1 [95%]", "- SFT [95% paired]"], rows))
 
 
 @table("tokenizer")
@@ -957,7 +874,7 @@ def table_pitfalls(ref, _):
 
 
 def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, str]:
-    """Every generated block by name: ``TABLES``, the memory and time plans, and docs/reference/gpu_check*.json."""
+    """Every generated block by name: ``TABLES``, the memory plan, and docs/reference/gpu_check*.json."""
     paths = sorted((root / "docs" / "reference").glob("gpu_check*.json"))
     records = [json.loads(path.read_text(encoding="utf-8")) for path in paths]
     checks = [f"`{path.name}`: {r['machine']}, preset {r['preset']}, {r['precision']}"
@@ -965,7 +882,7 @@ def render_tables(ref: dict, elsewhere: dict, root: Path = REPO) -> dict[str, st
               + gpu_check_table(r["stages"], r.get("memory", "torch.cuda.max_memory_allocated"))
               for path, r in zip(paths, records)]
     return {**{name: render(ref, elsewhere) for name, render in TABLES.items()},
-            "memory-plan": markdown_table(stage_plans(real_config(root))), **time_plan_tables(real_config(root), records),
+            "memory-plan": markdown_table(stage_plans(real_config(root))),
             "gpu-check": "\n\n".join(checks) or "No `make gpu-check` record is kept here yet."}
 
 

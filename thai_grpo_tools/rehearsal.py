@@ -13,7 +13,6 @@ from pathlib import Path
 
 from thai_grpo.data.prompts import build_prompt
 
-REPO = Path(__file__).resolve().parents[1]
 # With thinking on, a think block with more Thai letters than the ten Latin ones of its tags (so the Thai-script
 # reward can pay); with thinking off, nothing.
 THINKING_ON, THINKING_OFF = "<think>\nคิดทีละขั้นตอนแล้วตอบเป็นตัวเลข\n</think>\n\n", ""
@@ -49,8 +48,8 @@ STANDIN_ADAPTER = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.05,
 
 
 def standin_tokenizer(texts: list[str], vocab_size: int = 1000):
-    """Qwen3's tokenizer in miniature: a byte-level BPE learned on ``texts`` (digits split one by one, as Qwen's),
-    filler ids up to 151,642, Qwen3's added tokens at their ids, its pad and eos, chat template and response schema."""
+    """Qwen3's tokenizer in miniature: a byte-level BPE learned on ``texts``, filler ids up to 151,642, Qwen3's added
+    tokens at their ids, its pad, eos, chat template and response schema."""
     import trl
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -81,7 +80,7 @@ def standin_problems(count: int, seed: int = 3) -> list[dict]:
     """Synthetic Thai problems in VISAI-AI/gsm8k-thai's columns (``translated_question``, ``translated_answer``)."""
     from thai_grpo.data.synthetic import generate_problems
 
-    return [{"translated_question": row["translated_question"], "translated_answer": row["translated_answer"]}
+    return [{key: row[key] for key in ("translated_question", "translated_answer")}
             for row in generate_problems(count, seed=seed, max_operand=9)]
 
 
@@ -94,8 +93,7 @@ def synthetic_rows(count: int, seed: int = 3) -> list[dict]:
 
 
 def teaching_examples(tokenizer, questions: list[str], system_prompt: str) -> list[tuple[list[int], list[int]]]:
-    """(prompt ids, completion ids): each question with thinking on (a think block, then a number) and off (the
-    number alone), rendered by the chat template as the pipeline renders them."""
+    """(prompt ids, completion ids) of each question with thinking on (a think block, then a number) and off."""
     examples = []
     for index, question in enumerate(questions):
         for thinking, opening in ((True, THINKING_ON), (False, THINKING_OFF)):
@@ -111,6 +109,7 @@ def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps
           learning_rate: float = 3e-3, seed: int = 0) -> float:
     """A few AdamW steps of next-token loss on the completions only; returns the last batch's loss."""
     import torch
+    from torch.nn.utils.rnn import pad_sequence as pad
 
     generator = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
@@ -118,14 +117,9 @@ def teach(model, examples: list[tuple[list[int], list[int]]], pad_id: int, steps
     loss = torch.tensor(0.0)
     for _ in range(steps):
         batch = [examples[generator.randrange(len(examples))] for _ in range(batch_size)]
-        width = max(len(p) + len(c) for p, c in batch)
-        ids = torch.full((batch_size, width), pad_id)
-        mask = torch.zeros((batch_size, width), dtype=torch.long)
-        labels = torch.full((batch_size, width), -100)
-        for row, (prompt, completion) in enumerate(batch):
-            ids[row, :len(prompt) + len(completion)] = torch.tensor(prompt + completion)
-            mask[row, :len(prompt) + len(completion)] = 1
-            labels[row, len(prompt):len(prompt) + len(completion)] = torch.tensor(completion)
+        ids = pad([torch.tensor(p + c) for p, c in batch], batch_first=True, padding_value=pad_id)
+        mask = pad([torch.ones(len(p) + len(c), dtype=torch.long) for p, c in batch], batch_first=True)
+        labels = pad([torch.tensor([-100] * len(p) + c) for p, c in batch], batch_first=True, padding_value=-100)
         loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         optimizer.step()
@@ -141,8 +135,7 @@ def compact_ids(ids: list[int], learned: int) -> list[int]:
 
 def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eos_id: int, samples: int = 8,
                           seed: int = 0):
-    """The compact model's final hidden states (at every position of the taught examples, at every position of
-    ``samples`` completions per prompt sampled at temperature 1, where sampling strays)."""
+    """The compact model's final hidden states at the taught examples' positions and at ``samples`` sampled ones."""
     import torch
 
     torch.manual_seed(seed)
@@ -158,9 +151,8 @@ def visited_hidden_states(model, examples: list[tuple[list[int], list[int]]], eo
 
 
 def unused_row(model, taught, strayed, margin: float = 30.0):
-    """One embedding row for every unused id: against the direction the final hidden states share, scaled so that its
-    logit is ``margin`` below each covered position's best (~650 x 1e-13 of the probability there). Positions whose
-    states do not lean that way (the count is printed) can sample an unused id, as a real model a rare token."""
+    """One embedding row for every unused id, against the direction the final hidden states share, its logit ``margin``
+    below each covered position's best; an uncovered position (counted) can sample it, as a real model a rare token."""
     import torch
 
     states = torch.cat([taught, strayed])
@@ -182,8 +174,7 @@ def unused_row(model, taught, strayed, margin: float = 30.0):
 
 
 def widen_vocabulary(compact, learned: int, config: dict, filler_row):
-    """The compact model in Qwen3's 151,936-row vocabulary: ordinary tokens' rows at their ids, the added tokens' at
-    151,643 on, ``filler_row`` at every unused id."""
+    """The compact model in Qwen3's 151,936-row vocabulary, ``filler_row`` at every unused id."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -209,16 +200,15 @@ def learned_size(tokenizer) -> int:
 def save_base(model, tokenizer, target: Path, config: dict) -> None:
     """A base model folder as the hub's: weights, ``config`` as its config.json, Qwen3's generation config, tokenizer."""
     model.save_pretrained(target, safe_serialization=True)
-    (target / "config.json").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
-    (target / "generation_config.json").write_text(json.dumps(QWEN3_GENERATION_CONFIG, indent=2) + "\n",
-                                                   encoding="utf-8")
+    for name, content in (("config.json", config), ("generation_config.json", QWEN3_GENERATION_CONFIG)):
+        (target / name).write_text(json.dumps(content, indent=2) + "\n", encoding="utf-8")
     tokenizer.save_pretrained(target)
 
 
 def build_standin_base(target: Path, problems: list[dict], mgsm_questions: list[str], system_prompt: str,
                        seed: int = 0) -> float:
-    """The stand-in base in ``target``, taught the think-block habit in a compact vocabulary (seconds, where 151,936
-    logits per position would take minutes), then widened to Qwen3's; returns its teaching loss."""
+    """The stand-in base in ``target``, taught the think-block habit in a compact vocabulary (seconds, not minutes),
+    then widened to Qwen3's; returns its teaching loss."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
@@ -264,7 +254,6 @@ def standin_models(folder: Path, system_prompt: str) -> tuple[Path, Path]:
     """(base, adapter): the taught stand-ins, built in ``folder`` the first time (a minute or two), reused after."""
     base, adapter = folder / "base", folder / "adapter"
     if not (base / "config.json").exists():
-        base.mkdir(parents=True, exist_ok=True)
         build_standin_base(base, standin_problems(24), [], system_prompt)
     if not (adapter / "adapter_config.json").exists():
         build_standin_adapter(base, adapter)
@@ -272,9 +261,8 @@ def standin_models(folder: Path, system_prompt: str) -> tuple[Path, Path]:
 
 
 def full_size_standin(folder: Path, rows: list[dict], system_prompt: str, seed: int = 0) -> dict:
-    """``folder/base`` (Qwen3-0.6B's config.json, random weights in bfloat16, the stand-in tokenizer) and
-    ``folder/sft_adapter``, built the first time; their paths. Random weights sample near-uniformly over the
-    vocabulary, so completions run to the full budget (the most memory)."""
+    """``folder/base`` (Qwen3-0.6B's config, random bfloat16 weights: completions run to the budget) and
+    ``folder/sft_adapter``, built the first time; their paths."""
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 

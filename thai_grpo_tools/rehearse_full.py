@@ -1,15 +1,12 @@
 """`make rehearse-full` (CPU, preset cpu) and `make gpu-check` (CUDA, preset chapter, one of ``GPU_CHECK_PASSES``):
-Qwen3-0.6B at full size through every stage of the real config, one optimizer step each, each stage's peak memory
-beside the memory plan's prediction at exactly its sizes, and its seconds per step. The real base and SFT adapter where
-the hub cache holds them, else random weights. Peak memory: on a CPU each stage in a fresh process, its peak RSS above
-its level after the imports from where its own run begins; on CUDA one process, torch.cuda.max_memory_reserved.
-Writes OUT/rehearse.json and OUT/rehearse.md.
-"""
+Qwen3-0.6B at full size (the hub cache's real weights, else random ones) through every stage of the real config, one
+optimizer step each: its seconds per step and its peak memory beside the memory plan's at exactly its sizes (on a CPU
+each stage in a fresh process, its peak RSS above the imports; on CUDA torch.cuda.max_memory_reserved). Writes
+OUT/rehearse.json and OUT/rehearse.md."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import math
@@ -18,11 +15,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 from thai_grpo.jobs.devices import job_device
+from thai_grpo.jobs.machine import this_cpu
 from thai_grpo.workflow import deep_merge
 from thai_grpo.jobs.memory_stages import CARD_GIB, CPU, T4, Precision
-from thai_grpo_tools.memory_plan import QWEN3_0_6B, REPO, real_config, sized_config, sizes_for_card, stage_plans
+from thai_grpo_tools.memory_plan import (QWEN3_0_6B, REPO, grid, real_config, sized_config, sizes_for_card,
+                                         stage_plans)
 
 STEP = {"max_steps": 1, "save_steps": 1000}  # one optimizer step; no checkpoint written mid-run
 PPO_CPU = {"batch_size": 4, "max_steps": 1, "num_ppo_epochs": 1, "num_mini_batches": 1}
@@ -52,9 +52,8 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "grpo_fast": ("GRPO fast: train step", "GRPO fast: rollouts"),
           "rloo": ("GRPO full: train step", "GRPO full: rollouts"),
           "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",), "cuda_graphs": ("held-out sampling",),
-          "token_logprobs": ("token log-probs (k1 vs k3)",),
-          "dpo": ("DPO (dpo): train step",), "reward_model": ("reward model: train step",),
-          "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
+          "token_logprobs": ("token log-probs (k1 vs k3)",), "dpo": ("DPO (dpo): train step",),
+          "reward_model": ("reward model: train step",), "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
           "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update"), "vllm_sample": ()}
 ORDER = tuple(STAGES)  # the order the stages run in
 TRAINERS = ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier")
@@ -73,8 +72,7 @@ GPU_CHECK_PASSES = {"float16": ("float16", None, GPU_STAGES), "bfloat16": ("bflo
 
 # ----------------------------------------------------------------------------------------- sizes and plans
 def rehearsal_config(real: dict, preset: str, card_gib: float = CARD_GIB) -> dict:
-    """The real config with a preset's sizes on top, ``auto`` as a card of ``card_gib`` chooses (a T4's on a CPU),
-    lost updates recorded."""
+    """The real config with a preset's sizes on top, ``auto`` as a card of ``card_gib`` chooses, lost updates kept."""
     if preset not in PRESETS:
         raise ValueError(f"preset {preset!r}: use one of {', '.join(PRESETS)}")
     config = deep_merge(deep_merge(real, PRESETS[preset]), RECORD_LOST_UPDATES)
@@ -111,8 +109,7 @@ def predicted_bytes(stage: str, stage_plan: list[dict]) -> int | None:
 
 
 def comparison(records: list[dict], stage_plan: list[dict]) -> list[dict]:
-    """Each stage record with its prediction and measured / predicted; a stage whose ``auto`` size, chosen by the
-    job's own code, is not the plan's is an error."""
+    """Each stage record with its prediction and measured / predicted; an ``auto`` size not the plan's is an error."""
     rows = []
     for record in records:
         predicted, measured = predicted_bytes(record["stage"], stage_plan), record.get("peak_bytes")
@@ -126,8 +123,7 @@ def comparison(records: list[dict], stage_plan: list[dict]) -> list[dict]:
 
 
 def table(rows: list[dict], memory: str) -> str:
-    """``comparison`` as markdown: stage, predicted and measured GiB, their ratio, s/step, steps; where the records
-    count them (``update_record``), whether every loss was finite and the updates lost or redone."""
+    """``comparison`` as markdown; where the records count them (``update_record``), the losses and lost updates."""
     def gib(value):
         return "-" if value is None else f"{value / 2 ** 30:.2f}"
 
@@ -139,15 +135,12 @@ def table(rows: list[dict], memory: str) -> str:
         return f"{finite}; {row['optimizer_steps_skipped']} skipped, {row['nonfinite_grad_steps']} non-finite{redone}"
 
     counted = any("optimizer_steps_skipped" in row for row in rows)
-    lines = [f"| stage | predicted GiB | measured GiB ({memory}) | measured / predicted | s/step | steps |"
-             + (" loss; updates lost |" if counted else ""), "|---|---|---|---|---|---|" + ("---|" if counted else "")]
-    for row in rows:
-        seconds = row.get("seconds_per_step")
-        lines.append(f"| {row['stage']} | {gib(row['predicted_bytes'])} | {gib(row.get('peak_bytes'))} | "
-                     f"{'-' if row['ratio'] is None else row['ratio']} | "
-                     f"{'-' if seconds is None else f'{seconds:.1f}'} | {row.get('steps', '-')} |"
-                     + (f" {updates(row)} |" if counted else ""))
-    return "\n".join(lines)
+    return grid(["stage", "predicted GiB", f"measured GiB ({memory})", "measured / predicted", "s/step", "steps",
+                 *(["loss; updates lost"] if counted else [])],
+                [[row["stage"], gib(row["predicted_bytes"]), gib(row.get("peak_bytes")),
+                  "-" if row["ratio"] is None else str(row["ratio"]),
+                  "-" if row.get("seconds_per_step") is None else f"{row['seconds_per_step']:.1f}",
+                  str(row.get("steps", "-")), *([updates(row)] if counted else [])] for row in rows])
 
 
 # ----------------------------------------------------------------------------------------- the inputs
@@ -173,10 +166,9 @@ def cached_real_weights(config: dict, cache_dir: str | Path | None = None) -> di
 
 def answer_pairs(tokenizer, rows: list[dict], system_prompt: str, completion_tokens: int,
                  chat_template_kwargs: dict | None = None) -> list[dict]:
-    """DPO's and the reward model's pairs in ``preferences.build_pairs``' format: chosen the right number, rejected a
-    wrong one, each after a think block filled to ``completion_tokens`` tokens (the budget the plan counts)."""
-    from thai_grpo.data.prompts import build_prompt
-    from thai_grpo.data.prompts import prompt_token_ids
+    """DPO's and the reward model's pairs (``preferences.build_pairs``' format), each answer after a think block
+    filled to ``completion_tokens`` tokens, the budget the plan counts."""
+    from thai_grpo.data.prompts import build_prompt, prompt_token_ids
     from thai_grpo.methods.preferences import token_fields
 
     def ids(text: str) -> list[int]:
@@ -261,32 +253,19 @@ class Meter:
     def stop(self, steps: int) -> dict:
         import torch
 
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        seconds = time.perf_counter() - self.t0
         if self.device == "cuda":  # what the allocator held (the card's memory the plan must cover), and its tensors
+            torch.cuda.synchronize()
             self.record["allocated_bytes"] = torch.cuda.max_memory_allocated()
-            peak = torch.cuda.max_memory_reserved()
-        else:
-            peak = rss("VmHWM") - self.baseline
+        seconds = time.perf_counter() - self.t0
+        peak = torch.cuda.max_memory_reserved() if self.device == "cuda" else rss("VmHWM") - self.baseline
         return {**self.record, "peak_bytes": peak, "seconds": round(seconds, 2), "steps": steps,
                 "seconds_per_step": seconds / max(steps, 1)}
 
 
-@contextlib.contextmanager
-def start_on_first_call(module, name: str, meter: Meter):
-    """While open, ``module.name`` starts the meter when first called, and otherwise does what it did."""
-    original = getattr(module, name)
-
-    def wrapped(*args, **kwargs):
-        meter.start()
-        return original(*args, **kwargs)
-
-    setattr(module, name, wrapped)
-    try:
-        yield
-    finally:
-        setattr(module, name, original)
+def start_on_first_call(owner, name: str, meter: Meter):
+    """While open, ``owner.name`` starts the meter when first called, and otherwise does what it did."""
+    original = getattr(owner, name)
+    return mock.patch.object(owner, name, lambda *args, **kwargs: meter.start() or original(*args, **kwargs))
 
 
 def update_record(result: dict) -> dict:
@@ -348,9 +327,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
             plan = {**plan, "ppo": {**plan["ppo"], "chunk_floats": "auto"}}  # sized by the job's own code
         reward = work / "outputs" / "reward_model" / "model"
         chosen, pass_rows = [], ppo.pass_rows
-        with start_on_first_call(ppo, "_rollout", meter), contextlib.ExitStack() as undo:
-            ppo.pass_rows = lambda *args: chosen.append(pass_rows(*args)) or chosen[-1]  # the rows the job sized
-            undo.callback(setattr, ppo, "pass_rows", pass_rows)
+        with start_on_first_call(ppo, "_rollout", meter), mock.patch.object(  # the rows the job sized
+                ppo, "pass_rows", lambda *args: chosen.append(pass_rows(*args)) or chosen[-1]):
             result = train_variant(RunSpec(
                 run=name, plan=plan, base_dir=Path(base), adapter_dir=Path(sft), train_rows=rows, system_prompt=system,
                 out_dir=out / "adapter", checkpoint_dir=work / "checkpoints" / name, seed=config["seed"],
@@ -376,15 +354,14 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
     if name == "sample":
         from thai_grpo.jobs.memory_stages import sampling_sizes
-        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
         requested = "auto" if spec["auto"].get("eval.batch_size") else ev["batch_size"]
         batch = sampling_sizes(requested, base, ev["num_samples"], ev["max_new_tokens"], len(heldout),
                                job_device())["batch_size"]  # as the job sizes it: before its weights load
-        model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+        model, tokenizer = evaluated(base, policy, ev)
         meter.start()
-        records = sample_heldout(model, load_tokenizer(base), heldout, system, ev["num_samples"], ev["max_new_tokens"],
+        records = sample_heldout(model, tokenizer, heldout, system, ev["num_samples"], ev["max_new_tokens"],
                                  ev["temperature"], batch, ev["seed"], ev.get("chat_template_kwargs"))
         write_jsonl(work / "outputs" / "samples.jsonl", records)
         return {**meter.stop(batches), "sized": {"batch_size": batch, "planned": ev["batch_size"]}}
@@ -404,18 +381,22 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
     raise ValueError(f"unknown stage {name!r}: use one of {', '.join(ORDER)}")
 
 
+def evaluated(base: str, policy: str, ev: dict) -> tuple:
+    """(the policy loaded for evaluation in ``eval.dtype`` on the job's device, its tokenizer)."""
+    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+
+    return load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device()), load_tokenizer(base)
+
+
 def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
-    """One held-out sampling call's decode loop whose rows stop early, as a real model's answers do (random weights
-    never stop): every sample of a third of the problems stops after an eighth of the budget, so the loop compacts its
-    buffers while the other rows decode on."""
+    """One held-out call's decode loop, a third of the problems stopping after an eighth of the budget (as a real
+    model's answers do, random weights' never), so the loop compacts its buffers while the other rows decode on."""
     import torch
 
     from thai_grpo.models.decoding import decode
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
     from thai_grpo.models.sampling import encode_prompts
 
-    tokenizer = load_tokenizer(base)
-    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    model, tokenizer = evaluated(base, policy, ev)
     problems, samples, budget = int(ev["batch_size"]), int(ev["num_samples"]), int(ev["max_new_tokens"])
     encoded = encode_prompts(tokenizer, [row["question"] for row in heldout[:problems]], system,
                              ev.get("chat_template_kwargs") or {}).to(model.device)
@@ -435,16 +416,13 @@ def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system:
 
 
 def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: str, ev: dict, meter: Meter) -> dict:
-    """One held-out sampling call (samples and greedy answers) eager, then with its decode steps replayed as CUDA
-    graphs (``eval.cuda_graphs``) twice, the first capturing them: each call's seconds, and whether the graphed calls
-    gave the eager call's tokens. What ``eval.cuda_graphs`` waits on before it may be turned on."""
+    """One held-out sampling call eager, then twice with CUDA graphs (``eval.cuda_graphs``; the first captures): each
+    call's seconds and whether the graphed calls gave the eager tokens, what that key waits on."""
     import torch
 
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
     from thai_grpo.models.sampling import generate
 
-    tokenizer = load_tokenizer(base)
-    model = load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device())
+    model, tokenizer = evaluated(base, policy, ev)
     rows = heldout[:int(ev["batch_size"])]
 
     def timed(graphs: bool) -> tuple[list, float]:
@@ -464,12 +442,10 @@ def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: st
 
 # ----------------------------------------------------------------------------------------- the parent
 def stage_env(device: str, dtype: str, threads: int | None) -> dict:
-    """A stage's environment: offline, glibc returning freed tensors, ``threads`` CPU threads (None: all), CUDA's
-    allocator with expandable segments (as the jobs'); on CUDA with float16 forced, a T4's capability."""
-    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1",
-           "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}
-    if threads:
-        env["OMP_NUM_THREADS"] = str(threads)
+    """A stage's environment: offline, ``MALLOC_ENV``, ``threads`` (None: all), the jobs' CUDA allocator; float16 on
+    CUDA acts as a T4 (capability 7.5)."""
+    env = {**os.environ, **MALLOC_ENV, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTORCH_CUDA_ALLOC_CONF":
+           "expandable_segments:True", **({"OMP_NUM_THREADS": str(threads)} if threads else {})}
     env.pop("THAI_GRPO_CAPABILITY", None)
     if device == "cuda" and dtype == "float16":
         env["THAI_GRPO_CAPABILITY"] = "7.5"
@@ -482,9 +458,7 @@ def machine(device: str) -> str:
         import torch
 
         return f"{torch.cuda.get_device_name(0)} ({os.cpu_count()} CPUs)"
-    model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                  if line.startswith("model name")), "unknown CPU")
-    return f"{model}, {len(os.sched_getaffinity(0))} cores"
+    return f"{this_cpu()}, {len(os.sched_getaffinity(0))} cores"
 
 
 def run_groups(stages: list[str], me: list[str], work: Path, env: dict, device: str, timeout: int) -> list[dict]:
