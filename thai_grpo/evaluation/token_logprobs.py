@@ -15,14 +15,10 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
     from one right-padded pass; the LM head skips the prompt, which over a 152k vocabulary would dominate the time."""
     import torch
 
-    sequences = [prompt + completion for prompt, completion in pairs]
-    width = max(map(len, sequences))
-    ids = torch.full((len(sequences), width), pad_id)
-    mask = torch.zeros_like(ids)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = torch.tensor(sequence)
-        mask[row, :len(sequence)] = 1
-    device = next(model.parameters()).device
+    from thai_grpo.models.sampling import right_padded
+
+    ids, mask = right_padded([prompt + completion for prompt, completion in pairs], pad_id)
+    width, device = ids.shape[1], next(model.parameters()).device
     ids, mask = ids.to(device), mask.to(device)
     first = min(len(prompt) for prompt, _ in pairs) - 1  # the first position whose output predicts a completion token
     with torch.no_grad():
@@ -97,8 +93,6 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     model.to(job_device()).eval()
     precision = evaluation_precision(weights_dtype(model), model.device)
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
-    if temperature <= 0:
-        raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
     longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
     shape = Shape.from_config(model.config)  # Qwen3's 152k vocabulary: ~4 rows per batch of 450 tokens
     batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size)  # 1 GiB of float32 logits, two held

@@ -57,8 +57,7 @@ def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem, each seeded from (seed, problem id, sample index)
-    so the batch size changes no sample."""
+    """``num_samples`` graded completions per training problem, seeded from (seed, problem id, sample index)."""
     from thai_grpo.models.sampling import generate, score_completion
 
     records = []
