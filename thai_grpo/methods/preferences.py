@@ -58,19 +58,11 @@ def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: 
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
     """``num_samples`` graded completions per training problem, seeded from (seed, problem id, sample index)."""
-    from thai_grpo.models.sampling import generate, score_completion
+    from thai_grpo.models.sampling import sampled_groups, score_completion
 
-    records = []
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        sampled = generate(model, tokenizer, [r["question"] for r in batch], system_prompt, num_samples,
-                           max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
-                           problem_keys=[r["id"] for r in batch])
-        prompts = prompt_token_ids(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
-        records += [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
-                     "completion_budget": max_new_tokens,
-                     "completions": [score_completion(c, row["answer"]) for c in samples]}
-                    for row, prompt, samples in zip(batch, prompts, sampled)]
-        if progress:
-            progress(f"sampled {len(records)}/{len(rows)} training problems")
-    return records
+    groups = sampled_groups(model, tokenizer, rows, system_prompt, num_samples, max_new_tokens, temperature,
+                            batch_size, seed, chat_template_kwargs, progress)
+    prompts = prompt_token_ids(tokenizer, [r["question"] for r in rows], system_prompt, chat_template_kwargs)
+    return [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
+             "completion_budget": max_new_tokens, "completions": [score_completion(c, row["answer"]) for c in samples]}
+            for row, prompt, samples in zip(rows, prompts, groups)]

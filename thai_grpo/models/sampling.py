@@ -213,25 +213,32 @@ def score_completion(completion: dict, gold: int) -> dict:
 
 def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy: list[dict]) -> list[dict]:
     """The output records of ``sample_heldout``: per problem its scored samples and its scored greedy answer."""
-    if not len(rows) == len(sampled) == len(greedy):
-        raise ValueError(f"{len(rows)} problems but {len(sampled)} sampled and {len(greedy)} greedy results")
     return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
              "completions": [score_completion(c, row["answer"]) for c in samples],
              "greedy": score_completion(best, row["answer"])}
             for row, samples, best in zip(rows, sampled, greedy)]
 
 
+def sampled_groups(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
+                   temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
+                   progress=None, with_greedy: bool = False, cuda_graphs: bool = False) -> list[list[dict]]:
+    """``generate``'s group of each problem of ``rows``, seeded by its id, ``batch_size`` problems per call (which
+    changes no sample)."""
+    groups: list[list[dict]] = []
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        groups += generate(model, tokenizer, [row["question"] for row in batch], system_prompt, num_samples,
+                           max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
+                           problem_keys=[row["id"] for row in batch], with_greedy=with_greedy, cuda_graphs=cuda_graphs)
+        if progress:
+            progress(f"sampled {len(groups)}/{len(rows)} problems x {num_samples}{' and greedy' * with_greedy}")
+    return groups
+
+
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
                    temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
                    progress=None, cuda_graphs: bool = False) -> list[dict]:
-    """One record per held-out problem: its sampled completions and greedy answer, each with rewards, ``batch_size``
-    problems per call (which changes no sample)."""
-    sampled: list[list[dict]] = []
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        sampled += generate(model, tokenizer, [row["question"] for row in batch], system_prompt, num_samples,
-                            max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
-                            problem_keys=[row["id"] for row in batch], with_greedy=True, cuda_graphs=cuda_graphs)
-        if progress:
-            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}, and their greedy answers")
-    return records_from_completions(rows, [group[:-1] for group in sampled], [group[-1] for group in sampled])
+    """One record per held-out problem: its sampled completions and its greedy answer, each with rewards."""
+    groups = sampled_groups(model, tokenizer, rows, system_prompt, num_samples, max_new_tokens, temperature,
+                            batch_size, seed, chat_template_kwargs, progress, with_greedy=True, cuda_graphs=cuda_graphs)
+    return records_from_completions(rows, [group[:-1] for group in groups], [group[-1] for group in groups])
