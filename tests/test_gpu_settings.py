@@ -11,15 +11,12 @@ import pytest
 from thai_grpo_tools.gpu_settings import precision_summary
 from thai_grpo.evaluation.vllm_sampling import (
     completion_from_tokens,
-    problem_seeds,
     prompt_token_ids,
     records_from_completions,
     resolve_vllm_dtype,
     vllm_engine_kwargs,
-    vllm_greedy_params_kwargs,
     vllm_lora_rank,
-    vllm_max_model_len,
-    vllm_sampling_params_kwargs,
+    vllm_request_params,
 )
 
 T4, A100, H100, CPU = (7, 5), (8, 0), (9, 0), None
@@ -57,24 +54,23 @@ def test_precision_summary_agrees_with_choose_dtype():
 
 
 def test_sampling_params_match_the_transformers_path():
-    kwargs = vllm_sampling_params_kwargs(EVAL)
+    kwargs, *_, greedy = vllm_request_params(EVAL, 2)
     assert kwargs == {"n": 8, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "max_tokens": 256,
                       "seed": 1234}
-    greedy = vllm_greedy_params_kwargs(EVAL)
     assert greedy["n"] == 1 and greedy["temperature"] == 0.0 and greedy["max_tokens"] == 256
 
 
 def test_sampling_params_coerce_types():
-    kwargs = vllm_sampling_params_kwargs({**EVAL, "num_samples": "4", "temperature": 1, "max_new_tokens": 96.0})
+    kwargs = vllm_request_params({**EVAL, "num_samples": "4", "temperature": 1, "max_new_tokens": 96.0}, 1)[0]
     assert (kwargs["n"], kwargs["temperature"], kwargs["max_tokens"]) == (4, 1.0, 96)
     assert isinstance(kwargs["temperature"], float) and isinstance(kwargs["n"], int)
 
 
 def test_problem_seeds_give_every_sample_its_own_stream():
-    seeds = problem_seeds(1234, num_problems=5, num_samples=8)
-    streams = [s + j for s in seeds for j in range(8)]  # vLLM seeds sample j of a request with seed + j
+    sampled = vllm_request_params(EVAL, 5)[:5]
+    streams = [p["seed"] + j for p in sampled for j in range(8)]  # vLLM seeds sample j of a request with seed + j
     assert len(set(streams)) == 5 * 8
-    assert seeds[0] == 1234
+    assert sampled[0]["seed"] == 1234
 
 
 def test_lora_rank_rounds_up_to_what_vllm_accepts():
@@ -84,11 +80,10 @@ def test_lora_rank_rounds_up_to_what_vllm_accepts():
 
 
 def test_engine_kwargs_and_context_length():
-    assert vllm_max_model_len([120, 180, 90], 256) == 436
-    plain = vllm_engine_kwargs("results/model/base", "float16", 1234, 436, 0.85, None)
+    plain = vllm_engine_kwargs("results/model/base", "float16", 1234, [120, 180, 90], 256, 0.85, None)
     assert plain["model"] == plain["tokenizer"] == "results/model/base"
     assert plain["max_model_len"] == 436 and not plain.get("enable_lora") and plain["trust_remote_code"] is False
-    lora = vllm_engine_kwargs("results/model/base", "bfloat16", 1234, 436, 0.85, 16)
+    lora = vllm_engine_kwargs("results/model/base", "bfloat16", 1234, [436], 0, 0.85, 16)
     assert lora["enable_lora"] is True and lora["max_lora_rank"] == 16 and lora["max_loras"] == 1
 
 

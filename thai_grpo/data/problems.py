@@ -52,11 +52,6 @@ def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
     return f"<think>\n{steps}\n</think>\n{answer}"
 
 
-def pretraining_text(question: str, answer_text: str, answer: int) -> str:
-    """Plain text for the from-scratch base: the problem, then its solution in the ``<think>`` shape."""
-    return f"{question}\n{sft_target(answer_text, answer)}"
-
-
 @dataclass(frozen=True)
 class DataSource:
     """Where the rows come from; see the config schema's ``data`` section."""

@@ -24,10 +24,8 @@ completion budget; T_i = the completion's real tokens (up to and including its f
 Departures from TRL 1.12: the score sits on the completion's last real token (TRL put it one slot past the EOS, where
 it reached the EOS only through gamma * lam: TRL issues #1893 and #3750); the reward model scores the exact token ids
 the policy generated; gradients are clipped; each step's randomness is seeded from (seed, step), so a resumed run
-redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast. Each pass
-(rollouts, log-probs, values, update) is split into chunks of rows sized by its own budget (``chunk_floats``, or for
-``auto`` the memory plan on the card's memory free at the job's start: ``memory_stages.ppo_pass_rows``), which changes
-no update; on CUDA the update checkpoints its activations where that makes its chunks larger.
+redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast. Each pass is
+split into chunks of rows (``pass_rows``), which changes no update.
 """
 
 from __future__ import annotations
@@ -339,7 +337,9 @@ def restore(checkpoint: str | Path, models: dict, optimizer, scaler) -> int:
 
 
 def pass_rows(models: dict, settings: PPOSettings, prompt: int) -> dict:
-    """Rows per chunk of each pass for prompts of ``prompt`` tokens (``memory_stages.ppo_pass_rows``)."""
+    """Rows per chunk of each pass (rollouts, log-probs, values, update) for prompts of ``prompt`` tokens, within
+    ``chunk_floats`` or, for ``auto``, the card's memory free at the job's start (``memory_stages.ppo_pass_rows``); on
+    CUDA the update checkpoints its activations where that makes its chunks larger."""
     from thai_grpo.jobs.devices import job_device
     from thai_grpo.jobs.memory_plan import Shape
     from thai_grpo.jobs.memory_stages import ppo_pass_rows, sizing_gib
@@ -418,8 +418,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     advantages, returns = gae(rewards, values, mask, settings.gamma, settings.lam)
     return dict(ids=ids, attention=attention, width=width, rows=rows, mask=mask, lengths=lengths, has_eos=has_eos,
                 logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
-                raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
-                prompts=[r["question"] for r in batch], prompt_ids=[r.get("id") for r in batch])
+                raw_scores=raw, scores=scores, k1=k1, texts=texts, code=code, prompt_ids=[r.get("id") for r in batch])
 
 
 def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> dict:

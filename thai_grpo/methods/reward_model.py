@@ -133,7 +133,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     config = RewardConfig(**trainer_args(args, checkpoint_dir, seed, dtype, training))
     _, resume_from = start_step_log(checkpoint_dir)
-    updates_path = Path(checkpoint_dir) / UPDATES_FILE
     updates = recorder(checkpoint_dir, "reward_model", training["max_lost_update_share"])
     # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
     # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
@@ -147,7 +146,7 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     trainer.train(resume_from_checkpoint=resume_from)
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
-    done = read_appended_jsonl(updates_path)
+    done = read_appended_jsonl(Path(checkpoint_dir) / UPDATES_FILE)
     flags = {record["step"]: {k: v for k, v in record.items() if k != "step"} for record in done}
     clear_checkpoints(checkpoint_dir)
     steps = [{"step": log["step"], **{k: float(log[k]) for k in REWARD_LOG_KEYS if k in log},

@@ -216,7 +216,7 @@ def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy
     return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
              "completions": [score_completion(c, row["answer"]) for c in samples],
              "greedy": score_completion(best, row["answer"])}
-            for row, samples, best in zip(rows, sampled, greedy)]
+            for row, samples, best in zip(rows, sampled, greedy, strict=True)]
 
 
 def sampled_groups(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
