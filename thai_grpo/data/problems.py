@@ -79,9 +79,8 @@ def load_source_dataset(src: DataSource, kind: str = "dataset", where: str = "da
     if src.source == "local":
         path = Path(src.path)
         if not path.exists():
-            raise FileNotFoundError(f"{where} {path} does not exist: point it at a "
-                                    f"{'/'.join(SUPPORTED_LOCAL_FORMATS)} file or a folder written by "
-                                    "Dataset.save_to_disk")
+            raise FileNotFoundError(f"{where} {path} does not exist: point it at a {'/'.join(SUPPORTED_LOCAL_FORMATS)} "
+                                    "file or a folder written by Dataset.save_to_disk")
         if path.is_dir():
             loaded = datasets.load_from_disk(str(path))
             return loaded[src.split] if isinstance(loaded, datasets.DatasetDict) else loaded

@@ -112,7 +112,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                 result[key] += values.tolist()
     problems = [record["id"] for record, _ in chosen_completions(samples, max_completions)]
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
-            "completion_problems": problems,
-            "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
+            "completion_problems": problems, "num_completions": len(pairs),
+            "tokens": "sampled token ids, stop token included",
             "temperature": temperature, "dtype": weights_dtype(model), **precision,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

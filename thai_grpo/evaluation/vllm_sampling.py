@@ -42,8 +42,7 @@ def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, prompt_lengt
     longest prompt and its budget need (vLLM's default, the model's full context, may not fit)."""
     kwargs = {"model": str(base_dir), "tokenizer": str(base_dir), "dtype": dtype, "seed": int(seed),
               "max_model_len": max(prompt_lengths) + int(max_new_tokens),
-              "gpu_memory_utilization": float(gpu_memory_utilization),
-              "trust_remote_code": False}
+              "gpu_memory_utilization": float(gpu_memory_utilization), "trust_remote_code": False}
     if lora_rank is not None:
         kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=vllm_lora_rank(lora_rank))
     return kwargs

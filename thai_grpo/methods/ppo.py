@@ -238,9 +238,8 @@ def grad_scaler(model):
     """A ``GradScaler`` on the frozen weights' device, enabled only for float16 (whose gradients underflow)."""
     import torch
 
-    frozen = next((p for p in model.parameters() if not p.requires_grad), None)
-    enabled = frozen is not None and frozen.dtype == torch.float16
-    return torch.amp.GradScaler("cpu" if frozen is None else frozen.device.type, enabled=enabled)
+    frozen = next(p for p in model.parameters() if not p.requires_grad)
+    return torch.amp.GradScaler(frozen.device.type, enabled=frozen.dtype == torch.float16)
 
 
 def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: str, dtype: str):
@@ -502,8 +501,7 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, u
     """One line of step_metrics.jsonl: GRPO's keys where they mean the same, plus PPO's own."""
     mask, lengths = rollout["mask"], rollout["lengths"]
     k1_sums = rollout["k1"].sum(1)
-    record = {"step": step,
-              "reward_mean": float(total_rewards(rollout["code"]).mean()),
+    record = {"step": step, "reward_mean": float(total_rewards(rollout["code"]).mean()),
               "rewards": {name: float(np.mean(v)) for name, v in rollout["code"].items()},
               "score_mean": float(rollout["scores"].mean()), "raw_score_mean": float(rollout["raw_scores"].mean()),
               "rlhf_reward": float((rollout["scores"] - settings.kl_coef * k1_sums).mean()),
@@ -512,11 +510,9 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, u
               "value_mean": float(masked_mean(rollout["values"], mask)),
               "return_mean": float(masked_mean(rollout["returns"], mask)),
               "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
-              "num_completions": len(rollout["texts"]),
-              "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
-              **think_shares(rollout["code"], rollout["texts"]), **update,
-              "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
-              update["value_loss"], **update_counts(list(updates))}
+              "num_completions": len(rollout["texts"]), "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
+              **think_shares(rollout["code"], rollout["texts"]), **update, "clip_ratio": update["clip_fraction"],
+              "loss": update["policy_loss"] + settings.vf_coef * update["value_loss"], **update_counts(list(updates))}
     return {**record, **accuracy(rollout["code"])}
 
 
@@ -551,10 +547,9 @@ def train(spec) -> dict:
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
+    value_rate = settings.value_learning_rate or settings.learning_rate
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
-                                   {"params": value_params,
-                                    "lr": settings.value_learning_rate or settings.learning_rate}],
-                                  weight_decay=settings.weight_decay)
+                                   {"params": value_params, "lr": value_rate}], weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
     scaler = grad_scaler(models["policy"])
     start = restore(resume_from, models, optimizer, scaler) if resume_from else 0

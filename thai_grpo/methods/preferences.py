@@ -20,15 +20,10 @@ def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
 
 def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
     """DPOTrainer's rows ``{prompt, chosen, rejected}`` (with id, gold, rewards, token ids) and the counts."""
-    pairs, all_right, all_wrong = [], 0, 0
+    pairs = []
     for record in records:
-        completions = record["completions"]
-        pair = pair_for_problem(completions)
+        pair = pair_for_problem(record["completions"])
         if pair is None:
-            if completions and all(_is_correct(c) for c in completions):
-                all_right += 1
-            else:
-                all_wrong += 1
             continue
         chosen, rejected = pair
         pairs.append({"id": record["id"], "gold": record["gold"],
@@ -38,10 +33,11 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
                       "chosen_reward": chosen["total"], "rejected_reward": rejected["total"],
                       **token_fields(record, chosen, rejected)})
     samples = [c for r in records for c in r["completions"]]
+    all_right = sum(bool(r["completions"]) and all(_is_correct(c) for c in r["completions"]) for r in records)
     stats = {"problems": len(records), "samples": len(samples),
              "samples_per_problem": len(records[0]["completions"]) if records else 0,
              "correct_samples": sum(_is_correct(c) for c in samples), "pairs": len(pairs),
-             "all_right": all_right, "all_wrong": all_wrong,
+             "all_right": all_right, "all_wrong": len(records) - len(pairs) - all_right,
              "generated_tokens": int(sum(c.get("num_tokens", 0) for c in samples))}
     return pairs, stats
 

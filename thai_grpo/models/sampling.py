@@ -90,11 +90,10 @@ def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_
     from transformers import GenerationConfig
 
     sampling = temperature is not None
-    return GenerationConfig(
-        do_sample=sampling, temperature=temperature if sampling else None, top_k=0 if sampling else None,
-        top_p=1.0 if sampling else None, max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
-        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id,
-    )
+    return GenerationConfig(do_sample=sampling, temperature=temperature if sampling else None,
+                            top_k=0 if sampling else None, top_p=1.0 if sampling else None,
+                            max_new_tokens=max_new_tokens, num_return_sequences=num_samples, eos_token_id=stop_ids,
+                            pad_token_id=tokenizer.pad_token_id)
 
 
 def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
