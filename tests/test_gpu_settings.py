@@ -9,15 +9,9 @@ from types import SimpleNamespace
 import pytest
 
 from thai_grpo_tools.gpu_settings import precision_summary
-from thai_grpo.evaluation.vllm_sampling import (
-    completion_from_tokens,
-    prompt_token_ids,
-    records_from_completions,
-    resolve_vllm_dtype,
-    vllm_engine_kwargs,
-    vllm_lora_rank,
-    vllm_request_params,
-)
+from thai_grpo.evaluation.vllm_sampling import (completion_from_tokens, prompt_token_ids, records_from_completions,
+                                                 resolve_vllm_dtype, vllm_engine_kwargs, vllm_lora_rank,
+                                                 vllm_request_params)
 
 T4, A100, H100, CPU = (7, 5), (8, 0), (9, 0), None
 EVAL = {"num_samples": 8, "temperature": 1.0, "max_new_tokens": 256, "seed": 1234, "batch_size": 16}
@@ -307,14 +301,12 @@ def test_on_a_cpu_auto_stays_float32(tiny_model_dir, tiny_adapter_dir):
 def test_value_and_reward_heads_train_in_float32_on_a_16_bit_base(tiny_model_dir):
     """The copied score head (modules_to_save) is trainable but not a LoRA matrix: PEFT leaves it in the base's
     dtype; upcast_trainable makes it float32 (fp16's GradScaler refuses float16 gradients)."""
-    from peft import LoraConfig, get_peft_model
-
     from thai_grpo.methods.ppo import fresh_value_model
-    from thai_grpo.methods.reward_model import load_reward_base, reward_lora
+    from thai_grpo.methods.reward_model import fresh_reward_model
     from model_dtypes import trainable_dtypes
 
     lora = {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}
-    bare = get_peft_model(load_reward_base(tiny_model_dir, "bfloat16"), LoraConfig(**reward_lora(lora)))
+    bare = fresh_reward_model(tiny_model_dir, lora, "bfloat16")
     assert "bfloat16" in trainable_dtypes(bare)["trainable"]  # what PEFT alone leaves
     value = fresh_value_model(tiny_model_dir, lora, dtype="bfloat16")
     assert trainable_dtypes(value) == {"trainable": {"float32"}, "frozen": {"bfloat16"}}

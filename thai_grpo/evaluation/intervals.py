@@ -57,10 +57,8 @@ def pass_at_k_with_interval(correct_counts: Sequence[int], n: int, k: int,
 
 
 def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: int):
-    """Problem-level percentile bootstrap of the mean (resample problems with replacement)."""
+    """Problem-level percentile bootstrap of the mean (resample problems with replacement; at least 2)."""
     values = np.asarray(values, dtype=float).reshape(-1)
-    if values.size < 2:
-        raise ValueError(f"bootstrap needs at least 2 problems, got {values.size}")
     return stats.bootstrap((values,), np.mean, n_resamples=n_boot, batch=BOOTSTRAP_BATCH, vectorized=True,
                            confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
 

@@ -50,9 +50,6 @@ def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[
         for completion in record["completions"]:
             if len(chosen) >= max_completions:
                 return chosen
-            if "token_ids" not in completion:
-                raise ValueError("the samples file has no token_ids (written before the sampler kept them): "
-                                 "rerun its sample rule (snakemake --forcerun sample)")
             if completion["token_ids"]:
                 chosen.append((record, completion))
     return chosen
@@ -61,14 +58,12 @@ def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[
 def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
                         chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
     """(prompt ids as the sampler encodes them, sampled ``token_ids``) of ``chosen_completions``."""
-    prompts: dict[int, list[int]] = {}
-    pairs = []
-    for record, completion in chosen_completions(samples, max_completions):
-        if id(record) not in prompts:
-            (prompts[id(record)],) = prompt_token_ids(tokenizer, [record["question"]], system_prompt,
-                                                      chat_template_kwargs)
-        pairs.append((prompts[id(record)], list(completion["token_ids"])))
-    return pairs
+    chosen = chosen_completions(samples, max_completions)
+    if not chosen:  # a tokenizer refuses an empty batch
+        return []
+    prompts = prompt_token_ids(tokenizer, [record["question"] for record, _ in chosen], system_prompt,
+                               chat_template_kwargs)
+    return [(prompt, list(completion["token_ids"])) for prompt, (_, completion) in zip(prompts, chosen)]
 
 
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,

@@ -28,12 +28,7 @@ def check_max_length(max_length: int | None, longest_prompt: int, completion_bud
 
 
 def token_rows(pairs: list[dict]) -> list[dict]:
-    """DPOTrainer's rows: each pair's stored ids (``TOKEN_COLUMNS``); a pair without them is refused."""
-    for number, pair in enumerate(pairs, 1):
-        missing = [key for key in (*TOKEN_COLUMNS, "completion_budget") if key not in pair]
-        if missing:
-            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has no {missing[0]}: the pairs file "
-                             "predates token ids; rebuild it (rule preference_pairs)")
+    """DPOTrainer's rows: each pair's stored ids (``TOKEN_COLUMNS``)."""
     return [{key: list(pair[key]) for key in TOKEN_COLUMNS} for pair in pairs]
 
 

@@ -1,8 +1,7 @@
 """PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with PPO"):
-our own compact trainer after TRL 1.12.0's ``PPOTrainer`` (TRL 1.16 has none). Four models: the policy (LoRA, from
-the SFT adapter), the frozen reference (GRPO's KL reference, ``grpo.reference``), the frozen reward model
-(``thai_grpo.methods.reward_model``; or the code rewards for ``score: verifier``) and the value model (initialised
-from the reward model, trained).
+our own compact trainer after TRL 1.12.0's ``PPOTrainer`` (TRL 1.16 has none). Four models (``MODELS_IN_MEMORY``):
+the policy, GRPO's KL reference, the frozen reward model (or the code rewards for ``score: verifier``) and the value
+model (initialised from the reward model, trained).
 
 One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
 completion budget; T_i = the completion's real tokens (up to and including its first stop token):
@@ -247,6 +246,8 @@ def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: st
     where ``dtype`` keeps it), ``base`` = a copy of the bare base (GRPO's policy with its adapter disabled)."""
     from thai_grpo.models.loading import load_policy, merge_keeps_update
 
+    if reference not in KL_REFERENCES:
+        raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(KL_REFERENCES)}")
     adapter = adapter_dir if reference == "sft" else None
     return load_policy(base_dir, adapter, merged=adapter is not None and merge_keeps_update(dtype), dtype=dtype).eval()
 
@@ -272,8 +273,7 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
         sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
         models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")},
                                             dtype=frozen)
-    device = job_device()
-    models = {name: model.to(device) for name, model in models.items()}
+    models = {name: model.to(job_device()) for name, model in models.items()}
     for model in models.values():  # a hub adapter's lora_dropout would make the first minibatch's ratio != 1
         disable_dropout_in_model(model)
     return models
@@ -340,8 +340,12 @@ def pass_rows(models: dict, settings: PPOSettings, prompt: int) -> dict:
     ``chunk_floats`` or, for ``auto``, the card's memory free at the job's start (``memory_stages.ppo_pass_rows``); on
     CUDA the update checkpoints its activations where that makes its chunks larger."""
     from thai_grpo.jobs.devices import job_device
-    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_plan import Lora, Shape
     from thai_grpo.jobs.memory_stages import ppo_pass_rows, sizing_gib
+
+    def lora_of(model) -> Lora:  # the adapter's, dropout off
+        config = model.peft_config["default"]
+        return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
 
     device = job_device()
     return ppo_pass_rows(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
@@ -434,14 +438,6 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
     return {"loss": pg_loss + settings.vf_coef * vf_loss, "policy_loss": pg_loss, "value_loss": vf_loss,
             "clip_fraction": clip_fraction, "value_clip_fraction": vf_clip, "approx_kl": approx_kl,
             "entropy": masked_mean(entropy.detach(), m)}
-
-
-def lora_of(model):
-    """The ``memory_plan.Lora`` of a PEFT model's adapter, dropout off."""
-    from thai_grpo.jobs.memory_plan import Lora
-
-    config = model.peft_config["default"]
-    return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
 
 
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
@@ -560,7 +556,6 @@ def train(spec) -> dict:
 
         sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None
     tracker = start_tracker(spec, settings)
-    label = checkpoint_dir.name
     total_updates = settings.max_steps * settings.num_ppo_epochs * settings.num_mini_batches
     for step in range(start + 1, settings.max_steps + 1):
         for group, peak in zip(optimizer.param_groups, peak_rates):
@@ -577,7 +572,7 @@ def train(spec) -> dict:
         if tracker is not None:
             tracker.log({k: v for k, v in record.items() if isinstance(v, (int, float))}, step=step)
         print(json.dumps({k: v for k, v in record.items() if not isinstance(v, dict)}), flush=True)
-        progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
+        progress(f"{checkpoint_dir.name}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
                  f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
         check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
                            spec.training["max_lost_update_share"])

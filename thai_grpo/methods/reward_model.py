@@ -10,26 +10,13 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
 REWARD_LOG_KEYS = ("loss", "accuracy", "margin", "learning_rate", "grad_norm")
 
 
-def check_pairs(pairs: list[dict]) -> None:
-    """Refuse a pair whose chosen and rejected texts are the same: it has no preference to learn."""
-    for number, pair in enumerate(pairs, 1):
-        if pair["chosen"][-1]["content"] == pair["rejected"][-1]["content"]:
-            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has the same chosen and rejected text: "
-                             "a reward model cannot rank a pair against itself; rebuild the pairs (rule "
-                             "preference_pairs) or drop that pair")
-
-
 def pair_ids(tokenizer, pair: dict, chat_template_kwargs: dict | None = None) -> dict:
     """``{chosen_ids, rejected_ids}`` as PPO sees a rollout: chat prompt (+ generation prompt), completion, EOS."""
     prompt = tokenizer.apply_chat_template(pair["prompt"], tokenize=False, add_generation_prompt=True,
                                            **(chat_template_kwargs or {}))
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-
-    def sequence(messages) -> list[int]:
-        return prompt_ids + tokenizer(messages[-1]["content"], add_special_tokens=False)["input_ids"] + \
-            [tokenizer.eos_token_id]
-
-    return {"chosen_ids": sequence(pair["chosen"]), "rejected_ids": sequence(pair["rejected"])}
+    return {f"{side}_ids": prompt_ids + tokenizer(pair[side][-1]["content"], add_special_tokens=False)["input_ids"]
+            + [tokenizer.eos_token_id] for side in ("chosen", "rejected")}
 
 
 def reward_lora(lora: dict | None = None) -> dict:
@@ -117,7 +104,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from thai_grpo.models.training import (clear_checkpoints, progress_callback,
                                            scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
-    check_pairs(pairs)
     seed_everything(seed)
     labels = ("ranked by the verifier (code), not by people: chosen = a correct SFT sample, rejected = a wrong one of "
               "the same training problem")

@@ -24,7 +24,6 @@ SEEN_BLOCK = 32  # completion columns attended are rounded up to a multiple of t
 @dataclasses.dataclass
 class SharedPromptCache:
     """Keys and values of a bucket of prompts held once, and of their ``samples`` completions each, pre-allocated.
-
     Sample s of prompt p is row ``p * samples + s``; per row ``origin`` (its output row), ``finished`` and
     ``first_position``. ``column``: a 0-d tensor, the column the next step writes; ``seen``: the completion columns a
     step attends (a multiple of ``SEEN_BLOCK``); ``blocked``: the step's additive mask over [prompt, seen] columns."""

@@ -1,10 +1,7 @@
-"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
-
-Sampling follows GRPO's rollouts (no top-k/top-p, the same chat template, stop tokens and completion budget). Each
-sample's noise is a hash of (its seed from (seed, problem id, sample index), its column, the token), so a config gives
-the same samples whatever the batch size or the batch mates, on the same machine and card (another card, or a CPU,
-rounds the logits differently).
-"""
+"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer, as GRPO's
+rollouts sample (no top-k/top-p, the same chat template, stop tokens and budget). Each sample's noise is a hash of (its
+seed from (seed, problem id, sample index), its column), so a config gives the same samples whatever the batch, on the
+same machine and card (another card, or a CPU, rounds the logits differently)."""
 
 from __future__ import annotations
 
@@ -33,9 +30,8 @@ def tf32_switch() -> str | None:
 
 
 def evaluation_precision(dtype: str, device) -> dict:
-    """The device's name and float32 matmul precision an evaluation computes in. A float32 evaluation refuses TF32
-    matmuls (either torch API): their 10-bit mantissa errs as much as the chapter's whole update. Call it before the
-    first sample, in the process that samples."""
+    """The device's name and float32 matmul precision an evaluation computes in, called in the sampling process before
+    the first sample: float32 refuses TF32 matmuls, whose 10-bit mantissa errs as much as the chapter's whole update."""
     import torch
 
     device = torch.device(device)
