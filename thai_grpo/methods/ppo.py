@@ -390,9 +390,8 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
                                     tokenizer.pad_token_id, row_seeds(sampling_seed, range(len(batch)), 1))
         policy.train()
     completion = output[:, width:]
-    counted = [completion_length(row.tolist(), stop_ids) for row in completion]
-    lengths = torch.tensor([length for length, _ in counted], device=completion.device)
-    has_eos = torch.tensor([stopped for _, stopped in counted], device=completion.device)
+    counted = zip(*(completion_length(row.tolist(), stop_ids) for row in completion))  # (lengths, stopped)
+    lengths, has_eos = (torch.tensor(column, device=completion.device) for column in counted)
     mask = completion_mask(lengths, completion.shape[1])
     completion = torch.where(mask, completion, torch.full_like(completion, tokenizer.pad_token_id))
     ids = torch.cat([encoded["input_ids"], completion], 1)
