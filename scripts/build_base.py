@@ -2,7 +2,7 @@
 
 from thai_grpo.core.io import read_jsonl, write_json
 from thai_grpo.data.corpus import arithmetic_drills, drill_texts, noisy_solutions, solution_facts
-from thai_grpo.data.problems import pretraining_text, sft_target
+from thai_grpo.data.problems import sft_target
 from thai_grpo.jobs.job import model_job
 from thai_grpo.models.tiny_base import train_tokenizer
 from thai_grpo.models.sft import pretrain_base
@@ -12,7 +12,8 @@ with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line sto
     clean_rows = read_jsonl(snakemake.input.pretrain)
     pretrain_rows = noisy_solutions(clean_rows, corpus["pretrain_slip_rate"], corpus["seed"])
     sft_rows = read_jsonl(snakemake.input.sft)
-    problems = [pretraining_text(r["question"], r["answer_text"], r["answer"]) for r in pretrain_rows]
+    # plain text: the problem, then its solution in the <think> shape
+    problems = [f"{r['question']}\n{sft_target(r['answer_text'], r['answer'])}" for r in pretrain_rows]
     # The drills: the operand table, plus every (correct) step of the pretraining solutions as an isolated fact.
     facts = set(arithmetic_drills(corpus["drill_max_operand"]))
     if corpus["drill_solution_steps"]:

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from types import SimpleNamespace
 
 import pytest
 
 from thai_grpo_tools.gpu_settings import precision_summary
-from thai_grpo.evaluation.vllm_sampling import (
-    completion_from_tokens,
-    problem_seeds,
-    prompt_token_ids,
-    records_from_completions,
-    resolve_vllm_dtype,
-    vllm_engine_kwargs,
-    vllm_greedy_params_kwargs,
-    vllm_lora_rank,
-    vllm_max_model_len,
-    vllm_sampling_params_kwargs,
-)
+from thai_grpo.evaluation.vllm_sampling import (completion_from_tokens, prompt_token_ids, records_from_completions,
+                                                 resolve_vllm_dtype, vllm_engine_kwargs, vllm_lora_rank,
+                                                 vllm_request_params)
 
 T4, A100, H100, CPU = (7, 5), (8, 0), (9, 0), None
 EVAL = {"num_samples": 8, "temperature": 1.0, "max_new_tokens": 256, "seed": 1234, "batch_size": 16}
@@ -57,24 +47,23 @@ def test_precision_summary_agrees_with_choose_dtype():
 
 
 def test_sampling_params_match_the_transformers_path():
-    kwargs = vllm_sampling_params_kwargs(EVAL)
+    kwargs, *_, greedy = vllm_request_params(EVAL, 2)
     assert kwargs == {"n": 8, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "max_tokens": 256,
                       "seed": 1234}
-    greedy = vllm_greedy_params_kwargs(EVAL)
     assert greedy["n"] == 1 and greedy["temperature"] == 0.0 and greedy["max_tokens"] == 256
 
 
 def test_sampling_params_coerce_types():
-    kwargs = vllm_sampling_params_kwargs({**EVAL, "num_samples": "4", "temperature": 1, "max_new_tokens": 96.0})
+    kwargs = vllm_request_params({**EVAL, "num_samples": "4", "temperature": 1, "max_new_tokens": 96.0}, 1)[0]
     assert (kwargs["n"], kwargs["temperature"], kwargs["max_tokens"]) == (4, 1.0, 96)
     assert isinstance(kwargs["temperature"], float) and isinstance(kwargs["n"], int)
 
 
 def test_problem_seeds_give_every_sample_its_own_stream():
-    seeds = problem_seeds(1234, num_problems=5, num_samples=8)
-    streams = [s + j for s in seeds for j in range(8)]  # vLLM seeds sample j of a request with seed + j
+    sampled = vllm_request_params(EVAL, 5)[:5]
+    streams = [p["seed"] + j for p in sampled for j in range(8)]  # vLLM seeds sample j of a request with seed + j
     assert len(set(streams)) == 5 * 8
-    assert seeds[0] == 1234
+    assert sampled[0]["seed"] == 1234
 
 
 def test_lora_rank_rounds_up_to_what_vllm_accepts():
@@ -84,11 +73,10 @@ def test_lora_rank_rounds_up_to_what_vllm_accepts():
 
 
 def test_engine_kwargs_and_context_length():
-    assert vllm_max_model_len([120, 180, 90], 256) == 436
-    plain = vllm_engine_kwargs("results/model/base", "float16", 1234, 436, 0.85, None)
+    plain = vllm_engine_kwargs("results/model/base", "float16", 1234, [120, 180, 90], 256, 0.85, None)
     assert plain["model"] == plain["tokenizer"] == "results/model/base"
     assert plain["max_model_len"] == 436 and not plain.get("enable_lora") and plain["trust_remote_code"] is False
-    lora = vllm_engine_kwargs("results/model/base", "bfloat16", 1234, 436, 0.85, 16)
+    lora = vllm_engine_kwargs("results/model/base", "bfloat16", 1234, [436], 0, 0.85, 16)
     assert lora["enable_lora"] is True and lora["max_lora_rank"] == 16 and lora["max_loras"] == 1
 
 
@@ -312,14 +300,12 @@ def test_on_a_cpu_auto_stays_float32(tiny_model_dir, tiny_adapter_dir):
 def test_value_and_reward_heads_train_in_float32_on_a_16_bit_base(tiny_model_dir):
     """The copied score head (modules_to_save) is trainable but not a LoRA matrix: PEFT leaves it in the base's
     dtype; upcast_trainable makes it float32 (fp16's GradScaler refuses float16 gradients)."""
-    from peft import LoraConfig, get_peft_model
-
     from thai_grpo.methods.ppo import fresh_value_model
-    from thai_grpo.methods.reward_model import load_reward_base, reward_lora
+    from thai_grpo.methods.reward_model import fresh_reward_model
     from model_dtypes import trainable_dtypes
 
     lora = {"r": 2, "lora_alpha": 4, "target_modules": ["q_proj", "v_proj"]}
-    bare = get_peft_model(load_reward_base(tiny_model_dir, "bfloat16"), LoraConfig(**reward_lora(lora)))
+    bare = fresh_reward_model(tiny_model_dir, lora, "bfloat16")
     assert "bfloat16" in trainable_dtypes(bare)["trainable"]  # what PEFT alone leaves
     value = fresh_value_model(tiny_model_dir, lora, dtype="bfloat16")
     assert trainable_dtypes(value) == {"trainable": {"float32"}, "frozen": {"bfloat16"}}

@@ -8,15 +8,9 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
-from thai_grpo.evaluation.intervals import (
-    bootstrap_interval,
-    bootstrap_p,
-    estimate_with_interval,
-    paired_bootstrap_test,
-    pass_at_k_with_interval,
-    wilson_interval,
-    wilson_interval_fractional,
-)
+from thai_grpo.evaluation.intervals import (bootstrap_interval, bootstrap_p, estimate_with_interval,
+                                            paired_bootstrap_test, pass_at_k_with_interval, wilson_interval,
+                                            wilson_interval_fractional)
 from thai_grpo.evaluation.passk import mean_pass_at_k
 
 

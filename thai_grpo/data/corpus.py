@@ -15,14 +15,10 @@ OPERATIONS = {"x": lambda a, b: a * b, "+": lambda a, b: a + b, "-": lambda a, b
 
 def arithmetic_drills(max_operand: int) -> list[str]:
     """Every fact ``a op b = c`` with 1 <= a, b <= max_operand (subtraction and division kept non-negative, exact)."""
-    facts = []
-    for a in range(1, max_operand + 1):
-        for b in range(1, max_operand + 1):
-            facts.append(f"{a} x {b} = {a * b}")
-            facts.append(f"{a} + {b} = {a + b}")
-            facts.append(f"{a + b} - {b} = {a}")
-            facts.append(f"{a * b} / {b} = {a}")
-    return facts
+    operands = range(1, max_operand + 1)
+    return [fact for a in operands for b in operands
+            for fact in (f"{a} x {b} = {a * b}", f"{a} + {b} = {a + b}", f"{a + b} - {b} = {a}",
+                         f"{a * b} / {b} = {a}")]
 
 
 def solution_facts(answer_texts: list[str]) -> list[str]:
@@ -75,11 +71,8 @@ def noisy_solutions(rows: list[dict], slip_rate: float, seed: int) -> list[dict]
     from thai_grpo.data.problems import parse_gold_answer
 
     rng = random.Random(seed)
-    noisy = []
-    for row in rows:
-        text = add_arithmetic_slips(row["answer_text"], rng, slip_rate)
-        noisy.append({**row, "answer_text": text, "answer": parse_gold_answer(text)})
-    return noisy
+    texts = [add_arithmetic_slips(row["answer_text"], rng, slip_rate) for row in rows]
+    return [{**row, "answer_text": text, "answer": parse_gold_answer(text)} for row, text in zip(rows, texts)]
 
 
 def brief_thinks(rows: list[dict], empty_share: float, one_line_share: float, seed: int) -> list[dict]:

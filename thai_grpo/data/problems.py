@@ -22,9 +22,7 @@ def parse_gold_answer(answer_text: str) -> int | None:
     if "####" not in answer_text:
         return None
     tail = answer_text.rsplit("####", 1)[1].strip().translate(THAI_DIGITS).replace(" ", "")
-    if not _GOLD_NUMBER.match(tail):
-        return None
-    return int(tail.replace(",", ""))
+    return int(tail.replace(",", "")) if _GOLD_NUMBER.match(tail) else None
 
 
 def solution_steps(answer_text: str) -> str:
@@ -54,11 +52,6 @@ def sft_target(answer_text: str, answer: int, think: str = "full") -> str:
     return f"<think>\n{steps}\n</think>\n{answer}"
 
 
-def pretraining_text(question: str, answer_text: str, answer: int) -> str:
-    """Plain text for the from-scratch base: the problem, then its solution in the ``<think>`` shape."""
-    return f"{question}\n{sft_target(answer_text, answer)}"
-
-
 @dataclass(frozen=True)
 class DataSource:
     """Where the rows come from; see the config schema's ``data`` section."""
@@ -86,9 +79,8 @@ def load_source_dataset(src: DataSource, kind: str = "dataset", where: str = "da
     if src.source == "local":
         path = Path(src.path)
         if not path.exists():
-            raise FileNotFoundError(f"{where} {path} does not exist: point it at a "
-                                    f"{'/'.join(SUPPORTED_LOCAL_FORMATS)} file or a folder written by "
-                                    "Dataset.save_to_disk")
+            raise FileNotFoundError(f"{where} {path} does not exist: point it at a {'/'.join(SUPPORTED_LOCAL_FORMATS)} "
+                                    "file or a folder written by Dataset.save_to_disk")
         if path.is_dir():
             loaded = datasets.load_from_disk(str(path))
             return loaded[src.split] if isinstance(loaded, datasets.DatasetDict) else loaded
@@ -181,15 +173,13 @@ def chapter_split(records: list[dict], seed: int, train_size: int, heldout_size:
                          f"data.answer_column ({answer_column!r})")
     rest, dropped = normalize_rows(shuffled[train_size:], question_column, answer_column)
     unique = deduplicate(rest)
-    train_keys = set().union(*(leakage_keys(row) for row in train))
-    unseen = [row for row in unique if not leakage_keys(row) & train_keys]
+    unseen, seen = drop_seen_in_training(unique, train=train)
     if len(unseen) < heldout_size + sft_size:
         raise ValueError(f"data has {len(unseen)} problems outside the {train_size} training ones, but heldout_size "
                          f"+ sft_size = {heldout_size + sft_size}: lower the sizes or use more data")
-    heldout = unseen[:heldout_size]
-    sft = unseen[heldout_size:heldout_size + sft_size]
-    return {"heldout": heldout, "train": train, "sft": sft, "pretrain": [], "reserved": [], "dropped": dropped,
-            "duplicates": len(rest) - len(unique), "seen_in_training": len(unique) - len(unseen)}
+    return {"heldout": unseen[:heldout_size], "train": train, "sft": unseen[heldout_size:heldout_size + sft_size],
+            "pretrain": [], "reserved": [], "dropped": dropped, "duplicates": len(rest) - len(unique),
+            "seen_in_training": seen}
 
 
 def assert_no_leakage(heldout: list[dict], **training_sets: list[dict]) -> None:
@@ -261,9 +251,8 @@ def extra_heldout_rows(records, spec: dict, where: str, **training_sets: list[di
     if not kept:
         raise ValueError(f"{where}: none of its {len(rows)} problems is left after removing duplicates and the "
                          f"{seen} also in a training set: use a test set disjoint from the training data")
-    stats = {"source_rows": len(rows), "duplicates_removed": len(rows) - len(unique),
-             "seen_in_training_dropped": seen, "problems": len(kept)}
-    return kept, stats
+    return kept, {"source_rows": len(rows), "duplicates_removed": len(rows) - len(unique),
+                  "seen_in_training_dropped": seen, "problems": len(kept)}
 
 
 def sft_records(rows: list[dict], system_prompt: str) -> list[dict]:

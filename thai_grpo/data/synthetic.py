@@ -10,10 +10,8 @@ from typing import Callable, Sequence
 
 from thai_grpo.data.problems import text_hash
 
-NAMES = (
-    "สมชาย", "สมหญิง", "มานี", "มานะ", "ปิติ", "ชูใจ", "วีระ", "ดวงใจ",
-    "สมศักดิ์", "นภา", "กานดา", "ประเสริฐ", "วันดี", "สุดา", "อรุณ", "บุญมี",
-)
+NAMES = ("สมชาย", "สมหญิง", "มานี", "มานะ", "ปิติ", "ชูใจ", "วีระ", "ดวงใจ",
+         "สมศักดิ์", "นภา", "กานดา", "ประเสริฐ", "วันดี", "สุดา", "อรุณ", "บุญมี")
 # (noun, classifier)
 ITEMS = (
     ("ส้ม", "ผล"), ("มะม่วง", "ผล"), ("แอปเปิล", "ผล"), ("ฝรั่ง", "ผล"), ("มังคุด", "ผล"),
@@ -25,10 +23,8 @@ ITEMS = (
 _PACKABLE = tuple(i for i in ITEMS if i[0] not in ("ลูกเจี๊ยบ", "ปลาทอง"))
 CONTAINERS = ("กล่อง", "ถุง", "ตะกร้า", "ลัง", "แพ็ค")
 # (how one travels, short verb for the solution line)
-VEHICLES = (
-    ("ขี่จักรยาน", "ขี่จักรยาน"), ("ขับรถยนต์", "ขับรถ"),
-    ("นั่งรถไฟ", "นั่งรถไฟ"), ("ขี่มอเตอร์ไซค์", "ขี่มอเตอร์ไซค์"),
-)
+VEHICLES = (("ขี่จักรยาน", "ขี่จักรยาน"), ("ขับรถยนต์", "ขับรถ"), ("นั่งรถไฟ", "นั่งรถไฟ"),
+            ("ขี่มอเตอร์ไซค์", "ขี่มอเตอร์ไซค์"))
 MIN_MAX_OPERAND = 5
 
 
@@ -258,22 +254,13 @@ _TEMPLATES: dict[str, tuple[int, bool, Callable[[_Draw], _Result]]] = {
 TEMPLATE_IDS: tuple[str, ...] = tuple(_TEMPLATES)
 
 
-def generate_problems(
-    n: int,
-    seed: int,
-    *,
-    max_operand: int = 20,
-    two_step_fraction: float = 0.5,
-    templates: Sequence[str] | None = None,
-) -> list[dict]:
+def generate_problems(n: int, seed: int, *, max_operand: int = 20, two_step_fraction: float = 0.5,
+                      templates: Sequence[str] | None = None) -> list[dict]:
     """Exactly ``n`` rows with unique normalized questions in gsm8k-thai's columns plus ``answer``, ``n_steps``,
     ``template`` and ``skeleton``; operands <= ``max_operand``; the rows for ``n`` prefix any larger ``n``'s."""
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
-    if not isinstance(max_operand, int) or max_operand < MIN_MAX_OPERAND:
-        raise ValueError(f"max_operand must be an int >= {MIN_MAX_OPERAND}, got {max_operand!r}")
-    if not 0.0 <= two_step_fraction <= 1.0:
-        raise ValueError(f"two_step_fraction must be in [0, 1], got {two_step_fraction!r}")
+    if n < 0 or max_operand < MIN_MAX_OPERAND or not 0.0 <= two_step_fraction <= 1.0:
+        raise ValueError(f"n={n!r}, max_operand={max_operand!r}, two_step_fraction={two_step_fraction!r}: use n >= 0, "
+                         f"max_operand >= {MIN_MAX_OPERAND} and a fraction in [0, 1]")
     ids = list(TEMPLATE_IDS if templates is None else templates)
     unknown = [t for t in ids if t not in _TEMPLATES]
     if unknown or not ids:
@@ -295,18 +282,11 @@ def generate_problems(
         if text_hash(question) in seen:  # the split's own notion of "the same problem"
             continue
         seen.add(text_hash(question))
-        rows.append({
-            "translated_question": question,
-            "translated_answer": "\n".join(lines + [f"#### {answer}"]),
-            "answer": answer,
-            "n_steps": n_steps,
-            "template": tid,
-            "skeleton": problem_skeleton(tid, question),
-        })
+        rows.append({"translated_question": question, "translated_answer": "\n".join([*lines, f"#### {answer}"]),
+                     "answer": answer, "n_steps": n_steps, "template": tid,
+                     "skeleton": problem_skeleton(tid, question)})
     if len(rows) < n:
-        raise ValueError(
-            f"could only generate {len(rows)} unique questions out of n={n} in {max_draws} "
-            f"attempts (max_operand={max_operand}, templates={ids}); lower n, raise "
-            f"max_operand or allow more templates"
-        )
+        raise ValueError(f"could only generate {len(rows)} unique questions out of n={n} in {max_draws} attempts "
+                         f"(max_operand={max_operand}, templates={ids}); lower n, raise max_operand or allow more "
+                         "templates")
     return rows

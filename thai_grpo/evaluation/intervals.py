@@ -14,10 +14,8 @@ BOOTSTRAP_BATCH = 1000  # resamples held in memory at once: batch * num_problems
 
 
 def _check_trials(successes: float, trials: int) -> None:
-    if trials <= 0:
-        raise ValueError(f"a confidence interval needs at least one trial, got trials={trials}")
-    if not 0 <= successes <= trials:
-        raise ValueError(f"successes={successes} must lie in [0, trials={trials}]")
+    if trials <= 0 or not 0 <= successes <= trials:
+        raise ValueError(f"an interval needs at least one trial and 0 <= successes <= trials, got {successes}/{trials}")
 
 
 def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -28,12 +26,8 @@ def wilson_interval(successes: int, trials: int, confidence: float = 0.95) -> tu
 
 
 def wilson_interval_fractional(successes: float, trials: float, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson interval for s (possibly fractional) successes in n trials; p = s/n, z = Phi^{-1}(1/2 + confidence/2):
-
-        center    = (p + z^2 / (2n)) / (1 + z^2 / n)
-        halfwidth = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / (4 n^2))
-        interval  = [center - halfwidth, center + halfwidth], with low = 0 if s = 0, high = 1 if s = n.
-    """
+    """Wilson interval for s (possibly fractional) successes in n trials, p = s/n, z = Phi^{-1}(1/2 + confidence/2):
+    (p + z^2/(2n)) / (1 + z^2/n) +- z / (1 + z^2/n) sqrt(p (1 - p) / n + z^2 / (4 n^2)); 0 if s = 0, 1 if s = n."""
     _check_trials(successes, trials)
     z = stats.norm.ppf(0.5 + 0.5 * confidence)
     p = successes / trials
@@ -63,10 +57,8 @@ def pass_at_k_with_interval(correct_counts: Sequence[int], n: int, k: int,
 
 
 def _bootstrap_mean(values: np.ndarray, confidence: float, n_boot: int, seed: int):
-    """Problem-level percentile bootstrap of the mean (resample problems with replacement)."""
+    """Problem-level percentile bootstrap of the mean (resample problems with replacement; at least 2)."""
     values = np.asarray(values, dtype=float).reshape(-1)
-    if values.size < 2:
-        raise ValueError(f"bootstrap needs at least 2 problems, got {values.size}")
     return stats.bootstrap((values,), np.mean, n_resamples=n_boot, batch=BOOTSTRAP_BATCH, vectorized=True,
                            confidence_level=confidence, method="percentile", rng=np.random.default_rng(seed))
 
@@ -81,8 +73,7 @@ def bootstrap_interval(per_problem_values: Sequence[float], confidence: float = 
 def paired_bootstrap_test(values_a: Sequence[float], values_b: Sequence[float], n_boot: int = 10_000, seed: int = 0,
                           confidence: float = 0.95) -> dict[str, float]:
     """Seeded paired bootstrap of a - b on the same problems: ``mean_diff``, percentile interval and ``bootstrap_p``."""
-    a = np.asarray(values_a, dtype=float).reshape(-1)
-    b = np.asarray(values_b, dtype=float).reshape(-1)
+    a, b = (np.asarray(values, dtype=float).reshape(-1) for values in (values_a, values_b))
     if a.shape != b.shape:
         raise ValueError(f"paired test needs the same problems: {a.size} vs {b.size} values")
     diffs = a - b

@@ -47,8 +47,7 @@ def narrowing_test(weaker_counts, stronger_counts, n: int, k: int, n_boot: int =
     z = float(stats.norm.ppf(0.5 + confidence / 2))
     low, high = observed - z * se, observed + z * se
     p = float(2 * stats.norm.sf(abs(observed) / se)) if se > 0 else float(observed == 0)
-    verdict = "polish" if low > 0 else "create" if high < 0 else "not_resolved"
     return {"k": k, "gap_at_1": float(gap_1.mean()), "gap_at_k": float(at_k.mean()),
             "null_gap_at_k": float(null_gap(rate_weak, 1.0 - weak_k, gap_1.mean(), k)), "excess_narrowing": observed,
             "se": se, "low": low, "high": high, "p_value": p, "n_resamples": int(draws.size), "confidence": confidence,
-            "verdict": verdict}
+            "verdict": "polish" if low > 0 else "create" if high < 0 else "not_resolved"}

@@ -15,14 +15,10 @@ def completion_log_softmax(model, pairs: list[tuple[list[int], list[int]]], pad_
     from one right-padded pass; the LM head skips the prompt, which over a 152k vocabulary would dominate the time."""
     import torch
 
-    sequences = [prompt + completion for prompt, completion in pairs]
-    width = max(map(len, sequences))
-    ids = torch.full((len(sequences), width), pad_id)
-    mask = torch.zeros_like(ids)
-    for row, sequence in enumerate(sequences):
-        ids[row, :len(sequence)] = torch.tensor(sequence)
-        mask[row, :len(sequence)] = 1
-    device = next(model.parameters()).device
+    from thai_grpo.models.sampling import right_padded
+
+    ids, mask = right_padded([prompt + completion for prompt, completion in pairs], pad_id)
+    width, device = ids.shape[1], next(model.parameters()).device
     ids, mask = ids.to(device), mask.to(device)
     first = min(len(prompt) for prompt, _ in pairs) - 1  # the first position whose output predicts a completion token
     with torch.no_grad():
@@ -54,9 +50,6 @@ def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[
         for completion in record["completions"]:
             if len(chosen) >= max_completions:
                 return chosen
-            if "token_ids" not in completion:
-                raise ValueError("the samples file has no token_ids (written before the sampler kept them): "
-                                 "rerun its sample rule (snakemake --forcerun sample)")
             if completion["token_ids"]:
                 chosen.append((record, completion))
     return chosen
@@ -65,14 +58,12 @@ def chosen_completions(samples: list[dict], max_completions: int) -> list[tuple[
 def sampled_token_pairs(tokenizer, samples: list[dict], system_prompt: str, max_completions: int,
                         chat_template_kwargs: dict | None = None) -> list[tuple[list[int], list[int]]]:
     """(prompt ids as the sampler encodes them, sampled ``token_ids``) of ``chosen_completions``."""
-    prompts: dict[int, list[int]] = {}
-    pairs = []
-    for record, completion in chosen_completions(samples, max_completions):
-        if id(record) not in prompts:
-            (prompts[id(record)],) = prompt_token_ids(tokenizer, [record["question"]], system_prompt,
-                                                      chat_template_kwargs)
-        pairs.append((prompts[id(record)], list(completion["token_ids"])))
-    return pairs
+    chosen = chosen_completions(samples, max_completions)
+    if not chosen:  # a tokenizer refuses an empty batch
+        return []
+    prompts = prompt_token_ids(tokenizer, [record["question"] for record, _ in chosen], system_prompt,
+                               chat_template_kwargs)
+    return [(prompt, list(completion["token_ids"])) for prompt, (_, completion) in zip(prompts, chosen)]
 
 
 def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Path, reference_adapter: str | Path,
@@ -97,8 +88,6 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
     model.to(job_device()).eval()
     precision = evaluation_precision(weights_dtype(model), model.device)
     pairs = sampled_token_pairs(tokenizer, samples, system_prompt, max_completions, chat_template_kwargs)
-    if temperature <= 0:
-        raise ValueError(f"temperature={temperature}: the samples were drawn at a temperature > 0 (eval.temperature)")
     longest = max((len(prompt) + len(completion) for prompt, completion in pairs), default=1)
     shape = Shape.from_config(model.config)  # Qwen3's 152k vocabulary: ~4 rows per batch of 450 tokens
     batch_size = rows_per_chunk(logprob_pass_floats(shape, longest), batch_size)  # 1 GiB of float32 logits, two held
@@ -118,7 +107,7 @@ def policy_and_reference_logprobs(base_dir: str | Path, policy_adapter: str | Pa
                 result[key] += values.tolist()
     problems = [record["id"] for record, _ in chosen_completions(samples, max_completions)]
     return {**result, "completion_lengths": [len(completion) for _, completion in pairs],
-            "completion_problems": problems,
-            "num_completions": len(pairs), "tokens": "sampled token ids, stop token included",
+            "completion_problems": problems, "num_completions": len(pairs),
+            "tokens": "sampled token ids, stop token included",
             "temperature": temperature, "dtype": weights_dtype(model), **precision,
             "policy": str(policy_adapter), "reference": str(reference_adapter)}

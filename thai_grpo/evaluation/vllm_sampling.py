@@ -18,21 +18,14 @@ DEFAULT_GPU_MEMORY_UTILIZATION = 0.85  # held-out sampling has the GPU to itself
 TF32_OVERRIDE = "NVIDIA_TF32_OVERRIDE"
 
 
-def vllm_sampling_params_kwargs(eval_cfg: dict) -> dict:
-    """``SamplingParams`` kwargs of the sampled completions: plain temperature sampling without truncation."""
-    return {"n": int(eval_cfg["num_samples"]), "temperature": float(eval_cfg["temperature"]), "top_p": 1.0,
-            "top_k": -1, "min_p": 0.0, "max_tokens": int(eval_cfg["max_new_tokens"]), "seed": int(eval_cfg["seed"])}
-
-
-def vllm_greedy_params_kwargs(eval_cfg: dict) -> dict:
-    """``SamplingParams`` kwargs of the one greedy answer per problem (temperature 0 is greedy in vLLM)."""
-    return {"n": 1, "temperature": 0.0, "max_tokens": int(eval_cfg["max_new_tokens"]), "seed": int(eval_cfg["seed"])}
-
-
-def problem_seeds(seed: int, num_problems: int, num_samples: int) -> list[int]:
-    """One seed per problem, ``num_samples`` apart: vLLM seeds sample j of a request seeded s with s + j, so every
-    (problem, sample) stream is distinct however vLLM batches the requests."""
-    return [seed + index * num_samples for index in range(num_problems)]
+def vllm_request_params(eval_cfg: dict, num_problems: int) -> list[dict]:
+    """``SamplingParams`` kwargs per request: each problem's samples (plain temperature sampling, no truncation), its
+    seed ``n`` past the last (vLLM seeds sample j of a request seeded s with s + j: every stream distinct however it
+    batches), then each problem's greedy answer (temperature 0)."""
+    n, budget, seed = int(eval_cfg["num_samples"]), int(eval_cfg["max_new_tokens"]), int(eval_cfg["seed"])
+    sampled = [{"n": n, "temperature": float(eval_cfg["temperature"]), "top_p": 1.0, "top_k": -1, "min_p": 0.0,
+                "max_tokens": budget, "seed": seed + index * n} for index in range(num_problems)]
+    return sampled + [{"n": 1, "temperature": 0.0, "max_tokens": budget, "seed": seed}] * num_problems
 
 
 def vllm_lora_rank(rank: int) -> int:
@@ -43,17 +36,13 @@ def vllm_lora_rank(rank: int) -> int:
     raise ValueError(f"LoRA rank {rank} exceeds vLLM's largest max_lora_rank {VLLM_LORA_RANKS[-1]}")
 
 
-def vllm_max_model_len(prompt_lengths: list[int], max_new_tokens: int) -> int:
-    """The engine's context: longest prompt plus budget; vLLM's default (the model's full context) may not fit."""
-    return max(prompt_lengths) + int(max_new_tokens)
-
-
-def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, max_model_len: int,
+def vllm_engine_kwargs(base_dir: str | Path, dtype: str, seed: int, prompt_lengths: list[int], max_new_tokens: int,
                        gpu_memory_utilization: float, lora_rank: int | None) -> dict:
-    """``vllm.LLM`` kwargs: the local base folder, no remote code, LoRA when an adapter is sampled."""
+    """``vllm.LLM`` kwargs: the local base folder, no remote code, LoRA when an adapter is sampled, the context the
+    longest prompt and its budget need (vLLM's default, the model's full context, may not fit)."""
     kwargs = {"model": str(base_dir), "tokenizer": str(base_dir), "dtype": dtype, "seed": int(seed),
-              "max_model_len": int(max_model_len), "gpu_memory_utilization": float(gpu_memory_utilization),
-              "trust_remote_code": False}
+              "max_model_len": max(prompt_lengths) + int(max_new_tokens),
+              "gpu_memory_utilization": float(gpu_memory_utilization), "trust_remote_code": False}
     if lora_rank is not None:
         kwargs.update(enable_lora=True, max_loras=1, max_lora_rank=vllm_lora_rank(lora_rank))
     return kwargs
@@ -123,16 +112,12 @@ def sample_heldout_vllm(base_dir: str | Path, adapter_dir: str | Path | None, ro
     if asked == "float32":
         os.environ[TF32_OVERRIDE] = "0"  # cuBLAS in vLLM's engine processes, which inherit it: no TF32 matmuls
     engine = LLM(**vllm_engine_kwargs(
-        base_dir, asked, eval_cfg["seed"],
-        vllm_max_model_len([len(p) for p in prompts], eval_cfg["max_new_tokens"]),
+        base_dir, asked, eval_cfg["seed"], [len(p) for p in prompts], eval_cfg["max_new_tokens"],
         eval_cfg.get("vllm_gpu_memory_utilization", DEFAULT_GPU_MEMORY_UTILIZATION), lora_rank))
-    sampled_kwargs = vllm_sampling_params_kwargs(eval_cfg)
-    seeds = problem_seeds(sampled_kwargs["seed"], len(rows), sampled_kwargs["n"])
-    params = [SamplingParams(**{**sampled_kwargs, "seed": s}) for s in seeds]
-    params += [SamplingParams(**vllm_greedy_params_kwargs(eval_cfg))] * len(rows)
+    params = [SamplingParams(**kwargs) for kwargs in vllm_request_params(eval_cfg, len(rows))]
     requests = [{"prompt_token_ids": ids} for ids in prompts] * 2
     if progress:
-        progress(f"vLLM: {len(rows)} problems x {sampled_kwargs['n']} samples + 1 greedy each")
+        progress(f"vLLM: {len(rows)} problems x {eval_cfg['num_samples']} samples + 1 greedy each")
     outputs = engine.generate(requests, params, lora_request=lora)  # one result per request, in request order
 
     def completions(output) -> list[dict]:

@@ -3,7 +3,6 @@ the reference whatever ``grpo.reference``; beta scales the implicit reward, it i
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -20,8 +19,8 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
 
 
 def check_max_length(max_length: int | None, longest_prompt: int, completion_budget: int, where: str) -> None:
-    """Refuse a DPO ``max_length`` below the longest prompt plus the completion budget: TRL's collator would cut the
-    ends of the longest answers, the very tokens that decide a pair. None is no limit."""
+    """Refuse a DPO ``max_length`` (None: no limit) below the longest prompt plus the completion budget: TRL's
+    collator would cut the ends of the longest answers, the very tokens that decide a pair."""
     if max_length is not None and max_length < longest_prompt + completion_budget:
         raise ConfigError(f"{where}max_length={max_length} is shorter than the longest prompt ({longest_prompt} "
                           f"tokens) plus the completion budget ({completion_budget}): TRL would cut the answers; "
@@ -29,23 +28,16 @@ def check_max_length(max_length: int | None, longest_prompt: int, completion_bud
 
 
 def token_rows(pairs: list[dict]) -> list[dict]:
-    """DPOTrainer's rows: each pair's stored ids (``TOKEN_COLUMNS``); a pair without them is refused."""
-    for number, pair in enumerate(pairs, 1):
-        missing = [key for key in (*TOKEN_COLUMNS, "completion_budget") if key not in pair]
-        if missing:
-            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has no {missing[0]}: the pairs file "
-                             "predates token ids; rebuild it (rule preference_pairs)")
+    """DPOTrainer's rows: each pair's stored ids (``TOKEN_COLUMNS``)."""
     return [{key: list(pair[key]) for key in TOKEN_COLUMNS} for pair in pairs]
 
 
 def sampled_token_trainer():
-    """``SampledTokenDPOTrainer``: TRL's DPOTrainer fed the pairs' own token ids (imports TRL)."""
+    """TRL's DPOTrainer keeping the rows' token ids as sampled: its ``_prepare_dataset`` re-renders them through the
+    chat template, which gives a completion cut at the budget an empty think block and an end-of-turn never written."""
     from trl import DPOTrainer
 
     class SampledTokenDPOTrainer(DPOTrainer):
-        """DPOTrainer keeping the rows' ``prompt_ids``, ``chosen_ids`` and ``rejected_ids`` as sampled: TRL's
-        ``_prepare_dataset`` re-renders them through the chat template, which gives a completion cut at the budget an
-        empty think block and an end-of-turn the policy never wrote."""
 
         def _prepare_dataset(self, dataset, processing_class, args, dataset_name):
             return dataset.select_columns(list(TOKEN_COLUMNS))
@@ -60,17 +52,17 @@ def dpo_step(logs: dict, step: int) -> dict | None:
     return {"step": step, **{ours: float(logs[theirs]) for theirs, ours in DPO_LOG_KEYS.items() if theirs in logs}}
 
 
-def make_dpo_logger(metrics_path: Path, updates=None):
+def make_dpo_logger(metrics_path: Path, updates):
     """A TrainerCallback appending each logged DPO step, with its update flags from ``updates``, to ``metrics_path``."""
     from transformers import TrainerCallback
+
+    from thai_grpo.methods.recorder import append_lines
 
     class DPOStepLogger(TrainerCallback):
         def on_log(self, args, state, control, logs=None, **kwargs):
             record = dpo_step(logs or {}, state.global_step)
             if record is not None:
-                flags = {k: v for k, v in (updates.last if updates else {}).items() if k != "step"}
-                with open(metrics_path, "a", encoding="utf-8") as handle:
-                    handle.write(json.dumps({**record, **flags}) + "\n")
+                append_lines(metrics_path, [{**record, **{k: v for k, v in updates.last.items() if k != "step"}}])
 
     return DPOStepLogger()
 

@@ -1,8 +1,7 @@
 """PPO for language models (Ouyang et al. 2022; Huang et al. 2024, "The N+ implementation details of RLHF with PPO"):
-our own compact trainer after TRL 1.12.0's ``PPOTrainer`` (TRL 1.16 has none). Four models: the policy (LoRA, from
-the SFT adapter), the frozen reference (GRPO's KL reference, ``grpo.reference``), the frozen reward model
-(``thai_grpo.methods.reward_model``; or the code rewards for ``score: verifier``) and the value model (initialised
-from the reward model, trained).
+our own compact trainer after TRL 1.12.0's ``PPOTrainer`` (TRL 1.16 has none). Four models (``MODELS_IN_MEMORY``):
+the policy, GRPO's KL reference, the frozen reward model (or the code rewards for ``score: verifier``) and the value
+model (initialised from the reward model, trained).
 
 One step = one rollout batch of B prompts, one completion y_i each, sampled at GRPO's temperature T and
 completion budget; T_i = the completion's real tokens (up to and including its first stop token):
@@ -24,10 +23,8 @@ completion budget; T_i = the completion's real tokens (up to and including its f
 Departures from TRL 1.12: the score sits on the completion's last real token (TRL put it one slot past the EOS, where
 it reached the EOS only through gamma * lam: TRL issues #1893 and #3750); the reward model scores the exact token ids
 the policy generated; gradients are clipped; each step's randomness is seeded from (seed, step), so a resumed run
-redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast. Each pass
-(rollouts, log-probs, values, update) is split into chunks of rows sized by its own budget (``chunk_floats``, or for
-``auto`` the memory plan on the card's memory free at the job's start: ``memory_stages.ppo_pass_rows``), which changes
-no update; on CUDA the update checkpoints its activations where that makes its chunks larger.
+redoes the next step exactly. On a GPU frozen weights are 16-bit and every pass runs under autocast. Each pass is
+split into chunks of rows (``pass_rows``), which changes no update.
 """
 
 from __future__ import annotations
@@ -41,17 +38,19 @@ import numpy as np
 
 from thai_grpo.core.references import KL_REFERENCES
 from thai_grpo.methods.settings import PPOSettings, ppo_settings
-from thai_grpo.methods.reward_model import last_token_scores, load_reward_base, reward_lora, token_scores
+from thai_grpo.methods.reward_model import fresh_reward_model, last_token_scores, load_reward_base, token_scores
 from thai_grpo.methods.recorder import (MAX_REDOS, accuracy, rollout_lines, scaler_skipped, think_shares,
                                        total_rewards, update_counts, update_record)
 
 STATE_FILE = "state.pt"  # a PPO checkpoint: trainable weights, optimizer, loss scale, step
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
                     "reference": KL_REFERENCES["sft"]["ppo_model"],
-                    "reward": "sequence-classification base + the reward model's LoRA and score head (frozen; merged into the "
-                              "base where that keeps them: float32)",
+                    "reward": "sequence-classification base + the reward model's LoRA and score head (frozen; merged "
+                              "into the base where that keeps them: float32)",
                     "value": "sequence-classification base + a copy of the reward model's LoRA and score head "
                              "(trained)"}
+
+
 # ----------------------------------------------------------------------------------------- pure pieces (torch)
 def completion_mask(lengths, width: int):
     """mask[i, t] = t < lengths[i]: the real tokens of each completion (up to and including its EOS)."""
@@ -87,8 +86,7 @@ def scores_with_penalty(scores, has_eos, penalty: float | None):
 
 
 def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
-    """r_t = -kl_coef * (log pi_old - log pi_ref) on the real tokens, plus the score on the last real token (index
-    length - 1); returns (rewards, k1), zeros beyond each completion."""
+    """(r_t, k1_t) of the module docstring, zeros beyond each completion."""
     import torch
 
     lengths = torch.as_tensor(lengths, device=logprobs.device)
@@ -101,8 +99,7 @@ def per_token_rewards(logprobs, ref_logprobs, lengths, scores, kl_coef: float):
 
 
 def gae(rewards, values, mask, gamma: float, lam: float):
-    """Generalised advantage estimation backwards over each completion, V = 0 beyond its last real token (terminal);
-    returns (advantages, returns = advantages + values)."""
+    """Generalised advantage estimation, V = 0 beyond the last real token; (advantages, returns = A + V)."""
     import torch
 
     mask = mask.to(rewards.dtype)
@@ -155,8 +152,7 @@ def step_rng(seed: int, step: int, *parts: int) -> np.random.Generator:
 
 
 def prompt_batch(num_rows: int, batch_size: int, step: int, seed: int) -> list[int]:
-    """Row indices of step ``step`` (1-based): passes over the rows, each in a new seeded order, as a shuffling
-    DataLoader would; a function of (seed, step) alone."""
+    """Row indices of step ``step`` (1-based): seeded passes over the rows, as a shuffling DataLoader's."""
     start = (step - 1) * batch_size
     return [int(np.random.default_rng([seed, epoch]).permutation(num_rows)[offset])
             for epoch, offset in (divmod(position, num_rows) for position in range(start, start + batch_size))]
@@ -181,12 +177,9 @@ def sequence_logprobs(model, input_ids, attention_mask, prompt_width: int, tempe
 
 
 def by_chunks(function, rows: int, per_chunk: int, pad_id: int = 0):
-    """``function(rows_slice)`` over chunks of ``per_chunk`` rows, each right-padded with ``pad_id`` to the widest,
-    concatenated along the rows."""
+    """``function(rows_slice)`` over chunks of ``per_chunk`` rows, right-padded with ``pad_id`` and concatenated."""
     import torch
 
-    if per_chunk >= rows:
-        return function(slice(None))
     outputs = [function(slice(start, start + per_chunk)) for start in range(0, rows, per_chunk)]
     width = max(output.shape[1] for output in outputs)
     return torch.cat([torch.nn.functional.pad(output, (0, width - output.shape[1]), value=pad_id)
@@ -194,8 +187,7 @@ def by_chunks(function, rows: int, per_chunk: int, pad_id: int = 0):
 
 
 def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, seeds: list[int]):
-    """``policy.generate``'s rollouts ``per_chunk`` prompts at a time, right-padded with ``pad_id`` to one width. Row i
-    samples from its own seed ``seeds[i]``, so the chunk size changes no rollout."""
+    """Rollouts ``per_chunk`` prompts at a time; row i samples from ``seeds[i]``, so the chunk size changes none."""
     from thai_grpo.models.sampling import sample_continuations
 
     return by_chunks(lambda part: sample_continuations(policy, encoded["input_ids"][part],
@@ -204,14 +196,12 @@ def generate_by_chunks(policy, encoded, config, per_chunk: int, pad_id: int, see
 
 
 def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "float32"):
-    """A value model without a reward model to start from: the sequence-classification base (frozen, in ``dtype``), a
-    fresh LoRA (``lora``) and a zeroed score head, both float32, so every value starts at 0."""
+    """A value model without a reward model to start from: a fresh LoRA and a zeroed score head (float32): V = 0."""
     import torch
-    from peft import LoraConfig, get_peft_model
 
     from thai_grpo.models.loading import upcast_trainable
 
-    model = upcast_trainable(get_peft_model(load_reward_base(base_dir, dtype), LoraConfig(**reward_lora(lora))))
+    model = upcast_trainable(fresh_reward_model(base_dir, lora, dtype))
     with torch.no_grad():
         for name, parameter in model.named_parameters():
             if "score" in name:
@@ -221,8 +211,7 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "flo
 
 def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bool, merged: bool = False,
                      dtype: str = "float32"):
-    """The sequence-classification base (in ``dtype``) with the reward model's LoRA and score head (float32 when
-    trainable)."""
+    """The reward model (base in ``dtype``, its LoRA and score head float32 when trainable)."""
     from peft import PeftModel
 
     from thai_grpo.models.loading import upcast_trainable
@@ -233,7 +222,7 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
 
 
 def autocast_like(model):
-    """Autocast to the dtype of ``model``'s frozen weights where they are 16-bit, on their device; none for float32."""
+    """Autocast to the dtype of ``model``'s 16-bit frozen weights, on their device; none for float32."""
     import contextlib
 
     import torch
@@ -245,13 +234,11 @@ def autocast_like(model):
 
 
 def grad_scaler(model):
-    """A ``GradScaler`` on the frozen weights' device, enabled only for float16, whose gradients underflow without loss
-    scaling; disabled, ``scale`` returns the loss and ``step`` is the optimizer's."""
+    """A ``GradScaler`` on the frozen weights' device, enabled only for float16 (whose gradients underflow)."""
     import torch
 
-    frozen = next((p for p in model.parameters() if not p.requires_grad), None)
-    enabled = frozen is not None and frozen.dtype == torch.float16
-    return torch.amp.GradScaler("cpu" if frozen is None else frozen.device.type, enabled=enabled)
+    frozen = next(p for p in model.parameters() if not p.requires_grad)
+    return torch.amp.GradScaler(frozen.device.type, enabled=frozen.dtype == torch.float16)
 
 
 def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: str, dtype: str):
@@ -267,8 +254,8 @@ def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: st
 
 def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str | Path | None, score: str,
                 reference: str = "sft", dtype: str = "auto") -> dict:
-    """PPO's models on this job's device, dropout off in each: the policy, the reference, the value model and, when it
-    scores, the reward model. Frozen weights in ``dtype`` (``auto``: 16 bits on a GPU), trained ones in float32."""
+    """PPO's models on this job's device, dropout off: policy, reference, value and (when it scores) reward model;
+    frozen weights in ``dtype`` (``auto``: 16 bits on a GPU), trained ones in float32."""
     from trl.trainer.utils import disable_dropout_in_model
 
     from thai_grpo.jobs.devices import job_device
@@ -286,8 +273,7 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
         sft = json.loads((Path(adapter_dir) / "adapter_config.json").read_text())
         models["value"] = fresh_value_model(base_dir, {key: sft[key] for key in ("r", "lora_alpha", "target_modules")},
                                             dtype=frozen)
-    device = job_device()
-    models = {name: model.to(device) for name, model in models.items()}
+    models = {name: model.to(job_device()) for name, model in models.items()}
     for model in models.values():  # a hub adapter's lora_dropout would make the first minibatch's ratio != 1
         disable_dropout_in_model(model)
     return models
@@ -299,21 +285,19 @@ def _trainable_state(model) -> dict:
 
 
 def _load_trainable(model, state: dict) -> None:
-    params = dict(model.named_parameters())
-    missing = set(state) ^ {n for n, p in params.items() if p.requires_grad}
-    if missing:
-        raise RuntimeError(f"PPO checkpoint does not match the model ({sorted(missing)[:3]}...): delete the "
-                           "checkpoint folder and rerun")
     import torch
 
+    params = dict(model.named_parameters())
+    if set(state) != {name for name, p in params.items() if p.requires_grad}:
+        raise RuntimeError("PPO checkpoint does not match the model: delete the checkpoint folder and rerun")
     with torch.no_grad():
         for name, tensor in state.items():
             params[name].copy_(tensor)
 
 
 def save_checkpoint(checkpoint_dir: str | Path, step: int, state: dict, keep: int = 2) -> None:
-    """checkpoint-<step>/ for a trainer of our own: ``state`` (tensors, optimizer state, step) in ``STATE_FILE``, then
-    ``trainer_state.json``, which marks it complete as the Trainer's does. Only the last ``keep`` are kept."""
+    """checkpoint-<step>/: ``state`` in ``STATE_FILE``, then ``trainer_state.json``, which marks it complete as the
+    Trainer's does. Only the last ``keep`` are kept."""
     import shutil
 
     import torch
@@ -330,22 +314,19 @@ def save_checkpoint(checkpoint_dir: str | Path, step: int, state: dict, keep: in
         shutil.rmtree(old, ignore_errors=True)
 
 
-def load_checkpoint(path: str | Path, device) -> dict:
-    """The ``state`` a ``save_checkpoint`` folder holds, its tensors on ``device``."""
-    import torch
-
-    return torch.load(Path(path) / STATE_FILE, weights_only=False, map_location=device)
-
-
 def checkpoint_state(step: int, models: dict, optimizer, scaler) -> dict:
-    """What a PPO checkpoint holds (``save_checkpoint``): trainable weights, optimizer, loss scale, step."""
+    """What a PPO checkpoint holds: trainable weights, optimizer, loss scale, step."""
     state = {"policy": _trainable_state(models["policy"]), "value": _trainable_state(models["value"]),
              "optimizer": optimizer.state_dict(), "step": step}
     return {**state, "scaler": scaler.state_dict()} if scaler.is_enabled() else state
 
 
-def restore(state: dict, models: dict, optimizer, scaler) -> int:
-    """Load a ``checkpoint_state`` into the models, optimizer and scaler; returns its step."""
+def restore(checkpoint: str | Path, models: dict, optimizer, scaler) -> int:
+    """Load a ``save_checkpoint`` folder into the models, optimizer and scaler; returns its step."""
+    import torch
+
+    state = torch.load(Path(checkpoint) / STATE_FILE, weights_only=False,
+                       map_location=next(models["policy"].parameters()).device)
     _load_trainable(models["policy"], state["policy"])
     _load_trainable(models["value"], state["value"])
     optimizer.load_state_dict(state["optimizer"])
@@ -355,22 +336,26 @@ def restore(state: dict, models: dict, optimizer, scaler) -> int:
 
 
 def pass_rows(models: dict, settings: PPOSettings, prompt: int) -> dict:
-    """Rows per chunk of each pass for prompts of ``prompt`` tokens (``memory_stages.ppo_pass_rows``): within
-    ``chunk_floats``, or for ``auto`` within the memory the card had free at the job's start."""
+    """Rows per chunk of each pass (rollouts, log-probs, values, update) for prompts of ``prompt`` tokens, within
+    ``chunk_floats`` or, for ``auto``, the card's memory free at the job's start (``memory_stages.ppo_pass_rows``); on
+    CUDA the update checkpoints its activations where that makes its chunks larger."""
     from thai_grpo.jobs.devices import job_device
-    from thai_grpo.jobs.memory_plan import Shape
+    from thai_grpo.jobs.memory_plan import Lora, Shape
     from thai_grpo.jobs.memory_stages import ppo_pass_rows, sizing_gib
 
+    def lora_of(model) -> Lora:  # the adapter's, dropout off
+        config = model.peft_config["default"]
+        return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
+
     device = job_device()
-    loras = lora_of(models["policy"]), lora_of(models["value"])
-    return ppo_pass_rows(Shape.from_config(models["policy"].config), *loras, dataclasses.asdict(settings), settings.max_completion_length, sizing_gib(device),
-                         prompt=prompt, may_checkpoint=str(device).startswith("cuda"))
+    return ppo_pass_rows(Shape.from_config(models["policy"].config), lora_of(models["policy"]),
+                         lora_of(models["value"]), dataclasses.asdict(settings), settings.max_completion_length,
+                         sizing_gib(device), prompt=prompt, may_checkpoint=str(device).startswith("cuda"))
 
 
 def checkpoint_activations(models: dict, on: bool) -> None:
-    """Activation checkpointing (non-reentrant) in the trained models' forward passes, or not: each layer's input kept,
-    the layer recomputed in the backward pass; the same loss and gradients with less memory. transformers checkpoints
-    a layer in training mode only: set on every layer (dropout is off, so it changes no number)."""
+    """Activation checkpointing (non-reentrant) in the trained models, or not: the same gradients, less memory.
+    transformers checkpoints a layer in training mode only: set on every layer (dropout is off: no number changes)."""
     for name in ("policy", "value"):
         if on:
             models[name].activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
@@ -382,7 +367,7 @@ def checkpoint_activations(models: dict, on: bool) -> None:
 def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenizer, rows, system_prompt, reward_names,
              stop_ids, chat_template_kwargs, sampler=None) -> dict:
     """One step's batch: ids, masks, old log-probs, values, whitened advantages, returns, and what the metrics need.
-    ``sampler``: a ``MergedCopy`` of the policy to sample from (the same function, fewer products), or None."""
+    ``sampler``: a ``MergedCopy`` of the policy to sample from, or None."""
     import torch
 
     from thai_grpo.core.rewards import reward_functions
@@ -405,9 +390,8 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
                                     tokenizer.pad_token_id, row_seeds(sampling_seed, range(len(batch)), 1))
         policy.train()
     completion = output[:, width:]
-    counted = [completion_length(row.tolist(), stop_ids) for row in completion]
-    lengths = torch.tensor([length for length, _ in counted], device=completion.device)
-    has_eos = torch.tensor([stopped for _, stopped in counted], device=completion.device)
+    counted = zip(*(completion_length(row.tolist(), stop_ids) for row in completion))  # (lengths, stopped)
+    lengths, has_eos = (torch.tensor(column, device=completion.device) for column in counted)
     mask = completion_mask(lengths, completion.shape[1])
     completion = torch.where(mask, completion, torch.full_like(completion, tokenizer.pad_token_id))
     ids = torch.cat([encoded["input_ids"], completion], 1)
@@ -436,8 +420,7 @@ def _rollout(step: int, settings: PPOSettings, seed: int, models: dict, tokenize
     advantages, returns = gae(rewards, values, mask, settings.gamma, settings.lam)
     return dict(ids=ids, attention=attention, width=width, rows=rows, mask=mask, lengths=lengths, has_eos=has_eos,
                 logprobs=logprobs, values=values, advantages=masked_whiten(advantages, mask), returns=returns,
-                raw_scores=raw, scores=scores, k1=k1, rewards=rewards, texts=texts, code=code,
-                prompts=[r["question"] for r in batch], prompt_ids=[r.get("id") for r in batch])
+                raw_scores=raw, scores=scores, k1=k1, texts=texts, code=code, prompt_ids=[r.get("id") for r in batch])
 
 
 def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> dict:
@@ -456,24 +439,14 @@ def _chunk_losses(rollout: dict, index, settings: PPOSettings, models: dict) -> 
             "entropy": masked_mean(entropy.detach(), m)}
 
 
-def lora_of(model):
-    """The ``memory_plan.Lora`` of a PEFT model's adapter, dropout off (as PPO trains it)."""
-    from thai_grpo.jobs.memory_plan import Lora
-
-    config = model.peft_config["default"]
-    return Lora(r=config.r, target_modules=tuple(sorted(config.target_modules)), lora_dropout=0.0)
-
-
 def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: dict, optimizer, params,
             scaler=None) -> tuple[dict, list[dict]]:
-    """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each. A minibatch split into chunks
-    accumulates their gradients, each chunk's loss weighted by its share of real tokens: the same gradient as one pass.
-    Returns the means of the minibatches' statistics and one ``updates.update_record`` per optimizer update."""
+    """``num_ppo_epochs`` passes over shuffled minibatches, one optimizer step each (a minibatch's chunks weighted by
+    their share of real tokens: one pass's gradient); (mean statistics, one ``update_record`` per update)."""
     import torch
 
     scaler = scaler or grad_scaler(models["policy"])
     updates = []
-
     keys = ("policy_loss", "value_loss", "clip_fraction", "value_clip_fraction", "approx_kl", "entropy")
     stats = {key: [] for key in (*keys, "grad_norm")}
     size = settings.batch_size // settings.num_mini_batches
@@ -512,20 +485,18 @@ def _update(rollout: dict, step: int, settings: PPOSettings, seed: int, models: 
 
 
 def learning_rate_factor(step: int, settings: PPOSettings) -> float:
-    """The learning rate's share of its peak in rollout batch ``step`` (1-based): TRL's linear decay without warmup, or
-    1 for constant. A function of the step alone, so a resumed run needs no scheduler state."""
+    """The learning rate's share of its peak in step ``step`` (1-based): TRL's linear decay, or 1 for constant; a
+    function of the step alone, so a resumed run needs no scheduler state."""
     if settings.lr_scheduler_type == "constant":
         return 1.0
     return max(0.0, (settings.max_steps - (step - 1)) / settings.max_steps)
 
 
 def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, updates: list[dict] = ()) -> dict:
-    """One line of step_metrics.jsonl: GRPO's keys where they mean the same, plus PPO's own (score, KL, value loss,
-    explained variance before this step's update, clip fractions, entropy, lost updates)."""
+    """One line of step_metrics.jsonl: GRPO's keys where they mean the same, plus PPO's own."""
     mask, lengths = rollout["mask"], rollout["lengths"]
     k1_sums = rollout["k1"].sum(1)
-    record = {"step": step,
-              "reward_mean": float(total_rewards(rollout["code"]).mean()),
+    record = {"step": step, "reward_mean": float(total_rewards(rollout["code"]).mean()),
               "rewards": {name: float(np.mean(v)) for name, v in rollout["code"].items()},
               "score_mean": float(rollout["scores"].mean()), "raw_score_mean": float(rollout["raw_scores"].mean()),
               "rlhf_reward": float((rollout["scores"] - settings.kl_coef * k1_sums).mean()),
@@ -534,11 +505,9 @@ def step_record(step: int, rollout: dict, update: dict, settings: PPOSettings, u
               "value_mean": float(masked_mean(rollout["values"], mask)),
               "return_mean": float(masked_mean(rollout["returns"], mask)),
               "completion_length_mean": float(lengths.float().mean()), "generated_tokens": int(lengths.sum()),
-              "num_completions": len(rollout["texts"]),
-              "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
-              **think_shares(rollout["code"], rollout["texts"]), **update,
-              "clip_ratio": update["clip_fraction"], "loss": update["policy_loss"] + settings.vf_coef *
-              update["value_loss"], **update_counts(list(updates))}
+              "num_completions": len(rollout["texts"]), "clipped_ratio": float((~rollout["has_eos"]).float().mean()),
+              **think_shares(rollout["code"], rollout["texts"]), **update, "clip_ratio": update["clip_fraction"],
+              "loss": update["policy_loss"] + settings.vf_coef * update["value_loss"], **update_counts(list(updates))}
     return {**record, **accuracy(rollout["code"])}
 
 
@@ -549,9 +518,8 @@ def rollout_advantages(rollout: dict) -> list[float]:
 
 
 def train(spec) -> dict:
-    """Run PPO from the SFT adapter (``spec``: its plan's ``ppo:`` overrides, GRPO's rollout settings, the reward model
-    in ``spec.reward_dir``); save the policy adapter, the value model beside it and the rollouts; return the run's
-    record. Resumes from the last complete checkpoint."""
+    """Run PPO from the SFT adapter (resuming from the last complete checkpoint); save the policy adapter, the value
+    model beside it and the rollouts; return the run's record."""
     import torch
 
     from thai_grpo.core.io import atomic_directory, progress, read_appended_jsonl, write_jsonl
@@ -574,22 +542,19 @@ def train(spec) -> dict:
     models = load_models(spec.base_dir, spec.adapter_dir, spec.reward_dir, settings.score, reference, spec.dtype)
     policy_params = [p for p in models["policy"].parameters() if p.requires_grad]
     value_params = [p for p in models["value"].parameters() if p.requires_grad]
+    value_rate = settings.value_learning_rate or settings.learning_rate
     optimizer = torch.optim.AdamW([{"params": policy_params, "lr": settings.learning_rate},
-                                   {"params": value_params,
-                                    "lr": settings.value_learning_rate or settings.learning_rate}],
-                                  weight_decay=settings.weight_decay)
+                                   {"params": value_params, "lr": value_rate}], weight_decay=settings.weight_decay)
     peak_rates = [group["lr"] for group in optimizer.param_groups]
     scaler = grad_scaler(models["policy"])
-    device = next(models["policy"].parameters()).device
-    start = restore(load_checkpoint(resume_from, device), models, optimizer, scaler) if resume_from else 0
+    start = restore(resume_from, models, optimizer, scaler) if resume_from else 0
     stop_ids = stop_token_ids(models["policy"], tokenizer)
     sampler = None
-    if device.type == "cpu":  # rollouts from a merged copy of the policy: the same function, fewer products
+    if models["policy"].device.type == "cpu":  # rollouts from a merged copy: the same function, fewer products
         from thai_grpo.models.cpu.merged_sampler import MergedCopy, can_merge_copy
 
         sampler = MergedCopy(models["policy"]) if can_merge_copy(models["policy"]) else None
     tracker = start_tracker(spec, settings)
-    label = checkpoint_dir.name
     total_updates = settings.max_steps * settings.num_ppo_epochs * settings.num_mini_batches
     for step in range(start + 1, settings.max_steps + 1):
         for group, peak in zip(optimizer.param_groups, peak_rates):
@@ -606,7 +571,7 @@ def train(spec) -> dict:
         if tracker is not None:
             tracker.log({k: v for k, v in record.items() if isinstance(v, (int, float))}, step=step)
         print(json.dumps({k: v for k, v in record.items() if not isinstance(v, dict)}), flush=True)
-        progress(f"{label}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
+        progress(f"{checkpoint_dir.name}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
                  f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
         check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
                            spec.training["max_lost_update_share"])
@@ -636,8 +601,7 @@ def train(spec) -> dict:
 
 
 def start_tracker(spec, settings: PPOSettings):
-    """The accelerate tracker of ``training.report_to`` for PPO's metrics (TRL's trainers have their own); None for
-    ``none``."""
+    """The accelerate tracker of ``training.report_to`` for PPO's metrics; None for ``none``."""
     report_to = spec.training["report_to"]
     if report_to == "none":
         return None

@@ -20,15 +20,10 @@ def pair_for_problem(completions: list[dict]) -> tuple[dict, dict] | None:
 
 def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], dict]:
     """DPOTrainer's rows ``{prompt, chosen, rejected}`` (with id, gold, rewards, token ids) and the counts."""
-    pairs, all_right, all_wrong = [], 0, 0
+    pairs = []
     for record in records:
-        completions = record["completions"]
-        pair = pair_for_problem(completions)
+        pair = pair_for_problem(record["completions"])
         if pair is None:
-            if completions and all(_is_correct(c) for c in completions):
-                all_right += 1
-            else:
-                all_wrong += 1
             continue
         chosen, rejected = pair
         pairs.append({"id": record["id"], "gold": record["gold"],
@@ -38,10 +33,11 @@ def build_pairs(records: list[dict], system_prompt: str) -> tuple[list[dict], di
                       "chosen_reward": chosen["total"], "rejected_reward": rejected["total"],
                       **token_fields(record, chosen, rejected)})
     samples = [c for r in records for c in r["completions"]]
+    all_right = sum(bool(r["completions"]) and all(_is_correct(c) for c in r["completions"]) for r in records)
     stats = {"problems": len(records), "samples": len(samples),
              "samples_per_problem": len(records[0]["completions"]) if records else 0,
              "correct_samples": sum(_is_correct(c) for c in samples), "pairs": len(pairs),
-             "all_right": all_right, "all_wrong": all_wrong,
+             "all_right": all_right, "all_wrong": len(records) - len(pairs) - all_right,
              "generated_tokens": int(sum(c.get("num_tokens", 0) for c in samples))}
     return pairs, stats
 
@@ -57,21 +53,12 @@ def token_fields(record: dict, chosen: dict, rejected: dict) -> dict:
 def sample_training_problems(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int,
                              max_new_tokens: int, temperature: float, batch_size: int, seed: int,
                              chat_template_kwargs: dict | None = None, progress=None) -> list[dict]:
-    """``num_samples`` graded completions per training problem, each seeded from (seed, problem id, sample index)
-    so the batch size changes no sample."""
-    from thai_grpo.models.sampling import generate, score_completion
+    """``num_samples`` graded completions per training problem, seeded from (seed, problem id, sample index)."""
+    from thai_grpo.models.sampling import sampled_groups, score_completion
 
-    records = []
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        sampled = generate(model, tokenizer, [r["question"] for r in batch], system_prompt, num_samples,
-                           max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
-                           problem_keys=[r["id"] for r in batch])
-        prompts = prompt_token_ids(tokenizer, [r["question"] for r in batch], system_prompt, chat_template_kwargs)
-        records += [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
-                     "completion_budget": max_new_tokens,
-                     "completions": [score_completion(c, row["answer"]) for c in samples]}
-                    for row, prompt, samples in zip(batch, prompts, sampled)]
-        if progress:
-            progress(f"sampled {len(records)}/{len(rows)} training problems")
-    return records
+    groups = sampled_groups(model, tokenizer, rows, system_prompt, num_samples, max_new_tokens, temperature,
+                            batch_size, seed, chat_template_kwargs, progress)
+    prompts = prompt_token_ids(tokenizer, [r["question"] for r in rows], system_prompt, chat_template_kwargs)
+    return [{"id": row["id"], "question": row["question"], "gold": row["answer"], "prompt_ids": prompt,
+             "completion_budget": max_new_tokens, "completions": [score_completion(c, row["answer"]) for c in samples]}
+            for row, prompt, samples in zip(rows, prompts, groups)]

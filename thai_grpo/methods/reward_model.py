@@ -10,26 +10,13 @@ NO_PAIRS = ("no preference pairs: no training problem had both a correct and a w
 REWARD_LOG_KEYS = ("loss", "accuracy", "margin", "learning_rate", "grad_norm")
 
 
-def check_pairs(pairs: list[dict]) -> None:
-    """Refuse a pair whose chosen and rejected texts are the same: it has no preference to learn."""
-    for number, pair in enumerate(pairs, 1):
-        if pair["chosen"][-1]["content"] == pair["rejected"][-1]["content"]:
-            raise ValueError(f"preference pair {number} (id {pair.get('id')}) has the same chosen and rejected text: "
-                             "a reward model cannot rank a pair against itself; rebuild the pairs (rule "
-                             "preference_pairs) or drop that pair")
-
-
 def pair_ids(tokenizer, pair: dict, chat_template_kwargs: dict | None = None) -> dict:
     """``{chosen_ids, rejected_ids}`` as PPO sees a rollout: chat prompt (+ generation prompt), completion, EOS."""
     prompt = tokenizer.apply_chat_template(pair["prompt"], tokenize=False, add_generation_prompt=True,
                                            **(chat_template_kwargs or {}))
     prompt_ids = tokenizer(prompt, add_special_tokens=False)["input_ids"]
-
-    def sequence(messages) -> list[int]:
-        return prompt_ids + tokenizer(messages[-1]["content"], add_special_tokens=False)["input_ids"] + \
-            [tokenizer.eos_token_id]
-
-    return {"chosen_ids": sequence(pair["chosen"]), "rejected_ids": sequence(pair["rejected"])}
+    return {f"{side}_ids": prompt_ids + tokenizer(pair[side][-1]["content"], add_special_tokens=False)["input_ids"]
+            + [tokenizer.eos_token_id] for side in ("chosen", "rejected")}
 
 
 def reward_lora(lora: dict | None = None) -> dict:
@@ -40,8 +27,8 @@ def reward_lora(lora: dict | None = None) -> dict:
 
 
 def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
-    """The base as a one-output sequence-classification model; without a config pad id it takes the tokenizer's,
-    as RewardTrainer does, so the head pools at the last non-pad token."""
+    """The base as a one-output sequence-classification model; without a config pad id it takes the tokenizer's (as
+    RewardTrainer does), so the head pools at the last non-pad token."""
     from transformers import AutoModelForSequenceClassification
 
     from thai_grpo.core.io import require_model_dir
@@ -52,10 +39,14 @@ def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
                                                                use_safetensors=True, trust_remote_code=False)
     if model.config.pad_token_id is None:
         model.config.pad_token_id = load_tokenizer(base_dir).pad_token_id
-    if model.config.pad_token_id is None:
-        raise ValueError(f"base model {base_dir} has no pad_token_id in its config.json nor a pad token in its "
-                         "tokenizer: the reward head pools at the last non-pad token; set the tokenizer's pad_token")
     return model
+
+
+def fresh_reward_model(base_dir: str | Path, lora: dict | None, dtype: str = "float32"):
+    """The sequence-classification base (in ``dtype``) with a fresh LoRA (``reward_lora``) and score head."""
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(load_reward_base(base_dir, dtype), LoraConfig(**reward_lora(lora)))
 
 
 def token_scores(model, input_ids, attention_mask):
@@ -81,6 +72,8 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
     """Share of pairs whose chosen completion outscores the rejected one (ties wrong) and the mean margin."""
     import torch
 
+    from thai_grpo.models.sampling import right_padded
+
     margins = []
     encoded = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     device = next(model.parameters()).device
@@ -89,15 +82,9 @@ def pairwise_accuracy(model, tokenizer, pairs: list[dict], batch_size: int = 64,
             chunk = encoded[start:start + batch_size]
             scores = {}
             for side in ("chosen_ids", "rejected_ids"):
-                rows = [row[side] for row in chunk]
-                width = max(map(len, rows))
-                ids = torch.full((len(rows), width), tokenizer.pad_token_id)
-                mask = torch.zeros((len(rows), width), dtype=torch.long)
-                for i, row in enumerate(rows):
-                    ids[i, :len(row)], mask[i, :len(row)] = torch.tensor(row), 1
-                ids, mask = ids.to(device), mask.to(device)
-                per_token = token_scores(model, ids, mask)
-                scores[side] = per_token[torch.arange(len(rows), device=device), mask.sum(1) - 1]
+                ids, mask = (tensor.to(device) for tensor in right_padded([row[side] for row in chunk],
+                                                                          tokenizer.pad_token_id))
+                scores[side] = last_token_scores(model, ids, mask, 0, mask.sum(1))
             margins += (scores["chosen_ids"] - scores["rejected_ids"]).tolist()
     return {"pairs": len(margins), "accuracy": sum(m > 0 for m in margins) / len(margins) if margins else None,
             "mean_margin": sum(margins) / len(margins) if margins else None}
@@ -117,15 +104,12 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     from thai_grpo.models.training import (clear_checkpoints, progress_callback,
                                            scale_float16_losses_on_cpu, seed_everything, trainer_args)
 
-    check_pairs(pairs)
     seed_everything(seed)
     labels = ("ranked by the verifier (code), not by people: chosen = a correct SFT sample, rejected = a wrong one of "
               "the same training problem")
     if not pairs:  # as DPO: the run goes on and says so; PPO then maximises an untrained (random) score
-        from peft import get_peft_model
-
         print(NO_PAIRS, flush=True)
-        model = get_peft_model(load_reward_base(base_dir, dtype), LoraConfig(**reward_lora(lora)))
+        model = fresh_reward_model(base_dir, lora, dtype)
         with atomic_directory(out_dir) as tmp:
             model.save_pretrained(tmp, safe_serialization=True)
         return {"pairs": 0, "steps": [], "parameters": count_parameters(model), "args": args,
@@ -135,7 +119,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     rows = [pair_ids(tokenizer, pair, chat_template_kwargs) for pair in pairs]
     config = RewardConfig(**trainer_args(args, checkpoint_dir, seed, dtype, training))
     _, resume_from = start_step_log(checkpoint_dir)
-    updates_path = Path(checkpoint_dir) / UPDATES_FILE
     updates = recorder(checkpoint_dir, "reward_model", training["max_lost_update_share"])
     # The frozen base in base.dtype; the LoRA and the copied score head it trains in float32, before the Trainer
     # builds its optimizer (fp16's loss scaler refuses to unscale float16 gradients).
@@ -149,7 +132,7 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
     trainer.train(resume_from_checkpoint=resume_from)
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)
-    done = read_appended_jsonl(updates_path)
+    done = read_appended_jsonl(Path(checkpoint_dir) / UPDATES_FILE)
     flags = {record["step"]: {k: v for k, v in record.items() if k != "step"} for record in done}
     clear_checkpoints(checkpoint_dir)
     steps = [{"step": log["step"], **{k: float(log[k]) for k in REWARD_LOG_KEYS if k in log},

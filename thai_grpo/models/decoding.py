@@ -24,7 +24,6 @@ SEEN_BLOCK = 32  # completion columns attended are rounded up to a multiple of t
 @dataclasses.dataclass
 class SharedPromptCache:
     """Keys and values of a bucket of prompts held once, and of their ``samples`` completions each, pre-allocated.
-
     Sample s of prompt p is row ``p * samples + s``; per row ``origin`` (its output row), ``finished`` and
     ``first_position``. ``column``: a 0-d tensor, the column the next step writes; ``seen``: the completion columns a
     step attends (a multiple of ``SEEN_BLOCK``); ``blocked``: the step's additive mask over [prompt, seen] columns."""
@@ -75,16 +74,11 @@ class SharedPromptCache:
         rows = (kept.unsqueeze(1) * self.samples + torch.arange(self.samples, device=kept.device)).reshape(-1)
         for buffers, index in ((self.prompt_keys, kept), (self.prompt_values, kept), (self.keys, rows),
                                (self.values, rows)):
-            keep_rows(buffers, index)
+            for layer in range(len(buffers)):  # in place in the list, one tensor at a time
+                buffers[layer] = buffers[layer][index]
         self.prompt_mask = self.prompt_mask[kept]
         self.origin, self.finished, self.first_position = (self.origin[rows], self.finished[rows],
                                                            self.first_position[rows])
-
-
-def keep_rows(buffers: list, rows) -> None:
-    """Each tensor of ``buffers`` replaced, in place in the list and one at a time, by its rows ``rows``."""
-    for index in range(len(buffers)):
-        buffers[index] = buffers[index][rows]
 
 
 def row_buckets(prompts: int) -> list[int]:
@@ -94,11 +88,6 @@ def row_buckets(prompts: int) -> list[int]:
     while sizes[-1] > 1:
         sizes.append(min(sizes[-1] - 1, math.ceil(sizes[-1] * (1 - COMPACT_WHEN_DONE))))
     return sizes
-
-
-def bucket_for(live: int, buckets: list[int]) -> int:
-    """The smallest bucket that holds ``live`` prompts."""
-    return min(size for size in buckets if size >= live)
 
 
 def prompts_to_keep(live: list[bool], size: int) -> list[int]:
@@ -115,9 +104,6 @@ def shared_prompt_attention(module, query, key, value, attention_mask, scaling: 
     import torch
 
     cache = shared_prompt
-    if cache is None or query.shape[2] != 1 or dropout or kwargs.get("sliding_window"):
-        raise ValueError("shared_prompt attention runs decode steps of decoding.decode only (one token per row, no "
-                         "dropout, no sliding window)")
     layer, groups = module.layer_idx, module.num_key_value_groups
     cache.write(layer, key, value)
     prompts, samples, kv_heads, seen = cache.prompts, cache.samples, key.shape[1], cache.seen
@@ -159,8 +145,9 @@ def prefill(model, input_ids, attention_mask):
     """(float32 logits of each prompt's last position, the prompts' keys and values per layer): one forward pass."""
     from transformers import DynamicCache
 
-    output = model(input_ids=input_ids, attention_mask=attention_mask, position_ids=generation_positions(attention_mask),
-                   cache=DynamicCache(config=model.config), use_cache=True, logits_to_keep=1)
+    output = model(input_ids=input_ids, attention_mask=attention_mask,
+                   position_ids=generation_positions(attention_mask), cache=DynamicCache(config=model.config),
+                   use_cache=True, logits_to_keep=1)
     layers = output.cache.layers
     return (output.logits[:, -1].float(), [layer.keys for layer in layers], [layer.values for layer in layers])
 
@@ -221,8 +208,6 @@ def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, 
     a compiled one."""
     import torch
 
-    if max_new_tokens < 1:
-        raise ValueError(f"max_new_tokens={max_new_tokens}: decode at least one token")
     rows = input_ids.shape[0] * samples
     tokens = torch.full((rows, max_new_tokens), pad_id, dtype=torch.long, device=input_ids.device)
     stops = torch.tensor(stop_ids, device=input_ids.device)
@@ -241,7 +226,7 @@ def decode(model, input_ids, attention_mask, samples: int, max_new_tokens: int, 
                     live = (~cache.finished.view(cache.prompts, samples).all(1)).tolist()
                     if not any(live):
                         break
-                    if (size := bucket_for(sum(live), buckets)) < cache.prompts:
+                    if (size := min(size for size in buckets if size >= sum(live))) < cache.prompts:
                         kept = torch.tensor(prompts_to_keep(live, size), device=input_ids.device)
                         chosen = chosen.view(cache.prompts, samples)[kept].reshape(-1)
                         cache.compact(kept)

@@ -1,10 +1,7 @@
-"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer.
-
-Sampling follows GRPO's rollouts (no top-k/top-p, the same chat template, stop tokens and completion budget). Each
-sample's noise is a hash of (its seed from (seed, problem id, sample index), its column, the token), so a config gives
-the same samples whatever the batch size or the batch mates, on the same machine and card (another card, or a CPU,
-rounds the logits differently).
-"""
+"""Held-out sampling: n completions per problem at the evaluation temperature, plus one greedy answer, as GRPO's
+rollouts sample (no top-k/top-p, the same chat template, stop tokens and budget). Each sample's noise is a hash of (its
+seed from (seed, problem id, sample index), its column), so a config gives the same samples whatever the batch, on the
+same machine and card (another card, or a CPU, rounds the logits differently)."""
 
 from __future__ import annotations
 
@@ -16,8 +13,7 @@ from thai_grpo.data.prompts import chat_prompt_texts
 
 
 def tf32_switch() -> str | None:
-    """The setting that lets torch compute float32 matmuls in TF32, through the legacy flags
-    (``allow_tf32``, ``set_float32_matmul_precision``) or the ``fp32_precision`` API, or None when neither does."""
+    """The setting (legacy flags or the ``fp32_precision`` API) that lets torch use TF32 matmuls, or None."""
     import torch
 
     matmul = torch.backends.cuda.matmul
@@ -34,9 +30,8 @@ def tf32_switch() -> str | None:
 
 
 def evaluation_precision(dtype: str, device) -> dict:
-    """The device's name and float32 matmul precision an evaluation computes in. A float32 evaluation refuses TF32
-    matmuls (either torch API): their 10-bit mantissa errs as much as the chapter's whole update. Call it before the
-    first sample, in the process that samples."""
+    """The device's name and float32 matmul precision an evaluation computes in, called in the sampling process before
+    the first sample: float32 refuses TF32 matmuls, whose 10-bit mantissa errs as much as the chapter's whole update."""
     import torch
 
     device = torch.device(device)
@@ -54,6 +49,15 @@ def encode_prompts(tokenizer, questions: list[str], system_prompt: str, chat_tem
     return tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
 
 
+def right_padded(sequences: list[list[int]], pad_id: int):
+    """(ids, attention mask) of token-id lists right-padded with ``pad_id`` to the longest (TRL's ``pad``)."""
+    import torch
+    from trl.trainer.utils import pad
+
+    rows = [torch.tensor(sequence, dtype=torch.long) for sequence in sequences]
+    return pad(rows, pad_id), pad([torch.ones_like(row) for row in rows], 0)
+
+
 def stop_token_ids(model, tokenizer) -> list[int]:
     """The ids that end a completion, as TRL's GRPOTrainer collects them: the ``generation_config`` EOS id(s), with
     the tokenizer's EOS first when missing."""
@@ -63,8 +67,7 @@ def stop_token_ids(model, tokenizer) -> list[int]:
 
 
 def completion_length(ids: list[int], stop_ids: list[int]) -> tuple[int, bool]:
-    """(tokens of a row up to and including its first stop token, as TRL's completion mask counts them, else the
-    whole row; whether a stop token came)."""
+    """(tokens up to and including the first stop token, as TRL's completion mask counts, else all; whether it came)."""
     stop = next((position for position, token in enumerate(ids) if token in stop_ids), None)
     return (len(ids), False) if stop is None else (stop + 1, True)
 
@@ -79,16 +82,14 @@ def completion_record(tokenizer, ids: list[int], stop_ids: list[int]) -> dict:
 
 def generation_config(tokenizer, stop_ids: list[int], num_samples: int, max_new_tokens: int,
                       temperature: float | None):
-    """GRPO's rollout settings as a ``GenerationConfig``: plain sampling at ``temperature`` (no top-k, no top-p), or
-    greedy when it is None; ``num_samples`` sequences per prompt; ``stop_ids`` end a completion."""
+    """GRPO's rollout settings: plain sampling at ``temperature`` (no top-k, no top-p), greedy when it is None."""
     from transformers import GenerationConfig
 
     sampling = temperature is not None
-    return GenerationConfig(
-        do_sample=sampling, temperature=temperature if sampling else None, top_k=0 if sampling else None,
-        top_p=1.0 if sampling else None, max_new_tokens=max_new_tokens, num_return_sequences=num_samples,
-        eos_token_id=stop_ids, pad_token_id=tokenizer.pad_token_id,
-    )
+    return GenerationConfig(do_sample=sampling, temperature=temperature if sampling else None,
+                            top_k=0 if sampling else None, top_p=1.0 if sampling else None,
+                            max_new_tokens=max_new_tokens, num_return_sequences=num_samples, eos_token_id=stop_ids,
+                            pad_token_id=tokenizer.pad_token_id)
 
 
 def row_seeds(seed: int, keys, num_samples: int) -> list[int]:
@@ -103,33 +104,27 @@ MIX = 0x45D9F3B  # the multiplier of a 32-bit xorshift-multiply hash; x * MIX < 
 
 
 def mix32(x):
-    """A 32-bit integer hash (two xorshift-multiply rounds and a final xorshift) of the 32-bit values held in int64
-    ``x`` (a tensor or an int), each bit of the input flipping about half the output's bits."""
+    """A 32-bit integer hash (two xorshift-multiply rounds, a final xorshift) of the 32-bit values in int64 ``x``."""
     for _ in range(2):
         x = ((x >> 16) ^ x) * MIX & MASK32
     return (x >> 16) ^ x
 
 
 def counter_uniforms(seeds, column):
-    """One float64 uniform in [0, 1) per row, 53 random bits from a hash of (the row's 63-bit seed, the completion
-    ``column`` it is drawn for: an int, or a 0-d tensor on the device): one row's draw depends on nothing else, and
-    one computation serves any number of rows (a counter-based generator, like Philox, with the same bits on every
-    device)."""
+    """One float64 uniform in [0, 1) per row from a hash of (its 63-bit seed, the ``column`` drawn for): a
+    counter-based generator, like Philox, with the same bits on every device and for any batch mates."""
     key = mix32(mix32(column + 0x9E3779B9 & MASK32) ^ (seeds >> 32)) ^ (seeds & MASK32)
     high, low = mix32(key), mix32(key ^ 0x85EBCA6B)
     return ((high >> 5) * 2 ** 26 + (low >> 6)).double() * 2.0 ** -53
 
 
 class CounterSampler:
-    """Each row's next token: for a sampled row, a draw from softmax(scores / temperature) by the inverse of its
-    distribution function at the row's ``counter_uniforms`` (the first token whose cumulative probability, summed in
-    float64, passes it); for a greedy row (seed None), the argmax of the scores. A draw depends only on (the row's
-    seed, its column, its scores): not on its batch mates, the batch size or the order of the problems, and a step
-    draws for all rows at once, reading each logit a few times (no per-token noise).
+    """Each row's next token: a draw from softmax(scores / temperature) by the inverse of its distribution function
+    (cumulated in float64) at the row's ``counter_uniforms``, or the argmax for a greedy row (seed None); a draw
+    depends only on (the row's seed, its column, its scores).
 
-    ``choose(scores, rows, column)`` serves ``decoding.decode``; called as a logits processor (``scores`` of every row
-    of a ``generate`` call whose prompts are ``prompt_width`` wide) it leaves 0 on the chosen token and -inf elsewhere,
-    so that greedy decoding over them samples what ``decode`` samples."""
+    ``choose`` serves ``decoding.decode``; as a logits processor it leaves 0 on the chosen token and -inf elsewhere,
+    so that ``generate``'s greedy decoding over it samples what ``decode`` samples."""
 
     def __init__(self, temperature: float | None, seeds: list, device, prompt_width: int | None = None):
         import torch
@@ -162,9 +157,7 @@ class CounterSampler:
 
 
 def seeded_per_row(config, seeds: list, device, prompt_width: int):
-    """(generation config, logits processors) with which ``generate`` on prompts ``prompt_width`` wide samples what
-    ``sample_continuations`` samples: greedy decoding over ``CounterSampler``'s choices; ``config`` itself when it is
-    greedy."""
+    """(generation config, logits processors) with which ``generate`` samples what ``sample_continuations`` does."""
     from transformers import LogitsProcessorList
 
     if not config.do_sample:
@@ -175,9 +168,8 @@ def seeded_per_row(config, seeds: list, device, prompt_width: int):
 
 
 def sample_continuations(model, input_ids, attention_mask, config, seeds: list, cuda_graphs: bool = False):
-    """What ``model.generate(input_ids, attention_mask, generation_config=config)`` returns under ``seeded_per_row``
-    (prompts, then new tokens), row i drawn from ``seeds[i]`` (None: greedy), computed by ``decoding.decode``, its
-    steps replayed as CUDA graphs when ``cuda_graphs`` (``decoding.graphed_step``)."""
+    """What ``model.generate`` returns under ``seeded_per_row`` (prompts, then new tokens), row i drawn from
+    ``seeds[i]`` (None: greedy), computed by ``decoding.decode`` (its steps as CUDA graphs when ``cuda_graphs``)."""
     import torch
 
     from thai_grpo.models.decoding import decode, decode_step, graphed_step
@@ -194,17 +186,16 @@ def generate(model, tokenizer, questions: list[str], system_prompt: str, num_sam
              temperature: float | None, seed: int, chat_template_kwargs: dict | None = None,
              problem_keys: list | None = None, with_greedy: bool = False, cuda_graphs: bool = False
              ) -> list[list[dict]]:
-    """Per question, ``num_samples`` completions ``{text, num_tokens, truncated, token_ids}`` (greedy when temperature
-    is None), then its greedy answer when ``with_greedy``: one more row of its group, in the same pass. Sample j of
-    question i is drawn from the seed of (seed, ``problem_keys[i]``, j) (``problem_keys``: the problems' ids; default
-    their positions in ``questions``), whatever else is in the batch. ``cuda_graphs``: see ``sample_continuations``."""
+    """Per question, ``num_samples`` completions (``completion_record``), then its greedy answer when ``with_greedy``.
+    Sample j of question i is drawn from the seed of (seed, ``problem_keys[i]`` or i, j), whatever else is batched."""
     encoded = encode_prompts(tokenizer, questions, system_prompt, chat_template_kwargs or {}).to(model.device)
     stop_ids = stop_token_ids(model, tokenizer)
     rows = num_samples + with_greedy
     config = generation_config(tokenizer, stop_ids, rows, max_new_tokens, temperature)
     keys = list(range(len(questions))) if problem_keys is None else list(problem_keys)
-    seeds = row_seeds(seed, keys, num_samples)
-    seeds = [s for i in range(len(keys)) for s in (*seeds[i * num_samples:(i + 1) * num_samples], *[None] * with_greedy)]
+    sampled = row_seeds(seed, keys, num_samples)
+    seeds = [s for i in range(len(keys))
+             for s in (*sampled[i * num_samples:(i + 1) * num_samples], *[None] * with_greedy)]
     output = sample_continuations(model, encoded["input_ids"], encoded["attention_mask"], config, seeds, cuda_graphs)
     new_tokens = output[:, encoded["input_ids"].shape[1]:]
     completions = [completion_record(tokenizer, row.tolist(), stop_ids) for row in new_tokens]
@@ -217,26 +208,32 @@ def score_completion(completion: dict, gold: int) -> dict:
 
 def records_from_completions(rows: list[dict], sampled: list[list[dict]], greedy: list[dict]) -> list[dict]:
     """The output records of ``sample_heldout``: per problem its scored samples and its scored greedy answer."""
-    if not len(rows) == len(sampled) == len(greedy):
-        raise ValueError(f"{len(rows)} problems but {len(sampled)} sampled and {len(greedy)} greedy results")
     return [{"id": row["id"], "question": row["question"], "gold": row["answer"],
              "completions": [score_completion(c, row["answer"]) for c in samples],
              "greedy": score_completion(best, row["answer"])}
-            for row, samples, best in zip(rows, sampled, greedy)]
+            for row, samples, best in zip(rows, sampled, greedy, strict=True)]
+
+
+def sampled_groups(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
+                   temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
+                   progress=None, with_greedy: bool = False, cuda_graphs: bool = False) -> list[list[dict]]:
+    """``generate``'s group of each problem of ``rows``, seeded by its id, ``batch_size`` problems per call (which
+    changes no sample)."""
+    groups: list[list[dict]] = []
+    for start in range(0, len(rows), batch_size):
+        batch = rows[start:start + batch_size]
+        groups += generate(model, tokenizer, [row["question"] for row in batch], system_prompt, num_samples,
+                           max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
+                           problem_keys=[row["id"] for row in batch], with_greedy=with_greedy, cuda_graphs=cuda_graphs)
+        if progress:
+            progress(f"sampled {len(groups)}/{len(rows)} problems x {num_samples}{' and greedy' * with_greedy}")
+    return groups
 
 
 def sample_heldout(model, tokenizer, rows: list[dict], system_prompt: str, num_samples: int, max_new_tokens: int,
                    temperature: float, batch_size: int, seed: int, chat_template_kwargs: dict | None = None,
                    progress=None, cuda_graphs: bool = False) -> list[dict]:
-    """One record per held-out problem: its sampled completions and greedy answer, each with rewards, ``batch_size``
-    problems per call, each problem's greedy answer a noise-free row beside its samples. The batch size changes the
-    work, never a sample."""
-    sampled: list[list[dict]] = []
-    for start in range(0, len(rows), batch_size):
-        batch = rows[start:start + batch_size]
-        sampled += generate(model, tokenizer, [row["question"] for row in batch], system_prompt, num_samples,
-                            max_new_tokens, temperature, seed=seed, chat_template_kwargs=chat_template_kwargs,
-                            problem_keys=[row["id"] for row in batch], with_greedy=True, cuda_graphs=cuda_graphs)
-        if progress:
-            progress(f"sampled {len(sampled)}/{len(rows)} problems x {num_samples}, and their greedy answers")
-    return records_from_completions(rows, [group[:-1] for group in sampled], [group[-1] for group in sampled])
+    """One record per held-out problem: its sampled completions and its greedy answer, each with rewards."""
+    groups = sampled_groups(model, tokenizer, rows, system_prompt, num_samples, max_new_tokens, temperature,
+                            batch_size, seed, chat_template_kwargs, progress, with_greedy=True, cuda_graphs=cuda_graphs)
+    return records_from_completions(rows, [group[:-1] for group in groups], [group[-1] for group in groups])

@@ -14,8 +14,7 @@ def language_modelling_dataset(texts: list[str], tokenizer, max_length: int | No
     from datasets import Dataset
 
     dataset = Dataset.from_dict({"text": [text + tokenizer.eos_token for text in texts]})
-    return dataset.map(lambda batch: tokenizer(batch["text"], truncation=max_length is not None,
-                                               max_length=max_length),
+    return dataset.map(lambda batch: tokenizer(batch["text"], truncation=max_length is not None, max_length=max_length),
                        batched=True, remove_columns=["text"])
 
 

@@ -52,10 +52,9 @@ def build_tiny_qwen3(tokenizer, hidden_size: int, num_layers: int, num_heads: in
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     torch.manual_seed(seed)
-    config = Qwen3Config(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
-        num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
-        head_dim=hidden_size // num_heads, max_position_embeddings=max_positions, tie_word_embeddings=True,
-        bos_token_id=None, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
-    )
+    config = Qwen3Config(vocab_size=len(tokenizer), hidden_size=hidden_size, intermediate_size=intermediate_size,
+                         num_hidden_layers=num_layers, num_attention_heads=num_heads, num_key_value_heads=num_kv_heads,
+                         head_dim=hidden_size // num_heads, max_position_embeddings=max_positions,
+                         tie_word_embeddings=True, bos_token_id=None, eos_token_id=tokenizer.eos_token_id,
+                         pad_token_id=tokenizer.pad_token_id)
     return Qwen3ForCausalLM(config)  # its generation_config takes the EOS and pad ids from config
