@@ -376,7 +376,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
         return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
     if name == "sample":
         from thai_grpo.jobs.memory_stages import sampling_sizes
-        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+        from thai_grpo.models.frozen import load_for_evaluation
+        from thai_grpo.models.loading import load_tokenizer
         from thai_grpo.models.sampling import sample_heldout
 
         requested = "auto" if spec["auto"].get("eval.batch_size") else ev["batch_size"]
@@ -411,7 +412,8 @@ def decode_with_early_stops(base: str, policy: str, heldout: list[dict], system:
     import torch
 
     from thai_grpo.models.decoding import decode
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.frozen import load_for_evaluation
+    from thai_grpo.models.loading import load_tokenizer
     from thai_grpo.models.sampling import encode_prompts
 
     tokenizer = load_tokenizer(base)
@@ -440,7 +442,8 @@ def graphs_against_eager(base: str, policy: str, heldout: list[dict], system: st
     gave the eager call's tokens. What ``eval.cuda_graphs`` waits on before it may be turned on."""
     import torch
 
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.frozen import load_for_evaluation
+    from thai_grpo.models.loading import load_tokenizer
     from thai_grpo.models.sampling import generate
 
     tokenizer = load_tokenizer(base)

@@ -20,8 +20,8 @@ from thai_grpo.core.rewards import reward_functions
 from thai_grpo.data.prompts import grpo_records
 from thai_grpo.methods.recorder import (METRICS_FILE, ROLLOUTS_FILE, UPDATES_FILE, read_step_metrics, recorder,
                                        start_step_log, update_counts)
-from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order,
-                                       scale_float16_losses_on_cpu, seed_everything, trainer_args)
+from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order, seed_everything,
+                                       trainer_args)
 
 STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
 
@@ -78,7 +78,6 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=No
                             train_dataset=Dataset.from_list(grpo_records(spec.train_rows, spec.system_prompt)),
                             callbacks=[record, progress_callback(spec.checkpoint_dir.name)])
     record.watch(resume_in_order(trainer))
-    scale_float16_losses_on_cpu(trainer)
     kl_reference = use_reference(trainer, args["reference"])
     if trainer.accelerator.device.type == "cpu":
         from thai_grpo.models.cpu import share_prompts

@@ -34,17 +34,6 @@ def precision_flags(dtype: str = "auto") -> dict:
     return {"use_cpu": True, **flags} if current_capability() is None else flags
 
 
-def scale_float16_losses_on_cpu(trainer) -> None:
-    """Give a CPU trainer with ``fp16=True`` float16 autocast and torch's loss scaler, as on a T4: accelerate silently
-    runs neither on a CPU. Call before ``train()``."""
-    import torch
-
-    accelerator = trainer.accelerator
-    if trainer.args.fp16 and accelerator.device.type == "cpu" and accelerator.scaler is None:
-        accelerator.native_amp = True
-        accelerator.scaler = torch.amp.GradScaler("cpu")
-
-
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str = "auto",
                  training: dict | None = None) -> dict:
     """Our defaults, the user's section (TRL names), ``precision_flags``, the tracker, paths and seed."""
