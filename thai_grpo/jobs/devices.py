@@ -1,6 +1,5 @@
-"""Where a model job runs and in which precision: the config's ``device`` against what torch sees, settings as pure
-functions of the compute capability (None on a CPU). ``thai_grpo.jobs.gpus`` is imported only where NVIDIA's driver
-is."""
+"""Where a model job runs and in which precision: the config's ``device`` against what torch sees, the dtype from the
+compute capability (None on a CPU). ``thai_grpo.jobs.gpus`` is imported only where NVIDIA's driver is."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
 
 
 def has_nvidia_driver(environ=os.environ) -> bool:
-    """Whether NVIDIA's driver is installed here (``nvidia-smi`` on the ``PATH``)."""
+    """Whether ``nvidia-smi`` is on the ``PATH``."""
     return shutil.which("nvidia-smi", path=environ.get("PATH")) is not None
 
 
@@ -39,7 +38,7 @@ def gpu_limit(gpu_count: int) -> dict | None:
 
 
 def local_gpu_limit() -> dict | None:
-    """``gpu_limit`` of this machine (``--resources gpu=N`` overrides it)."""
+    """``gpu_limit`` of this machine, for the default profile (``--resources gpu=N`` overrides it)."""
     return gpu_limit(local_gpu_count())
 
 
