@@ -32,14 +32,10 @@ def local_gpu_count(environ=os.environ) -> int:
     return len(visible_gpus(environ))
 
 
-def gpu_limit(gpu_count: int) -> dict | None:
-    """Snakemake's ``resources`` for ``gpu_count`` GPUs: ``{"gpu": gpu_count}``, None (no limit) without a GPU."""
-    return {"gpu": gpu_count} if gpu_count > 0 else None
-
-
-def local_gpu_limit() -> dict | None:
-    """``gpu_limit`` of this machine, for the default profile (``--resources gpu=N`` overrides it)."""
-    return gpu_limit(local_gpu_count())
+def local_gpu_limit(environ=os.environ) -> dict | None:
+    """The default profile's ``resources``: ``{"gpu": N}`` for this machine's N GPUs, None (no limit) without one."""
+    count = local_gpu_count(environ)
+    return {"gpu": count} if count > 0 else None
 
 
 def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:

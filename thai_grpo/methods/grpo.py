@@ -44,9 +44,8 @@ def group_advantages(rewards, group_size: int, scale_by_std: bool = True, eps: f
 
 
 def use_reference(trainer, reference: str) -> str:
-    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it. TRL 1.16 scores the reference with
-    a frozen ``ref`` copy of the starting adapter where one exists, else with the adapters disabled: ``base`` deletes
-    the copy."""
+    """Point the trainer's KL at ``grpo.reference`` and describe it: TRL 1.16 scores with a frozen ``ref`` copy of the
+    starting adapter where one exists, else with the adapters disabled, so ``base`` deletes the copy."""
     if not trainer.beta:
         return NO_KL
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -56,9 +55,8 @@ def use_reference(trainer, reference: str) -> str:
 
 
 def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=None):
-    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its recorder and, on a CPU, the CPU speed-ups;
-    ``advantages(totals, G)``: the method's, for the rollouts (default GRPO's). Returns (trainer, the checkpoint to
-    resume from or None, the KL reference's description)."""
+    """(trainer, checkpoint to resume from or None, KL reference's words): a GRPO-family trainer for ``spec`` with its
+    recorder and, on a CPU, the CPU speed-ups; ``advantages(totals, G)``: the method's (default GRPO's)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
@@ -87,8 +85,8 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=No
 
 
 def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", advantages=None) -> dict:
-    """Train a GRPO-family run (``rollout_trainer``), save its adapter and rollouts, return its record. ``kl_note``: how
-    the method uses the KL, added to the reference's description."""
+    """Train a GRPO-family run (``rollout_trainer``), save its adapter and rollouts, return its record; ``kl_note``: how
+    the method uses the KL."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
     trainer, resume_from, kl_reference = rollout_trainer(trainer_class, config_class, args, spec, advantages)
