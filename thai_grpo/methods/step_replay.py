@@ -1,5 +1,6 @@
 """What only float16 needs (``methods.recorder`` imports it for a float16 run, PPO for its own loop): torch's loss
-scaler on a CPU, and a step the scaler skipped run again at the lowered scale."""
+scaler on a CPU, and a step the scaler skipped run again. The scaler halves its scale after each overflow, so a skipped
+step is redone at the lowered scale (counted in ``scaler_redos``): calibration costs compute, never an update."""
 
 from __future__ import annotations
 
@@ -54,6 +55,7 @@ class StepReplay:
         self.scale_before, self.redos = self.scale(), 0
 
     def skipped(self) -> bool:
+        """Whether the scaler skipped the step (accelerate's ``optimizer_step_was_skipped`` misses a fused AdamW's)."""
         scaler = self.trainer.accelerator.scaler
         return scaler is not None and scaler_skipped(self.scale_before, scaler)
 
