@@ -6,7 +6,8 @@ from thai_grpo.jobs.devices import job_device
 from thai_grpo.jobs.job import model_job
 from thai_grpo.jobs.memory_stages import sampling_sizes
 from thai_grpo.methods.preferences import build_pairs, sample_training_problems
-from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
+from thai_grpo.models.frozen import load_for_evaluation
+from thai_grpo.models.loading import load_tokenizer, weights_dtype
 
 with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
     rows = read_jsonl(snakemake.input.train)

@@ -8,7 +8,8 @@ from thai_grpo.jobs.job import model_job
 from thai_grpo.methods.ppo import load_value_model
 from thai_grpo.methods.preferences import build_pairs
 from thai_grpo.methods.reward_model import pairwise_accuracy
-from thai_grpo.models.loading import load_tokenizer, merge_keeps_update, weights_dtype
+from thai_grpo.models.frozen import merge_keeps_update
+from thai_grpo.models.loading import load_tokenizer, weights_dtype
 
 with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line stop), its threads; then a quick exit
     dtype = snakemake.params.dtype  # eval.dtype: an evaluation stage, float32 by default (thai_grpo_tools/precision_probe.py)

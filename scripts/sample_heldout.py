@@ -26,7 +26,8 @@ with model_job(snakemake):  # its log, its own GPU or the CPU (or a one-line sto
                                       progress=progress)
         precision = evaluation_precision(records[0]["dtype"] if records else snakemake.params.dtype, job_device())
     else:
-        from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, weights_dtype
+        from thai_grpo.models.frozen import load_for_evaluation
+        from thai_grpo.models.loading import load_tokenizer, weights_dtype
         from thai_grpo.models.sampling import sample_heldout
 
         # eval.dtype (float32 by default: a 16-bit pass loses the real run's small update, thai_grpo_tools/precision_probe.py)

@@ -197,11 +197,14 @@ def test_gpus_are_counted_from_nvidia_smi(tmp_path):
     assert local_gpu_count({"PATH": str(tmp_path / "nowhere")}) == 0  # no nvidia-smi: a CPU-only machine
 
 
-def test_the_gpu_limit_is_one_job_per_gpu_and_none_without():
-    from thai_grpo.jobs.devices import gpu_limit
+def test_the_gpu_limit_is_one_job_per_gpu_and_none_without(tmp_path):
+    from snakemake_dry_run import fake_nvidia_smi
 
-    assert gpu_limit(0) is None
-    assert gpu_limit(1) == {"gpu": 1} and gpu_limit(8) == {"gpu": 8}  # each job claims a GPU of its own
+    from thai_grpo.jobs.devices import local_gpu_limit
+
+    for gpus in (1, 8):  # each job claims a GPU of its own
+        assert local_gpu_limit({"PATH": fake_nvidia_smi(tmp_path / f"bin{gpus}", gpus=gpus)["PATH"]}) == {"gpu": gpus}
+    assert local_gpu_limit({"PATH": str(tmp_path / "nowhere")}) is None
 
 
 @pytest.mark.parametrize("visible, pinned", [

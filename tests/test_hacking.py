@@ -9,7 +9,7 @@ import pytest
 from thai_grpo.core.rewards import REWARD_FUNCTIONS
 from thai_grpo_studies.detector_rates import detector_rates
 from thai_grpo.analyses.health import format_hacking_suspect, hacking_episodes, training_health
-from thai_grpo.methods.recorder import batch_metrics, blank_think_share, hollow_think_paid_share
+from thai_grpo.methods.recorder import batch_metrics, hollow_think_paid_share, think_shares
 from thai_grpo.report.rollouts import hollow_think_completions
 from thai_grpo_studies.hacking import hacking_results, render_hacking_report, summarise_hacking_chains
 from thai_grpo.report.html import DEFAULT_TEMPLATE_DIR
@@ -25,7 +25,8 @@ def graded(format_name: str) -> dict:
 
 
 def test_step_records_count_blank_blocks_and_which_ones_the_format_reward_paid():
-    assert blank_think_share(COMPLETIONS) == pytest.approx(2 / 5) and blank_think_share([]) == 0.0
+    assert think_shares({}, COMPLETIONS)["blank_think_share"] == pytest.approx(2 / 5)
+    assert think_shares({}, [])["blank_think_share"] == 0.0
     # lenient pays all three hollow blocks, strict the two blank ones, the content check none
     assert hollow_think_paid_share(graded("format_lenient"), COMPLETIONS) == pytest.approx(3 / 5)
     assert hollow_think_paid_share(graded("format"), COMPLETIONS) == pytest.approx(2 / 5)

@@ -13,7 +13,8 @@ from thai_grpo.data.problems import normalize_rows
 from thai_grpo.data.prompts import SYSTEM_PROMPT, build_prompt
 from model_dtypes import trainable_dtypes
 from run_specs import TRAINING, plan, run_spec
-from thai_grpo.models.loading import load_for_evaluation, load_tokenizer, merge_keeps_update, weights_dtype
+from thai_grpo.models.frozen import load_for_evaluation, merge_keeps_update
+from thai_grpo.models.loading import load_tokenizer, weights_dtype
 from thai_grpo.report.results import stage_dtypes
 
 SIXTEEN_BITS = ["bfloat16", "float16"]

@@ -9,15 +9,15 @@ import json
 import pytest
 
 
-def test_last_checkpoint_skips_one_cut_short_by_a_kill(tmp_path):
-    from thai_grpo.models.training import last_checkpoint
+def test_the_resume_point_skips_a_checkpoint_cut_short_by_a_kill(tmp_path):
+    from thai_grpo.models.training import resume_point
 
-    assert last_checkpoint(tmp_path / "missing") is None
+    assert resume_point(tmp_path / "missing") is None
     for step, state in [(2, '{"global_step": 2}'), (10, '{"global_step": 10}'), (12, '{"global_st'), (14, None)]:
         (tmp_path / f"checkpoint-{step}").mkdir()
         if state is not None:
             (tmp_path / f"checkpoint-{step}" / "trainer_state.json").write_text(state)
-    assert last_checkpoint(tmp_path) == str(tmp_path / "checkpoint-10")  # not 9 < 10 by string order, not 12/14
+    assert resume_point(tmp_path) == str(tmp_path / "checkpoint-10")  # not 9 < 10 by string order, not 12/14
 
 
 def test_step_metrics_drop_a_last_line_cut_short(tmp_path):

@@ -15,8 +15,8 @@ from run_specs import TRAINING, plan, run_spec
 
 import thai_grpo.models.loading as loading
 from thai_grpo.data.problems import normalize_rows
-from thai_grpo.methods.recorder import (LostUpdates, check_lost_updates, lost_updates, scaler_skipped, update_counts,
-                                       update_record)
+from thai_grpo.methods.recorder import LostUpdates, check_lost_updates, lost_updates, update_counts, update_record
+from thai_grpo.methods.step_replay import scaler_skipped
 
 GRAD_SCALER = torch.amp.GradScaler  # torch's own, whatever a test patched in
 GRPO = {"num_generations": 2, "per_device_train_batch_size": 4, "max_completion_length": 6, "max_steps": 3,

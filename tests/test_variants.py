@@ -24,7 +24,7 @@ from thai_grpo.methods import RunSpec, train_variant, trainer_for
 from thai_grpo.methods.dpo import dpo_step
 from thai_grpo.analyses.health import format_hacking_suspect, training_health
 from thai_grpo.core.rewards import empty_think
-from thai_grpo.methods.recorder import batch_metrics, empty_think_share
+from thai_grpo.methods.recorder import batch_metrics, think_shares
 from thai_grpo.methods.preferences import build_pairs, pair_for_problem
 from thai_grpo.report.results import method_kind
 from thai_grpo.methods.rloo import leave_one_out_advantages
@@ -130,8 +130,8 @@ def test_empty_think_share_on_hand_built_completions():
     completions = ["<think></think>\n12", "<think>4 x 3 = 12</think>\n12", "12", "<think> </think>12",
                    "<think></think>", "<think>\n</think>5", "no tags <think></think> 7"]
     assert [empty_think(c) for c in completions] == [True, False, False, False, True, False, True]
-    assert empty_think_share(completions) == pytest.approx(3 / 7)
-    assert empty_think_share([]) == 0.0
+    assert think_shares({}, completions)["empty_think_share"] == pytest.approx(3 / 7)
+    assert think_shares({}, [])["empty_think_share"] == 0.0
     metrics = batch_metrics({"correct": [0.0, 1.0]}, [3, 4], 2, ["<think></think>1", "<think>x</think>2"])
     assert metrics["empty_think_share"] == 0.5
 

@@ -383,7 +383,8 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
 
 def evaluated(base: str, policy: str, ev: dict) -> tuple:
     """(the policy loaded for evaluation in ``eval.dtype`` on the job's device, its tokenizer)."""
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.frozen import load_for_evaluation
+    from thai_grpo.models.loading import load_tokenizer
 
     return load_for_evaluation(base, policy, dtype=ev.get("dtype", "float32")).to(job_device()), load_tokenizer(base)
 

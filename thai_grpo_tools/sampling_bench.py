@@ -108,7 +108,8 @@ def measure(folder: Path, problems: int, repeats: int, threads: int, settings: d
     from thai_grpo.workflow import eval_settings
     from thai_grpo.jobs.machine import this_cpu
     from thai_grpo.jobs.memory_stages import sampling_sizes
-    from thai_grpo.models.loading import load_for_evaluation, load_tokenizer
+    from thai_grpo.models.frozen import load_for_evaluation
+    from thai_grpo.models.loading import load_tokenizer
     from thai_grpo.models.sampling import sample_heldout
     from thai_grpo_tools.memory_plan import REPO, real_config
     from thai_grpo_tools.rehearsal import standin_models, synthetic_rows

@@ -1,6 +1,5 @@
-"""Where a model job runs and in which precision: the config's ``device`` against what torch sees, settings as pure
-functions of the compute capability (None on a CPU). ``thai_grpo.jobs.gpus`` is imported only where NVIDIA's driver
-is."""
+"""Where a model job runs and in which precision: the config's ``device`` against what torch sees, the dtype from the
+compute capability (None on a CPU). ``thai_grpo.jobs.gpus`` is imported only where NVIDIA's driver is."""
 
 from __future__ import annotations
 
@@ -20,7 +19,7 @@ def choose_dtype(compute_capability: tuple[int, int] | None) -> str:
 
 
 def has_nvidia_driver(environ=os.environ) -> bool:
-    """Whether NVIDIA's driver is installed here (``nvidia-smi`` on the ``PATH``)."""
+    """Whether ``nvidia-smi`` is on the ``PATH``."""
     return shutil.which("nvidia-smi", path=environ.get("PATH")) is not None
 
 
@@ -33,14 +32,10 @@ def local_gpu_count(environ=os.environ) -> int:
     return len(visible_gpus(environ))
 
 
-def gpu_limit(gpu_count: int) -> dict | None:
-    """Snakemake's ``resources`` for ``gpu_count`` GPUs: ``{"gpu": gpu_count}``, None (no limit) without a GPU."""
-    return {"gpu": gpu_count} if gpu_count > 0 else None
-
-
-def local_gpu_limit() -> dict | None:
-    """``gpu_limit`` of this machine (``--resources gpu=N`` overrides it)."""
-    return gpu_limit(local_gpu_count())
+def local_gpu_limit(environ=os.environ) -> dict | None:
+    """The default profile's ``resources``: ``{"gpu": N}`` for this machine's N GPUs, None (no limit) without one."""
+    count = local_gpu_count(environ)
+    return {"gpu": count} if count > 0 else None
 
 
 def jobs_per_card(gpu_limit: int | None, gpus: int) -> int:

@@ -9,7 +9,7 @@ JOB_MACHINE = "job ran on: "  # the prefix of a log's machine line, JSON after i
 
 
 def lscpu_fields() -> dict[str, str]:
-    """``lscpu``'s fields ("Model name", "Flags", ...) on this machine; empty where lscpu cannot run."""
+    """``lscpu``'s fields ("Model name", "Flags", ...); empty where lscpu cannot run."""
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):

@@ -75,8 +75,7 @@ def train(spec) -> dict:
     from thai_grpo.core.io import atomic_directory, read_appended_jsonl, write_jsonl
     from thai_grpo.methods.recorder import UPDATES_FILE, read_step_metrics, recorder, start_step_log, update_counts
     from thai_grpo.models.loading import count_parameters, load_policy, load_tokenizer, weights_dtype
-    from thai_grpo.models.training import (clear_checkpoints, progress_callback, scale_float16_losses_on_cpu,
-                                           seed_everything, trainer_args)
+    from thai_grpo.models.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
 
     pairs, checkpoint_dir = spec.pairs, spec.checkpoint_dir
     args = {**spec.plan["grpo_args"], **spec.plan["dpo"]}  # grpo_args: what DPO inherits (methods.method_grpo_args)
@@ -105,7 +104,6 @@ def train(spec) -> dict:
                                       callbacks=[updates, make_dpo_logger(metrics_path, updates),
                                                  progress_callback(Path(checkpoint_dir).name)])
     updates.watch(trainer)
-    scale_float16_losses_on_cpu(trainer)
     trainer.train(resume_from_checkpoint=resume_from)
 
     with atomic_directory(spec.out_dir) as tmp:

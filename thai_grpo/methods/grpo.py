@@ -20,8 +20,8 @@ from thai_grpo.core.rewards import reward_functions
 from thai_grpo.data.prompts import grpo_records
 from thai_grpo.methods.recorder import (METRICS_FILE, ROLLOUTS_FILE, UPDATES_FILE, read_step_metrics, recorder,
                                        start_step_log, update_counts)
-from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order,
-                                       scale_float16_losses_on_cpu, seed_everything, trainer_args)
+from thai_grpo.models.training import (clear_checkpoints, progress_callback, resume_in_order, seed_everything,
+                                       trainer_args)
 
 STD_EPS = 1e-4  # TRL's, added to the group std so that an all-equal group divides 0 by a non-zero number
 
@@ -44,9 +44,8 @@ def group_advantages(rewards, group_size: int, scale_by_std: bool = True, eps: f
 
 
 def use_reference(trainer, reference: str) -> str:
-    """Point the trainer's KL at ``reference`` (``grpo.reference``) and describe it. TRL 1.16 scores the reference with
-    a frozen ``ref`` copy of the starting adapter where one exists, else with the adapters disabled: ``base`` deletes
-    the copy."""
+    """Point the trainer's KL at ``grpo.reference`` and describe it: TRL 1.16 scores with a frozen ``ref`` copy of the
+    starting adapter where one exists, else with the adapters disabled, so ``base`` deletes the copy."""
     if not trainer.beta:
         return NO_KL
     model = trainer.accelerator.unwrap_model(trainer.model)
@@ -56,9 +55,8 @@ def use_reference(trainer, reference: str) -> str:
 
 
 def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=None):
-    """A GRPO-family trainer (GRPOTrainer, RLOOTrainer) for ``spec`` with its recorder and, on a CPU, the CPU speed-ups;
-    ``advantages(totals, G)``: the method's, for the rollouts (default GRPO's). Returns (trainer, the checkpoint to
-    resume from or None, the KL reference's description)."""
+    """(trainer, checkpoint to resume from or None, KL reference's words): a GRPO-family trainer for ``spec`` with its
+    recorder and, on a CPU, the CPU speed-ups; ``advantages(totals, G)``: the method's (default GRPO's)."""
     from datasets import Dataset
 
     from thai_grpo.models.loading import load_policy, load_tokenizer
@@ -78,7 +76,6 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=No
                             train_dataset=Dataset.from_list(grpo_records(spec.train_rows, spec.system_prompt)),
                             callbacks=[record, progress_callback(spec.checkpoint_dir.name)])
     record.watch(resume_in_order(trainer))
-    scale_float16_losses_on_cpu(trainer)
     kl_reference = use_reference(trainer, args["reference"])
     if trainer.accelerator.device.type == "cpu":
         from thai_grpo.models.cpu import share_prompts
@@ -88,8 +85,8 @@ def rollout_trainer(trainer_class, config_class, args: dict, spec, advantages=No
 
 
 def train_with_rollouts(trainer_class, config_class, args: dict, spec, kl_note: str = "", advantages=None) -> dict:
-    """Train a GRPO-family run (``rollout_trainer``), save its adapter and rollouts, return its record. ``kl_note``: how
-    the method uses the KL, added to the reference's description."""
+    """Train a GRPO-family run (``rollout_trainer``), save its adapter and rollouts, return its record; ``kl_note``: how
+    the method uses the KL."""
     from thai_grpo.models.loading import count_parameters, weights_dtype
 
     trainer, resume_from, kl_reference = rollout_trainer(trainer_class, config_class, args, spec, advantages)

@@ -39,8 +39,9 @@ import numpy as np
 from thai_grpo.core.references import KL_REFERENCES
 from thai_grpo.methods.settings import PPOSettings, ppo_settings
 from thai_grpo.methods.reward_model import fresh_reward_model, last_token_scores, load_reward_base, token_scores
-from thai_grpo.methods.recorder import (MAX_REDOS, accuracy, rollout_lines, scaler_skipped, think_shares,
-                                       total_rewards, update_counts, update_record)
+from thai_grpo.methods.recorder import (accuracy, rollout_lines, think_shares, total_rewards, update_counts,
+                                       update_record)
+from thai_grpo.methods.step_replay import MAX_REDOS, scaler_skipped
 
 STATE_FILE = "state.pt"  # a PPO checkpoint: trainable weights, optimizer, loss scale, step
 MODELS_IN_MEMORY = {"policy": "base + LoRA from the SFT adapter (trained)",
@@ -199,7 +200,7 @@ def fresh_value_model(base_dir: str | Path, lora: dict | None, dtype: str = "flo
     """A value model without a reward model to start from: a fresh LoRA and a zeroed score head (float32): V = 0."""
     import torch
 
-    from thai_grpo.models.loading import upcast_trainable
+    from thai_grpo.models.upcast import upcast_trainable
 
     model = upcast_trainable(fresh_reward_model(base_dir, lora, dtype))
     with torch.no_grad():
@@ -214,7 +215,7 @@ def load_value_model(base_dir: str | Path, reward_dir: str | Path, trainable: bo
     """The reward model (base in ``dtype``, its LoRA and score head float32 when trainable)."""
     from peft import PeftModel
 
-    from thai_grpo.models.loading import upcast_trainable
+    from thai_grpo.models.upcast import upcast_trainable
 
     model = PeftModel.from_pretrained(load_reward_base(base_dir, dtype), str(reward_dir),
                                       is_trainable=trainable and not merged)
@@ -244,7 +245,8 @@ def grad_scaler(model):
 def reference_model(base_dir: str | Path, adapter_dir: str | Path, reference: str, dtype: str):
     """PPO's frozen KL reference, GRPO's in the same config: ``sft`` = the SFT adapter on a copy of the base (merged
     where ``dtype`` keeps it), ``base`` = a copy of the bare base (GRPO's policy with its adapter disabled)."""
-    from thai_grpo.models.loading import load_policy, merge_keeps_update
+    from thai_grpo.models.frozen import merge_keeps_update
+    from thai_grpo.models.loading import load_policy
 
     if reference not in KL_REFERENCES:
         raise ValueError(f"grpo.reference={reference!r}: use one of {', '.join(KL_REFERENCES)}")
@@ -259,7 +261,8 @@ def load_models(base_dir: str | Path, adapter_dir: str | Path, reward_dir: str |
     from trl.trainer.utils import disable_dropout_in_model
 
     from thai_grpo.jobs.devices import job_device
-    from thai_grpo.models.loading import load_policy, merge_keeps_update, resolved_dtype_name
+    from thai_grpo.models.frozen import merge_keeps_update
+    from thai_grpo.models.loading import load_policy, resolved_dtype_name
 
     frozen = resolved_dtype_name(dtype)
     models = {"policy": load_policy(base_dir, adapter_dir, trainable=True, dtype=frozen),

@@ -1,11 +1,7 @@
 """What every trainer records beside its checkpoints: ``step_metrics.jsonl`` (each step's metrics beside TRL's logs),
-``updates.jsonl`` (each optimizer update, lost or not) and ``rollouts.jsonl`` (every graded completion). A run resumed
-from checkpoint-N keeps the records of the steps up to N.
-
-Lost updates: float16's loss scaler silently skips a step whose gradients overflowed, and without a scaler a non-finite
-gradient is applied; a stage whose lost updates exceed ``training.max_lost_update_share`` of its steps stops with one
-line, keeping its checkpoints. The scaler halves its scale after each overflow, so a skipped step is redone at the
-lowered scale (up to ``MAX_REDOS`` times, counted in ``scaler_redos``): calibration costs compute, never an update.
+``updates.jsonl`` (each optimizer update, lost or not) and ``rollouts.jsonl`` (every graded completion); a resume from
+checkpoint-N keeps the records up to N. A stage whose lost updates (a float16 step the scaler finally skipped, a
+non-finite gradient applied) exceed ``training.max_lost_update_share`` of its steps stops with one line.
 """
 
 from __future__ import annotations
@@ -19,7 +15,6 @@ from thai_grpo.core.io import UPDATE_COUNTS, read_appended_jsonl, write_jsonl
 from thai_grpo.core.rewards import CORRECT_REWARD, blank_think, completion_text, empty_think, hollow_think
 
 METRICS_FILE, UPDATES_FILE, ROLLOUTS_FILE = "step_metrics.jsonl", "updates.jsonl", "rollouts.jsonl"
-MAX_REDOS = 16  # halvings of the loss scale one step may take (2^16 -> 1) before its update counts as lost
 # TRL's log keys -> our names; clip_ratio: the share of tokens whose ratio pi/pi_old was clipped (0 when on-policy)
 TRL_LOG_KEYS = {"kl": "kl", "completions/clipped_ratio": "clipped_ratio", "clip_ratio/region_mean": "clip_ratio",
                 "frac_reward_zero_std": "frac_reward_zero_std_trl", "reward": "reward_mean_trl",
@@ -27,7 +22,6 @@ TRL_LOG_KEYS = {"kl": "kl", "completions/clipped_ratio": "clipped_ratio", "clip_
 
 
 def append_lines(path: Path, lines: list[dict]) -> None:
-    """Append ``lines`` to a JSONL file."""
     with open(path, "a", encoding="utf-8") as handle:
         handle.write("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines))
 
@@ -78,14 +72,6 @@ def share(flags) -> float:
     return float(np.mean(flags)) if flags else 0.0
 
 
-def empty_think_share(completions: list[str]) -> float:
-    return share(map(empty_think, completions))
-
-
-def blank_think_share(completions: list[str]) -> float:
-    return share(map(blank_think, completions))
-
-
 def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions: list[str]) -> float:
     """Share of completions a format reward (any named ``format...``) paid for a ``hollow_think`` block: the hack."""
     formats = [np.asarray(v, dtype=float) for name, v in rewards_by_name.items() if name.startswith("format")]
@@ -96,7 +82,8 @@ def hollow_think_paid_share(rewards_by_name: dict[str, list[float]], completions
 
 def think_shares(rewards_by_name: dict, completions: list[str]) -> dict:
     """The shares of empty and blank think blocks and of those a format reward paid."""
-    return {"empty_think_share": empty_think_share(completions), "blank_think_share": blank_think_share(completions),
+    return {"empty_think_share": share(map(empty_think, completions)),
+            "blank_think_share": share(map(blank_think, completions)),
             "hollow_think_paid_share": hollow_think_paid_share(rewards_by_name, completions)}
 
 
@@ -148,12 +135,6 @@ def gradients_finite(parameters) -> bool:
     return bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()) if grads else True
 
 
-def scaler_skipped(scale_before: float, scaler) -> bool:
-    """Whether ``scaler.step`` skipped the optimizer step: an enabled ``GradScaler`` lowers its scale after, and only
-    after, a step whose gradients overflowed."""
-    return bool(scaler.is_enabled()) and scaler.get_scale() < scale_before
-
-
 def update_record(step: int, skipped: bool, finite: bool, redos: int = 0) -> dict:
     """One optimizer step: lost (finally skipped), its gradients finite, and how often the scaler skipped it before."""
     return {"step": step, "optimizer_step_skipped": bool(skipped), "nonfinite_grad": not finite, "scaler_redos": redos}
@@ -188,14 +169,11 @@ def check_lost_updates(run: str, records: list[dict], total_steps: int, max_shar
 def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size: int | None = None, tokenizer=None,
              advantages=None):
     """A TrainerCallback recording a TRL run in ``checkpoint_dir`` (made by ``start_step_log``); give it the trainer
-    with ``watch``. Each optimizer update: whether its gradients are finite, whether the scaler skipped it (accelerate's
-    ``optimizer_step_was_skipped`` misses a fused AdamW's skip), in float16 a skipped step redone, one line in
-    ``updates.jsonl`` and the lost-update check.
-
-    With ``group_size`` (the GRPO family), also each logged step's ``batch_metrics`` and its completions with the
-    method's ``advantages(totals, group_size)``. ``wrap`` makes each reward grade ``tokenizer.decode`` of TRL's
-    completion ids: with a response template TRL hands over parsed messages, which drop an empty ``<think></think>``
-    (the lenient format's hack)."""
+    with ``watch``. Each optimizer update: whether its gradients are finite, whether the float16 scaler skipped it
+    (``step_replay``), one line in ``updates.jsonl`` and the lost-update check. With ``group_size`` (the GRPO family),
+    also each logged step's ``batch_metrics`` and its completions with the method's ``advantages(totals, group_size)``.
+    ``wrap`` makes each reward grade ``tokenizer.decode`` of TRL's completion ids: with a response template TRL hands
+    over parsed messages, which drop an empty ``<think></think>`` (the lenient format's hack)."""
     from transformers import TrainerCallback
 
     checkpoint_dir = Path(checkpoint_dir)
@@ -203,11 +181,9 @@ def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size:
 
     class Recorder(TrainerCallback):
         def __init__(self):
-            self.last, self.batch = {}, {}
-            self.finite, self.scale_before, self.redos, self.accelerator, self.replay = True, 1.0, 0, None, None
+            self.last, self.batch, self.finite, self.replay = {}, {}, True, None
 
         def watch(self, trainer):
-            self.accelerator = trainer.accelerator
             if trainer.args.fp16:  # only float16 has a loss scaler to calibrate
                 from thai_grpo.methods.step_replay import StepReplay
 
@@ -237,16 +213,16 @@ def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size:
 
         def on_pre_optimizer_step(self, args, state, control, model=None, **kwargs):
             self.finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
-            self.scale_before, self.redos = self.scale(), 0
+            if self.replay is not None:
+                self.replay.note_scale()
 
         def on_optimizer_step(self, args, state, control, model=None, **kwargs):
-            while self.replay is not None and self.skipped() and self.redos < MAX_REDOS:
-                self.scale_before, self.redos = self.scale(), self.redos + 1
-                self.replay.step_again(model)
+            while self.replay is not None and self.replay.redo_skipped(model):
                 self.finite = gradients_finite(p for p in model.parameters() if p.requires_grad)
 
         def on_step_end(self, args, state, control, **kwargs):
-            self.last = update_record(state.global_step, self.skipped(), self.finite, self.redos)
+            skipped, redos = (False, 0) if self.replay is None else (self.replay.skipped(), self.replay.redos)
+            self.last = update_record(state.global_step, skipped, self.finite, redos)
             append_lines(updates_path, [self.last])
             check_lost_updates(run, read_appended_jsonl(updates_path), state.max_steps, max_share)
 
@@ -265,13 +241,5 @@ def recorder(checkpoint_dir: str | Path, run: str, max_share: float, group_size:
             own = advantages(total_rewards(batch["rewards"]), group_size)
             append_lines(checkpoint_dir / ROLLOUTS_FILE,
                          rollout_lines(step, batch["ids"], batch["completions"], batch["rewards"], own))
-
-        def scale(self) -> float:
-            scaler = self.accelerator.scaler
-            return scaler.get_scale() if scaler is not None and scaler.is_enabled() else 1.0
-
-        def skipped(self) -> bool:
-            scaler = self.accelerator.scaler
-            return scaler is not None and scaler_skipped(self.scale_before, scaler)
 
     return Recorder()

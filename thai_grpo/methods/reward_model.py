@@ -100,9 +100,9 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
 
     from thai_grpo.core.io import atomic_directory, read_appended_jsonl
     from thai_grpo.methods.recorder import UPDATES_FILE, recorder, start_step_log, update_counts
-    from thai_grpo.models.loading import count_parameters, load_tokenizer, upcast_trainable, weights_dtype
-    from thai_grpo.models.training import (clear_checkpoints, progress_callback,
-                                           scale_float16_losses_on_cpu, seed_everything, trainer_args)
+    from thai_grpo.models.loading import count_parameters, load_tokenizer, weights_dtype
+    from thai_grpo.models.upcast import upcast_trainable
+    from thai_grpo.models.training import clear_checkpoints, progress_callback, seed_everything, trainer_args
 
     seed_everything(seed)
     labels = ("ranked by the verifier (code), not by people: chosen = a correct SFT sample, rejected = a wrong one of "
@@ -128,7 +128,6 @@ def train_reward_model(base_dir: str | Path, pairs: list[dict], args: dict, lora
                             callbacks=[updates, progress_callback(Path(checkpoint_dir).name)])
     upcast_trainable(trainer.model)
     updates.watch(trainer)
-    scale_float16_losses_on_cpu(trainer)
     trainer.train(resume_from_checkpoint=resume_from)
     with atomic_directory(out_dir) as tmp:
         trainer.model.save_pretrained(tmp, safe_serialization=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from thai_grpo.jobs.devices import choose_dtype, current_capability
 from thai_grpo.core.io import require_model_dir
+from thai_grpo.jobs.devices import choose_dtype, current_capability
 
 
 def count_parameters(model) -> dict:
@@ -31,17 +31,13 @@ def resolved_dtype_name(name: str) -> str:
     return choose_dtype(current_capability()) if name == "auto" else name
 
 
-def merge_keeps_update(dtype: str) -> bool:
-    """Whether folding a small adapter update into base weights of ``dtype`` keeps it (``MERGE_KEEPS_UPDATE``)."""
-    return resolved_dtype_name(dtype) in MERGE_KEEPS_UPDATE
-
-
 def weights_dtype(model) -> str:
     """The dtype the model's base weights were loaded in (its input embedding's), e.g. ``"bfloat16"``."""
     return str(model.get_input_embeddings().weight.dtype).removeprefix("torch.")
 
 
 def load_tokenizer(path: str | Path):
+    """The tokenizer of a local folder; it must have a chat template."""
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(str(path), trust_remote_code=False)
@@ -67,7 +63,7 @@ def load_base_model(path: str | Path, dtype: str = "float32", attn_implementatio
 def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainable: bool = False,
                 dtype: str = "auto", merged: bool = False):
     """The base with a LoRA adapter (``PeftModel``), or the bare base without one. ``dtype``: the frozen base's; a
-    trainable adapter stays float32 (``upcast_trainable``: fp16's scaler unscales its gradients). ``merged``: a frozen
+    trainable adapter stays float32 (``models.upcast``: fp16's scaler unscales its gradients). ``merged``: a frozen
     adapter folded into the base weights (W + BA), a plain model."""
     from peft import PeftModel
 
@@ -76,30 +72,10 @@ def load_policy(base_path: str | Path, adapter_path: str | Path | None, trainabl
         return base
     require_model_dir(adapter_path, "adapter")
     policy = PeftModel.from_pretrained(base, str(adapter_path), is_trainable=trainable and not merged)
-    return policy.merge_and_unload() if merged else upcast_trainable(policy)
+    if merged:
+        return policy.merge_and_unload()
+    if weights_dtype(policy) != "float32":  # on a float32 base every trainable parameter is float32 already
+        from thai_grpo.models.upcast import upcast_trainable
 
-
-def load_for_evaluation(base_path: str | Path, adapter_path: str | Path | None, dtype: str = "float32"):
-    """The policy an evaluation scores, in eval mode: merged where ``dtype`` keeps a small update (float32)."""
-    return load_policy(base_path, adapter_path, dtype=dtype, merged=merge_keeps_update(dtype)).eval()
-
-
-def upcast_trainable(model):
-    """``model`` with every trainable parameter in float32 (PEFT upcasts LoRA's matrices, not a copied score head); an
-    upcast module gets float32 inputs (``float32_inputs``): without autocast a 16-bit base would meet a float32 head."""
-    import torch
-
-    for module in model.modules():
-        own = [p for p in module.parameters(recurse=False) if p.requires_grad and p.dtype != torch.float32]
-        for parameter in own:
-            parameter.data = parameter.data.float()
-        if own:
-            module.register_forward_pre_hook(float32_inputs)
-    return model
-
-
-def float32_inputs(module, args):
-    """A forward pre-hook: the module's floating-point tensor arguments in float32 (a float32 head on a 16-bit base)."""
-    import torch
-
-    return tuple(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
+        upcast_trainable(policy)
+    return policy

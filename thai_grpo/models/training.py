@@ -13,15 +13,8 @@ from thai_grpo.core.config import OURS
 TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
 
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
-CPU_SAFE_DEFAULTS = {
-    "report_to": "none",
-    "activation_checkpointing": False,
-    "logging_steps": 1,
-    "save_strategy": "steps",
-    "save_total_limit": 2,
-    "dataloader_num_workers": 0,
-    "disable_tqdm": True,
-}
+CPU_SAFE_DEFAULTS = {"report_to": "none", "activation_checkpointing": False, "logging_steps": 1, "save_strategy": "steps",
+                     "save_total_limit": 2, "dataloader_num_workers": 0, "disable_tqdm": True}
 
 
 def precision_flags(dtype: str = "auto") -> dict:
@@ -32,17 +25,6 @@ def precision_flags(dtype: str = "auto") -> dict:
     name = resolved_dtype_name(dtype)
     flags = {"fp16": name == "float16", "bf16": name == "bfloat16"}
     return {"use_cpu": True, **flags} if current_capability() is None else flags
-
-
-def scale_float16_losses_on_cpu(trainer) -> None:
-    """Give a CPU trainer with ``fp16=True`` float16 autocast and torch's loss scaler, as on a T4: accelerate silently
-    runs neither on a CPU. Call before ``train()``."""
-    import torch
-
-    accelerator = trainer.accelerator
-    if trainer.args.fp16 and accelerator.device.type == "cpu" and accelerator.scaler is None:
-        accelerator.native_amp = True
-        accelerator.scaler = torch.amp.GradScaler("cpu")
 
 
 def trainer_args(user_args: dict, output_dir: str | Path, seed: int, dtype: str = "auto",
@@ -65,9 +47,9 @@ def tracking_dir(checkpoint_dir: str | Path) -> Path:
     return checkpoint_dir.parent.parent / "tracking" / checkpoint_dir.name
 
 
-def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
-    """The newest complete ``checkpoint-N`` folder, or None: one without a readable ``trainer_state.json`` (written
-    last) was cut short by a kill."""
+def resume_point(checkpoint_dir: str | Path) -> str | None:
+    """The newest complete ``checkpoint-N`` folder (said in the log), or None: one without a readable
+    ``trainer_state.json`` (written last) was cut short by a kill."""
     def complete(path: Path) -> bool:
         try:
             state = json.loads((path / "trainer_state.json").read_text(encoding="utf-8"))
@@ -78,15 +60,11 @@ def last_checkpoint(checkpoint_dir: str | Path) -> str | None:
     checkpoint_dir = Path(checkpoint_dir)
     found = [path for path in checkpoint_dir.glob("checkpoint-*") if path.name.split("-", 1)[1].isdigit()
              and complete(path)] if checkpoint_dir.is_dir() else []
-    return str(max(found, key=lambda path: int(path.name.split("-", 1)[1]))) if found else None
-
-
-def resume_point(checkpoint_dir: str | Path) -> str | None:
-    """``last_checkpoint``, said in the job's log."""
-    resume_from = last_checkpoint(checkpoint_dir)
-    if resume_from:
-        print(f"resuming from {Path(resume_from).name} in {checkpoint_dir}", flush=True)
-    return resume_from
+    if not found:
+        return None
+    newest = max(found, key=lambda path: int(path.name.split("-", 1)[1]))
+    print(f"resuming from {newest.name} in {checkpoint_dir}", flush=True)
+    return str(newest)
 
 
 def clear_checkpoints(checkpoint_dir: str | Path) -> None:
