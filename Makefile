@@ -104,7 +104,7 @@ lint: setup  ## snakemake --lint, snakefmt --check, lint-imports
 # On a GPU machine, no network needed: nvidia-smi, torch's CUDA view (.venv's, or the machine's own CUDA torch with
 # the other pins from `make wheels`), then Qwen3-0.6B at full size (the real weights
 # where the hub cache holds them, else random ones) through every stage at the chapter's sizes, `auto` as this card
-# chooses it, in float16 (a T4's path), the trainers in bfloat16, vLLM where it imports: each stage's peak reserved CUDA memory
+# chooses it, in float16 (a T4's path), the trainers in bfloat16: each stage's peak reserved CUDA memory
 # beside the memory plan, its s/step, its loss and lost and redone updates (results/gpu_check/, docs/real-run.md); on a
 # card larger than a T4, float16 once more within a T4's 14.75 GiB. Without a GPU it stops with one line (exit 2).
 gpu-check:  ## on a GPU machine: every stage at the chapter's sizes, peak memory against the plan

@@ -9,8 +9,7 @@
 #      `auto` sizes as this card chooses them, one optimizer step each (thai_grpo_tools.rehearse_full --preset chapter):
 #      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
 #      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
-#      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later), plus vLLM held-out
-#      sampling where vLLM imports. Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
+#      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later). Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
 #      beside the memory plan's prediction for those sizes, its seconds per step, and for a training stage whether its
 #      loss stayed finite and which updates were lost or redone (float16's loss scaler, non-finite gradients), in
 #      OUT/<pass>/rehearse.json (OUT default results/gpu_check). GRPO makes three steps (float16's loss scale calibrates
@@ -84,8 +83,8 @@ print(f"{capability[0]}.{capability[1]}")
 PYEOF
 )"
 
-# 3. Every stage at the chapter's sizes, per pass (thai_grpo_tools.rehearse_full.GPU_CHECK_PASSES); vLLM where it
-#    imports. float16 on every card from a T4 on; the trainers in bfloat16 from 8.0; on a card larger than a T4,
+# 3. Every stage at the chapter's sizes, per pass (thai_grpo_tools.rehearse_full.GPU_CHECK_PASSES).
+#    float16 on every card from a T4 on; the trainers in bfloat16 from 8.0; on a card larger than a T4,
 #    float16 again within a T4's 14.75 GiB, `auto` sized for that as the jobs size it, so a plan that undercounts a
 #    T4 fails here.
 if [ -z "${PASSES:-}" ]; then
@@ -94,15 +93,11 @@ if [ -z "${PASSES:-}" ]; then
   "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.get_device_properties(0).total_memory > 15.5 * 2**30 else 1)' \
     && PASSES="$PASSES float16-t4"
 fi
-VLLM=()
-"$PY" -c "import vllm" >/dev/null 2>&1 && VLLM=(--vllm) || echo "gpu_check: vLLM does not import here: its stages skipped"
 status=0
 for pass in $PASSES; do
   echo "gpu_check: the chapter's sizes, pass $pass"
-  extra=()
-  [ "$pass" = float16 ] && extra=(${VLLM[@]+"${VLLM[@]}"})
   "$PY" -m thai_grpo_tools.rehearse_full --device cuda --preset chapter --pass "$pass" --out "$OUT/$pass" \
-    --work "$OUT/work-$pass" --timeout "$STAGE_TIMEOUT" ${extra[@]+"${extra[@]}"} || status=1
+    --work "$OUT/work-$pass" --timeout "$STAGE_TIMEOUT" || status=1
 done
 echo "gpu_check: done; tables in $OUT/*/rehearse.md"
 exit "$status"

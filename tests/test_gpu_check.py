@@ -173,7 +173,7 @@ def test_each_stage_is_compared_with_its_own_prediction_at_the_rehearsals_sizes(
     assert grpo == max(p["peak_bytes"] for p in stage_plan if p["stage"].startswith("GRPO full"))
     assert "4 completions of 16 tokens" in next(p["note"] for p in stage_plan if p["stage"] == "GRPO full: train step")
     rows = comparison([{"stage": "grpo", "peak_bytes": grpo // 2, "seconds_per_step": 3.0, "steps": 1},
-                       {"stage": "vllm_sample", "peak_bytes": None}, {"stage": "ppo", "error": "boom"}], stage_plan)
+                       {"stage": "sample", "peak_bytes": None}, {"stage": "ppo", "error": "boom"}], stage_plan)
     assert rows[0]["ratio"] == 0.5 and rows[1]["ratio"] is None and rows[2]["predicted_bytes"] > 0
     markdown = table(rows, "peak RSS")
     assert "| grpo |" in markdown and "| 0.5 | 3.0 | 1 |" in markdown

@@ -1,19 +1,15 @@
-"""GPU settings without a GPU: per-capability dtype/attention, vLLM sampling parameters and TRL's vLLM fields."""
+"""GPU settings without a GPU: per-capability dtype/attention, the prompts' token ids, this machine's GPUs."""
 
 from __future__ import annotations
 
 import math
-from types import SimpleNamespace
 
 import pytest
 
 from thai_grpo_tools.gpu_settings import precision_summary
-from thai_grpo.evaluation.vllm_sampling import (completion_from_tokens, prompt_token_ids, records_from_completions,
-                                                 resolve_vllm_dtype, vllm_engine_kwargs, vllm_lora_rank,
-                                                 vllm_request_params)
+from thai_grpo.data.prompts import prompt_token_ids
 
 T4, A100, H100, CPU = (7, 5), (8, 0), (9, 0), None
-EVAL = {"num_samples": 8, "temperature": 1.0, "max_new_tokens": 256, "seed": 1234, "batch_size": 16}
 
 
 @pytest.mark.parametrize("capability, dtype, fp16, bf16", [
@@ -46,68 +42,7 @@ def test_precision_summary_agrees_with_choose_dtype():
         assert precision_summary(capability)["dtype"] == choose_dtype(capability)
 
 
-def test_sampling_params_match_the_transformers_path():
-    kwargs, *_, greedy = vllm_request_params(EVAL, 2)
-    assert kwargs == {"n": 8, "temperature": 1.0, "top_p": 1.0, "top_k": -1, "min_p": 0.0, "max_tokens": 256,
-                      "seed": 1234}
-    assert greedy["n"] == 1 and greedy["temperature"] == 0.0 and greedy["max_tokens"] == 256
-
-
-def test_sampling_params_coerce_types():
-    kwargs = vllm_request_params({**EVAL, "num_samples": "4", "temperature": 1, "max_new_tokens": 96.0}, 1)[0]
-    assert (kwargs["n"], kwargs["temperature"], kwargs["max_tokens"]) == (4, 1.0, 96)
-    assert isinstance(kwargs["temperature"], float) and isinstance(kwargs["n"], int)
-
-
-def test_problem_seeds_give_every_sample_its_own_stream():
-    sampled = vllm_request_params(EVAL, 5)[:5]
-    streams = [p["seed"] + j for p in sampled for j in range(8)]  # vLLM seeds sample j of a request with seed + j
-    assert len(set(streams)) == 5 * 8
-    assert sampled[0]["seed"] == 1234
-
-
-def test_lora_rank_rounds_up_to_what_vllm_accepts():
-    assert [vllm_lora_rank(r) for r in (2, 8, 16, 17, 64, 300)] == [8, 8, 16, 32, 64, 320]
-    with pytest.raises(ValueError):
-        vllm_lora_rank(1024)
-
-
-def test_engine_kwargs_and_context_length():
-    plain = vllm_engine_kwargs("results/model/base", "float16", 1234, [120, 180, 90], 256, 0.85, None)
-    assert plain["model"] == plain["tokenizer"] == "results/model/base"
-    assert plain["max_model_len"] == 436 and not plain.get("enable_lora") and plain["trust_remote_code"] is False
-    lora = vllm_engine_kwargs("results/model/base", "bfloat16", 1234, [436], 0, 0.85, 16)
-    assert lora["enable_lora"] is True and lora["max_lora_rank"] == 16 and lora["max_loras"] == 1
-
-
-@pytest.mark.parametrize("dtype, capability, expected", [
-    ("auto", T4, "float16"), ("auto", H100, "bfloat16"), ("auto", None, "auto"), ("float32", T4, "float32"),
-])
-def test_vllm_dtype(dtype, capability, expected):
-    assert resolve_vllm_dtype(dtype, capability) == expected
-
-
-def test_records_have_the_transformers_format(tiny_tokenizer):
-    from thai_grpo.models.sampling import score_completion
-
-    rows = [{"id": "p1", "question": "q1", "answer": 7}, {"id": "p2", "question": "q2", "answer": -3}]
-    text = "<think>คิด</think>\n7"
-    eos = tiny_tokenizer.eos_token_id
-    ids = tiny_tokenizer(text, add_special_tokens=False)["input_ids"]
-    stopped = completion_from_tokens(tiny_tokenizer, ids + [eos], "stop")
-    cut = completion_from_tokens(tiny_tokenizer, ids, "length")
-    assert stopped == {"text": text, "num_tokens": len(ids) + 1, "truncated": False, "token_ids": ids + [eos]}
-    assert cut["truncated"] is True and cut["num_tokens"] == len(ids)
-    records = records_from_completions(rows, [[stopped, cut], [cut, cut]], [stopped, cut])
-    assert [r["id"] for r in records] == ["p1", "p2"]
-    assert set(records[0]) == {"id", "question", "gold", "completions", "greedy"}
-    assert records[0]["completions"][0] == score_completion(stopped, 7)
-    assert records[0]["greedy"]["correct"] == 1.0 and records[1]["greedy"]["correct"] == 0.0
-    with pytest.raises(ValueError):
-        records_from_completions(rows, [[stopped]], [stopped, cut])
-
-
-def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
+def test_prompt_token_ids_are_the_encoded_prompts_without_padding(tiny_tokenizer):
     from thai_grpo.data.prompts import SYSTEM_PROMPT
     from thai_grpo.models.sampling import encode_prompts
 
@@ -116,69 +51,6 @@ def test_prompts_are_token_identical_to_the_transformers_path(tiny_tokenizer):
     encoded = encode_prompts(tiny_tokenizer, questions, SYSTEM_PROMPT, {})
     for ids, row, mask in zip(ours, encoded["input_ids"].tolist(), encoded["attention_mask"].tolist()):
         assert ids == [token for token, keep in zip(row, mask) if keep]
-
-
-def test_sample_heldout_vllm_explains_a_missing_vllm(tmp_path, monkeypatch):
-    import builtins
-
-    from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
-
-    real_import = builtins.__import__
-
-    def no_vllm(name, *args, **kwargs):
-        if name == "vllm" or name.startswith("vllm."):
-            raise ImportError("No module named 'vllm'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_vllm)
-    with pytest.raises(RuntimeError, match="eval.use_vllm"):
-        sample_heldout_vllm(tmp_path, None, [], "system", EVAL)
-
-
-def test_fake_engine_outputs_map_to_records(tiny_tokenizer):
-    """The shape vLLM returns (RequestOutput.outputs[*].token_ids / finish_reason) maps to the records."""
-    eos = tiny_tokenizer.eos_token_id
-    ids = tiny_tokenizer("<think>a</think>\n5", add_special_tokens=False)["input_ids"]
-    output = SimpleNamespace(outputs=[SimpleNamespace(token_ids=ids + [eos], finish_reason="stop"),
-                                      SimpleNamespace(token_ids=ids[:2], finish_reason="length")])
-    completions = [completion_from_tokens(tiny_tokenizer, c.token_ids, c.finish_reason) for c in output.outputs]
-    record = records_from_completions([{"id": 1, "question": "q", "answer": 5}], [completions], [completions[0]])[0]
-    assert [c["truncated"] for c in record["completions"]] == [False, True]
-    assert record["completions"][0]["total"] == pytest.approx(1.3)  # correct + format (a, not Thai: no thai bonus)
-
-
-def test_a_float32_vllm_engine_starts_with_tf32_kept_off_in_its_processes(tiny_model_dir, monkeypatch):
-    """vLLM samples in engine processes of its own, which the torch check in the job's process cannot see: a float32
-    engine starts with NVIDIA_TF32_OVERRIDE=0 in the environment they inherit (cuBLAS then never uses TF32); a
-    16-bit one is left as it is. A fake vLLM records the environment its engine started in."""
-    import sys
-    from types import ModuleType
-
-    from thai_grpo.evaluation.vllm_sampling import TF32_OVERRIDE, sample_heldout_vllm
-
-    started = []
-
-    class LLM:
-        def __init__(self, **kwargs):
-            started.append((kwargs["dtype"], __import__("os").environ.get(TF32_OVERRIDE)))
-
-        def generate(self, requests, params, lora_request=None):
-            return [SimpleNamespace(outputs=[SimpleNamespace(token_ids=[5], finish_reason="stop")] * p.n)
-                    for p in params]
-
-    vllm, lora = ModuleType("vllm"), ModuleType("vllm.lora.request")
-    vllm.LLM, vllm.SamplingParams = LLM, lambda **kwargs: SimpleNamespace(**kwargs)
-    lora.LoRARequest = object
-    monkeypatch.setitem(sys.modules, "vllm", vllm)
-    monkeypatch.setitem(sys.modules, "vllm.lora", ModuleType("vllm.lora"))
-    monkeypatch.setitem(sys.modules, "vllm.lora.request", lora)
-    monkeypatch.setenv(TF32_OVERRIDE, "1")
-    monkeypatch.delenv(TF32_OVERRIDE)  # absent again after the test, whatever the engine set
-    rows = [{"id": 0, "question": "1 + 1", "answer": 2}]
-    sample_heldout_vllm(tiny_model_dir, None, rows, "system", EVAL, dtype="bfloat16")
-    records = sample_heldout_vllm(tiny_model_dir, None, rows, "system", EVAL, dtype="float32")
-    assert started == [("bfloat16", None), ("float32", "0")]
-    assert len(records[0]["completions"]) == EVAL["num_samples"]
 
 
 # ----------------------------------------------------------------------------------------- this machine's GPUs

@@ -54,7 +54,7 @@ STAGES = {"grpo": ("GRPO full: train step", "GRPO full: rollouts"),
           "sample": ("held-out sampling",), "decode_stops": ("held-out sampling",), "cuda_graphs": ("held-out sampling",),
           "token_logprobs": ("token log-probs (k1 vs k3)",), "dpo": ("DPO (dpo): train step",),
           "reward_model": ("reward model: train step",), "ppo": ("PPO (ppo): rollouts", "PPO (ppo): update"),
-          "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update"), "vllm_sample": ()}
+          "ppo_verifier": ("PPO (ppo_verifier): rollouts", "PPO (ppo_verifier): update")}
 ORDER = tuple(STAGES)  # the order the stages run in
 TRAINERS = ("grpo", "grpo_fast", "rloo", "dpo", "ppo", "ppo_verifier")
 TRAINING_STAGES = ("grpo", "grpo_fast", "rloo", "dpo", "reward_model", "ppo", "ppo_verifier")
@@ -346,12 +346,6 @@ def run_measured(name: str, work: Path, meter: Meter) -> dict:
                                     config["seed"], ev.get("chat_template_kwargs"), config["training"])
         return {**meter.stop(len(result["steps"]) or 1), **update_record(result)}
     batches = math.ceil(len(heldout) / ev["batch_size"])
-    if name == "vllm_sample":
-        from thai_grpo.evaluation.vllm_sampling import sample_heldout_vllm
-
-        meter.start()
-        sample_heldout_vllm(base, policy, heldout, system, ev, dtype=ev.get("dtype", "float32"))
-        return {**meter.stop(batches), "peak_bytes": None}  # vLLM holds its own share of the GPU
     if name == "sample":
         from thai_grpo.jobs.memory_stages import sampling_sizes
         from thai_grpo.models.sampling import sample_heldout
@@ -493,7 +487,6 @@ def main() -> int:
     parser.add_argument("--preset", choices=tuple(PRESETS), default="cpu")
     parser.add_argument("--dtype", choices=("auto", "float16", "bfloat16"), default="auto")
     parser.add_argument("--stages", nargs="+", choices=ORDER)
-    parser.add_argument("--vllm", action="store_true", help="add the vLLM stages (CUDA, where vLLM imports)")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "rehearse_full")
     parser.add_argument("--work", type=Path, help="stand-ins and stage outputs (default OUT/work)")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per stage")
@@ -524,8 +517,7 @@ def main() -> int:
         run_stages(options._stages.split(","), work, options.device)
         return 0
 
-    stages = options.stages or [*(GPU_STAGES if options.device == "cuda" else CPU_STAGES),
-                                *(("vllm_sample",) if options.vllm else ())]
+    stages = options.stages or list(GPU_STAGES if options.device == "cuda" else CPU_STAGES)
     env = stage_env(options.device, options.dtype, options.threads)
     work.mkdir(parents=True, exist_ok=True)
     me = [sys.executable, "-m", "thai_grpo_tools.rehearse_full", "--device", options.device, "--preset",
