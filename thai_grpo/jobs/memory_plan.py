@@ -27,7 +27,6 @@ class Shape:
 
     @classmethod
     def from_config(cls, config) -> "Shape":
-        """From a transformers config object or a ``config.json`` dict."""
         get = config.get if isinstance(config, dict) else lambda key, default=None: getattr(config, key, default)
         heads = get("num_attention_heads")
         return cls(vocab_size=get("vocab_size"), hidden_size=get("hidden_size"),
@@ -64,15 +63,11 @@ class Lora:
 
 
 # ----------------------------------------------------------------------------------------- parameters
-def layer_parameters(shape: Shape) -> int:
-    """One decoder layer: the seven projections (no biases), q/k norms, two RMSNorms."""
-    linear = sum(a * b for a, b in shape.module_dims().values())
-    return linear + 2 * shape.head_dim + 2 * shape.hidden_size
-
-
 def base_parameters(shape: Shape, head: str = "lm") -> int:
     """All parameters: embedding, layers, final norm and the head, ``lm`` (vocab x hidden unless tied) or ``score``."""
-    body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer_parameters(shape) + shape.hidden_size
+    # a decoder layer: the seven projections (no biases), q/k norms and two RMSNorms
+    layer = sum(a * b for a, b in shape.module_dims().values()) + 2 * shape.head_dim + 2 * shape.hidden_size
+    body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer + shape.hidden_size
     if head == "score":
         return body + shape.hidden_size
     return body + (0 if shape.tie_word_embeddings else shape.vocab_size * shape.hidden_size)
@@ -107,14 +102,9 @@ def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -
         shape.hidden_size * bool(targets & {"q_proj", "k_proj", "v_proj"})
 
 
-def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
-    """Keys and values of every layer for ``sequences`` sequences of ``length`` tokens."""
-    return sequences * length * shape.num_layers * 2 * shape.kv_dim
-
-
 def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
-    """The decode loop's cache: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
-    return kv_cache_floats(shape, prompts, prompt) + kv_cache_floats(shape, prompts * samples, completion)
+    """The decode loop's keys and values: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
+    return (prompts * prompt + prompts * samples * completion) * shape.num_layers * 2 * shape.kv_dim
 
 
 # ----------------------------------------------------------------------------------------- chunking
@@ -128,15 +118,10 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
     return width * shape.vocab_size
 
 
-def ppo_logit_floats(shape: Shape, width: int, completion: int) -> int:
-    """Per row, the most full-vocabulary floats one PPO forward-backward holds: every position's logits and two
-    completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
-    return (width + 2 * completion) * shape.vocab_size
-
-
 def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, completion: int) -> int:
-    """Per row, one PPO forward-backward: the policy's and value model's activations, and ``ppo_logit_floats``."""
-    return ppo_logit_floats(shape, width, completion) + width * shape.num_layers * (
+    """Per row, one PPO forward-backward: the policy's and value model's activations, every position's logits and two
+    completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
+    return (width + 2 * completion) * shape.vocab_size + width * shape.num_layers * (
         saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 
 
@@ -148,8 +133,3 @@ def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
 def norm_floats_per_token_layer(shape: Shape) -> int:
     """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 whatever the weights' dtype."""
     return 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
-
-
-def lora_state_bytes(shape: Shape, lora: Lora, head_params: int = 0) -> int:
-    """Trainable float32 LoRA parameters (and a trained score head) with their gradients and AdamW states."""
-    return (lora_parameters(shape, lora) + head_params) * (4 + ADAMW_STATE_BYTES)

@@ -10,9 +10,8 @@ from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    CHUNK_FLOATS, COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats,
-    lora_parameters, lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk,
-    sampling_kv_floats, saved_per_token_layer,
+    ADAMW_STATE_BYTES, CHUNK_FLOATS, COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats,
+    logprob_pass_floats, lora_parameters, ppo_update_floats, rows_per_chunk, sampling_kv_floats, saved_per_token_layer,
 )
 
 # A T4's 14.75 GiB as torch reports it, less ~0.5 GiB of CUDA context and ~1 GiB of allocator slack.
@@ -42,9 +41,9 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
     """Saved activations in bytes (RMSNorm's in float32); checkpointed: each layer's input plus one layer's."""
-    per_layer = saved_per_token_layer(shape, lora)
-    norms = norm_floats_per_token_layer(shape)
-    layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
+    # of the saved floats, RMSNorm keeps these in float32 whatever the weights' dtype
+    norms = 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
+    layer_bytes = norms * 4 + (saved_per_token_layer(shape, lora) - norms) * compute_bytes
     if checkpointing:
         return tokens * (shape.num_layers * shape.hidden_size * compute_bytes + layer_bytes)
     return tokens * shape.num_layers * layer_bytes
@@ -76,7 +75,7 @@ def gib(value: float) -> float:
 def stage(name: str, pieces: dict, note: str) -> dict:
     """A stage's pieces (bytes), their sum and the verdict for a 16 GB T4."""
     peak = sum(pieces.values())
-    fits = peak / GIB <= CARD_GIB - RESERVE_GIB
+    fits = fits_card({"peak_bytes": peak}, CARD_GIB)
     return {"stage": name, "pieces_gib": {key: gib(value) for key, value in pieces.items()}, "peak_gib": gib(peak),
             "peak_bytes": peak, "verdict": "fits a 16 GB T4" if fits else f"needs more: {gib(peak) + RESERVE_GIB:.0f}+ "
             "GiB card", "fits_t4": fits, "note": note}
@@ -84,10 +83,9 @@ def stage(name: str, pieces: dict, note: str) -> dict:
 
 def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: int = 0) -> dict:
     """The trained float32 parameters with gradients and AdamW states, and under autocast their 16-bit copies."""
-    pieces = {"lora_and_adamw": lora_state_bytes(shape, lora, head_params)}
-    if precision.autocast:
-        pieces["autocast_copies"] = 2 * (lora_parameters(shape, lora) + head_params)
-    return pieces
+    trained = lora_parameters(shape, lora) + head_params
+    return {"lora_and_adamw": trained * (4 + ADAMW_STATE_BYTES), **({"autocast_copies": 2 * trained} if precision.autocast
+                                                                    else {})}
 
 
 def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
@@ -192,13 +190,13 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
     """What a job may size for: what is free, at most its share (jobs starting together each see it all free)."""
-    return min(free_gib, total_gib / max(1, jobs_per_card))
+    return min(free_gib, total_gib / jobs_per_card)
 
 
 def jobs_per_gpu(environ=os.environ) -> int:
     """``jobs_per_card`` as the workflow recorded it (``THAI_GRPO_JOBS_PER_GPU``), 1 when unset."""
     value = environ.get(JOBS_PER_GPU_ENV, "1")
-    return int(value) if value.isdigit() and int(value) >= 1 else 1
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 # (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
@@ -222,18 +220,11 @@ def card_gib_of(device) -> float | None:
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
     free, total = _FREE_AT_JOB_START.get(str(device)) or torch.cuda.mem_get_info(device)
-    allowed = total * process_memory_fraction(device)  # a cap on this process (make gpu-check's T4 pass)
-    return memory_for_job(min(free, allowed) / GIB, allowed / GIB, jobs_per_gpu())
-
-
-def process_memory_fraction(device) -> float:
-    """The share of its card this process may allocate (1 unless capped)."""
-    import torch
-
-    try:
-        return float(torch.cuda.get_per_process_memory_fraction(device))
+    try:  # a cap on this process's share of the card (make gpu-check's T4 pass)
+        allowed = total * float(torch.cuda.get_per_process_memory_fraction(device))
     except (AssertionError, RuntimeError):  # a CPU build of torch, or no CUDA here
-        return 1.0
+        allowed = total
+    return memory_for_job(min(free, allowed) / GIB, allowed / GIB, jobs_per_gpu())
 
 
 def sizing_gib(device) -> float:
