@@ -62,7 +62,6 @@ class Lora:
                    lora_dropout=float(config.get("lora_dropout", 0.0)))
 
 
-# ----------------------------------------------------------------------------------------- parameters
 def base_parameters(shape: Shape, head: str = "lm") -> int:
     """All parameters: embedding, layers, final norm and the head, ``lm`` (vocab x hidden unless tied) or ``score``."""
     # a decoder layer: the seven projections (no biases), q/k norms and two RMSNorms
@@ -79,7 +78,6 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
     return shape.num_layers * sum(lora.r * sum(dims[name]) for name in lora.target_modules)
 
 
-# ----------------------------------------------------------------------------------------- activations
 def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
     """Floats autograd saves per token in one decoder layer under LoRA training (sdpa attention): norms, q/k/v,
     attention output and log-sum-exp, the MLP's gate, SiLU and up outputs, and each adapter's intermediates."""
@@ -88,26 +86,23 @@ def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = F
     if lora is None:
         return frozen
     targets = set(lora.target_modules)
-    adapters = lora.r * len(targets) + h * bool(targets & {"q_proj", "k_proj", "v_proj"}) + \
-        h * bool(targets & {"gate_proj", "up_proj"}) + i * ("down_proj" in targets)
-    return frozen + adapters + (dropout_floats(shape, targets, first_layer) if lora.lora_dropout > 0 else 0)
-
-
-def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -> int:
-    """What LoRA dropout adds per token and layer: each adapter's dropped-out input and mask (none for the first
-    layer's q, k, v, whose input needs no gradient), less the attention input the adapters no longer keep."""
-    dims = shape.module_dims()
-    masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
-    return sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - \
-        shape.hidden_size * bool(targets & {"q_proj", "k_proj", "v_proj"})
+    attention = bool(targets & {"q_proj", "k_proj", "v_proj"})
+    adapters = lora.r * len(targets) + h * attention + h * bool(targets & {"gate_proj", "up_proj"}) + \
+        i * ("down_proj" in targets)
+    if lora.lora_dropout > 0:
+        # each adapter's dropped-out input and mask (none for the first layer's q, k, v, whose input needs no
+        # gradient), less the attention input the adapters no longer keep
+        dims = shape.module_dims()
+        masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
+        adapters += sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - h * attention
+    return frozen + adapters
 
 
 def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
-    """The decode loop's keys and values: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
+    """The decode loop's cache: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
     return (prompts * prompt + prompts * samples * completion) * shape.num_layers * 2 * shape.kv_dim
 
 
-# ----------------------------------------------------------------------------------------- chunking
 def rows_per_chunk(floats_per_row: int, rows: int, budget: int = CHUNK_FLOATS) -> int:
     """Rows per chunk of a pass so that its per-row tensors stay within ``budget`` floats: between 1 and ``rows``."""
     return max(1, min(rows, budget // max(1, floats_per_row)))

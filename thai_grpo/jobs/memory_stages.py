@@ -50,8 +50,7 @@ def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes
 
 
 def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int, checkpointing: bool = False) -> int:
-    """sdpa's additive mask per layer, ``rows`` x ``width`` x ``width``, kept for the backward pass (one layer's
-    when checkpointed; measured: tests/test_memory_measured.py)."""
+    """sdpa's additive mask, ``rows`` x ``width`` x ``width`` a layer (one if checkpointed), kept for the backward."""
     return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
 
 
@@ -84,8 +83,8 @@ def stage(name: str, pieces: dict, note: str) -> dict:
 def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: int = 0) -> dict:
     """The trained float32 parameters with gradients and AdamW states, and under autocast their 16-bit copies."""
     trained = lora_parameters(shape, lora) + head_params
-    return {"lora_and_adamw": trained * (4 + ADAMW_STATE_BYTES), **({"autocast_copies": 2 * trained} if precision.autocast
-                                                                    else {})}
+    copies = {"autocast_copies": 2 * trained} if precision.autocast else {}
+    return {"lora_and_adamw": trained * (4 + ADAMW_STATE_BYTES), **copies}
 
 
 def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
@@ -104,11 +103,10 @@ def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
                    note: str, trained: dict | None = None) -> dict:
     """One TRL rollout ``generate`` call: weights, KV cache, one layer's prefill and the last position's float32
     logits (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
-    working = prefill_layer_floats(shape, sequences, prompt)
     kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
-                        "prefill_layer": working * precision.compute_bytes,
+                        "prefill_layer": prefill_layer_floats(shape, sequences, prompt) * precision.compute_bytes,
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
@@ -117,17 +115,16 @@ SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumul
 
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
                   sampled: bool = True) -> dict[str, dict]:
-    """What one ``decoding.decode`` call holds beside the weights in each phase: prefill (prompt KV, one layer, logits),
-    decode (the whole pre-allocated cache, a step's logits and, when ``sampled``, the sampler's probabilities and
-    float64 cumulative sums; one layer's attention) and compaction (the cache and a layer's kept rows)."""
+    """What one ``decoding.decode`` call holds beside the weights in each phase: prefill, decode (with the sampler's
+    work when ``sampled``) and compaction (the cache and a layer's kept rows)."""
     prompts = -(-sequences // samples)
-    working = prefill_layer_floats(shape, prompts, prompt)
     kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
     row_logits = shape.vocab_size * 4  # float32 logits of one position
     step_logits = sequences * (row_logits + (shape.vocab_size * compute_bytes if compute_bytes < 4 else 0))
     return {
         "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
-                    "prefill_layer": working * compute_bytes, "logits": prompts * row_logits},
+                    "prefill_layer": prefill_layer_floats(shape, prompts, prompt) * compute_bytes,
+                    "logits": prompts * row_logits},
         "decode": {"kv_cache": kv * compute_bytes,
                    "logits": step_logits + (SAMPLER_WORDS * sampled * sequences + prompts) * row_logits,
                    # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
@@ -152,7 +149,7 @@ def fits_card(plan: dict, card_gib: float) -> bool:
 
 def balanced_batch(problems: int, largest: int) -> int:
     """Problems per call when at most ``largest`` fit: as few calls as needed, evened out (256, room for 130: 128)."""
-    calls = -(-problems // max(1, largest))
+    calls = -(-problems // largest)
     return -(-problems // calls)
 
 
@@ -276,20 +273,19 @@ PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": 
 
 def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float | None = None,
                   precision: Precision = T4, prompt: int = PROMPT_TOKENS, may_checkpoint: bool = False) -> dict:
-    """Rows per chunk of each PPO pass and whether the update checkpoints. A number ``chunk_floats`` bounds each pass's
-    per-row tensors; ``auto`` bisects for the most rows fitting ``card_gib`` beside ``ppo_held_bytes``, checkpointing
-    the update where ``may_checkpoint`` and that makes its chunks larger."""
-    batch, size = int(settings.get("batch_size", 64)), int(settings.get("batch_size", 64)) // int(
-        settings.get("num_mini_batches", 1))
+    """Rows per chunk of each PPO pass and whether the update checkpoints: bounded by a number ``chunk_floats`` per row,
+    or for ``auto`` the most that fit ``card_gib`` (checkpointing where ``may_checkpoint`` and that fits more rows)."""
+    batch = int(settings.get("batch_size", 64))
+    size = batch // int(settings.get("num_mini_batches", 1))
     nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(value, lora_dropout=0.0)
     chunk_floats = settings.get("chunk_floats", CHUNK_FLOATS)
     if chunk_floats != AUTO:
         width = prompt + completion
-        return {"generate": rows_per_chunk(generation_floats(shape, prompt, completion), batch, int(chunk_floats)),
-                "logprobs": rows_per_chunk(logprob_pass_floats(shape, width), batch, int(chunk_floats)),
-                "value": rows_per_chunk(prefill_layer_floats(shape, 1, width), batch, int(chunk_floats)),
-                "update": rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size,
-                                         int(chunk_floats)), "checkpointing": False}
+        per_row = {"generate": generation_floats(shape, prompt, completion),
+                   "logprobs": logprob_pass_floats(shape, width), "value": prefill_layer_floats(shape, 1, width),
+                   "update": ppo_update_floats(shape, nodrop, value, width, completion)}
+        return {**{name: rows_per_chunk(floats, size if name == "update" else batch, int(chunk_floats))
+                   for name, floats in per_row.items()}, "checkpointing": False}
     budget = (card_gib - RESERVE_GIB) * GIB - sum(ppo_held_bytes(shape, nodrop, value, settings.get("score"),
                                                                   precision).values())
 
@@ -315,9 +311,8 @@ def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completi
     return {**rows, "update": max(plain, checkpointed), "checkpointing": checkpointed > plain}
 
 
-def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
-               chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
-               card_gib: float | None = None) -> list[dict]:
+def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int, chunk_floats: int,
+               precision: Precision = T4, prompt: int = PROMPT_TOKENS, card_gib: float | None = None) -> list[dict]:
     """PPO's rollouts and minibatch update at the rows ``ppo_pass_rows`` gives each pass."""
     settings = {**settings, "chunk_floats": settings.get("chunk_floats", chunk_floats)}
     sft, reward = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
