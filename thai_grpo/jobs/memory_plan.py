@@ -1,5 +1,4 @@
-"""Peak memory of each stage of the real run from the model's shape and the config's sizes: pure functions of a
-``Shape`` that ``memory_stages`` sums per stage, and that size the chunks a pass over rows is split into."""
+"""Memory formulas of a model's ``Shape`` that ``memory_stages`` sums per stage, and the rows per chunk of a pass."""
 
 from __future__ import annotations
 
@@ -114,8 +113,7 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
 
 
 def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, completion: int) -> int:
-    """Per row, one PPO forward-backward: the policy's and value model's activations, every position's logits and two
-    completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
+    """Per row, one PPO forward-backward: both models' activations, all logits, and logits / T and its log-softmax."""
     return (width + 2 * completion) * shape.vocab_size + width * shape.num_layers * (
         saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 

@@ -1,8 +1,8 @@
-"""The memory plan's stages (``memory_plan``'s pieces in a device's bytes, with a T4 verdict) and the ``auto``
-sizes a job picks for its GPU's memory (a CPU job sizes as a T4). A size changes one call's work, never a sample."""
+"""The memory plan's stages in a device's bytes and the ``auto`` sizes for a job's GPU (never changing a sample)."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
@@ -18,6 +18,10 @@ from thai_grpo.jobs.memory_plan import (
 CARD_GIB, RESERVE_GIB = 14.75, 1.5
 AUTO = "auto"
 PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
+SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumulative sums: three float32 logits' bytes
+PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": "value pass", "update": "update"}
+# (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
+_FREE_AT_JOB_START: dict = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +45,6 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
     """Saved activations in bytes (RMSNorm's in float32); checkpointed: each layer's input plus one layer's."""
-    # of the saved floats, RMSNorm keeps these in float32 whatever the weights' dtype
     norms = 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
     layer_bytes = norms * 4 + (saved_per_token_layer(shape, lora) - norms) * compute_bytes
     if checkpointing:
@@ -101,8 +104,8 @@ def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
 
 def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None) -> dict:
-    """One TRL rollout ``generate`` call: weights, KV cache, one layer's prefill and the last position's float32
-    logits (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
+    """One TRL rollout ``generate`` call beside ``trained``: weights, KV cache, one layer's prefill and the last
+    position's float32 logits (x 3: scores, processed scores, probabilities)."""
     kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
@@ -110,36 +113,30 @@ def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: 
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
-SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumulative sums: three float32 logits' bytes
-
-
-def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
-                  sampled: bool = True) -> dict[str, dict]:
-    """What one ``decoding.decode`` call holds beside the weights in each phase: prefill, decode (with the sampler's
-    work when ``sampled``) and compaction (the cache and a layer's kept rows)."""
+def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1) -> dict:
+    """What one ``decoding.decode`` call holds beside the weights in its prefill, decode and compaction phases."""
     prompts = -(-sequences // samples)
     kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
     row_logits = shape.vocab_size * 4  # float32 logits of one position
     step_logits = sequences * (row_logits + (shape.vocab_size * compute_bytes if compute_bytes < 4 else 0))
-    return {
-        "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
-                    "prefill_layer": prefill_layer_floats(shape, prompts, prompt) * compute_bytes,
-                    "logits": prompts * row_logits},
-        "decode": {"kv_cache": kv * compute_bytes,
-                   "logits": step_logits + (SAMPLER_WORDS * sampled * sequences + prompts) * row_logits,
-                   # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
-                   "attention": 4 * sequences * shape.num_heads * width * 4},
-        "compaction": {"kv_cache": kv * compute_bytes,
-                       "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
-                       "logits": max(sequences, prompts) * row_logits}}
+    return {"prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
+                        "prefill_layer": prefill_layer_floats(shape, prompts, prompt) * compute_bytes,
+                        "logits": prompts * row_logits},
+            "decode": {"kv_cache": kv * compute_bytes,
+                       "logits": step_logits + (SAMPLER_WORDS * sequences + prompts) * row_logits,
+                       # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
+                       "attention": 4 * sequences * shape.num_heads * width * 4},
+            "compaction": {"kv_cache": kv * compute_bytes,
+                           "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
+                           "logits": max(sequences, prompts) * row_logits}}
 
 
 def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None, samples: int = 1, sampled: bool = True) -> dict:
-    """One decode-loop call: its largest phase (``decode_phases``) beside the weights and ``trained``."""
-    held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
-    phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples, sampled)
-    return phased_stage(name, {phase: {**held, **pieces} for phase, pieces in phases.items()}, note)
+                   note: str, samples: int = 1) -> dict:
+    """One decode-loop call: its largest phase (``decode_phases``) beside the weights."""
+    weights = base_parameters(shape) * precision.frozen_bytes
+    phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples)
+    return phased_stage(name, {phase: {"weights": weights, **pieces} for phase, pieces in phases.items()}, note)
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:
@@ -175,8 +172,7 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
                            precision, prompt)
         return tuple(plan["peak_bytes"] for plan in plans)
 
-    budget = (card_gib - RESERVE_GIB) * GIB
-    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= budget), None)
+    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= (card_gib - RESERVE_GIB) * GIB), None)
     if power is None:
         raise ValueError(f"PPO does not fit a {card_gib:.1f} GiB card even in chunks of 2^24 floats: lower "
                          "ppo.batch_size or the completion length")
@@ -194,10 +190,6 @@ def jobs_per_gpu(environ=os.environ) -> int:
     """``jobs_per_card`` as the workflow recorded it (``THAI_GRPO_JOBS_PER_GPU``), 1 when unset."""
     value = environ.get(JOBS_PER_GPU_ENV, "1")
     return max(1, int(value)) if value.isdigit() else 1
-
-
-# (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
-_FREE_AT_JOB_START: dict = {}
 
 
 def note_free_memory(device) -> None:
@@ -232,13 +224,10 @@ def sizing_gib(device) -> float:
 def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
     """A sampling job's ``batch_size`` (``requested``, or sized to the card for ``auto``), kept with its samples."""
     card = card_gib_of(device)
+    batch = requested  # auto or a positive integer: the config schema refuses anything else
     if requested == AUTO:
         config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
         batch = sampling_batch_for_card(Shape.from_config(config), num_samples, completion, problems, card or CARD_GIB)
-    elif isinstance(requested, int) and requested >= 1:
-        batch = requested
-    else:
-        raise ValueError(f"batch_size={requested!r}: use a positive integer or auto (sized to the GPU's memory)")
     return {"batch_size": batch, "requested": requested, "sequences_per_call": batch * num_samples,
             "problems": problems, "card_gib": None if card is None else round(card, 2),
             "sized_for": "this job's share of the GPU" if card else "a CPU (sized as a T4 when auto)"}
@@ -246,8 +235,8 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
 
 def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, precision: Precision) -> dict:
     """What PPO holds through every pass: the frozen bases, and the trained LoRAs and value head with AdamW states."""
-    frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
-        (base_parameters(shape, "score") if score != "verifier" else 0)
+    # the policy and its reference, the value model, and the reward model unless the verifier scores
+    frozen = 2 * base_parameters(shape) + (1 + (score != "verifier")) * base_parameters(shape, "score")
     policy, value = trained_bytes(shape, sft, precision), trained_bytes(shape, value, precision, shape.hidden_size)
     return {"weights": frozen * precision.frozen_bytes, **{key: policy[key] + value[key] for key in policy}}
 
@@ -256,8 +245,7 @@ def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int,
                    compute_bytes: int, checkpointing: bool = False) -> dict[str, dict]:
     """Each PPO pass's own working set on ``rows`` rows: decode phases, log-prob pass, value pass and update."""
     width = prompt + completion
-    update = (activation_bytes(shape, sft, rows * width, compute_bytes, checkpointing) +
-              activation_bytes(shape, value, rows * width, compute_bytes, checkpointing) +
+    update = (sum(activation_bytes(shape, lora, rows * width, compute_bytes, checkpointing) for lora in (sft, value)) +
               2 * attention_bias_bytes(shape, rows, width, compute_bytes, checkpointing) +
               backward_working_bytes(shape, rows * width, compute_bytes))
     return {**{f"generation: {phase}": pieces
@@ -268,13 +256,10 @@ def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int,
                        "logits": rows * completion_logprob_bytes(shape, completion, compute_bytes, backward=True)}}
 
 
-PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": "value pass", "update": "update"}
-
-
 def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float | None = None,
                   precision: Precision = T4, prompt: int = PROMPT_TOKENS, may_checkpoint: bool = False) -> dict:
-    """Rows per chunk of each PPO pass and whether the update checkpoints: bounded by a number ``chunk_floats`` per row,
-    or for ``auto`` the most that fit ``card_gib`` (checkpointing where ``may_checkpoint`` and that fits more rows)."""
+    """Rows per chunk of each PPO pass within ``chunk_floats`` per row, or for ``auto`` the most that fit ``card_gib``
+    (checkpointing the update where ``may_checkpoint`` and that fits more rows)."""
     batch = int(settings.get("batch_size", 64))
     size = batch // int(settings.get("num_mini_batches", 1))
     nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(value, lora_dropout=0.0)
@@ -299,11 +284,8 @@ def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completi
         if not fits(1):
             raise ValueError(f"PPO's {name} pass does not fit a {card_gib:.1f} GiB card even one row at a time: lower "
                              "the completion length or use a larger card")
-        low, high = 1, limit  # the working set grows with the rows: bisect for the most that fit
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(middle) else (low, middle - 1)
-        return low
+        # the working set grows with the rows: the most that fit are those before the first that does not
+        return bisect.bisect_left(range(1, limit + 1), True, key=lambda rows: not fits(rows))
 
     rows = {name: most_rows(name, batch) for name in ("generate", "logprobs", "value")}
     plain = most_rows("update", size)
@@ -325,11 +307,10 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
             shape, sft, reward, rows[pass_name], prompt, completion, precision.compute_bytes,
             rows["checkpointing"]).items() if phase.startswith(PPO_PASSES[pass_name])}
 
-    rollout = {**pieces("generate"), **pieces("logprobs")}
-    return [phased_stage(f"PPO ({name}): rollouts", rollout,
-                         f"{settings.get('batch_size', 64)} prompts, generated {rows['generate']} at a time, log-prob "
-                         f"passes of {rows['logprobs']} rows; the largest of the decode loop's phases and a log-prob "
-                         "pass"),
+    return [phased_stage(f"PPO ({name}): rollouts", {**pieces("generate"), **pieces("logprobs")},
+                         f"{settings.get('batch_size', 64)} prompts, generated {rows['generate']} at a time, "
+                         f"log-prob passes of {rows['logprobs']} rows; the largest of the decode loop's phases and a "
+                         "log-prob pass"),
             stage(f"PPO ({name}): update", pieces("update")["update"],
                   f"minibatches of {size} rows in {-(-size // rows['update'])} chunks of {rows['update']} "
                   "(gradients accumulated), under autocast where the weights are 16-bit"
