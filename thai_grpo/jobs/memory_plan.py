@@ -1,5 +1,4 @@
-"""Peak memory of each stage of the real run from the model's shape and the config's sizes: pure functions of a
-``Shape`` that ``memory_stages`` sums per stage, and that size the chunks a pass over rows is split into."""
+"""Memory formulas of a model's ``Shape`` that ``memory_stages`` sums per stage, and the rows per chunk of a pass."""
 
 from __future__ import annotations
 
@@ -27,7 +26,6 @@ class Shape:
 
     @classmethod
     def from_config(cls, config) -> "Shape":
-        """From a transformers config object or a ``config.json`` dict."""
         get = config.get if isinstance(config, dict) else lambda key, default=None: getattr(config, key, default)
         heads = get("num_attention_heads")
         return cls(vocab_size=get("vocab_size"), hidden_size=get("hidden_size"),
@@ -63,16 +61,11 @@ class Lora:
                    lora_dropout=float(config.get("lora_dropout", 0.0)))
 
 
-# ----------------------------------------------------------------------------------------- parameters
-def layer_parameters(shape: Shape) -> int:
-    """One decoder layer: the seven projections (no biases), q/k norms, two RMSNorms."""
-    linear = sum(a * b for a, b in shape.module_dims().values())
-    return linear + 2 * shape.head_dim + 2 * shape.hidden_size
-
-
 def base_parameters(shape: Shape, head: str = "lm") -> int:
     """All parameters: embedding, layers, final norm and the head, ``lm`` (vocab x hidden unless tied) or ``score``."""
-    body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer_parameters(shape) + shape.hidden_size
+    # a decoder layer: the seven projections (no biases), q/k norms and two RMSNorms
+    layer = sum(a * b for a, b in shape.module_dims().values()) + 2 * shape.head_dim + 2 * shape.hidden_size
+    body = shape.vocab_size * shape.hidden_size + shape.num_layers * layer + shape.hidden_size
     if head == "score":
         return body + shape.hidden_size
     return body + (0 if shape.tie_word_embeddings else shape.vocab_size * shape.hidden_size)
@@ -84,7 +77,6 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
     return shape.num_layers * sum(lora.r * sum(dims[name]) for name in lora.target_modules)
 
 
-# ----------------------------------------------------------------------------------------- activations
 def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
     """Floats autograd saves per token in one decoder layer under LoRA training (sdpa attention): norms, q/k/v,
     attention output and log-sum-exp, the MLP's gate, SiLU and up outputs, and each adapter's intermediates."""
@@ -93,31 +85,23 @@ def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = F
     if lora is None:
         return frozen
     targets = set(lora.target_modules)
-    adapters = lora.r * len(targets) + h * bool(targets & {"q_proj", "k_proj", "v_proj"}) + \
-        h * bool(targets & {"gate_proj", "up_proj"}) + i * ("down_proj" in targets)
-    return frozen + adapters + (dropout_floats(shape, targets, first_layer) if lora.lora_dropout > 0 else 0)
-
-
-def dropout_floats(shape: Shape, targets: set[str], first_layer: bool = False) -> int:
-    """What LoRA dropout adds per token and layer: each adapter's dropped-out input and mask (none for the first
-    layer's q, k, v, whose input needs no gradient), less the attention input the adapters no longer keep."""
-    dims = shape.module_dims()
-    masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
-    return sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - \
-        shape.hidden_size * bool(targets & {"q_proj", "k_proj", "v_proj"})
-
-
-def kv_cache_floats(shape: Shape, sequences: int, length: int) -> int:
-    """Keys and values of every layer for ``sequences`` sequences of ``length`` tokens."""
-    return sequences * length * shape.num_layers * 2 * shape.kv_dim
+    attention = bool(targets & {"q_proj", "k_proj", "v_proj"})
+    adapters = lora.r * len(targets) + h * attention + h * bool(targets & {"gate_proj", "up_proj"}) + \
+        i * ("down_proj" in targets)
+    if lora.lora_dropout > 0:
+        # each adapter's dropped-out input and mask (none for the first layer's q, k, v, whose input needs no
+        # gradient), less the attention input the adapters no longer keep
+        dims = shape.module_dims()
+        masked = {name for name in targets if not (first_layer and name in ("q_proj", "k_proj", "v_proj"))}
+        adapters += sum(dims[name][0] for name in targets) + sum(dims[name][0] for name in masked) - h * attention
+    return frozen + adapters
 
 
 def sampling_kv_floats(shape: Shape, prompts: int, samples: int, prompt: int, completion: int) -> int:
     """The decode loop's cache: each of ``prompts`` prompts once, ``samples`` completions each pre-allocated."""
-    return kv_cache_floats(shape, prompts, prompt) + kv_cache_floats(shape, prompts * samples, completion)
+    return (prompts * prompt + prompts * samples * completion) * shape.num_layers * 2 * shape.kv_dim
 
 
-# ----------------------------------------------------------------------------------------- chunking
 def rows_per_chunk(floats_per_row: int, rows: int, budget: int = CHUNK_FLOATS) -> int:
     """Rows per chunk of a pass so that its per-row tensors stay within ``budget`` floats: between 1 and ``rows``."""
     return max(1, min(rows, budget // max(1, floats_per_row)))
@@ -128,15 +112,9 @@ def logprob_pass_floats(shape: Shape, width: int) -> int:
     return width * shape.vocab_size
 
 
-def ppo_logit_floats(shape: Shape, width: int, completion: int) -> int:
-    """Per row, the most full-vocabulary floats one PPO forward-backward holds: every position's logits and two
-    completion-sized tensors (logits / T and its log-softmax, or their gradients)."""
-    return (width + 2 * completion) * shape.vocab_size
-
-
 def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, completion: int) -> int:
-    """Per row, one PPO forward-backward: the policy's and value model's activations, and ``ppo_logit_floats``."""
-    return ppo_logit_floats(shape, width, completion) + width * shape.num_layers * (
+    """Per row, one PPO forward-backward: both models' activations, all logits, and logits / T and its log-softmax."""
+    return (width + 2 * completion) * shape.vocab_size + width * shape.num_layers * (
         saved_per_token_layer(shape, lora) + saved_per_token_layer(shape, value_lora))
 
 
@@ -148,8 +126,3 @@ def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
 def norm_floats_per_token_layer(shape: Shape) -> int:
     """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 whatever the weights' dtype."""
     return 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
-
-
-def lora_state_bytes(shape: Shape, lora: Lora, head_params: int = 0) -> int:
-    """Trainable float32 LoRA parameters (and a trained score head) with their gradients and AdamW states."""
-    return (lora_parameters(shape, lora) + head_params) * (4 + ADAMW_STATE_BYTES)

@@ -1,8 +1,8 @@
-"""The memory plan's stages (``memory_plan``'s pieces in a device's bytes, with a T4 verdict) and the ``auto``
-sizes a job picks for its GPU's memory (a CPU job sizes as a T4). A size changes one call's work, never a sample."""
+"""The memory plan's stages in a device's bytes and the ``auto`` sizes for a job's GPU (never changing a sample)."""
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import os
@@ -10,15 +10,18 @@ from pathlib import Path
 
 from thai_grpo.jobs.devices import JOBS_PER_GPU_ENV
 from thai_grpo.jobs.memory_plan import (
-    CHUNK_FLOATS, COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats, logprob_pass_floats,
-    lora_parameters, lora_state_bytes, norm_floats_per_token_layer, ppo_update_floats, rows_per_chunk,
-    sampling_kv_floats, saved_per_token_layer,
+    ADAMW_STATE_BYTES, CHUNK_FLOATS, COMPACT_WHEN_DONE, GIB, Lora, Shape, base_parameters, generation_floats,
+    logprob_pass_floats, lora_parameters, ppo_update_floats, rows_per_chunk, sampling_kv_floats, saved_per_token_layer,
 )
 
 # A T4's 14.75 GiB as torch reports it, less ~0.5 GiB of CUDA context and ~1 GiB of allocator slack.
 CARD_GIB, RESERVE_GIB = 14.75, 1.5
 AUTO = "auto"
 PROMPT_TOKENS = 256  # the chapter's max_prompt_length: an upper bound for the system prompt, question and template
+SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumulative sums: three float32 logits' bytes
+PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": "value pass", "update": "update"}
+# (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
+_FREE_AT_JOB_START: dict = {}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,17 +45,15 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
     """Saved activations in bytes (RMSNorm's in float32); checkpointed: each layer's input plus one layer's."""
-    per_layer = saved_per_token_layer(shape, lora)
-    norms = norm_floats_per_token_layer(shape)
-    layer_bytes = norms * 4 + (per_layer - norms) * compute_bytes
+    norms = 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
+    layer_bytes = norms * 4 + (saved_per_token_layer(shape, lora) - norms) * compute_bytes
     if checkpointing:
         return tokens * (shape.num_layers * shape.hidden_size * compute_bytes + layer_bytes)
     return tokens * shape.num_layers * layer_bytes
 
 
 def attention_bias_bytes(shape: Shape, rows: int, width: int, compute_bytes: int, checkpointing: bool = False) -> int:
-    """sdpa's additive mask per layer, ``rows`` x ``width`` x ``width``, kept for the backward pass (one layer's
-    when checkpointed; measured: tests/test_memory_measured.py)."""
+    """sdpa's additive mask, ``rows`` x ``width`` x ``width`` a layer (one if checkpointed), kept for the backward."""
     return (1 if checkpointing else shape.num_layers) * rows * width * width * compute_bytes
 
 
@@ -76,7 +77,7 @@ def gib(value: float) -> float:
 def stage(name: str, pieces: dict, note: str) -> dict:
     """A stage's pieces (bytes), their sum and the verdict for a 16 GB T4."""
     peak = sum(pieces.values())
-    fits = peak / GIB <= CARD_GIB - RESERVE_GIB
+    fits = fits_card({"peak_bytes": peak}, CARD_GIB)
     return {"stage": name, "pieces_gib": {key: gib(value) for key, value in pieces.items()}, "peak_gib": gib(peak),
             "peak_bytes": peak, "verdict": "fits a 16 GB T4" if fits else f"needs more: {gib(peak) + RESERVE_GIB:.0f}+ "
             "GiB card", "fits_t4": fits, "note": note}
@@ -84,10 +85,9 @@ def stage(name: str, pieces: dict, note: str) -> dict:
 
 def trained_bytes(shape: Shape, lora: Lora, precision: Precision, head_params: int = 0) -> dict:
     """The trained float32 parameters with gradients and AdamW states, and under autocast their 16-bit copies."""
-    pieces = {"lora_and_adamw": lora_state_bytes(shape, lora, head_params)}
-    if precision.autocast:
-        pieces["autocast_copies"] = 2 * (lora_parameters(shape, lora) + head_params)
-    return pieces
+    trained = lora_parameters(shape, lora) + head_params
+    copies = {"autocast_copies": 2 * trained} if precision.autocast else {}
+    return {"lora_and_adamw": trained * (4 + ADAMW_STATE_BYTES), **copies}
 
 
 def phased_stage(name: str, phases: dict[str, dict], note: str) -> dict:
@@ -104,47 +104,39 @@ def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
 
 def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
                    note: str, trained: dict | None = None) -> dict:
-    """One TRL rollout ``generate`` call: weights, KV cache, one layer's prefill and the last position's float32
-    logits (x 3: scores, processed scores, probabilities); ``trained``: a trainer's parameters held meanwhile."""
-    working = prefill_layer_floats(shape, sequences, prompt)
+    """One TRL rollout ``generate`` call beside ``trained``: weights, KV cache, one layer's prefill and the last
+    position's float32 logits (x 3: scores, processed scores, probabilities)."""
     kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
     return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
                         "kv_cache": kv * precision.compute_bytes,
-                        "prefill_layer": working * precision.compute_bytes,
+                        "prefill_layer": prefill_layer_floats(shape, sequences, prompt) * precision.compute_bytes,
                         "logits": 3 * sequences * shape.vocab_size * 4}, note)
 
 
-SAMPLER_WORDS = 3  # the sampler's float32 probabilities and their float64 cumulative sums: three float32 logits' bytes
-
-
-def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1,
-                  sampled: bool = True) -> dict[str, dict]:
-    """What one ``decoding.decode`` call holds beside the weights in each phase: prefill (prompt KV, one layer, logits),
-    decode (the whole pre-allocated cache, a step's logits and, when ``sampled``, the sampler's probabilities and
-    float64 cumulative sums; one layer's attention) and compaction (the cache and a layer's kept rows)."""
+def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1) -> dict:
+    """What one ``decoding.decode`` call holds beside the weights in its prefill, decode and compaction phases."""
     prompts = -(-sequences // samples)
-    working = prefill_layer_floats(shape, prompts, prompt)
     kv = sampling_kv_floats(shape, prompts, samples, prompt, width - prompt)
     row_logits = shape.vocab_size * 4  # float32 logits of one position
     step_logits = sequences * (row_logits + (shape.vocab_size * compute_bytes if compute_bytes < 4 else 0))
-    return {
-        "prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
-                    "prefill_layer": working * compute_bytes, "logits": prompts * row_logits},
-        "decode": {"kv_cache": kv * compute_bytes,
-                   "logits": step_logits + (SAMPLER_WORDS * sampled * sequences + prompts) * row_logits,
-                   # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
-                   "attention": 4 * sequences * shape.num_heads * width * 4},
-        "compaction": {"kv_cache": kv * compute_bytes,
-                       "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
-                       "logits": max(sequences, prompts) * row_logits}}
+    return {"prefill": {"prompt_kv": sampling_kv_floats(shape, prompts, 0, prompt, 0) * compute_bytes,
+                        "prefill_layer": prefill_layer_floats(shape, prompts, prompt) * compute_bytes,
+                        "logits": prompts * row_logits},
+            "decode": {"kv_cache": kv * compute_bytes,
+                       "logits": step_logits + (SAMPLER_WORDS * sequences + prompts) * row_logits,
+                       # one layer's float32 scores: the prompt's, the row's own, both joined, and the weights
+                       "attention": 4 * sequences * shape.num_heads * width * 4},
+            "compaction": {"kv_cache": kv * compute_bytes,
+                           "compaction": int(kv // (2 * shape.num_layers) * (1 - COMPACT_WHEN_DONE)) * compute_bytes,
+                           "logits": max(sequences, prompts) * row_logits}}
 
 
 def sampling_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None, samples: int = 1, sampled: bool = True) -> dict:
-    """One decode-loop call: its largest phase (``decode_phases``) beside the weights and ``trained``."""
-    held = {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {})}
-    phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples, sampled)
-    return phased_stage(name, {phase: {**held, **pieces} for phase, pieces in phases.items()}, note)
+                   note: str, samples: int = 1) -> dict:
+    """One decode-loop call: its largest phase (``decode_phases``) beside the weights."""
+    weights = base_parameters(shape) * precision.frozen_bytes
+    phases = decode_phases(shape, sequences, width, prompt, precision.compute_bytes, samples)
+    return phased_stage(name, {phase: {"weights": weights, **pieces} for phase, pieces in phases.items()}, note)
 
 
 def fits_card(plan: dict, card_gib: float) -> bool:
@@ -154,7 +146,7 @@ def fits_card(plan: dict, card_gib: float) -> bool:
 
 def balanced_batch(problems: int, largest: int) -> int:
     """Problems per call when at most ``largest`` fit: as few calls as needed, evened out (256, room for 130: 128)."""
-    calls = -(-problems // max(1, largest))
+    calls = -(-problems // largest)
     return -(-problems // calls)
 
 
@@ -180,8 +172,7 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
                            precision, prompt)
         return tuple(plan["peak_bytes"] for plan in plans)
 
-    budget = (card_gib - RESERVE_GIB) * GIB
-    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= budget), None)
+    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= (card_gib - RESERVE_GIB) * GIB), None)
     if power is None:
         raise ValueError(f"PPO does not fit a {card_gib:.1f} GiB card even in chunks of 2^24 floats: lower "
                          "ppo.batch_size or the completion length")
@@ -192,17 +183,13 @@ def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: di
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
     """What a job may size for: what is free, at most its share (jobs starting together each see it all free)."""
-    return min(free_gib, total_gib / max(1, jobs_per_card))
+    return min(free_gib, total_gib / jobs_per_card)
 
 
 def jobs_per_gpu(environ=os.environ) -> int:
     """``jobs_per_card`` as the workflow recorded it (``THAI_GRPO_JOBS_PER_GPU``), 1 when unset."""
     value = environ.get(JOBS_PER_GPU_ENV, "1")
-    return int(value) if value.isdigit() and int(value) >= 1 else 1
-
-
-# (free, total) bytes of each CUDA device as its job found it at the start, before it loaded any weights
-_FREE_AT_JOB_START: dict = {}
+    return max(1, int(value)) if value.isdigit() else 1
 
 
 def note_free_memory(device) -> None:
@@ -222,18 +209,11 @@ def card_gib_of(device) -> float | None:
     if device.type != "cuda" or not torch.cuda.is_available():
         return None
     free, total = _FREE_AT_JOB_START.get(str(device)) or torch.cuda.mem_get_info(device)
-    allowed = total * process_memory_fraction(device)  # a cap on this process (make gpu-check's T4 pass)
-    return memory_for_job(min(free, allowed) / GIB, allowed / GIB, jobs_per_gpu())
-
-
-def process_memory_fraction(device) -> float:
-    """The share of its card this process may allocate (1 unless capped)."""
-    import torch
-
-    try:
-        return float(torch.cuda.get_per_process_memory_fraction(device))
+    try:  # a cap on this process's share of the card (make gpu-check's T4 pass)
+        allowed = total * float(torch.cuda.get_per_process_memory_fraction(device))
     except (AssertionError, RuntimeError):  # a CPU build of torch, or no CUDA here
-        return 1.0
+        allowed = total
+    return memory_for_job(min(free, allowed) / GIB, allowed / GIB, jobs_per_gpu())
 
 
 def sizing_gib(device) -> float:
@@ -244,13 +224,10 @@ def sizing_gib(device) -> float:
 def sampling_sizes(requested, model_dir, num_samples: int, completion: int, problems: int, device) -> dict:
     """A sampling job's ``batch_size`` (``requested``, or sized to the card for ``auto``), kept with its samples."""
     card = card_gib_of(device)
+    batch = requested  # auto or a positive integer: the config schema refuses anything else
     if requested == AUTO:
         config = json.loads((Path(model_dir) / "config.json").read_text(encoding="utf-8"))
         batch = sampling_batch_for_card(Shape.from_config(config), num_samples, completion, problems, card or CARD_GIB)
-    elif isinstance(requested, int) and requested >= 1:
-        batch = requested
-    else:
-        raise ValueError(f"batch_size={requested!r}: use a positive integer or auto (sized to the GPU's memory)")
     return {"batch_size": batch, "requested": requested, "sequences_per_call": batch * num_samples,
             "problems": problems, "card_gib": None if card is None else round(card, 2),
             "sized_for": "this job's share of the GPU" if card else "a CPU (sized as a T4 when auto)"}
@@ -258,8 +235,8 @@ def sampling_sizes(requested, model_dir, num_samples: int, completion: int, prob
 
 def ppo_held_bytes(shape: Shape, sft: Lora, value: Lora, score: str | None, precision: Precision) -> dict:
     """What PPO holds through every pass: the frozen bases, and the trained LoRAs and value head with AdamW states."""
-    frozen = 2 * base_parameters(shape) + base_parameters(shape, "score") + \
-        (base_parameters(shape, "score") if score != "verifier" else 0)
+    # the policy and its reference, the value model, and the reward model unless the verifier scores
+    frozen = 2 * base_parameters(shape) + (1 + (score != "verifier")) * base_parameters(shape, "score")
     policy, value = trained_bytes(shape, sft, precision), trained_bytes(shape, value, precision, shape.hidden_size)
     return {"weights": frozen * precision.frozen_bytes, **{key: policy[key] + value[key] for key in policy}}
 
@@ -268,8 +245,7 @@ def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int,
                    compute_bytes: int, checkpointing: bool = False) -> dict[str, dict]:
     """Each PPO pass's own working set on ``rows`` rows: decode phases, log-prob pass, value pass and update."""
     width = prompt + completion
-    update = (activation_bytes(shape, sft, rows * width, compute_bytes, checkpointing) +
-              activation_bytes(shape, value, rows * width, compute_bytes, checkpointing) +
+    update = (sum(activation_bytes(shape, lora, rows * width, compute_bytes, checkpointing) for lora in (sft, value)) +
               2 * attention_bias_bytes(shape, rows, width, compute_bytes, checkpointing) +
               backward_working_bytes(shape, rows * width, compute_bytes))
     return {**{f"generation: {phase}": pieces
@@ -280,25 +256,21 @@ def ppo_pass_bytes(shape: Shape, sft: Lora, value: Lora, rows: int, prompt: int,
                        "logits": rows * completion_logprob_bytes(shape, completion, compute_bytes, backward=True)}}
 
 
-PPO_PASSES = {"generate": "generation: ", "logprobs": "log-prob pass", "value": "value pass", "update": "update"}
-
-
 def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float | None = None,
                   precision: Precision = T4, prompt: int = PROMPT_TOKENS, may_checkpoint: bool = False) -> dict:
-    """Rows per chunk of each PPO pass and whether the update checkpoints. A number ``chunk_floats`` bounds each pass's
-    per-row tensors; ``auto`` bisects for the most rows fitting ``card_gib`` beside ``ppo_held_bytes``, checkpointing
-    the update where ``may_checkpoint`` and that makes its chunks larger."""
-    batch, size = int(settings.get("batch_size", 64)), int(settings.get("batch_size", 64)) // int(
-        settings.get("num_mini_batches", 1))
+    """Rows per chunk of each PPO pass within ``chunk_floats`` per row, or for ``auto`` the most that fit ``card_gib``
+    (checkpointing the update where ``may_checkpoint`` and that fits more rows)."""
+    batch = int(settings.get("batch_size", 64))
+    size = batch // int(settings.get("num_mini_batches", 1))
     nodrop, value = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(value, lora_dropout=0.0)
     chunk_floats = settings.get("chunk_floats", CHUNK_FLOATS)
     if chunk_floats != AUTO:
         width = prompt + completion
-        return {"generate": rows_per_chunk(generation_floats(shape, prompt, completion), batch, int(chunk_floats)),
-                "logprobs": rows_per_chunk(logprob_pass_floats(shape, width), batch, int(chunk_floats)),
-                "value": rows_per_chunk(prefill_layer_floats(shape, 1, width), batch, int(chunk_floats)),
-                "update": rows_per_chunk(ppo_update_floats(shape, nodrop, value, width, completion), size,
-                                         int(chunk_floats)), "checkpointing": False}
+        per_row = {"generate": generation_floats(shape, prompt, completion),
+                   "logprobs": logprob_pass_floats(shape, width), "value": prefill_layer_floats(shape, 1, width),
+                   "update": ppo_update_floats(shape, nodrop, value, width, completion)}
+        return {**{name: rows_per_chunk(floats, size if name == "update" else batch, int(chunk_floats))
+                   for name, floats in per_row.items()}, "checkpointing": False}
     budget = (card_gib - RESERVE_GIB) * GIB - sum(ppo_held_bytes(shape, nodrop, value, settings.get("score"),
                                                                   precision).values())
 
@@ -312,11 +284,8 @@ def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completi
         if not fits(1):
             raise ValueError(f"PPO's {name} pass does not fit a {card_gib:.1f} GiB card even one row at a time: lower "
                              "the completion length or use a larger card")
-        low, high = 1, limit  # the working set grows with the rows: bisect for the most that fit
-        while low < high:
-            middle = (low + high + 1) // 2
-            low, high = (middle, high) if fits(middle) else (low, middle - 1)
-        return low
+        # the working set grows with the rows: the most that fit are those before the first that does not
+        return bisect.bisect_left(range(1, limit + 1), True, key=lambda rows: not fits(rows))
 
     rows = {name: most_rows(name, batch) for name in ("generate", "logprobs", "value")}
     plain = most_rows("update", size)
@@ -324,9 +293,8 @@ def ppo_pass_rows(shape: Shape, sft: Lora, value: Lora, settings: dict, completi
     return {**rows, "update": max(plain, checkpointed), "checkpointing": checkpointed > plain}
 
 
-def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int,
-               chunk_floats: int, precision: Precision = T4, prompt: int = PROMPT_TOKENS,
-               card_gib: float | None = None) -> list[dict]:
+def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict, completion: int, chunk_floats: int,
+               precision: Precision = T4, prompt: int = PROMPT_TOKENS, card_gib: float | None = None) -> list[dict]:
     """PPO's rollouts and minibatch update at the rows ``ppo_pass_rows`` gives each pass."""
     settings = {**settings, "chunk_floats": settings.get("chunk_floats", chunk_floats)}
     sft, reward = dataclasses.replace(sft, lora_dropout=0.0), dataclasses.replace(reward, lora_dropout=0.0)
@@ -339,11 +307,10 @@ def ppo_stages(name: str, shape: Shape, sft: Lora, reward: Lora, settings: dict,
             shape, sft, reward, rows[pass_name], prompt, completion, precision.compute_bytes,
             rows["checkpointing"]).items() if phase.startswith(PPO_PASSES[pass_name])}
 
-    rollout = {**pieces("generate"), **pieces("logprobs")}
-    return [phased_stage(f"PPO ({name}): rollouts", rollout,
-                         f"{settings.get('batch_size', 64)} prompts, generated {rows['generate']} at a time, log-prob "
-                         f"passes of {rows['logprobs']} rows; the largest of the decode loop's phases and a log-prob "
-                         "pass"),
+    return [phased_stage(f"PPO ({name}): rollouts", {**pieces("generate"), **pieces("logprobs")},
+                         f"{settings.get('batch_size', 64)} prompts, generated {rows['generate']} at a time, "
+                         f"log-prob passes of {rows['logprobs']} rows; the largest of the decode loop's phases and a "
+                         "log-prob pass"),
             stage(f"PPO ({name}): update", pieces("update")["update"],
                   f"minibatches of {size} rows in {-(-size // rows['update'])} chunks of {rows['update']} "
                   "(gradients accumulated), under autocast where the weights are 16-bit"
