@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from thai_grpo.workflow import load_config_files, passk_settings
-from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, CHUNK_FLOATS, Lora, Shape, base_parameters,
-                                        logprob_pass_floats, lora_parameters, rows_per_chunk)
+from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, CHUNK_FLOATS, GIB, Lora, Shape, base_parameters,
+                                        logprob_pass_floats, lora_parameters, rows_per_chunk, sampling_kv_floats)
 from thai_grpo.jobs.memory_stages import (AUTO, CARD_GIB, FLOAT32_EVALUATION, PROMPT_TOKENS, RESERVE_GIB, T4, Precision,
                                           activation_bytes, attention_bias_bytes, backward_working_bytes,
-                                          generate_stage, phased_stage, ppo_chunk_floats_for_card, ppo_stages,
-                                          sampling_batch_for_card, sampling_stage, stage, trained_bytes)
+                                          phased_stage, ppo_stages, prefill_layer_floats, sampling_batch_for_card,
+                                          sampling_stage, stage, trained_bytes)
 from thai_grpo_tools.rehearsal import QWEN3_0_6B_CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
@@ -74,6 +74,34 @@ def sft_shape(config: dict, sft_lora: Lora | None) -> tuple[Lora, Lora]:
     reward = Lora(r=int(reward_lora.get("r", 16)), target_modules=tuple(sorted(reward_lora.get(
         "target_modules", ATTENTION_TARGETS))), lora_dropout=float(reward_lora.get("lora_dropout", 0.0)))
     return sft_lora or Lora(r=reward.r, target_modules=reward.target_modules, lora_dropout=0.05), reward
+
+
+def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
+                   note: str, trained: dict | None = None) -> dict:
+    """One TRL rollout ``generate`` call beside ``trained``: weights, KV cache, one layer's prefill and the last
+    position's float32 logits (x 3: scores, processed scores, probabilities)."""
+    kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
+    return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
+                        "kv_cache": kv * precision.compute_bytes,
+                        "prefill_layer": prefill_layer_floats(shape, sequences, prompt) * precision.compute_bytes,
+                        "logits": 3 * sequences * shape.vocab_size * 4}, note)
+
+
+def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
+                              precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
+    """``ppo.chunk_floats`` for a card: the largest power of two whose PPO stages fit, then the smallest alike."""
+    def peaks(power: int) -> tuple:
+        plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
+                           precision, prompt)
+        return tuple(plan["peak_bytes"] for plan in plans)
+
+    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= (card_gib - RESERVE_GIB) * GIB), None)
+    if power is None:
+        raise ValueError(f"PPO does not fit a {card_gib:.1f} GiB card even in chunks of 2^24 floats: lower "
+                         "ppo.batch_size or the completion length")
+    while power > 24 and peaks(power - 1) == peaks(power):
+        power -= 1
+    return 2 ** power
 
 
 def grpo_stages(label: str, args: dict, shape: Shape, sft: Lora, precision: Precision, prompt: int) -> list[dict]:

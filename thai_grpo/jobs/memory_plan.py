@@ -121,8 +121,3 @@ def ppo_update_floats(shape: Shape, lora: Lora, value_lora: Lora, width: int, co
 def generation_floats(shape: Shape, prompt: int, completion: int) -> int:
     """Per PPO rollout (one completion per prompt), its cache in the decode loop."""
     return sampling_kv_floats(shape, 1, 1, prompt, completion)
-
-
-def norm_floats_per_token_layer(shape: Shape) -> int:
-    """Of ``saved_per_token_layer``, what RMSNorm keeps in float32 whatever the weights' dtype."""
-    return 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads

@@ -102,16 +102,6 @@ def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
     return prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim + 2 * shape.hidden_size)
 
 
-def generate_stage(name: str, shape: Shape, sequences: int, width: int, prompt: int, precision: Precision,
-                   note: str, trained: dict | None = None) -> dict:
-    """One TRL rollout ``generate`` call beside ``trained``: weights, KV cache, one layer's prefill and the last
-    position's float32 logits (x 3: scores, processed scores, probabilities)."""
-    kv = sampling_kv_floats(shape, sequences, 1, prompt, width - prompt)
-    return stage(name, {"weights": base_parameters(shape) * precision.frozen_bytes, **(trained or {}),
-                        "kv_cache": kv * precision.compute_bytes,
-                        "prefill_layer": prefill_layer_floats(shape, sequences, prompt) * precision.compute_bytes,
-                        "logits": 3 * sequences * shape.vocab_size * 4}, note)
-
 
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1) -> dict:
     """What one ``decoding.decode`` call holds beside the weights in its prefill, decode and compaction phases."""
@@ -163,22 +153,6 @@ def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, pro
                          f"{card_gib:.1f} GiB card: lower num_samples or max_new_tokens, or set batch_size: 1")
     return balanced_batch(problems, largest)
 
-
-def ppo_chunk_floats_for_card(shape: Shape, sft: Lora, value: Lora, settings: dict, completion: int, card_gib: float,
-                              precision: Precision = T4, prompt: int = PROMPT_TOKENS) -> int:
-    """``ppo.chunk_floats`` for a card: the largest power of two whose PPO stages fit, then the smallest alike."""
-    def peaks(power: int) -> tuple:
-        plans = ppo_stages("", shape, sft, value, {**settings, "chunk_floats": 2 ** power}, completion, 2 ** power,
-                           precision, prompt)
-        return tuple(plan["peak_bytes"] for plan in plans)
-
-    power = next((power for power in range(40, 23, -1) if max(peaks(power)) <= (card_gib - RESERVE_GIB) * GIB), None)
-    if power is None:
-        raise ValueError(f"PPO does not fit a {card_gib:.1f} GiB card even in chunks of 2^24 floats: lower "
-                         "ppo.batch_size or the completion length")
-    while power > 24 and peaks(power - 1) == peaks(power):
-        power -= 1
-    return 2 ** power
 
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:
