@@ -291,8 +291,10 @@ def _load_trainable(model, state: dict) -> None:
     import torch
 
     params = dict(model.named_parameters())
-    if set(state) != {name for name, p in params.items() if p.requires_grad}:
-        raise RuntimeError("PPO checkpoint does not match the model: delete the checkpoint folder and rerun")
+    mismatched = sorted(set(state) ^ {name for name, p in params.items() if p.requires_grad})
+    if mismatched:
+        raise RuntimeError(f"PPO checkpoint does not match the model ({mismatched[:3]}...): delete the checkpoint "
+                           "folder and rerun")
     with torch.no_grad():
         for name, tensor in state.items():
             params[name].copy_(tensor)

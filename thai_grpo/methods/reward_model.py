@@ -39,6 +39,9 @@ def load_reward_base(base_dir: str | Path, dtype: str = "float32"):
                                                                use_safetensors=True, trust_remote_code=False)
     if model.config.pad_token_id is None:
         model.config.pad_token_id = load_tokenizer(base_dir).pad_token_id
+    if model.config.pad_token_id is None:
+        raise ValueError(f"base model {base_dir} has no pad_token_id in its config.json nor a pad token in its "
+                         "tokenizer: the reward head pools at the last non-pad token; set the tokenizer's pad_token")
     return model
 
 
