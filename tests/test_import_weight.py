@@ -3,7 +3,7 @@
 import subprocess
 import sys
 
-from thai_grpo_tools.import_weight import HOOK, package_modules, process_role, weigh
+from thai_grpo_tools.import_weight import HOOK, code_lines, package_modules, process_role, report, weigh
 
 
 def test_processes_are_told_apart_by_their_command_line():
@@ -21,9 +21,17 @@ def test_the_union_counts_a_module_both_processes_import_once(tmp_path):
     snakemake = {"argv": ["snakemake"], "modules": {"pkg.a": str(files["a"]), "pkg.b": str(files["b"]),
                                                     "json": None, "other.c": str(files["c"])}}
     job = {"argv": ["python", ".snakemake/scripts/tmp.train.py"], "modules": {"pkg.b": str(files["b"])}}
-    assert package_modules(snakemake["modules"], "pkg") == {"pkg.a": 3, "pkg.b": 5}
+    assert package_modules(snakemake["modules"], "pkg") == {"pkg.a": (3, 3), "pkg.b": (5, 5)}
     weights = weigh([snakemake, job], "pkg")
-    assert weights["job"] == {"pkg.b": 5} and sum(weights["union"].values()) == 8
+    assert weights["job"] == {"pkg.b": (5, 5)} and sum(wc for wc, _ in weights["union"].values()) == 8
+    assert report(weights).splitlines()[-3] == "union: 2 modules, 8 lines (8 of code)"
+
+
+def test_code_lines_leave_out_blank_lines_comments_and_docstrings_but_not_other_strings():
+    source = ('"""A module.\n\nIts docstring."""\n\n# a comment\nimport os  # code\n\n\n'
+              'def f():\n    """One line."""\n    return """not a\ndocstring"""\n\n\n'
+              'class C:\n    x = 1\n')
+    assert source.count("\n") == 16 and code_lines(source) == 6  # import, def, the return's two lines, class, x
 
 
 def test_the_hook_records_a_process_that_ends_through_os_exit(tmp_path):

@@ -2,11 +2,13 @@
 
 Retrains ``results/runs/grpo`` of a finished run for one step (``COMMAND``: use a copy of a run you want to keep) with
 a ``sitecustomize`` on PYTHONPATH that records each process's ``sys.modules`` as it exits, then prints the
-``thai_grpo`` modules with their lines for Snakemake's process, the job's, and the union of the two."""
+``thai_grpo`` modules with their lines (``wc -l``, and of those the lines of code: not blank, a comment or a docstring)
+for Snakemake's process, the job's, and the union of the two."""
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import subprocess
@@ -40,10 +42,22 @@ atexit.register(_write_modules)
 '''
 
 
-def package_modules(modules: dict[str, str | None], package: str = PACKAGE) -> dict[str, int]:
-    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with its ``wc -l`` lines."""
-    return {name: Path(path).read_bytes().count(b"\n") for name, path in sorted(modules.items())
-            if (name == package or name.startswith(package + ".")) and path}
+def code_lines(source: str) -> int:
+    """The lines of ``source`` that are not blank, a comment or part of a module's, class's or function's docstring."""
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and ast.get_docstring(node, clean=False) is not None:
+            docstrings.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    return sum(1 for number, line in enumerate(source.splitlines(), 1)
+               if line.strip() and not line.lstrip().startswith("#") and number not in docstrings)
+
+
+def package_modules(modules: dict[str, str | None], package: str = PACKAGE) -> dict[str, tuple[int, int]]:
+    """The ``package`` modules of one process's ``sys.modules`` (name -> file), each with (``wc -l``, code lines)."""
+    sources = {name: Path(path).read_text(encoding="utf-8") for name, path in sorted(modules.items())
+               if (name == package or name.startswith(package + ".")) and path}
+    return {name: (source.count("\n"), code_lines(source)) for name, source in sources.items()}
 
 
 def process_role(argv: list[str]) -> str:
@@ -54,9 +68,9 @@ def process_role(argv: list[str]) -> str:
     return "job" if any(arg.endswith(JOB_SCRIPT) for arg in scripts) else "other"
 
 
-def weigh(records: list[dict], package: str = PACKAGE) -> dict[str, dict[str, int]]:
+def weigh(records: list[dict], package: str = PACKAGE) -> dict[str, dict[str, tuple[int, int]]]:
     """{"snakemake": modules, "job": modules, "union": modules} from the processes' records (``HOOK``'s files)."""
-    weights: dict[str, dict[str, int]] = {"snakemake": {}, "job": {}}
+    weights: dict[str, dict[str, tuple[int, int]]] = {"snakemake": {}, "job": {}}
     for record in records:
         role = process_role(record["argv"])
         if role in weights:
@@ -65,16 +79,17 @@ def weigh(records: list[dict], package: str = PACKAGE) -> dict[str, dict[str, in
     return weights
 
 
-def report(weights: dict[str, dict[str, int]]) -> str:
-    """Per process, its modules and lines, then its count and total; the union's last."""
+def report(weights: dict[str, dict[str, tuple[int, int]]]) -> str:
+    """Per process, its modules with their lines and lines of code, then its count and totals; the union's last."""
     lines = []
     for role, modules in weights.items():
-        lines.append(f"{role}: {len(modules)} modules, {sum(modules.values())} lines")
-        lines += [f"  {lines_:5d}  {name}" for name, lines_ in sorted(modules.items())]
+        total, code = (sum(counts[i] for counts in modules.values()) for i in (0, 1))
+        lines.append(f"{role}: {len(modules)} modules, {total} lines ({code} of code)")
+        lines += [f"  {wc:5d} {code_:5d}  {name}" for name, (wc, code_) in sorted(modules.items())]
     return "\n".join(lines)
 
 
-def measure(command: list[str] = COMMAND, cwd: str | Path = ".") -> dict[str, dict[str, int]]:
+def measure(command: list[str] = COMMAND, cwd: str | Path = ".") -> dict[str, dict[str, tuple[int, int]]]:
     """Run ``command`` with ``HOOK`` on PYTHONPATH and weigh what its processes imported."""
     with tempfile.TemporaryDirectory() as hook_dir, tempfile.TemporaryDirectory() as out_dir:
         Path(hook_dir, "sitecustomize.py").write_text(HOOK, encoding="utf-8")
