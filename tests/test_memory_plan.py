@@ -10,7 +10,7 @@ from workflow import REPO, merged_configs
 from thai_grpo.jobs.memory_plan import (ATTENTION_TARGETS, MLP_TARGETS, Lora, Shape, base_parameters,
                                           generation_floats, logprob_pass_floats, lora_parameters, ppo_update_floats,
                                           rows_per_chunk, sampling_kv_floats, saved_per_token_layer)
-from thai_grpo.jobs.memory_stages import CPU, T4
+from thai_grpo.jobs.memory_stages import CPU, T4, attention_bias_bytes
 from thai_grpo_tools.memory_plan import QWEN3_0_6B, stage_plans
 
 # Stand-ins with Qwen3-0.6B's ratios (head_dim = 2 x hidden / heads, KV heads = heads / 2, intermediate = 3 x hidden)
@@ -50,8 +50,9 @@ def test_qwen3_0_6b_has_its_published_size():
     assert base_parameters(QWEN3_0_6B) - QWEN3_0_6B.vocab_size * QWEN3_0_6B.hidden_size == 440_467_456
 
 
-def saved_floats_per_token(shape: Shape, lora: Lora, batch: int = 2, length: int = 24) -> float:
-    """What autograd saves in the decoder layers (parameters excluded), per token, counted by saved_tensors_hooks."""
+def saved_floats_per_token(shape: Shape, lora: Lora, batch: int = 2, length: int = 24, padded: bool = False) -> float:
+    """What autograd saves in the decoder layers (parameters excluded), per token, counted by saved_tensors_hooks;
+    ``padded``: one row left-padded, so sdpa gets a mask (its float copy per layer, ``attention_bias_bytes``, apart)."""
     from peft import LoraConfig, get_peft_model
     from transformers import Qwen3ForCausalLM
 
@@ -69,20 +70,25 @@ def saved_floats_per_token(shape: Shape, lora: Lora, batch: int = 2, length: int
             saved[pointer] = tensor.untyped_storage().nbytes()
         return tensor
 
+    mask = torch.ones(batch, length, dtype=torch.long)
+    mask[0, :length // 3] = 0 if padded else 1
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        model.get_base_model().model(input_ids=torch.randint(0, shape.vocab_size, (batch, length)))
+        model.get_base_model().model(input_ids=torch.randint(0, shape.vocab_size, (batch, length)), attention_mask=mask)
     rope = 2 * length * shape.head_dim * 4  # cos and sin, per position, shared by the layers and the batch
-    return (sum(saved.values()) - rope) / 4 / (batch * length)
+    bias = attention_bias_bytes(shape, batch, length, 4) if padded else 0
+    return (sum(saved.values()) - rope - bias) / 4 / (batch * length)
 
 
 @pytest.mark.parametrize("lora", [Lora(r=8, target_modules=ATTENTION_TARGETS),
                                   Lora(r=4, target_modules=ATTENTION_TARGETS + MLP_TARGETS),
                                   Lora(r=8, target_modules=ATTENTION_TARGETS, lora_dropout=0.05)])
-def test_saved_activations_match_what_autograd_saves(lora):
+@pytest.mark.parametrize("padded", [False, True])
+def test_saved_activations_match_what_autograd_saves(lora, padded):
+    """Unpadded, sdpa attends the grouped keys and values as they are; padded, it gets them repeated per query head."""
     shape = SHAPES[1]
-    planned = saved_per_token_layer(shape, lora, first_layer=True) + (shape.num_layers - 1) * saved_per_token_layer(
-        shape, lora)
-    assert saved_floats_per_token(shape, lora) == planned
+    planned = saved_per_token_layer(shape, lora, first_layer=True, masked=padded) + (shape.num_layers - 1) * \
+        saved_per_token_layer(shape, lora, masked=padded)
+    assert saved_floats_per_token(shape, lora, padded=padded) == planned
 
 
 def test_chunks_split_only_what_exceeds_the_budget():

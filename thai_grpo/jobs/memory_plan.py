@@ -77,11 +77,12 @@ def lora_parameters(shape: Shape, lora: Lora) -> int:
     return shape.num_layers * sum(lora.r * sum(dims[name]) for name in lora.target_modules)
 
 
-def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False) -> int:
+def saved_per_token_layer(shape: Shape, lora: Lora | None, first_layer: bool = False, masked: bool = False) -> int:
     """Floats autograd saves per token in one decoder layer under LoRA training (sdpa attention): norms, q/k/v,
-    attention output and log-sum-exp, the MLP's gate, SiLU and up outputs, and each adapter's intermediates."""
+    attention output and log-sum-exp, the MLP's gate, SiLU and up outputs, and each adapter's intermediates;
+    ``masked`` (sdpa given a padding mask): the keys and values it gets repeated to every query head (``repeat_kv``)."""
     h, q, kv, i = shape.hidden_size, shape.q_dim, shape.kv_dim, shape.intermediate_size
-    frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i
+    frozen = 2 * h + 2 + 3 * q + 3 * kv + 2 * shape.num_heads + shape.num_kv_heads + 3 * i + masked * 2 * (q - kv)
     if lora is None:
         return frozen
     targets = set(lora.target_modules)

@@ -44,9 +44,10 @@ FLOAT32_EVALUATION = Precision("float32 evaluation (eval.dtype)", 4, 4, False, 4
 
 def activation_bytes(shape: Shape, lora: Lora | None, tokens: int, compute_bytes: int,
                      checkpointing: bool = False) -> int:
-    """Saved activations in bytes (RMSNorm's in float32); checkpointed: each layer's input plus one layer's."""
+    """Saved activations in bytes of a padded batch (sdpa given its mask), RMSNorm's in float32; checkpointed: each
+    layer's input plus one layer's."""
     norms = 2 * shape.hidden_size + 2 + shape.q_dim + shape.kv_dim + shape.num_heads + shape.num_kv_heads
-    layer_bytes = norms * 4 + (saved_per_token_layer(shape, lora) - norms) * compute_bytes
+    layer_bytes = norms * 4 + (saved_per_token_layer(shape, lora, masked=True) - norms) * compute_bytes
     if checkpointing:
         return tokens * (shape.num_layers * shape.hidden_size * compute_bytes + layer_bytes)
     return tokens * shape.num_layers * layer_bytes
