@@ -9,8 +9,9 @@
 #      `auto` sizes as this card chooses them, one optimizer step each (thai_grpo_tools.rehearse_full --preset chapter):
 #      the real base and SFT adapter where the hub cache holds them, else random weights built here (the first line of
 #      its table says which; no download either way); once forced to float16 (a T4's path: THAI_GRPO_CAPABILITY=7.5),
-#      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later). Each stage's peak CUDA memory held by the allocator (max_memory_reserved, expandable segments on)
-#      beside the memory plan's prediction for those sizes, its seconds per step, and for a training stage whether its
+#      the trainers once more in bfloat16 where the GPU has it (compute capability 8.0 or later). Each stage's peak
+#      CUDA memory held by the allocator (max_memory_reserved, expandable segments on) beside the memory plan's
+#      prediction for those sizes, its seconds per step, and for a training stage whether its
 #      loss stayed finite and which updates were lost or redone (float16's loss scaler, non-finite gradients), in
 #      OUT/<pass>/rehearse.json (OUT default results/gpu_check). GRPO makes three steps (float16's loss scale calibrates
 #      there); a decode stage stops a third of its problems early, so the decode loop compacts its cache; each

@@ -848,9 +848,6 @@ def table_variance_sources(ref, _):
             f"{len(ratios)} methods both studies trained.")
 
 
-
-
-
 @table("tokenizer")
 def table_tokenizer(_, elsewhere):
     """The tokenizer experiment kept in elsewhere.json: the same data, steps and seeds under each pre-tokenisation."""

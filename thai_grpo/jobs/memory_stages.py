@@ -103,7 +103,6 @@ def prefill_layer_floats(shape: Shape, prompts: int, prompt: int) -> int:
     return prompts * prompt * (3 * shape.intermediate_size + 2 * shape.q_dim + 2 * shape.kv_dim + 2 * shape.hidden_size)
 
 
-
 def decode_phases(shape: Shape, sequences: int, width: int, prompt: int, compute_bytes: int, samples: int = 1) -> dict:
     """What one ``decoding.decode`` call holds beside the weights in its prefill, decode and compaction phases."""
     prompts = -(-sequences // samples)
@@ -153,7 +152,6 @@ def sampling_batch_for_card(shape: Shape, num_samples: int, completion: int, pro
         raise ValueError(f"one problem x {num_samples} samples of {prompt + completion} tokens does not fit a "
                          f"{card_gib:.1f} GiB card: lower num_samples or max_new_tokens, or set batch_size: 1")
     return balanced_batch(problems, largest)
-
 
 
 def memory_for_job(free_gib: float, total_gib: float, jobs_per_card: int) -> float:

@@ -576,8 +576,8 @@ def train(spec) -> dict:
         if tracker is not None:
             tracker.log({k: v for k, v in record.items() if isinstance(v, (int, float))}, step=step)
         print(json.dumps({k: v for k, v in record.items() if not isinstance(v, dict)}), flush=True)
-        progress(f"{checkpoint_dir.name}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, value loss "
-                 f"{record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
+        progress(f"{checkpoint_dir.name}: step {step}/{settings.max_steps} (score {record['score_mean']:.3f}, "
+                 f"value loss {record['value_loss']:.4f}, explained variance {record['explained_variance']:.2f})")
         check_lost_updates(spec.run, read_appended_jsonl(updates_path), total_updates,
                            spec.training["max_lost_update_share"])
         if step % settings.save_steps == 0 and step < settings.max_steps:

@@ -13,8 +13,8 @@ from thai_grpo.core.config import OURS
 TRACKING_PROJECT = "thai-grpo"  # the project a tracker (training.report_to) files every run under
 
 # Fields we always set ourselves, whatever TRL's defaults are in the installed release.
-CPU_SAFE_DEFAULTS = {"report_to": "none", "activation_checkpointing": False, "logging_steps": 1, "save_strategy": "steps",
-                     "save_total_limit": 2, "dataloader_num_workers": 0, "disable_tqdm": True}
+CPU_SAFE_DEFAULTS = {"report_to": "none", "activation_checkpointing": False, "logging_steps": 1,
+                     "save_strategy": "steps", "save_total_limit": 2, "dataloader_num_workers": 0, "disable_tqdm": True}
 
 
 def precision_flags(dtype: str = "auto") -> dict:
